@@ -1,0 +1,188 @@
+//! Covered-history amendments.
+//!
+//! A correction or late delivery inside covered history never mutates a
+//! boundary. Comparing current effective history with the chain's exact
+//! snapshot yields a bounded typed amendment that goes beside the boundary to
+//! the model (`select`) and to the next compactor (`plan`), until a later
+//! boundary absorbs it. An oversized amendment fails closed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::envelope;
+use crate::error::{Code, Error, Result};
+use crate::reconstruct::Reconstruction;
+use crate::turn::{content_hash, Part, Role, Turn};
+
+/// Why a covered turn is amended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EntryKind {
+    /// Its content was corrected after it was summarized.
+    Corrected,
+    /// It was delivered after the boundary covering its sequence.
+    Late,
+}
+
+/// One amended turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AmendmentEntry {
+    /// Turn id.
+    pub turn_id: String,
+    /// Source sequence.
+    pub source_seq: u64,
+    /// Corrected or late.
+    pub kind: EntryKind,
+    /// Role of the turn.
+    pub role: Role,
+    /// Content hash the boundary snapshot holds (`None` for late deliveries).
+    pub old_hash: Option<String>,
+    /// Current content hash.
+    pub new_hash: String,
+    /// Current content.
+    pub parts: Vec<Part>,
+}
+
+/// A bounded, typed covered-history amendment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Amendment {
+    /// Amended turns, by source sequence then turn id.
+    pub entries: Vec<AmendmentEntry>,
+    /// Characters of the rendered amendment envelope.
+    pub chars: u64,
+    /// `sha256:` of the entries' canonical encoding.
+    pub hash: String,
+}
+
+/// A turn whose newer content a boundary absorbed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AbsorbedEntry {
+    /// Turn id.
+    pub turn_id: String,
+    /// Content hash now part of the chain's snapshot.
+    pub content_hash: String,
+}
+
+/// What the chain's boundaries hold for one covered turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Source sequence.
+    pub source_seq: u64,
+    /// Role.
+    pub role: Role,
+    /// Content hash.
+    pub content_hash: String,
+}
+
+impl Amendment {
+    /// Build from entries, computing size and hash; fail closed over the bound.
+    ///
+    /// # Errors
+    /// `amendment_too_large` when the rendered envelope exceeds `max_chars`.
+    pub fn build(mut entries: Vec<AmendmentEntry>, max_chars: u64) -> Result<Amendment> {
+        entries.sort_by(|a, b| (a.source_seq, &a.turn_id).cmp(&(b.source_seq, &b.turn_id)));
+        let mut a = Amendment {
+            hash: canonical::hash(&entries)?,
+            entries,
+            chars: 0,
+        };
+        a.chars = envelope::chars(&envelope::amendment_text(&a));
+        if a.chars > max_chars {
+            return Err(Error::new(
+                Code::AmendmentTooLarge,
+                format!(
+                    "the covered-history amendment renders to {} characters, over the bound of {max_chars}",
+                    a.chars
+                ),
+            )
+            .with_ids(a.entries.iter().map(|e| e.turn_id.clone())));
+        }
+        Ok(a)
+    }
+
+    /// Whether the amendment's hash still matches its entries.
+    ///
+    /// # Errors
+    /// Only if encoding fails.
+    pub fn is_intact(&self) -> Result<bool> {
+        Ok(canonical::hash(&self.entries)? == self.hash)
+    }
+
+    /// The entries as a boundary absorbs them.
+    pub fn absorbed(&self) -> Vec<AbsorbedEntry> {
+        self.entries
+            .iter()
+            .map(|e| AbsorbedEntry {
+                turn_id: e.turn_id.clone(),
+                content_hash: e.new_hash.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Compare current history in `[start_seq, covered_through]` with the chain
+/// snapshot and derive the amendment, if anything diverged.
+///
+/// # Errors
+/// `amendment_too_large` over the bound.
+pub fn derive(
+    snapshot: &BTreeMap<String, Snapshot>,
+    start_seq: u64,
+    covered_through: u64,
+    recon: &Reconstruction,
+    admit: impl Fn(&Turn) -> bool,
+    max_chars: u64,
+) -> Result<Option<Amendment>> {
+    let mut entries = Vec::new();
+    for t in &recon.turns {
+        if t.pinned || t.source_seq < start_seq || t.source_seq > covered_through || !admit(t) {
+            continue;
+        }
+        match snapshot.get(&t.turn_id) {
+            Some(s) if s.content_hash == t.content_hash => {}
+            Some(s) => entries.push(AmendmentEntry {
+                turn_id: t.turn_id.clone(),
+                source_seq: t.source_seq,
+                kind: EntryKind::Corrected,
+                role: t.role,
+                old_hash: Some(s.content_hash.clone()),
+                new_hash: t.content_hash.clone(),
+                parts: t.parts.clone(),
+            }),
+            None => entries.push(AmendmentEntry {
+                turn_id: t.turn_id.clone(),
+                source_seq: t.source_seq,
+                kind: EntryKind::Late,
+                role: t.role,
+                old_hash: None,
+                new_hash: t.content_hash.clone(),
+                parts: t.parts.clone(),
+            }),
+        }
+    }
+    for c in &recon.orphan_corrections {
+        if let Some(s) = snapshot.get(&c.turn_id) {
+            let h = content_hash(&c.parts)?;
+            if h != s.content_hash {
+                entries.push(AmendmentEntry {
+                    turn_id: c.turn_id.clone(),
+                    source_seq: s.source_seq,
+                    kind: EntryKind::Corrected,
+                    role: s.role,
+                    old_hash: Some(s.content_hash.clone()),
+                    new_hash: h,
+                    parts: c.parts.clone(),
+                });
+            }
+        }
+    }
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    Amendment::build(entries, max_chars).map(Some)
+}

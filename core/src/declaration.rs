@@ -1,0 +1,498 @@
+//! The declaration: who compacts what, under which budget and bounds.
+//!
+//! A conversation's target (ordinary agent) declaration names exactly one
+//! reciprocal compactor; both share this type and must agree on the fields
+//! listed in [`crate::agree`]. Ratios are integers in per-mille, never floats.
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::error::{Code, Error, Result};
+
+/// Which side of the reciprocal pair a declaration describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum DeclarationRole {
+    /// The ordinary conversation agent.
+    #[default]
+    Target,
+    /// The specialized compactor.
+    Compactor,
+}
+
+/// Provider profile and model the pair runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelProfile {
+    /// Provider profile name, such as `openai-compatible`.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+}
+
+/// Privacy admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Privacy {
+    /// Whether turns marked sensitive may enter the projection.
+    #[serde(default)]
+    pub admit_sensitive: bool,
+}
+
+/// Subscribed identity and memory documents, and their budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Documents {
+    /// Document ids, in order.
+    #[serde(default)]
+    pub ids: Vec<String>,
+    /// Character budget for all documents together (0: no documents).
+    #[serde(default)]
+    pub budget_chars: u64,
+}
+
+/// When token-mode compaction fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum CompactionMode {
+    /// Compact at the eager ratio, before the turn is under pressure.
+    #[default]
+    Eager,
+    /// Compact only when the conversation budget is full.
+    Lazy,
+}
+
+/// The budget, in characters (seed 000) or tokens (seed 002).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Budget {
+    /// Character accounting over the exact model-bound messages.
+    #[serde(rename_all = "camelCase")]
+    Chars {
+        /// Compact when the active context reaches this many characters.
+        #[serde(default = "d_trigger")]
+        trigger: u64,
+        /// Keep an exact tail of at most this many characters.
+        #[serde(default = "d_retain")]
+        retain: u64,
+    },
+    /// Token accounting with ratios in per-mille.
+    #[serde(rename_all = "camelCase")]
+    Tokens {
+        /// Model window in tokens.
+        #[serde(default = "d_window")]
+        window: u64,
+        /// Tokens held back for the answer.
+        #[serde(default = "d_reserved")]
+        reserved_output: u64,
+        /// Headroom against tokenizer drift.
+        #[serde(default = "d_margin")]
+        safety_margin: u64,
+        /// Share (per-mille) of the usable window retrieval may claim.
+        #[serde(default = "d_share")]
+        retrieval_share: u64,
+        /// Start considering (warm candidates), per-mille of the conversation budget.
+        #[serde(default = "d_soft")]
+        soft: u64,
+        /// Compact now (eager mode), per-mille.
+        #[serde(default = "d_eager")]
+        eager: u64,
+        /// Compact down to this, per-mille.
+        #[serde(default = "d_target")]
+        target: u64,
+        /// Eager or lazy.
+        #[serde(default)]
+        mode: CompactionMode,
+    },
+}
+
+fn d_trigger() -> u64 {
+    80_000
+}
+fn d_retain() -> u64 {
+    40_000
+}
+fn d_window() -> u64 {
+    8192
+}
+fn d_reserved() -> u64 {
+    1024
+}
+fn d_margin() -> u64 {
+    512
+}
+fn d_share() -> u64 {
+    500
+}
+fn d_soft() -> u64 {
+    600
+}
+fn d_eager() -> u64 {
+    780
+}
+fn d_target() -> u64 {
+    500
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::Chars {
+            trigger: d_trigger(),
+            retain: d_retain(),
+        }
+    }
+}
+
+impl Budget {
+    /// The token budget with seed 002's defaults.
+    pub fn default_tokens() -> Self {
+        Budget::Tokens {
+            window: d_window(),
+            reserved_output: d_reserved(),
+            safety_margin: d_margin(),
+            retrieval_share: d_share(),
+            soft: d_soft(),
+            eager: d_eager(),
+            target: d_target(),
+            mode: CompactionMode::Eager,
+        }
+    }
+}
+
+/// Bounds of one frozen prefix (compactor input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrefixBounds {
+    /// Most turns one packet may freeze.
+    #[serde(default = "d_max_turns")]
+    pub max_turns: u64,
+    /// Most characters of compactor input (previous summary, amendment and turns).
+    #[serde(default = "d_max_chars")]
+    pub max_chars: u64,
+}
+fn d_max_turns() -> u64 {
+    5_000
+}
+fn d_max_chars() -> u64 {
+    400_000
+}
+impl Default for PrefixBounds {
+    fn default() -> Self {
+        PrefixBounds {
+            max_turns: d_max_turns(),
+            max_chars: d_max_chars(),
+        }
+    }
+}
+
+/// Limits of the summary a model returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummaryLimits {
+    /// Most characters of summary.
+    #[serde(default = "d_sum_chars")]
+    pub max_chars: u64,
+    /// Most tokens of summary (also the output headroom reserved for it).
+    #[serde(default = "d_sum_tokens")]
+    pub max_tokens: u64,
+    /// Characters of the derived preview.
+    #[serde(default = "d_preview")]
+    pub preview_chars: u64,
+}
+fn d_sum_chars() -> u64 {
+    8_000
+}
+fn d_sum_tokens() -> u64 {
+    2_000
+}
+fn d_preview() -> u64 {
+    280
+}
+impl Default for SummaryLimits {
+    fn default() -> Self {
+        SummaryLimits {
+            max_chars: d_sum_chars(),
+            max_tokens: d_sum_tokens(),
+            preview_chars: d_preview(),
+        }
+    }
+}
+
+/// How added compaction instructions combine with the built-in prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum InstructionMode {
+    /// Append after the built-in prompt.
+    Append,
+    /// Replace the built-in prompt.
+    Replace,
+}
+
+/// Compaction instructions added to, or replacing, the built-in prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Instructions {
+    /// Append or replace.
+    pub mode: InstructionMode,
+    /// The instruction text.
+    pub text: String,
+}
+
+/// A target or compactor declaration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Declaration {
+    /// Target or compactor.
+    #[serde(default)]
+    pub role: DeclarationRole,
+    /// The ordinary agent's id.
+    pub target_id: String,
+    /// The reciprocal compactor's id.
+    pub compactor_id: String,
+    /// Whether compaction is enabled.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Provider profile and model.
+    #[serde(default)]
+    pub model_profile: ModelProfile,
+    /// Source patterns admitted (`*` matches any run of characters); empty admits all.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Privacy admission.
+    #[serde(default)]
+    pub privacy: Privacy,
+    /// Agent ids whose turns are admitted as conversation history; empty admits all.
+    #[serde(default)]
+    pub history_agents: Vec<String>,
+    /// Subscribed documents and their budget.
+    #[serde(default)]
+    pub documents: Documents,
+    /// The budget.
+    #[serde(default)]
+    pub budget: Budget,
+    /// Bounds of one frozen prefix.
+    #[serde(default)]
+    pub prefix_bounds: PrefixBounds,
+    /// Summary limits.
+    #[serde(default)]
+    pub summary: SummaryLimits,
+    /// Most characters of a rendered covered-history amendment.
+    #[serde(default = "d_amend")]
+    pub amendment_max_chars: u64,
+    /// Added or replacing compaction instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Instructions>,
+    /// Consecutive failed runs after which automatic compaction pauses.
+    #[serde(default = "d_failures")]
+    pub max_consecutive_failures: u64,
+}
+fn yes() -> bool {
+    true
+}
+fn d_amend() -> u64 {
+    8_000
+}
+fn d_failures() -> u64 {
+    3
+}
+
+impl Declaration {
+    /// A declaration with every default, for the given pair of ids.
+    pub fn new(target_id: impl Into<String>, compactor_id: impl Into<String>) -> Self {
+        Declaration {
+            role: DeclarationRole::Target,
+            target_id: target_id.into(),
+            compactor_id: compactor_id.into(),
+            enabled: true,
+            model_profile: ModelProfile::default(),
+            sources: Vec::new(),
+            privacy: Privacy::default(),
+            history_agents: Vec::new(),
+            documents: Documents::default(),
+            budget: Budget::default(),
+            prefix_bounds: PrefixBounds::default(),
+            summary: SummaryLimits::default(),
+            amendment_max_chars: d_amend(),
+            instructions: None,
+            max_consecutive_failures: d_failures(),
+        }
+    }
+
+    /// The declaration fingerprint: hash of its canonical encoding.
+    ///
+    /// # Errors
+    /// Only if the declaration cannot be encoded (never for a parsed one).
+    pub fn fingerprint(&self) -> Result<String> {
+        canonical::hash(self)
+    }
+
+    /// Check every rule and return every violation (empty when valid).
+    pub fn violations(&self) -> Vec<Error> {
+        let mut errs = Vec::new();
+        let mut bad = |field: &str, msg: String| {
+            errs.push(Error::new(Code::InvalidDeclaration, msg).with_ids([field.to_owned()]))
+        };
+        if self.target_id.trim().is_empty() {
+            bad("targetId", "targetId must not be empty".into());
+        }
+        if self.compactor_id.trim().is_empty() {
+            bad("compactorId", "compactorId must not be empty".into());
+        }
+        if !self.target_id.is_empty() && self.target_id == self.compactor_id {
+            bad(
+                "compactorId",
+                "the compactor must be a separate consumer id from the target".into(),
+            );
+        }
+        match self.budget {
+            Budget::Chars { trigger, retain } => {
+                if retain == 0 {
+                    bad("budget.retain", "retain must be positive".into());
+                }
+                if retain >= trigger {
+                    bad(
+                        "budget.retain",
+                        format!(
+                            "retain ({retain}) must be strictly smaller than trigger ({trigger})"
+                        ),
+                    );
+                }
+            }
+            Budget::Tokens {
+                window,
+                reserved_output,
+                safety_margin,
+                retrieval_share,
+                soft,
+                eager,
+                target,
+                ..
+            } => {
+                if reserved_output.saturating_add(safety_margin) >= window {
+                    bad(
+                        "budget.reservedOutput",
+                        format!("reservedOutput + safetyMargin ({}) must be smaller than the window ({window})", reserved_output.saturating_add(safety_margin)),
+                    );
+                }
+                if retrieval_share >= 1000 {
+                    bad(
+                        "budget.retrievalShare",
+                        format!("retrievalShare ({retrieval_share}‰) must be below 1000‰"),
+                    );
+                }
+                if soft == 0 || soft > eager {
+                    bad(
+                        "budget.soft",
+                        format!("soft ({soft}‰) must be positive and at most eager ({eager}‰)"),
+                    );
+                }
+                if eager > 1000 {
+                    bad(
+                        "budget.eager",
+                        format!("eager ({eager}‰) must be at most 1000‰"),
+                    );
+                }
+                if target == 0 || target >= eager {
+                    bad(
+                        "budget.target",
+                        format!("target ({target}‰) must be positive and below eager ({eager}‰)"),
+                    );
+                }
+                if self.summary.max_tokens >= window {
+                    bad(
+                        "summary.maxTokens",
+                        "summary.maxTokens must be smaller than the window".into(),
+                    );
+                }
+            }
+        }
+        if self.summary.max_chars == 0 {
+            bad(
+                "summary.maxChars",
+                "summary.maxChars must be positive".into(),
+            );
+        }
+        if self.summary.max_tokens == 0 {
+            bad(
+                "summary.maxTokens",
+                "summary.maxTokens must be positive".into(),
+            );
+        }
+        if self.prefix_bounds.max_turns == 0 || self.prefix_bounds.max_chars == 0 {
+            bad("prefixBounds", "prefix bounds must be positive".into());
+        }
+        if self.max_consecutive_failures == 0 {
+            bad(
+                "maxConsecutiveFailures",
+                "maxConsecutiveFailures must be at least 1".into(),
+            );
+        }
+        if let Some(ins) = &self.instructions {
+            if ins.mode == InstructionMode::Replace && ins.text.trim().is_empty() {
+                bad(
+                    "instructions.text",
+                    "replacing instructions must not be empty".into(),
+                );
+            }
+        }
+        if self.documents.ids.iter().any(|d| d.is_empty()) {
+            bad("documents.ids", "document ids must not be empty".into());
+        }
+        errs
+    }
+
+    /// Whether a message source is admitted by the source patterns.
+    pub fn admits_source(&self, source: &str) -> bool {
+        self.sources.is_empty() || self.sources.iter().any(|p| glob(p, source))
+    }
+
+    /// Whether a turn by this author agent is admitted as history.
+    pub fn admits_agent(&self, agent: Option<&str>) -> bool {
+        match agent {
+            None => true,
+            Some(a) => self.history_agents.is_empty() || self.history_agents.iter().any(|h| h == a),
+        }
+    }
+}
+
+/// `*`-only glob match, iterative (no backtracking blow-up).
+fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let (mut star, mut mark) = (None::<usize>, 0usize);
+    while ti < t.len() {
+        if pi < p.len() && p[pi] != '*' && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_stars() {
+        assert!(glob("telegram:*", "telegram:123"));
+        assert!(glob("*", ""));
+        assert!(glob("a*b*c", "axxbyyc"));
+        assert!(!glob("a*b", "ac"));
+        assert!(!glob("tele", "telegram"));
+    }
+}

@@ -1,0 +1,151 @@
+//! Typed errors with stable codes.
+//!
+//! Every failure of the core is an [`Error`]: a stable machine-readable
+//! [`Code`], a human message, and where useful the offending ids. Codes are
+//! part of the contract between runtimes and never change meaning.
+
+use serde::{Deserialize, Serialize};
+
+/// A stable error code. Serialized in `snake_case`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    /// The request is not valid JSON or does not match the request type.
+    InvalidRequest,
+    /// The declaration breaks one or more rules.
+    InvalidDeclaration,
+    /// Two events claim the same turn (or correction) with different content.
+    ConflictingTurn,
+    /// A turn belongs to another conversation, chat or sender than the route.
+    WrongRoute,
+    /// The newest coherent unit of turns is larger than the tail target.
+    TailTurnTooLarge,
+    /// The frozen prefix exceeds the declaration's prefix bounds.
+    PrefixOverBounds,
+    /// Compaction would not make the projection smaller.
+    NotSmaller,
+    /// There is nothing older than the tail to fold.
+    NothingToFold,
+    /// A manual request while an answer owns the session.
+    SessionBusy,
+    /// A manual request by someone who does not own the conversation.
+    NotOwner,
+    /// The model's summary is empty after whitespace.
+    EmptySummary,
+    /// The model's summary exceeds the summary limit.
+    SummaryTooLong,
+    /// The model's summary contains control characters other than newline and tab.
+    SummaryNotText,
+    /// The model output names another packet or run than the one settled.
+    RunMismatch,
+    /// A boundary names a predecessor that is not in the chain.
+    MissingLink,
+    /// Two boundaries (or frontiers) claim the same place in the chain.
+    Fork,
+    /// A boundary or declaration no longer matches the registered declaration.
+    StaleDeclaration,
+    /// A recomputed hash differs from the recorded one.
+    DivergentHash,
+    /// A boundary's evidence does not match the packet it claims to settle.
+    FabricatedRun,
+    /// A boundary does not advance coverage beyond its predecessor.
+    NonAdvancing,
+    /// A boundary or head belongs to another activation frontier.
+    FrontierMismatch,
+    /// A covered-history amendment exceeds its bound.
+    AmendmentTooLarge,
+    /// The selected context cannot fit the budget even without a tail.
+    OverBudget,
+    /// An arithmetic result does not fit (absurd sizes in the input).
+    Overflow,
+    /// The ABI version requested is not supported.
+    UnsupportedVersion,
+}
+
+impl Code {
+    /// The stable string form of the code, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidRequest => "invalid_request",
+            Code::InvalidDeclaration => "invalid_declaration",
+            Code::ConflictingTurn => "conflicting_turn",
+            Code::WrongRoute => "wrong_route",
+            Code::TailTurnTooLarge => "tail_turn_too_large",
+            Code::PrefixOverBounds => "prefix_over_bounds",
+            Code::NotSmaller => "not_smaller",
+            Code::NothingToFold => "nothing_to_fold",
+            Code::SessionBusy => "session_busy",
+            Code::NotOwner => "not_owner",
+            Code::EmptySummary => "empty_summary",
+            Code::SummaryTooLong => "summary_too_long",
+            Code::SummaryNotText => "summary_not_text",
+            Code::RunMismatch => "run_mismatch",
+            Code::MissingLink => "missing_link",
+            Code::Fork => "fork",
+            Code::StaleDeclaration => "stale_declaration",
+            Code::DivergentHash => "divergent_hash",
+            Code::FabricatedRun => "fabricated_run",
+            Code::NonAdvancing => "non_advancing",
+            Code::FrontierMismatch => "frontier_mismatch",
+            Code::AmendmentTooLarge => "amendment_too_large",
+            Code::OverBudget => "over_budget",
+            Code::Overflow => "overflow",
+            Code::UnsupportedVersion => "unsupported_version",
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A typed failure: stable code, human message, offending ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[error("{code}: {message}")]
+pub struct Error {
+    /// The stable code.
+    pub code: Code,
+    /// A message for people; its wording may change, the code does not.
+    pub message: String,
+    /// Ids of the turns, boundaries or fields involved, when useful.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+}
+
+impl Error {
+    /// An error with a code and a message.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            ids: Vec::new(),
+        }
+    }
+
+    /// Attach the ids involved.
+    pub fn with_ids<I, S>(mut self, ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.ids = ids.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// The core's result type.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Checked addition that turns overflow into a typed error.
+pub(crate) fn add(a: u64, b: u64) -> Result<u64> {
+    a.checked_add(b)
+        .ok_or_else(|| Error::new(Code::Overflow, "a size in the input is too large to add"))
+}
+
+/// Sum of an iterator of sizes, with overflow as a typed error.
+pub(crate) fn sum<I: IntoIterator<Item = u64>>(it: I) -> Result<u64> {
+    it.into_iter().try_fold(0u64, add)
+}

@@ -1,0 +1,158 @@
+//! Journal events: the immutable record foldline reads and never edits.
+
+use serde::{Deserialize, Serialize};
+
+use crate::boundary::Boundary;
+use crate::frontier::Frontier;
+use crate::turn::{Part, Role, Route};
+
+/// One journal event. Tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Event {
+    /// A source message.
+    Message(Message),
+    /// A message delivered after newer messages (same shape as a message).
+    LateDelivery(Message),
+    /// A correction of an earlier turn's content.
+    Correction(Correction),
+    /// A settled compaction boundary.
+    Boundary(Box<Boundary>),
+    /// An activation-frontier document.
+    Frontier(Frontier),
+    /// A manual-compaction task's lifecycle event.
+    CompactionTask(TaskEvent),
+    /// A failed compaction run (the reason is for audit only).
+    CompactionFailed(FailureEvent),
+}
+
+/// A source message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Message {
+    /// Conversation id.
+    pub conversation: String,
+    /// Chat id.
+    #[serde(default)]
+    pub chat: String,
+    /// Sender id.
+    #[serde(default)]
+    pub sender: String,
+    /// Message source (matched against the declaration's source patterns).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// Source sequence; turns sharing one form a source group.
+    pub source_seq: u64,
+    /// Position inside the group.
+    #[serde(default)]
+    pub index: u32,
+    /// Unique turn id.
+    pub turn_id: String,
+    /// Who speaks.
+    pub role: Role,
+    /// Authoring agent, for agent turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_agent: Option<String>,
+    /// Content.
+    pub parts: Vec<Part>,
+    /// Token count from the host's real tokenizer, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Never fold this turn (system, instructions and documents always are).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// Sensitive content.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
+}
+
+impl Message {
+    /// The message's route.
+    pub fn route(&self) -> Route {
+        Route {
+            conversation: self.conversation.clone(),
+            chat: self.chat.clone(),
+            sender: self.sender.clone(),
+        }
+    }
+
+    /// Whether the message is on the given route.
+    pub fn on_route(&self, r: &Route) -> bool {
+        self.conversation == r.conversation && self.chat == r.chat && self.sender == r.sender
+    }
+}
+
+/// A correction of an earlier turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Correction {
+    /// The corrected turn.
+    pub turn_id: String,
+    /// Order among corrections of the same turn; the highest wins.
+    pub correction_seq: u64,
+    /// The new content.
+    pub parts: Vec<Part>,
+    /// Token count of the new content, when the host has a tokenizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum TriggerKind {
+    /// Context pressure.
+    #[default]
+    Automatic,
+    /// A member's `/compact`.
+    Manual,
+}
+
+/// State of a manual-compaction task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TaskState {
+    /// Accepted, running.
+    Requested,
+    /// Finished with a boundary.
+    Completed,
+    /// Finished without one.
+    Failed,
+}
+
+/// A manual-compaction task event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskEvent {
+    /// Task id.
+    pub task_id: String,
+    /// New state.
+    pub state: TaskState,
+    /// Who asked.
+    pub actor: String,
+    /// The journal head (last source sequence) the task was accepted at.
+    pub head_seq: u64,
+    /// The boundary it produced (completed tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundary_id: Option<String>,
+}
+
+/// A failed compaction run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FailureEvent {
+    /// Run id.
+    pub run_id: String,
+    /// Packet the run tried to settle.
+    pub packet_id: String,
+    /// The chain head the run tried to extend (`None`: no boundary yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_boundary_id: Option<String>,
+    /// Automatic or manual.
+    #[serde(default)]
+    pub trigger: TriggerKind,
+    /// Journal head when it failed.
+    pub head_seq: u64,
+    /// Audit reason (never shown to members).
+    pub reason: String,
+}

@@ -1,0 +1,108 @@
+//! Activation frontiers: where a compaction epoch begins.
+//!
+//! The first eligible turn persists one immutable frontier bound to the ruleset
+//! version, the declaration fingerprint, the route, the policy and the admitted
+//! history agents. For an established conversation the frontier keeps only the
+//! newest complete source groups needed to reach the trigger, so a long history
+//! never becomes first-run compactor input. A frontier's id is the hash of its
+//! canonical encoding, so its id and hash coincide.
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::declaration::{Budget, Declaration};
+use crate::error::Result;
+use crate::turn::Route;
+
+/// An activation-frontier document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Frontier {
+    /// `sha256:` hash of every other field.
+    pub id: String,
+    /// Ruleset version of the core that created it.
+    pub ruleset_version: String,
+    /// Fingerprint of the target declaration.
+    pub declaration_fingerprint: String,
+    /// Target agent.
+    pub target_id: String,
+    /// Compactor.
+    pub compactor_id: String,
+    /// Conversation route.
+    pub route: Route,
+    /// Budget in force.
+    pub policy: Budget,
+    /// Admitted history agents.
+    pub history_agents: Vec<String>,
+    /// The turn that activated compaction.
+    pub activating_turn_id: String,
+    /// Its source sequence.
+    pub activating_seq: u64,
+    /// First source sequence inside the projection.
+    pub start_seq: u64,
+    /// Whether older history existed and was left outside (established conversation).
+    pub established: bool,
+}
+
+/// The identity of a frontier as bound into packets and boundaries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FrontierRef {
+    /// Frontier id (its hash).
+    pub id: String,
+    /// Its first source sequence.
+    pub start_seq: u64,
+}
+
+impl Frontier {
+    /// Build and seal a frontier (computes the id).
+    ///
+    /// # Errors
+    /// Only if encoding fails (never for parsed input).
+    pub fn seal(
+        decl: &Declaration,
+        route: &Route,
+        activating: (&str, u64),
+        start_seq: u64,
+        established: bool,
+    ) -> Result<Frontier> {
+        let mut f = Frontier {
+            id: String::new(),
+            ruleset_version: crate::RULESET_VERSION.to_owned(),
+            declaration_fingerprint: decl.fingerprint()?,
+            target_id: decl.target_id.clone(),
+            compactor_id: decl.compactor_id.clone(),
+            route: route.clone(),
+            policy: decl.budget,
+            history_agents: decl.history_agents.clone(),
+            activating_turn_id: activating.0.to_owned(),
+            activating_seq: activating.1,
+            start_seq,
+            established,
+        };
+        f.id = canonical::hash_without(&f, "id")?;
+        Ok(f)
+    }
+
+    /// Whether the stored id still matches the content.
+    ///
+    /// # Errors
+    /// Only if encoding fails.
+    pub fn id_is_intact(&self) -> Result<bool> {
+        Ok(canonical::hash_without(self, "id")? == self.id)
+    }
+
+    /// Whether the frontier belongs to the epoch (ruleset + fingerprint).
+    pub fn in_epoch(&self, fingerprint: &str) -> bool {
+        self.ruleset_version == crate::RULESET_VERSION
+            && self.declaration_fingerprint == fingerprint
+    }
+
+    /// The reference bound into packets and boundaries.
+    pub fn reference(&self) -> FrontierRef {
+        FrontierRef {
+            id: self.id.clone(),
+            start_seq: self.start_seq,
+        }
+    }
+}

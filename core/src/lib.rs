@@ -1,0 +1,37 @@
+//! # foldline-core
+//!
+//! The deterministic, I/O-free rule set of foldline: it decides what a language
+//! model sees of a long conversation without ever editing the conversation's
+//! journal.
+//!
+//! - [`plan()`]: when to compact and exactly what to freeze;
+//! - `validate`: settle a summary into a bound, hashed boundary, resolve the
+//!   chain, amend for late corrections, check declarations;
+//! - `select`: the model-bound context and the chat timeline.
+//!
+//! No I/O, no clock, no randomness: time, ids and token counts arrive in the
+//! input, and the same input gives byte-identical output everywhere.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod amend;
+pub mod boundary;
+pub mod budget;
+pub mod canonical;
+pub mod declaration;
+pub mod envelope;
+pub mod error;
+pub mod event;
+pub mod frontier;
+pub mod group;
+pub mod packet;
+pub mod plan;
+pub mod reconstruct;
+pub mod turn;
+
+pub use error::{Code, Error, Result};
+pub use plan::{plan, PlanOutcome, PlanRequest};
+
+/// Version of the rule set. Part of every epoch: a change here retires the
+/// boundaries of the previous version instead of failing on them.
+pub const RULESET_VERSION: &str = "foldline-ruleset/1";

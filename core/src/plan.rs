@@ -1,0 +1,755 @@
+//! `plan`: when to compact, and exactly what to freeze.
+//!
+//! The request carries the chain head (latest boundary and its covered
+//! sequence) and only the turns after it, plus pinned turns, so the cost of a
+//! plan does not grow with history. One outcome comes back: activate, skip,
+//! compact, warm, paused or refuse. Refusals fail closed with a stable code;
+//! nothing is ever split or silently truncated.
+
+use serde::{Deserialize, Serialize};
+
+use crate::amend::Amendment;
+use crate::boundary::{ChainHead, InputEvidence, InputTurn, Sizes, Stats};
+use crate::budget::{turn_size, Metric, Thresholds};
+use crate::canonical;
+use crate::declaration::{Budget, Declaration, InstructionMode};
+use crate::envelope;
+use crate::error::{self, Code, Error, Result};
+use crate::event::{Event, TriggerKind};
+use crate::frontier::Frontier;
+use crate::group::{self, Unit};
+use crate::packet::{CompactorMessage, CompactorRole, Packet, BUILTIN_PROMPT};
+use crate::reconstruct::{reconstruct, Reconstruction};
+use crate::turn::{estimate_tokens, Role, Route, Turn};
+
+/// Who asks for a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Trigger {
+    /// A new message arrived; compact if the budget says so.
+    #[default]
+    Automatic,
+    /// A member asked (`/compact`).
+    #[serde(rename_all = "camelCase")]
+    Manual {
+        /// Who asks.
+        actor: String,
+        /// Whether an answer currently owns the conversation session.
+        #[serde(default)]
+        session_busy: bool,
+    },
+}
+
+impl Trigger {
+    /// The kind bound into packets and boundaries.
+    pub fn kind(&self) -> TriggerKind {
+        match self {
+            Trigger::Automatic => TriggerKind::Automatic,
+            Trigger::Manual { .. } => TriggerKind::Manual,
+        }
+    }
+}
+
+/// A plan request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanRequest {
+    /// The target declaration.
+    pub declaration: Declaration,
+    /// The conversation route.
+    pub route: Route,
+    /// Who owns the conversation (checked for manual requests).
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// The current activation frontier, if any.
+    #[serde(default)]
+    pub frontier: Option<Frontier>,
+    /// The current chain head (from `validate` resolve), if any.
+    #[serde(default)]
+    pub head: Option<ChainHead>,
+    /// The current covered-history amendment (from resolve), if any.
+    #[serde(default)]
+    pub amendment: Option<Amendment>,
+    /// Pinned turns, turns after the covered sequence, and failure events.
+    pub events: Vec<Event>,
+    /// Automatic or manual.
+    #[serde(default)]
+    pub trigger: Trigger,
+    /// A warm candidate prepared earlier, to check against current history.
+    #[serde(default)]
+    pub warm: Option<Packet>,
+}
+
+/// Why automatic compaction is paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PauseReason {
+    /// The declaration is disabled.
+    Disabled,
+    /// The circuit breaker opened after repeated failures.
+    CircuitOpen,
+}
+
+/// A content-dark record of a skipped plan: sizes only, never text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SkipRecord {
+    /// Unit.
+    pub metric: Metric,
+    /// Active context size.
+    pub total: u64,
+    /// Compaction threshold.
+    pub trigger: u64,
+    /// Warm threshold, in token mode.
+    pub warm_at: Option<u64>,
+    /// Pinned turns' size.
+    pub pinned: u64,
+    /// Summary and amendment envelopes' size.
+    pub envelopes: u64,
+    /// Eligible turns after the covered sequence.
+    pub eligible_turns: u64,
+    /// Why a warm candidate was not prepared, when one was due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_refused: Option<Code>,
+}
+
+/// Whether a warm candidate is still valid for current history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WarmVerdict {
+    /// The candidate's packet id.
+    pub packet_id: String,
+    /// Valid: its frozen prefix is still a prefix of current history.
+    pub valid: bool,
+    /// Why not, when invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The outcome of `plan`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum PlanOutcome {
+    /// Persist this frontier; compaction starts there.
+    Activate {
+        /// The new frontier document.
+        frontier: Frontier,
+    },
+    /// Below the trigger: no model call.
+    Skip {
+        /// Sizes only.
+        record: SkipRecord,
+    },
+    /// Compact now with this packet.
+    Compact {
+        /// The packet to persist, then send to the compactor.
+        packet: Box<Packet>,
+        /// Verdict on the warm candidate given, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warm: Option<WarmVerdict>,
+    },
+    /// Between soft and eager: a candidate to prepare off the critical path.
+    Warm {
+        /// The candidate packet.
+        packet: Box<Packet>,
+    },
+    /// Automatic compaction is paused.
+    #[serde(rename_all = "camelCase")]
+    Paused {
+        /// Why.
+        reason: PauseReason,
+        /// Consecutive failed runs on the current head.
+        consecutive_failures: u64,
+    },
+    /// Fail closed.
+    Refuse {
+        /// The reason.
+        error: Error,
+        /// Every violation, for `invalid_declaration`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<Error>,
+    },
+}
+
+/// Decide what to do for one conversation now.
+pub fn plan(req: &PlanRequest) -> PlanOutcome {
+    match plan_inner(req) {
+        Ok(o) => o,
+        Err(error) => PlanOutcome::Refuse {
+            error,
+            errors: Vec::new(),
+        },
+    }
+}
+
+fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
+    let decl = &req.declaration;
+    let violations = decl.violations();
+    if !violations.is_empty() {
+        let fields: Vec<String> = violations.iter().flat_map(|e| e.ids.clone()).collect();
+        return Ok(PlanOutcome::Refuse {
+            error: Error::new(
+                Code::InvalidDeclaration,
+                format!("the declaration breaks {} rule(s)", violations.len()),
+            )
+            .with_ids(fields),
+            errors: violations,
+        });
+    }
+    if !decl.enabled {
+        return Ok(PlanOutcome::Paused {
+            reason: PauseReason::Disabled,
+            consecutive_failures: 0,
+        });
+    }
+    if let Trigger::Manual {
+        actor,
+        session_busy,
+    } = &req.trigger
+    {
+        if req.owner.as_deref() != Some(actor.as_str()) {
+            return Err(Error::new(
+                Code::NotOwner,
+                "only the conversation's owner may request compaction",
+            )
+            .with_ids([actor.clone()]));
+        }
+        if *session_busy {
+            return Err(Error::new(
+                Code::SessionBusy,
+                "an answer owns the conversation session; try again when it finishes",
+            ));
+        }
+    }
+    check_route(&req.events, &req.route)?;
+    let recon = reconstruct(&req.events)?;
+    let fingerprint = decl.fingerprint()?;
+    let th = Thresholds::of(decl);
+    let metric = th.metric;
+
+    let pinned: Vec<&Turn> = recon
+        .turns
+        .iter()
+        .filter(|t| t.pinned && admitted(decl, t))
+        .collect();
+    let pinned_size = Sizes {
+        chars: error::sum(pinned.iter().map(|t| t.chars))?,
+        tokens: error::sum(pinned.iter().map(|t| t.tokens))?,
+    };
+
+    // The frontier: reuse the current epoch's, or activate one.
+    let frontier = match &req.frontier {
+        Some(f) if f.in_epoch(&fingerprint) && f.route == req.route => {
+            if !f.id_is_intact()? {
+                return Err(Error::new(
+                    Code::DivergentHash,
+                    "the activation frontier's id does not match its content",
+                )
+                .with_ids([f.id.clone()]));
+            }
+            f
+        }
+        _ => return activate(req, &recon, metric, &th, pick(metric, pinned_size)),
+    };
+    let covered = match &req.head {
+        Some(h) if h.frontier_id != frontier.id => {
+            return Err(Error::new(
+                Code::FrontierMismatch,
+                "the chain head belongs to another activation frontier",
+            )
+            .with_ids([h.boundary_id.clone()]))
+        }
+        Some(h) => Some(h.covered_through_seq),
+        None => None,
+    };
+    if let Some(a) = &req.amendment {
+        if !a.is_intact()? {
+            return Err(Error::new(
+                Code::DivergentHash,
+                "the amendment's hash does not match its entries",
+            ));
+        }
+    }
+
+    let eligible: Vec<&Turn> = recon
+        .turns
+        .iter()
+        .filter(|t| {
+            !t.pinned
+                && t.source_seq >= frontier.start_seq
+                && covered.is_none_or(|c| t.source_seq > c)
+                && admitted(decl, t)
+        })
+        .collect();
+    let summary_env = req
+        .head
+        .as_ref()
+        .map(|h| envelope::chars(&envelope::summary_text(&h.summary)))
+        .unwrap_or(0);
+    let amend_env = req.amendment.as_ref().map(|a| a.chars).unwrap_or(0);
+    let env_size = Sizes {
+        chars: error::add(summary_env, amend_env)?,
+        tokens: error::add(nonzero_estimate(summary_env), nonzero_estimate(amend_env))?,
+    };
+    let turns_size = Sizes {
+        chars: error::sum(eligible.iter().map(|t| t.chars))?,
+        tokens: error::sum(eligible.iter().map(|t| t.tokens))?,
+    };
+    let before = Sizes {
+        chars: error::sum([pinned_size.chars, env_size.chars, turns_size.chars])?,
+        tokens: error::sum([pinned_size.tokens, env_size.tokens, turns_size.tokens])?,
+    };
+    let total = pick(metric, before);
+
+    let ctx = Ctx {
+        req,
+        frontier,
+        eligible: &eligible,
+        pinned: &pinned,
+        pinned_size,
+        before,
+        metric,
+        th,
+        fingerprint,
+    };
+
+    let skip = |warm_refused: Option<Code>| {
+        Ok(PlanOutcome::Skip {
+            record: SkipRecord {
+                metric,
+                total,
+                trigger: th.trigger,
+                warm_at: th.warm_at,
+                pinned: pick(metric, pinned_size),
+                envelopes: pick(metric, env_size),
+                eligible_turns: eligible.len() as u64,
+                warm_refused,
+            },
+        })
+    };
+
+    if req.trigger == Trigger::Automatic {
+        let head_id = req.head.as_ref().map(|h| h.boundary_id.as_str());
+        let failures = recon
+            .failures
+            .iter()
+            .filter(|f| f.previous_boundary_id.as_deref() == head_id)
+            .count() as u64;
+        if failures >= decl.max_consecutive_failures {
+            return Ok(PlanOutcome::Paused {
+                reason: PauseReason::CircuitOpen,
+                consecutive_failures: failures,
+            });
+        }
+        if total < th.warm_at.unwrap_or(th.trigger).min(th.trigger) {
+            return skip(None);
+        }
+        if total < th.trigger {
+            return match compact(&ctx) {
+                Ok(p) => Ok(PlanOutcome::Warm {
+                    packet: Box::new(p),
+                }),
+                Err(e) => skip(Some(e.code)),
+            };
+        }
+    }
+    let packet = compact(&ctx)?;
+    let warm = req
+        .warm
+        .as_ref()
+        .map(|w| warm_verdict(w, &packet, &eligible));
+    Ok(PlanOutcome::Compact {
+        packet: Box::new(packet),
+        warm,
+    })
+}
+
+struct Ctx<'a> {
+    req: &'a PlanRequest,
+    frontier: &'a Frontier,
+    eligible: &'a [&'a Turn],
+    pinned: &'a [&'a Turn],
+    pinned_size: Sizes,
+    before: Sizes,
+    metric: Metric,
+    th: Thresholds,
+    fingerprint: String,
+}
+
+/// Whether a turn may enter the projection under the declaration.
+pub fn admitted(decl: &Declaration, t: &Turn) -> bool {
+    decl.admits_source(&t.source)
+        && decl.admits_agent(t.author_agent.as_deref())
+        && (!t.sensitive || decl.privacy.admit_sensitive)
+}
+
+fn check_route(events: &[Event], route: &Route) -> Result<()> {
+    for ev in events {
+        if let Event::Message(m) | Event::LateDelivery(m) = ev {
+            if !m.on_route(route) {
+                return Err(Error::new(
+                    Code::WrongRoute,
+                    "a message belongs to another conversation, chat or sender than the request's route",
+                )
+                .with_ids([m.turn_id.clone()]));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pick(metric: Metric, s: Sizes) -> u64 {
+    match metric {
+        Metric::Chars => s.chars,
+        Metric::Tokens => s.tokens,
+    }
+}
+
+fn nonzero_estimate(chars: u64) -> u64 {
+    if chars == 0 {
+        0
+    } else {
+        estimate_tokens(chars)
+    }
+}
+
+fn unit_size(metric: Metric, turns: &[&Turn], u: &Unit) -> Result<u64> {
+    error::sum(turns[u.start..u.end].iter().map(|t| turn_size(metric, t)))
+}
+
+fn activate(
+    req: &PlanRequest,
+    recon: &Reconstruction,
+    metric: Metric,
+    th: &Thresholds,
+    pinned: u64,
+) -> Result<PlanOutcome> {
+    let decl = &req.declaration;
+    let eligible: Vec<&Turn> = recon
+        .turns
+        .iter()
+        .filter(|t| !t.pinned && admitted(decl, t))
+        .collect();
+    let Some(newest) = eligible.last() else {
+        return Ok(PlanOutcome::Skip {
+            record: SkipRecord {
+                metric,
+                total: pinned,
+                trigger: th.trigger,
+                warm_at: th.warm_at,
+                pinned,
+                envelopes: 0,
+                eligible_turns: 0,
+                warm_refused: None,
+            },
+        });
+    };
+    let first_seq = eligible[0].source_seq;
+    let units = group::units(&eligible);
+    let mut acc = pinned;
+    let mut start_seq = first_seq;
+    for u in units.iter().rev() {
+        acc = error::add(acc, unit_size(metric, &eligible, u)?)?;
+        start_seq = eligible[u.start].source_seq;
+        if acc >= th.trigger {
+            break;
+        }
+    }
+    let frontier = Frontier::seal(
+        decl,
+        &req.route,
+        (&newest.turn_id, newest.source_seq),
+        start_seq,
+        start_seq > first_seq,
+    )?;
+    Ok(PlanOutcome::Activate { frontier })
+}
+
+fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {
+    Ok(Sizes {
+        chars: error::sum(turns.iter().map(|t| t.chars))?,
+        tokens: error::sum(turns.iter().map(|t| t.tokens))?,
+    })
+}
+
+fn summary_reserve(decl: &Declaration) -> Sizes {
+    let chars = envelope::summary_overhead_chars() + decl.summary.max_chars;
+    Sizes {
+        chars,
+        tokens: estimate_tokens(envelope::summary_overhead_chars()) + decl.summary.max_tokens,
+    }
+}
+
+fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
+    let req = ctx.req;
+    let decl = &req.declaration;
+    let metric = ctx.metric;
+    let eligible = ctx.eligible;
+    let units = group::units(eligible);
+    let reserve = summary_reserve(decl);
+    let tail_target = ctx
+        .th
+        .tail_target(pick(metric, ctx.pinned_size), pick(metric, reserve));
+
+    let mut tail_start = units.len();
+    let mut acc = 0u64;
+    for (i, u) in units.iter().enumerate().rev() {
+        let s = unit_size(metric, eligible, u)?;
+        match acc.checked_add(s) {
+            Some(n) if n <= tail_target => {
+                acc = n;
+                tail_start = i;
+            }
+            _ => break,
+        }
+    }
+    if let Some(last) = units.last() {
+        if tail_start == units.len() {
+            return Err(Error::new(
+                Code::TailTurnTooLarge,
+                format!(
+                    "the latest turn(s) measure {} {:?}, over the tail target of {tail_target}; refusing to split or truncate",
+                    unit_size(metric, eligible, last)?,
+                    metric
+                ),
+            )
+            .with_ids(eligible[last.start..last.end].iter().map(|t| t.turn_id.clone())));
+        }
+    }
+    let frozen_end = units
+        .get(tail_start)
+        .map(|u| u.start)
+        .unwrap_or(eligible.len());
+    if frozen_end == 0 {
+        return Err(Error::new(
+            Code::NothingToFold,
+            "every eligible turn fits the exact tail; there is nothing older to fold",
+        ));
+    }
+    let frozen = &eligible[..frozen_end];
+    let tail = &eligible[frozen_end..];
+    let frozen_groups: u64 = units[..tail_start].iter().map(|u| u.groups).sum();
+    if frozen.len() as u64 > decl.prefix_bounds.max_turns {
+        return Err(Error::new(
+            Code::PrefixOverBounds,
+            format!(
+                "the frozen prefix has {} turns, over the bound of {}",
+                frozen.len(),
+                decl.prefix_bounds.max_turns
+            ),
+        ));
+    }
+
+    let messages = render_messages(ctx, frozen)?;
+    let rendered_chars = error::sum(messages.iter().map(|m| envelope::chars(&m.content)))?;
+    if rendered_chars > decl.prefix_bounds.max_chars {
+        return Err(Error::new(
+            Code::PrefixOverBounds,
+            format!(
+                "the compactor input renders to {rendered_chars} characters, over the bound of {}",
+                decl.prefix_bounds.max_chars
+            ),
+        ));
+    }
+    let frozen_size = sizes_of(frozen)?;
+    let overhead_chars = rendered_chars.saturating_sub(frozen_size.chars);
+    let input_tokens = error::add(frozen_size.tokens, estimate_tokens(overhead_chars))?;
+    if let Budget::Tokens {
+        window,
+        safety_margin,
+        ..
+    } = decl.budget
+    {
+        let need = error::sum([input_tokens, decl.summary.max_tokens, safety_margin])?;
+        if need > window {
+            return Err(Error::new(
+                Code::PrefixOverBounds,
+                format!(
+                    "the compactor input ({input_tokens} tokens) plus the summary's headroom and the safety margin exceed the window of {window}"
+                ),
+            ));
+        }
+    }
+    let tail_size = sizes_of(tail)?;
+    let after = Sizes {
+        chars: error::sum([ctx.pinned_size.chars, reserve.chars, tail_size.chars])?,
+        tokens: error::sum([ctx.pinned_size.tokens, reserve.tokens, tail_size.tokens])?,
+    };
+    if pick(metric, after) >= pick(metric, ctx.before) {
+        return Err(Error::new(
+            Code::NotSmaller,
+            format!(
+                "compaction would leave {} of {} {:?}: the projection would not shrink",
+                pick(metric, after),
+                pick(metric, ctx.before),
+                metric
+            ),
+        ));
+    }
+
+    let system = &messages[0].content;
+    let turn_ids: Vec<&str> = frozen.iter().map(|t| t.turn_id.as_str()).collect();
+    let last = frozen[frozen.len() - 1];
+    let packet = Packet {
+        id: String::new(),
+        ruleset_version: crate::RULESET_VERSION.to_owned(),
+        declaration_fingerprint: ctx.fingerprint.clone(),
+        target_id: decl.target_id.clone(),
+        compactor_id: decl.compactor_id.clone(),
+        history_agents: decl.history_agents.clone(),
+        route: req.route.clone(),
+        trigger: req.trigger.kind(),
+        previous: req.head.as_ref().map(ChainHead::as_previous),
+        frontier: ctx.frontier.reference(),
+        amendment: req.amendment.clone(),
+        covered_through_turn_id: last.turn_id.clone(),
+        covered_through_seq: last.source_seq,
+        policy: decl.budget,
+        bounds: decl.summary,
+        input: InputEvidence {
+            turn_count: frozen.len() as u64,
+            chars: frozen_size.chars,
+            tokens: input_tokens,
+            source_count: frozen_groups,
+            turn_ids_hash: canonical::hash(&turn_ids)?,
+            rendered_hash: canonical::hash(&messages)?,
+            prompt_hash: canonical::sha256(system.as_bytes()),
+            rendered_chars,
+            turns: frozen
+                .iter()
+                .map(|t| InputTurn {
+                    turn_id: t.turn_id.clone(),
+                    source_seq: t.source_seq,
+                    role: t.role,
+                    content_hash: t.content_hash.clone(),
+                })
+                .collect(),
+        },
+        stats: Stats {
+            metric,
+            before: ctx.before,
+            pinned: ctx.pinned_size,
+            retained_tail: tail_size,
+            retained_tail_turns: tail.len() as u64,
+            summary: reserve,
+            after,
+        },
+        messages,
+    };
+    packet.seal()
+}
+
+/// The compactor's system prompt for a declaration (built-in, appended or replaced).
+pub fn compactor_prompt(decl: &Declaration) -> String {
+    let builtin = BUILTIN_PROMPT.replace("{max}", &decl.summary.max_chars.to_string());
+    match &decl.instructions {
+        None => builtin,
+        Some(i) => match i.mode {
+            InstructionMode::Replace => i.text.clone(),
+            InstructionMode::Append => format!("{builtin}\n\nAdditional instructions:\n{}", i.text),
+        },
+    }
+}
+
+fn render_messages(ctx: &Ctx<'_>, frozen: &[&Turn]) -> Result<Vec<CompactorMessage>> {
+    let decl = &ctx.req.declaration;
+    let mut system = compactor_prompt(decl);
+    let docs: Vec<&&Turn> = ctx
+        .pinned
+        .iter()
+        .filter(|t| t.role == Role::Document)
+        .collect();
+    if !docs.is_empty() {
+        let doc_chars = error::sum(docs.iter().map(|t| t.chars))?;
+        if doc_chars > decl.documents.budget_chars {
+            return Err(Error::new(
+                Code::PrefixOverBounds,
+                format!(
+                    "identity/memory documents measure {doc_chars} characters, over their budget of {}",
+                    decl.documents.budget_chars
+                ),
+            )
+            .with_ids(docs.iter().map(|t| t.turn_id.clone())));
+        }
+        system.push_str(
+            "\n\nReference documents (to interpret names and obligations; do not summarize them):",
+        );
+        for d in docs {
+            system.push('\n');
+            system.push_str(&crate::turn::render_parts(&d.parts));
+        }
+    }
+    let mut out = vec![CompactorMessage {
+        role: CompactorRole::System,
+        content: system,
+    }];
+    if let Some(h) = &ctx.req.head {
+        out.push(CompactorMessage {
+            role: CompactorRole::User,
+            content: format!(
+                "Previous summary (covers history through source {}):\n{}",
+                h.covered_through_seq, h.summary
+            ),
+        });
+    }
+    if let Some(a) = &ctx.req.amendment {
+        out.push(CompactorMessage {
+            role: CompactorRole::User,
+            content: envelope::amendment_text(a),
+        });
+    }
+    let mut transcript = format!(
+        "Conversation to summarize (sources {} to {}):",
+        frozen[0].source_seq,
+        frozen[frozen.len() - 1].source_seq
+    );
+    for t in frozen {
+        transcript.push('\n');
+        transcript.push_str(&envelope::transcript_line(t));
+    }
+    out.push(CompactorMessage {
+        role: CompactorRole::User,
+        content: transcript,
+    });
+    Ok(out)
+}
+
+/// Check whether a warm candidate is still valid against the fresh packet and
+/// current eligible turns: same epoch, same previous boundary and amendment,
+/// and its frozen turns are still, unchanged, a prefix of current history that
+/// ends on a unit boundary.
+pub fn warm_verdict(warm: &Packet, fresh: &Packet, eligible: &[&Turn]) -> WarmVerdict {
+    let verdict = |reason: Option<&str>| WarmVerdict {
+        packet_id: warm.id.clone(),
+        valid: reason.is_none(),
+        reason: reason.map(str::to_owned),
+    };
+    if !warm.id_is_intact().unwrap_or(false) {
+        return verdict(Some("divergent_hash"));
+    }
+    if warm.declaration_fingerprint != fresh.declaration_fingerprint
+        || warm.ruleset_version != fresh.ruleset_version
+    {
+        return verdict(Some("stale_declaration"));
+    }
+    if warm.previous != fresh.previous || warm.frontier != fresh.frontier {
+        return verdict(Some("stale_previous"));
+    }
+    if warm.amendment.as_ref().map(|a| &a.hash) != fresh.amendment.as_ref().map(|a| &a.hash) {
+        return verdict(Some("stale_amendment"));
+    }
+    let n = warm.input.turns.len();
+    if n > eligible.len() {
+        return verdict(Some("not_prefix"));
+    }
+    for (w, t) in warm.input.turns.iter().zip(eligible) {
+        if w.turn_id != t.turn_id || w.content_hash != t.content_hash {
+            return verdict(Some("diverged"));
+        }
+    }
+    let on_unit_edge = n == eligible.len() || group::units(eligible).iter().any(|u| u.start == n);
+    if !on_unit_edge {
+        return verdict(Some("splits_unit"));
+    }
+    verdict(None)
+}

@@ -1,0 +1,153 @@
+//! Canonical reconstruction: journal events fold into effective turns.
+//!
+//! The fold is order-independent: messages are keyed by turn id, corrections
+//! by (turn id, correction sequence), and the result is sorted by (source
+//! sequence, index, turn id). The same set of events gives the same turns in
+//! any arrival order. An event repeated verbatim is idempotent; two events
+//! claiming one turn (or one correction) with different content fail closed
+//! with `conflicting_turn`.
+
+use std::collections::BTreeMap;
+
+use crate::boundary::Boundary;
+use crate::error::{Code, Error, Result};
+use crate::event::{Correction, Event, FailureEvent, Message, TaskEvent};
+use crate::frontier::Frontier;
+use crate::turn::{content_hash, estimate_tokens, parts_chars, Turn};
+
+/// Everything a set of events says, folded.
+#[derive(Debug, Clone, Default)]
+pub struct Reconstruction {
+    /// Effective turns, ordered.
+    pub turns: Vec<Turn>,
+    /// Corrections whose turn is not among the events (it may be covered history).
+    pub orphan_corrections: Vec<Correction>,
+    /// Boundaries, ordered by id.
+    pub boundaries: Vec<Boundary>,
+    /// Frontiers, ordered by id.
+    pub frontiers: Vec<Frontier>,
+    /// Manual-compaction task events, ordered.
+    pub tasks: Vec<TaskEvent>,
+    /// Failed runs, ordered.
+    pub failures: Vec<FailureEvent>,
+}
+
+/// Fold events into a [`Reconstruction`].
+///
+/// # Errors
+/// `conflicting_turn` when two events disagree about one turn or correction.
+pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
+    let mut messages: BTreeMap<&str, (&Message, bool)> = BTreeMap::new();
+    let mut corrections: BTreeMap<(&str, u64), &Correction> = BTreeMap::new();
+    let mut boundaries: BTreeMap<&str, &Boundary> = BTreeMap::new();
+    let mut frontiers: BTreeMap<&str, &Frontier> = BTreeMap::new();
+    let mut tasks: Vec<&TaskEvent> = Vec::new();
+    let mut failures: Vec<&FailureEvent> = Vec::new();
+
+    for ev in events {
+        match ev {
+            Event::Message(m) | Event::LateDelivery(m) => {
+                let late = matches!(ev, Event::LateDelivery(_));
+                match messages.get_mut(m.turn_id.as_str()) {
+                    None => {
+                        messages.insert(&m.turn_id, (m, late));
+                    }
+                    Some((prev, was_late)) => {
+                        if *prev != m {
+                            return Err(conflict("turn", &m.turn_id));
+                        }
+                        *was_late |= late;
+                    }
+                }
+            }
+            Event::Correction(c) => {
+                let key = (c.turn_id.as_str(), c.correction_seq);
+                if let Some(prev) = corrections.insert(key, c) {
+                    if prev != c {
+                        return Err(conflict("correction", &c.turn_id));
+                    }
+                }
+            }
+            Event::Boundary(b) => {
+                if let Some(prev) = boundaries.insert(&b.id, b) {
+                    if prev != &**b {
+                        return Err(conflict("boundary", &b.id));
+                    }
+                }
+            }
+            Event::Frontier(f) => {
+                if let Some(prev) = frontiers.insert(&f.id, f) {
+                    if prev != f {
+                        return Err(conflict("frontier", &f.id));
+                    }
+                }
+            }
+            Event::CompactionTask(t) => tasks.push(t),
+            Event::CompactionFailed(f) => failures.push(f),
+        }
+    }
+
+    // The latest correction of each turn wins.
+    let mut latest: BTreeMap<&str, &Correction> = BTreeMap::new();
+    for ((turn, _), c) in &corrections {
+        latest.insert(turn, c);
+    }
+
+    let mut turns = Vec::with_capacity(messages.len());
+    for (id, (m, late)) in &messages {
+        let fix = latest.remove(id);
+        let (parts, host_tokens, corrected) = match fix {
+            Some(c) => (&c.parts, c.tokens, c.parts != m.parts),
+            None => (&m.parts, m.tokens, false),
+        };
+        let chars = parts_chars(parts);
+        turns.push(Turn {
+            turn_id: m.turn_id.clone(),
+            source_seq: m.source_seq,
+            index: m.index,
+            role: m.role,
+            author_agent: m.author_agent.clone(),
+            source: m.source.clone(),
+            parts: parts.clone(),
+            chars,
+            tokens: host_tokens.unwrap_or_else(|| estimate_tokens(chars)),
+            content_hash: content_hash(parts)?,
+            pinned: m.pinned || m.role.always_pinned(),
+            sensitive: m.sensitive,
+            late: *late,
+            corrected,
+        });
+    }
+    turns.sort_by(|a, b| a.key().cmp(&b.key()));
+
+    let mut tasks: Vec<TaskEvent> = tasks.into_iter().cloned().collect();
+    tasks.sort_by(|a, b| {
+        (a.head_seq, &a.task_id, a.state, &a.boundary_id).cmp(&(
+            b.head_seq,
+            &b.task_id,
+            b.state,
+            &b.boundary_id,
+        ))
+    });
+    tasks.dedup();
+    let mut failures: Vec<FailureEvent> = failures.into_iter().cloned().collect();
+    failures.sort_by(|a, b| (a.head_seq, &a.run_id).cmp(&(b.head_seq, &b.run_id)));
+    failures.dedup();
+
+    Ok(Reconstruction {
+        turns,
+        orphan_corrections: latest.into_values().cloned().collect(),
+        boundaries: boundaries.into_values().cloned().collect(),
+        frontiers: frontiers.into_values().cloned().collect(),
+        tasks,
+        failures,
+    })
+}
+
+fn conflict(what: &str, id: &str) -> Error {
+    Error::new(
+        Code::ConflictingTurn,
+        format!("two events claim {what} {id:?} with different content"),
+    )
+    .with_ids([id.to_owned()])
+}

@@ -1,0 +1,224 @@
+//! Messages, content parts and effective turns, with their sizes and hashes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::error::Result;
+
+/// Who speaks a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Role {
+    /// System prompt; always pinned.
+    System,
+    /// Developer / standing instructions; always pinned.
+    Developer,
+    /// A trusted identity or memory document; always pinned.
+    Document,
+    /// The member.
+    User,
+    /// The agent.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
+impl Role {
+    /// Roles that are never folded into a summary.
+    pub fn always_pinned(self) -> bool {
+        matches!(self, Role::System | Role::Developer | Role::Document)
+    }
+
+    /// The role's name as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::Document => "document",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Part {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call made by the assistant.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        /// The call id that links the result.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments as JSON text (as OpenAI sends them).
+        arguments: String,
+    },
+    /// The result of a tool call.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        /// The id of the call this answers.
+        call_id: String,
+        /// Tool name, when known.
+        #[serde(default)]
+        name: String,
+        /// The result text.
+        content: String,
+        /// Whether the tool reported an error.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl Part {
+    /// Characters this part contributes (Unicode scalar values).
+    pub fn chars(&self) -> u64 {
+        let n = match self {
+            Part::Text { text } => text.chars().count(),
+            Part::ToolCall {
+                name, arguments, ..
+            } => name.chars().count() + arguments.chars().count(),
+            Part::ToolResult { content, .. } => content.chars().count(),
+        };
+        n as u64
+    }
+}
+
+/// Characters of a list of parts.
+pub fn parts_chars(parts: &[Part]) -> u64 {
+    parts.iter().map(Part::chars).sum()
+}
+
+/// The documented deterministic token estimate used when the host supplies no
+/// count: one token per four characters, rounded up, plus four tokens of
+/// per-message overhead.
+pub fn estimate_tokens(chars: u64) -> u64 {
+    chars.div_ceil(4) + 4
+}
+
+/// The content hash of a list of parts: SHA-256 of their canonical encoding.
+///
+/// # Errors
+/// Never for parsed input.
+pub fn content_hash(parts: &[Part]) -> Result<String> {
+    canonical::hash(&parts)
+}
+
+/// The text of a turn's parts as one string (tool calls and results rendered).
+pub fn render_parts(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match p {
+            Part::Text { text } => out.push_str(text),
+            Part::ToolCall {
+                name, arguments, ..
+            } => {
+                out.push_str("[tool call ");
+                out.push_str(name);
+                out.push_str("] ");
+                out.push_str(arguments);
+            }
+            Part::ToolResult { name, content, .. } => {
+                out.push_str("[tool result");
+                if !name.is_empty() {
+                    out.push(' ');
+                    out.push_str(name);
+                }
+                out.push_str("] ");
+                out.push_str(content);
+            }
+        }
+    }
+    out
+}
+
+/// Where a conversation lives: the route every turn and boundary is bound to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Route {
+    /// Conversation id.
+    pub conversation: String,
+    /// Chat id (the room or thread).
+    #[serde(default)]
+    pub chat: String,
+    /// Sender id (the member the conversation belongs to).
+    #[serde(default)]
+    pub sender: String,
+}
+
+/// An effective turn: a source message after corrections are applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Turn {
+    /// Unique turn id.
+    pub turn_id: String,
+    /// Source sequence: turns with one source sequence form one source group.
+    pub source_seq: u64,
+    /// Position inside the source group.
+    pub index: u32,
+    /// Who speaks.
+    pub role: Role,
+    /// Authoring agent, for agent turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_agent: Option<String>,
+    /// Message source (e.g. `telegram:42`), matched against declaration patterns.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// Effective content.
+    pub parts: Vec<Part>,
+    /// Characters of the content.
+    pub chars: u64,
+    /// Tokens: the host's count when given, else the estimate.
+    pub tokens: u64,
+    /// Hash of the effective content.
+    pub content_hash: String,
+    /// Never folded.
+    pub pinned: bool,
+    /// Marked sensitive by the source.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
+    /// Delivered late (after newer turns).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late: bool,
+    /// Content differs from the original message because of a correction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corrected: bool,
+}
+
+impl Turn {
+    /// Ordering key: source sequence, index, turn id.
+    pub fn key(&self) -> (u64, u32, &str) {
+        (self.source_seq, self.index, &self.turn_id)
+    }
+
+    /// The call ids of tool calls in this turn.
+    pub fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The call ids this turn answers.
+    pub fn result_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether the turn starts with a tool result (may never start a tail).
+    pub fn starts_with_tool_result(&self) -> bool {
+        self.role == Role::Tool || matches!(self.parts.first(), Some(Part::ToolResult { .. }))
+    }
+}

@@ -1,0 +1,640 @@
+//! Rules of DESIGN.md layers 1 and 2: reconstruction and `plan`.
+mod common;
+
+use common::*;
+use foldline_core::amend::{Amendment, AmendmentEntry, EntryKind};
+use foldline_core::boundary::ChainHead;
+use foldline_core::declaration::{
+    Budget, CompactionMode, Declaration, InstructionMode, Instructions,
+};
+use foldline_core::event::Event;
+use foldline_core::plan::{plan, PauseReason, PlanOutcome, Trigger};
+use foldline_core::reconstruct::reconstruct;
+use foldline_core::turn::{Part, Role};
+
+fn compact_packet(o: PlanOutcome) -> foldline_core::packet::Packet {
+    match o {
+        PlanOutcome::Compact { packet, .. } => *packet,
+        other => panic!("expected compact, got {other:?}"),
+    }
+}
+
+// ---- Reconstruction ----------------------------------------------------
+
+#[test]
+fn reconstruction_is_independent_of_arrival_order() {
+    let mut events = turns(1, 20, 50);
+    events.push(correction("t3", 1, "fixed"));
+    events.push(correction("t3", 2, "fixed again"));
+    let a = reconstruct(&events).unwrap().turns;
+    events.reverse();
+    let b = reconstruct(&events).unwrap().turns;
+    assert_eq!(a, b);
+    let t3 = a.iter().find(|t| t.turn_id == "t3").unwrap();
+    assert_eq!(
+        t3.parts,
+        text("fixed again"),
+        "the highest correction sequence wins"
+    );
+    assert!(t3.corrected);
+}
+
+#[test]
+fn repeated_event_is_idempotent_but_conflicting_one_fails_closed() {
+    let mut events = turns(1, 3, 10);
+    events.push(events[0].clone());
+    assert_eq!(reconstruct(&events).unwrap().turns.len(), 3);
+    events.push(msg(1, "t1", Role::User, "different"));
+    assert_eq!(
+        reconstruct(&events).unwrap_err().code.as_str(),
+        "conflicting_turn"
+    );
+}
+
+#[test]
+fn late_delivery_takes_its_place_by_source_sequence() {
+    let mut events = turns(1, 5, 10);
+    events.push(Event::LateDelivery(message(
+        2,
+        1,
+        "late",
+        Role::User,
+        text("late"),
+    )));
+    let turns = reconstruct(&events).unwrap().turns;
+    let ids: Vec<_> = turns.iter().map(|t| t.turn_id.as_str()).collect();
+    assert_eq!(ids, ["t1", "t2", "late", "t3", "t4", "t5"]);
+    assert!(turns[2].late);
+}
+
+// ---- Activation --------------------------------------------------------
+
+#[test]
+fn new_conversation_activates_at_its_first_turn() {
+    let d = chars_decl(10_000, 5_000);
+    let f = activate(&d, turns(1, 3, 100));
+    assert_eq!(f.start_seq, 1);
+    assert!(!f.established);
+    assert_eq!(f.activating_turn_id, "t3");
+    assert_eq!(f.declaration_fingerprint, d.fingerprint().unwrap());
+    assert!(f.id_is_intact().unwrap());
+}
+
+#[test]
+fn established_conversation_keeps_only_newest_groups_reaching_the_trigger() {
+    let d = chars_decl(10_000, 5_000);
+    let f = activate(&d, turns(1, 100, 1_000));
+    // Ten newest turns of 1,000 chars reach the 10,000 trigger: 91..=100.
+    assert_eq!(f.start_seq, 91);
+    assert!(f.established);
+}
+
+#[test]
+fn no_eligible_turn_skips_without_activating() {
+    let d = chars_decl(10_000, 5_000);
+    let o = plan(&request(&d, vec![msg(0, "sys", Role::System, "be kind")]));
+    assert!(matches!(o, PlanOutcome::Skip { .. }), "{o:?}");
+}
+
+#[test]
+fn frontier_of_another_epoch_is_replaced_by_a_new_activation() {
+    let d = chars_decl(10_000, 5_000);
+    let f = activate(&d, turns(1, 3, 100));
+    let mut d2 = d.clone();
+    d2.summary.max_chars = 600; // a policy change: new fingerprint, new epoch
+    let mut r = request(&d2, turns(1, 3, 100));
+    r.frontier = Some(f.clone());
+    match plan(&r) {
+        PlanOutcome::Activate { frontier } => assert_ne!(frontier.id, f.id),
+        o => panic!("{o:?}"),
+    }
+}
+
+// ---- Skip --------------------------------------------------------------
+
+#[test]
+fn below_trigger_skips_content_dark() {
+    let d = chars_decl(10_000, 5_000);
+    let events = turns(1, 5, 100);
+    let f = activate(&d, events.clone());
+    let mut r = request(&d, events);
+    r.frontier = Some(f);
+    let o = plan(&r);
+    let json = serde_json::to_string(&o).unwrap();
+    match o {
+        PlanOutcome::Skip { record } => {
+            assert_eq!(record.total, 500);
+            assert_eq!(record.eligible_turns, 5);
+        }
+        o => panic!("{o:?}"),
+    }
+    assert!(
+        !json.contains("xxx") && !json.contains("t1:"),
+        "skip record carries text: {json}"
+    );
+}
+
+// ---- Compact -----------------------------------------------------------
+
+fn compact_setup(d: &Declaration, n: u64, size: usize) -> foldline_core::plan::PlanRequest {
+    let f = activate(d, turns(1, 1, size));
+    let mut r = request(d, turns(1, n, size));
+    r.frontier = Some(f);
+    r
+}
+
+#[test]
+fn compact_freezes_oldest_groups_and_keeps_tail_within_retain() {
+    let d = chars_decl(20_000, 10_000);
+    let p = compact_packet(plan(&compact_setup(&d, 30, 1_000)));
+    // Tail: the newest 10 turns (10,000 ≤ retain); frozen: 1..=20.
+    assert_eq!(p.input.turn_count, 20);
+    assert_eq!(p.covered_through_seq, 20);
+    assert_eq!(p.covered_through_turn_id, "t20");
+    assert_eq!(p.stats.retained_tail.chars, 10_000);
+    assert_eq!(p.stats.retained_tail_turns, 10);
+    assert!(p.stats.after.chars < p.stats.before.chars);
+    assert_eq!(p.input.source_count, 20);
+    assert_eq!(
+        p.messages[0].role,
+        foldline_core::packet::CompactorRole::System
+    );
+    assert!(p
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("[source 20 · assistant] t20:"));
+    assert!(p.id_is_intact().unwrap());
+}
+
+#[test]
+fn packet_id_is_content_addressed_and_retry_stable() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    let a = compact_packet(plan(&r));
+    r.events.reverse();
+    let b = compact_packet(plan(&r));
+    assert_eq!(a.id, b.id);
+    assert_eq!(a, b);
+    r.events.push(correction("t5", 1, "changed"));
+    let c = compact_packet(plan(&r));
+    assert_ne!(
+        a.id, c.id,
+        "different frozen content must give a different id"
+    );
+}
+
+#[test]
+fn compactor_input_is_previous_boundary_plus_amendment_plus_new_turns() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    let f = r.frontier.clone().unwrap();
+    r.head = Some(ChainHead {
+        boundary_id: "b1".into(),
+        boundary_hash: "sha256:aa".into(),
+        covered_through_seq: 5,
+        covered_through_turn_id: "t5".into(),
+        frontier_id: f.id.clone(),
+        summary: "EARLIER SUMMARY".into(),
+        length: 1,
+    });
+    r.amendment = Some(
+        Amendment::build(
+            vec![AmendmentEntry {
+                turn_id: "t2".into(),
+                source_seq: 2,
+                kind: EntryKind::Corrected,
+                role: Role::Assistant,
+                old_hash: Some("sha256:old".into()),
+                new_hash: "sha256:new".into(),
+                parts: text("CORRECTED TEXT"),
+            }],
+            8_000,
+        )
+        .unwrap(),
+    );
+    let p = compact_packet(plan(&r));
+    assert_eq!(p.previous.as_ref().unwrap().boundary_id, "b1");
+    assert!(p.messages[1].content.contains("EARLIER SUMMARY"));
+    assert!(p.messages[2].content.contains("CORRECTED TEXT"));
+    assert!(p.messages[2].content.contains("untrusted-history-summary"));
+    assert_eq!(
+        p.input.turns.first().unwrap().turn_id,
+        "t6",
+        "covered turns are not frozen again"
+    );
+    assert!(p.amendment.is_some());
+}
+
+#[test]
+fn head_of_another_frontier_is_rejected() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    r.head = Some(ChainHead {
+        boundary_id: "b1".into(),
+        boundary_hash: "sha256:aa".into(),
+        covered_through_seq: 5,
+        covered_through_turn_id: "t5".into(),
+        frontier_id: "sha256:other".into(),
+        summary: "s".into(),
+        length: 1,
+    });
+    assert_eq!(code_of(&plan(&r)), Some("frontier_mismatch"));
+}
+
+#[test]
+fn tool_call_and_result_are_never_separated() {
+    let d = chars_decl(4_000, 2_000);
+    let mut events = turns(1, 8, 400);
+    // seq 9: assistant calls a tool; seq 10: the result (1,500 chars); seq 11: answer.
+    events.push(Event::Message(message(
+        9,
+        0,
+        "call",
+        Role::Assistant,
+        vec![Part::ToolCall {
+            call_id: "c1".into(),
+            name: "run_code".into(),
+            arguments: "{}".into(),
+        }],
+    )));
+    events.push(Event::Message(message(
+        10,
+        0,
+        "result",
+        Role::Tool,
+        vec![Part::ToolResult {
+            call_id: "c1".into(),
+            name: "run_code".into(),
+            content: "r".repeat(1_500),
+            is_error: false,
+        }],
+    )));
+    events.push(msg(11, "answer", Role::Assistant, &"a".repeat(300)));
+    let f = activate(&d, turns(1, 1, 400));
+    let mut r = request(&d, events);
+    r.frontier = Some(f);
+    let p = compact_packet(plan(&r));
+    let frozen: Vec<_> = p.input.turns.iter().map(|t| t.turn_id.as_str()).collect();
+    // The result alone would fit the tail with the answer; the pair must move
+    // together, so both are frozen or both retained, and the tail never starts
+    // with the result.
+    assert_eq!(
+        frozen.contains(&"call"),
+        frozen.contains(&"result"),
+        "{frozen:?}"
+    );
+    assert_ne!(frozen.last(), Some(&"call"));
+}
+
+#[test]
+fn pinned_turns_are_never_frozen() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    r.events.push(msg(0, "sys", Role::System, "system prompt"));
+    r.events
+        .push(msg(3, "doc", Role::Developer, "instructions"));
+    let mut pinned_user = message(4, 1, "pin", Role::User, text("keep me"));
+    pinned_user.pinned = true;
+    r.events.push(Event::Message(pinned_user));
+    let p = compact_packet(plan(&r));
+    assert!(p
+        .input
+        .turns
+        .iter()
+        .all(|t| !["sys", "doc", "pin"].contains(&t.turn_id.as_str())));
+    assert_eq!(p.stats.pinned.chars, 13 + 12 + 7);
+}
+
+#[test]
+fn instructions_append_to_or_replace_the_builtin_prompt() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.instructions = Some(Instructions {
+        mode: InstructionMode::Append,
+        text: "Keep dates.".into(),
+    });
+    let p = compact_packet(plan(&compact_setup(&d, 30, 1_000)));
+    assert!(p.messages[0].content.starts_with("You are a compactor."));
+    assert!(p.messages[0].content.ends_with("Keep dates."));
+    d.instructions = Some(Instructions {
+        mode: InstructionMode::Replace,
+        text: "Only dates.".into(),
+    });
+    let q = compact_packet(plan(&compact_setup(&d, 30, 1_000)));
+    assert_eq!(q.messages[0].content, "Only dates.");
+    assert_ne!(p.input.prompt_hash, q.input.prompt_hash);
+}
+
+#[test]
+fn turns_outside_admission_are_not_eligible() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.history_agents = vec!["agent".into()];
+    let mut r = compact_setup(&d, 30, 1_000);
+    let mut foreign = message(31, 0, "foreign", Role::Assistant, text(&"f".repeat(5_000)));
+    foreign.author_agent = Some("other-agent".into());
+    r.events.push(Event::Message(foreign));
+    let mut secret = message(32, 0, "secret", Role::User, text("s"));
+    secret.sensitive = true;
+    r.events.push(Event::Message(secret));
+    let p = compact_packet(plan(&r));
+    assert_eq!(p.stats.before.chars, 30_000);
+}
+
+#[test]
+fn message_on_another_route_is_refused() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 3, 10);
+    let mut m = message(4, 0, "x", Role::User, text("x"));
+    m.chat = "other".into();
+    r.events.push(Event::Message(m));
+    assert_eq!(code_of(&plan(&r)), Some("wrong_route"));
+}
+
+// ---- Refusals ----------------------------------------------------------
+
+#[test]
+fn latest_turn_larger_than_tail_is_refused_not_split() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 10, 1_000);
+    r.events
+        .push(msg(11, "huge", Role::User, &"h".repeat(15_000)));
+    let o = plan(&r);
+    assert_eq!(code_of(&o), Some("tail_turn_too_large"));
+    if let PlanOutcome::Refuse { error, .. } = o {
+        assert_eq!(error.ids, vec!["huge".to_owned()]);
+    }
+}
+
+#[test]
+fn prefix_over_bounds_is_refused() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.prefix_bounds.max_turns = 5;
+    assert_eq!(
+        code_of(&plan(&compact_setup(&d, 30, 1_000))),
+        Some("prefix_over_bounds")
+    );
+    let mut d = chars_decl(20_000, 10_000);
+    d.prefix_bounds.max_chars = 15_000;
+    assert_eq!(
+        code_of(&plan(&compact_setup(&d, 30, 1_000))),
+        Some("prefix_over_bounds")
+    );
+}
+
+#[test]
+fn compaction_that_would_not_shrink_is_refused() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.summary.max_chars = 19_000; // the summary reserve alone is as large as the prefix
+    assert_eq!(
+        code_of(&plan(&compact_setup(&d, 21, 1_000))),
+        Some("not_smaller")
+    );
+}
+
+#[test]
+fn invalid_declaration_lists_every_violation() {
+    let mut d = Declaration::new("same", "same");
+    d.budget = Budget::Chars {
+        trigger: 100,
+        retain: 100,
+    };
+    d.max_consecutive_failures = 0;
+    match plan(&request(&d, turns(1, 3, 10))) {
+        PlanOutcome::Refuse { error, errors } => {
+            assert_eq!(error.code.as_str(), "invalid_declaration");
+            let fields: Vec<_> = errors.iter().map(|e| e.ids[0].as_str()).collect();
+            assert_eq!(
+                fields,
+                ["compactorId", "budget.retain", "maxConsecutiveFailures"]
+            );
+            assert!(errors
+                .iter()
+                .all(|e| e.code.as_str() == "invalid_declaration"));
+        }
+        o => panic!("{o:?}"),
+    }
+    let mut t = Declaration::new("a", "b");
+    t.budget = Budget::Tokens {
+        window: 1000,
+        reserved_output: 600,
+        safety_margin: 400,
+        retrieval_share: 1000,
+        soft: 900,
+        eager: 800,
+        target: 800,
+        mode: CompactionMode::Eager,
+    };
+    let fields: Vec<String> = t
+        .violations()
+        .into_iter()
+        .map(|e| e.ids[0].clone())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "budget.reservedOutput",
+            "budget.retrievalShare",
+            "budget.soft",
+            "budget.target",
+            "summary.maxTokens"
+        ]
+    );
+}
+
+// ---- Manual ------------------------------------------------------------
+
+#[test]
+fn manual_requests_are_checked_for_owner_session_and_content() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    r.trigger = Trigger::Manual {
+        actor: "intruder".into(),
+        session_busy: false,
+    };
+    assert_eq!(code_of(&plan(&r)), Some("not_owner"));
+    r.trigger = Trigger::Manual {
+        actor: "member-1".into(),
+        session_busy: true,
+    };
+    assert_eq!(code_of(&plan(&r)), Some("session_busy"));
+    r.trigger = Trigger::Manual {
+        actor: "member-1".into(),
+        session_busy: false,
+    };
+    assert!(matches!(plan(&r), PlanOutcome::Compact { .. }));
+    // Below the trigger a manual request still compacts what lies beyond the tail...
+    let mut small = compact_setup(&d, 15, 1_000);
+    small.trigger = r.trigger.clone();
+    let p = compact_packet(plan(&small));
+    assert_eq!(p.trigger, foldline_core::event::TriggerKind::Manual);
+    assert_eq!(p.input.turn_count, 5);
+    // ...and refuses when everything fits the tail.
+    let mut tiny = compact_setup(&d, 3, 100);
+    tiny.trigger = r.trigger.clone();
+    assert_eq!(code_of(&plan(&tiny)), Some("nothing_to_fold"));
+}
+
+// ---- Circuit breaker and disabled ---------------------------------------
+
+#[test]
+fn circuit_breaker_pauses_automatic_plans_after_repeated_failures() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    r.events.push(failure("run-1", None));
+    r.events.push(failure("run-2", None));
+    assert!(
+        matches!(plan(&r), PlanOutcome::Compact { .. }),
+        "two failures < three"
+    );
+    r.events.push(failure("run-3", None));
+    assert_eq!(
+        plan(&r),
+        PlanOutcome::Paused {
+            reason: PauseReason::CircuitOpen,
+            consecutive_failures: 3
+        }
+    );
+    // Failures against another head (an earlier chain state) do not count.
+    let mut other = compact_setup(&d, 30, 1_000);
+    for i in 0..3 {
+        other.events.push(failure(&format!("old-{i}"), Some("b0")));
+    }
+    assert!(matches!(plan(&other), PlanOutcome::Compact { .. }));
+    // A manual request goes through the open breaker.
+    r.trigger = Trigger::Manual {
+        actor: "member-1".into(),
+        session_busy: false,
+    };
+    assert!(matches!(plan(&r), PlanOutcome::Compact { .. }));
+}
+
+#[test]
+fn disabled_declaration_pauses() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.enabled = false;
+    assert!(matches!(
+        plan(&request(&d, turns(1, 30, 1_000))),
+        PlanOutcome::Paused {
+            reason: PauseReason::Disabled,
+            ..
+        }
+    ));
+}
+
+// ---- Token mode and warm candidates -------------------------------------
+
+fn token_decl(mode: CompactionMode) -> Declaration {
+    let mut d = Declaration::new("agent", "agent-compactor");
+    d.budget = Budget::default_tokens();
+    if let Budget::Tokens { mode: m, .. } = &mut d.budget {
+        *m = mode;
+    }
+    d.summary.max_tokens = 300;
+    d.summary.max_chars = 1_200;
+    d
+}
+
+/// Turns with host-supplied token counts of 100 each.
+fn token_turns(n: u64) -> Vec<Event> {
+    (1..=n)
+        .map(|s| {
+            let role = if s % 2 == 1 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let mut m = message(s, 0, &format!("t{s}"), role, text(&format!("turn {s}")));
+            m.tokens = Some(100);
+            Event::Message(m)
+        })
+        .collect()
+}
+
+fn token_plan(d: &Declaration, n: u64) -> PlanOutcome {
+    let f = activate(d, token_turns(1));
+    let mut r = request(d, token_turns(n));
+    r.frontier = Some(f);
+    plan(&r)
+}
+
+#[test]
+fn eager_mode_skips_below_soft_warms_between_and_compacts_at_eager() {
+    let d = token_decl(CompactionMode::Eager);
+    // C = 3328: soft 1996, eager 2595, target 1664.
+    assert!(matches!(token_plan(&d, 19), PlanOutcome::Skip { .. })); // 1900
+    assert!(matches!(token_plan(&d, 20), PlanOutcome::Warm { .. })); // 2000
+    assert!(matches!(token_plan(&d, 25), PlanOutcome::Warm { .. })); // 2500
+    let p = compact_packet(token_plan(&d, 26)); // 2600
+                                                // Tail target = 1664 - 0 pinned - (300 + header estimate) reserve.
+    assert!(p.stats.retained_tail.tokens <= 1664 - p.stats.summary.tokens);
+    assert!(p.stats.after.tokens <= 1664);
+    assert_eq!(p.stats.metric, foldline_core::budget::Metric::Tokens);
+}
+
+#[test]
+fn lazy_mode_compacts_only_when_the_budget_is_full() {
+    let d = token_decl(CompactionMode::Lazy);
+    assert!(matches!(token_plan(&d, 25), PlanOutcome::Skip { .. })); // 2500 < eager 2595
+    assert!(matches!(token_plan(&d, 30), PlanOutcome::Warm { .. })); // 3000
+    assert!(matches!(token_plan(&d, 34), PlanOutcome::Compact { .. })); // 3400 ≥ 3328
+}
+
+#[test]
+fn token_mode_reserves_headroom_for_the_summary_output() {
+    let mut d = token_decl(CompactionMode::Eager);
+    d.budget = Budget::Tokens {
+        window: 20_000,
+        reserved_output: 1_024,
+        safety_margin: 512,
+        retrieval_share: 0,
+        soft: 900,
+        eager: 1000,
+        target: 100,
+        mode: CompactionMode::Eager,
+    };
+    // C = 18,464; the frozen prefix is ~18,000 tokens, and with the summary's
+    // 1,500 tokens of output headroom and the margin it cannot fit the window.
+    d.summary.max_tokens = 1_500;
+    assert_eq!(code_of(&token_plan(&d, 190)), Some("prefix_over_bounds"));
+    d.summary.max_tokens = 300;
+    d.budget = Budget::Tokens {
+        window: 40_000,
+        reserved_output: 1_024,
+        safety_margin: 512,
+        retrieval_share: 500,
+        soft: 900,
+        eager: 1000,
+        target: 100,
+        mode: CompactionMode::Eager,
+    };
+    assert!(
+        matches!(token_plan(&d, 200), PlanOutcome::Compact { .. }),
+        "fits a larger window"
+    );
+}
+
+#[test]
+fn warm_candidate_stays_valid_while_its_prefix_is_history_and_not_after() {
+    let d = token_decl(CompactionMode::Eager);
+    let warm = match token_plan(&d, 22) {
+        PlanOutcome::Warm { packet } => *packet,
+        o => panic!("{o:?}"),
+    };
+    let f = activate(&d, token_turns(1));
+    let mut r = request(&d, token_turns(27));
+    r.frontier = Some(f);
+    r.warm = Some(warm.clone());
+    match plan(&r) {
+        PlanOutcome::Compact { warm: Some(v), .. } => assert!(v.valid, "{v:?}"),
+        o => panic!("{o:?}"),
+    }
+    r.events.push(correction("t2", 1, "edited"));
+    match plan(&r) {
+        PlanOutcome::Compact { warm: Some(v), .. } => {
+            assert!(!v.valid);
+            assert_eq!(v.reason.as_deref(), Some("diverged"));
+        }
+        o => panic!("{o:?}"),
+    }
+}
