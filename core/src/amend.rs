@@ -59,11 +59,15 @@ pub struct Amendment {
 }
 
 /// A turn whose newer content a boundary absorbed.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AbsorbedEntry {
     /// Turn id.
     pub turn_id: String,
+    /// Source sequence.
+    pub source_seq: u64,
+    /// Role.
+    pub role: Role,
     /// Content hash now part of the chain's snapshot.
     pub content_hash: String,
 }
@@ -119,6 +123,8 @@ impl Amendment {
             .iter()
             .map(|e| AbsorbedEntry {
                 turn_id: e.turn_id.clone(),
+                source_seq: e.source_seq,
+                role: e.role,
                 content_hash: e.new_hash.clone(),
             })
             .collect()

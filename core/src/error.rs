@@ -36,6 +36,8 @@ pub enum Code {
     SummaryTooLong,
     /// The model's summary contains control characters other than newline and tab.
     SummaryNotText,
+    /// The model stopped at its length limit: the summary is cut off.
+    SummaryTruncated,
     /// The model output names another packet or run than the one settled.
     RunMismatch,
     /// A boundary names a predecessor that is not in the chain.
@@ -79,6 +81,7 @@ impl Code {
             Code::EmptySummary => "empty_summary",
             Code::SummaryTooLong => "summary_too_long",
             Code::SummaryNotText => "summary_not_text",
+            Code::SummaryTruncated => "summary_truncated",
             Code::RunMismatch => "run_mismatch",
             Code::MissingLink => "missing_link",
             Code::Fork => "fork",

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod agree;
 pub mod amend;
 pub mod boundary;
 pub mod budget;
@@ -27,10 +28,15 @@ pub mod group;
 pub mod packet;
 pub mod plan;
 pub mod reconstruct;
+pub mod resolve;
+pub mod settle;
+pub mod stream;
 pub mod turn;
+pub mod validate;
 
 pub use error::{Code, Error, Result};
 pub use plan::{plan, PlanOutcome, PlanRequest};
+pub use validate::{validate, ValidateRequest, ValidateResponse};
 
 /// Version of the rule set. Part of every epoch: a change here retires the
 /// boundaries of the previous version instead of failing on them.

@@ -133,7 +133,7 @@ pub enum PlanOutcome {
     /// Persist this frontier; compaction starts there.
     Activate {
         /// The new frontier document.
-        frontier: Frontier,
+        frontier: Box<Frontier>,
     },
     /// Below the trigger: no model call.
     Skip {
@@ -462,7 +462,9 @@ fn activate(
         start_seq,
         start_seq > first_seq,
     )?;
-    Ok(PlanOutcome::Activate { frontier })
+    Ok(PlanOutcome::Activate {
+        frontier: Box::new(frontier),
+    })
 }
 
 fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {

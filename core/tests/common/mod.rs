@@ -86,7 +86,7 @@ pub fn request(decl: &Declaration, events: Vec<Event>) -> PlanRequest {
 /// Activate on `events` and return the frontier.
 pub fn activate(decl: &Declaration, events: Vec<Event>) -> Frontier {
     match plan(&request(decl, events)) {
-        PlanOutcome::Activate { frontier } => frontier,
+        PlanOutcome::Activate { frontier } => *frontier,
         other => panic!("expected activate, got {other:?}"),
     }
 }
@@ -115,5 +115,107 @@ pub fn code_of(o: &PlanOutcome) -> Option<&'static str> {
     match o {
         PlanOutcome::Refuse { error, .. } => Some(error.code.as_str()),
         _ => None,
+    }
+}
+
+use foldline_core::boundary::{Boundary, Usage};
+use foldline_core::packet::Packet;
+use foldline_core::resolve::{resolve, Resolution, ResolveRequest};
+use foldline_core::settle::{settle, ModelOutput, SettleRequest};
+
+pub fn output_for(p: &Packet, run: &str, summary: &str) -> ModelOutput {
+    ModelOutput {
+        packet_id: p.id.clone(),
+        run_id: run.into(),
+        model_id: "test-model".into(),
+        usage: Usage {
+            input_tokens: 1000,
+            output_tokens: 50,
+        },
+        finish_reason: "stop".into(),
+        summary: summary.into(),
+    }
+}
+
+pub fn settle_ok(p: &Packet, run: &str, summary: &str) -> Boundary {
+    settle(&SettleRequest {
+        packet: p.clone(),
+        output: output_for(p, run, summary),
+        expected_run_id: None,
+    })
+    .expect("settle")
+}
+
+/// An in-memory journal driven through resolve → plan → settle, the way a
+/// host driver runs it.
+pub struct Sim {
+    pub decl: Declaration,
+    pub events: Vec<Event>,
+    pub packets: Vec<Packet>,
+    pub runs: u64,
+    pub next_seq: u64,
+}
+
+impl Sim {
+    pub fn new(decl: Declaration) -> Sim {
+        Sim {
+            decl,
+            events: Vec::new(),
+            packets: Vec::new(),
+            runs: 0,
+            next_seq: 1,
+        }
+    }
+
+    pub fn resolve(&self) -> foldline_core::Result<Resolution> {
+        resolve(&ResolveRequest {
+            declaration: self.decl.clone(),
+            compactor: None,
+            route: route(),
+            events: self.events.clone(),
+            packets: self.packets.clone(),
+        })
+    }
+
+    /// Append `n` turns of `size` characters.
+    pub fn say(&mut self, n: u64, size: usize) {
+        self.events.extend(turns(self.next_seq, n, size));
+        self.next_seq += n;
+    }
+
+    /// One driver pass; returns the final plan outcome.
+    pub fn step(&mut self) -> PlanOutcome {
+        loop {
+            let r = self.resolve().expect("resolve");
+            let mut req = request(&self.decl, self.events.clone());
+            req.frontier = r.frontier;
+            req.head = r.head;
+            req.amendment = r.amendment;
+            match plan(&req) {
+                PlanOutcome::Activate { frontier } => self.events.push(Event::Frontier(*frontier)),
+                PlanOutcome::Compact { packet, .. } => {
+                    self.runs += 1;
+                    let summary = format!(
+                        "summary {} through {}",
+                        self.runs, packet.covered_through_seq
+                    );
+                    let b = settle_ok(&packet, &format!("run-{}", self.runs), &summary);
+                    self.packets.push(*packet.clone());
+                    self.events.push(Event::Boundary(Box::new(b)));
+                    return PlanOutcome::Compact { packet, warm: None };
+                }
+                other => return other,
+            }
+        }
+    }
+
+    pub fn boundaries(&self) -> Vec<Boundary> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Boundary(b) => Some((**b).clone()),
+                _ => None,
+            })
+            .collect()
     }
 }

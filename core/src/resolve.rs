@@ -1,0 +1,355 @@
+//! `resolve`: walk the boundary chain of the current epoch and fail closed on
+//! anything that is not an intact, advancing, single chain.
+//!
+//! An epoch is the ruleset version plus the target declaration fingerprint.
+//! Boundaries and frontiers of retired epochs stay inspectable and are listed,
+//! but are ineligible, so an upgrade starts a new frontier instead of bricking
+//! the conversation. Every current boundary is re-settled from its packet and
+//! run evidence; any field that the core would not have bound is a fabricated
+//! run.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agree::agree;
+use crate::amend::{self, Amendment, Snapshot};
+use crate::boundary::{Boundary, ChainHead};
+use crate::declaration::Declaration;
+use crate::error::{Code, Error, Result};
+use crate::event::Event;
+use crate::frontier::Frontier;
+use crate::packet::Packet;
+use crate::plan::admitted;
+use crate::reconstruct::reconstruct;
+use crate::settle::{settle, ModelOutput, SettleRequest};
+use crate::turn::Route;
+
+/// A resolve request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResolveRequest {
+    /// The registered target declaration.
+    pub declaration: Declaration,
+    /// The registered compactor declaration, checked for agreement when given.
+    #[serde(default)]
+    pub compactor: Option<Declaration>,
+    /// The conversation route.
+    pub route: Route,
+    /// Frontier and boundary events, plus corrections and late deliveries
+    /// that touch covered history (other events are allowed and ignored).
+    pub events: Vec<Event>,
+    /// The packets the boundaries settled, by id.
+    #[serde(default)]
+    pub packets: Vec<Packet>,
+}
+
+/// The resolved chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Resolution {
+    /// The current epoch's frontier, if activated.
+    pub frontier: Option<Frontier>,
+    /// The latest valid boundary, if any.
+    pub head: Option<ChainHead>,
+    /// Covered-history amendment, if current history diverged from the snapshot.
+    pub amendment: Option<Amendment>,
+    /// Boundaries of retired epochs (inspectable, ineligible).
+    pub retired_boundaries: Vec<String>,
+    /// Frontiers of retired epochs.
+    pub retired_frontiers: Vec<String>,
+}
+
+/// Resolve the chain.
+///
+/// # Errors
+/// `stale_declaration`, `divergent_hash`, `wrong_route`, `fork`,
+/// `missing_link`, `frontier_mismatch`, `non_advancing`, `fabricated_run`,
+/// `amendment_too_large`, `conflicting_turn`.
+pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
+    let decl = &req.declaration;
+    if let Some(c) = &req.compactor {
+        let a = agree(decl, c);
+        if !a.agree {
+            return Err(Error::new(
+                Code::StaleDeclaration,
+                "the target and compactor declarations disagree",
+            )
+            .with_ids(a.disagreements));
+        }
+    }
+    let fingerprint = decl.fingerprint()?;
+    let recon = reconstruct(&req.events)?;
+
+    let (frontiers, retired_f): (Vec<&Frontier>, Vec<&Frontier>) = recon
+        .frontiers
+        .iter()
+        .filter(|f| f.route == req.route)
+        .partition(|f| f.in_epoch(&fingerprint));
+    let (current, retired_b): (Vec<&Boundary>, Vec<&Boundary>) = recon
+        .boundaries
+        .iter()
+        .filter(|b| b.route == req.route || b.declaration_fingerprint == fingerprint)
+        .partition(|b| {
+            b.ruleset_version == crate::RULESET_VERSION && b.declaration_fingerprint == fingerprint
+        });
+
+    for b in &current {
+        check_boundary(b, decl, &req.route)?;
+    }
+    let frontier = match frontiers.as_slice() {
+        [] => None,
+        [f] => {
+            if !f.id_is_intact()? {
+                return Err(Error::new(
+                    Code::DivergentHash,
+                    "the activation frontier's id does not match its content",
+                )
+                .with_ids([f.id.clone()]));
+            }
+            Some(*f)
+        }
+        many => {
+            return Err(Error::new(
+                Code::Fork,
+                "more than one activation frontier in the current epoch",
+            )
+            .with_ids(many.iter().map(|f| f.id.clone())))
+        }
+    };
+    let chain = match frontier {
+        None if !current.is_empty() => {
+            return Err(Error::new(
+                Code::MissingLink,
+                "boundaries exist but their activation frontier does not",
+            )
+            .with_ids(current.iter().map(|b| b.id.clone())))
+        }
+        None => Vec::new(),
+        Some(f) => order_chain(&current, f)?,
+    };
+
+    let packets: BTreeMap<&str, &Packet> = req.packets.iter().map(|p| (p.id.as_str(), p)).collect();
+    for b in &chain {
+        check_run(b, &packets)?;
+    }
+
+    let head = chain.last().map(|b| ChainHead::of(b, chain.len() as u64));
+    let amendment = match (frontier, chain.last()) {
+        (Some(f), Some(last)) => amend::derive(
+            &snapshot(&chain),
+            f.start_seq,
+            last.covered_through_seq,
+            &recon,
+            |t| admitted(decl, t),
+            decl.amendment_max_chars,
+        )?,
+        _ => None,
+    };
+    Ok(Resolution {
+        frontier: frontier.cloned(),
+        head,
+        amendment,
+        retired_boundaries: retired_b.iter().map(|b| b.id.clone()).collect(),
+        retired_frontiers: retired_f.iter().map(|f| f.id.clone()).collect(),
+    })
+}
+
+fn check_boundary(b: &Boundary, decl: &Declaration, route: &Route) -> Result<()> {
+    let ids = || vec![b.id.clone()];
+    if b.compute_hash()? != b.hash {
+        return Err(Error::new(
+            Code::DivergentHash,
+            "a boundary's content does not match its hash",
+        )
+        .with_ids(ids()));
+    }
+    if !b.sensitive {
+        return Err(Error::new(
+            Code::FabricatedRun,
+            "a boundary is not marked sensitive; the core always binds it so",
+        )
+        .with_ids(ids()));
+    }
+    if b.target_id != decl.target_id
+        || b.compactor_id != decl.compactor_id
+        || b.history_agents != decl.history_agents
+        || b.policy != decl.budget
+    {
+        return Err(Error::new(
+            Code::StaleDeclaration,
+            "a boundary's declaration fields differ from the registered declaration",
+        )
+        .with_ids(ids()));
+    }
+    if &b.route != route {
+        return Err(Error::new(
+            Code::WrongRoute,
+            "a boundary belongs to another conversation, chat or sender",
+        )
+        .with_ids(ids()));
+    }
+    Ok(())
+}
+
+/// Order the current epoch's boundaries into one chain from the frontier.
+fn order_chain<'a>(bs: &[&'a Boundary], f: &Frontier) -> Result<Vec<&'a Boundary>> {
+    let by_id: BTreeMap<&str, &Boundary> = bs.iter().map(|b| (b.id.as_str(), *b)).collect();
+    let mut children: BTreeMap<Option<&str>, Vec<&Boundary>> = BTreeMap::new();
+    for b in bs {
+        if b.frontier != f.reference() {
+            return Err(Error::new(
+                Code::FrontierMismatch,
+                "a boundary names another activation frontier than the current one",
+            )
+            .with_ids([b.id.clone()]));
+        }
+        let prev = b.previous.as_ref().map(|p| p.boundary_id.as_str());
+        if let Some(p) = prev {
+            if !by_id.contains_key(p) {
+                return Err(Error::new(
+                    Code::MissingLink,
+                    format!("a boundary names a predecessor {p:?} that is not in the chain"),
+                )
+                .with_ids([b.id.clone()]));
+            }
+        }
+        children.entry(prev).or_default().push(b);
+    }
+    if let Some((_, kids)) = children.iter().find(|(_, kids)| kids.len() > 1) {
+        return Err(
+            Error::new(Code::Fork, "two boundaries extend the same chain position")
+                .with_ids(kids.iter().map(|b| b.id.clone())),
+        );
+    }
+    let mut chain: Vec<&Boundary> = Vec::with_capacity(bs.len());
+    let mut at: Option<&str> = None;
+    while let Some(kids) = children.get(&at) {
+        let b = kids[0];
+        match chain.last() {
+            None => {
+                if b.covered_through_seq < f.start_seq {
+                    return Err(Error::new(
+                        Code::NonAdvancing,
+                        "the first boundary covers nothing after its frontier",
+                    )
+                    .with_ids([b.id.clone()]));
+                }
+            }
+            Some(prev) => {
+                let Some(link) = b.previous.as_ref() else {
+                    return Err(Error::new(
+                        Code::MissingLink,
+                        "a later boundary has no previous link",
+                    )
+                    .with_ids([b.id.clone()]));
+                };
+                if link.boundary_hash != prev.hash {
+                    return Err(Error::new(
+                        Code::DivergentHash,
+                        "a boundary names its predecessor with another hash",
+                    )
+                    .with_ids([b.id.clone(), prev.id.clone()]));
+                }
+                if link.covered_through_seq != prev.covered_through_seq {
+                    return Err(Error::new(
+                        Code::MissingLink,
+                        "a boundary's recorded prior coverage differs from its predecessor's",
+                    )
+                    .with_ids([b.id.clone(), prev.id.clone()]));
+                }
+                if b.covered_through_seq <= prev.covered_through_seq {
+                    return Err(Error::new(
+                        Code::NonAdvancing,
+                        format!(
+                            "a boundary covers through {} but its predecessor already covered through {}",
+                            b.covered_through_seq, prev.covered_through_seq
+                        ),
+                    )
+                    .with_ids([b.id.clone(), prev.id.clone()]));
+                }
+            }
+        }
+        chain.push(b);
+        if chain.len() > bs.len() {
+            break;
+        }
+        at = Some(b.id.as_str());
+    }
+    if chain.len() != bs.len() {
+        let on: Vec<&str> = chain.iter().map(|b| b.id.as_str()).collect();
+        return Err(Error::new(
+            Code::MissingLink,
+            "some boundaries are not reachable from the frontier",
+        )
+        .with_ids(
+            bs.iter()
+                .filter(|b| !on.contains(&b.id.as_str()))
+                .map(|b| b.id.clone()),
+        ));
+    }
+    Ok(chain)
+}
+
+/// Re-settle a boundary from its packet and run evidence; any difference means
+/// the boundary claims something the core did not bind.
+fn check_run(b: &Boundary, packets: &BTreeMap<&str, &Packet>) -> Result<()> {
+    let fabricated = |why: &str| {
+        Error::new(
+            Code::FabricatedRun,
+            format!("a boundary's run evidence does not hold: {why}"),
+        )
+        .with_ids([b.id.clone()])
+    };
+    let Some(packet) = packets.get(b.packet_id.as_str()) else {
+        return Err(fabricated("its packet is not among the persisted packets"));
+    };
+    let again = settle(&SettleRequest {
+        packet: (*packet).clone(),
+        output: ModelOutput {
+            packet_id: b.packet_id.clone(),
+            run_id: b.run.run_id.clone(),
+            model_id: b.run.model_id.clone(),
+            usage: b.run.usage,
+            finish_reason: b.run.finish_reason.clone(),
+            summary: b.summary.clone(),
+        },
+        expected_run_id: None,
+    })
+    .map_err(|e| fabricated(&format!("re-settling its packet fails ({})", e.code)))?;
+    if &again != b {
+        return Err(fabricated(
+            "a bound field differs from what its packet and run produce",
+        ));
+    }
+    Ok(())
+}
+
+/// What the chain holds for each covered turn, later boundaries' absorbed
+/// amendments overriding the original snapshot.
+fn snapshot(chain: &[&Boundary]) -> BTreeMap<String, Snapshot> {
+    let mut map = BTreeMap::new();
+    for b in chain {
+        for t in &b.input.turns {
+            map.insert(
+                t.turn_id.clone(),
+                Snapshot {
+                    source_seq: t.source_seq,
+                    role: t.role,
+                    content_hash: t.content_hash.clone(),
+                },
+            );
+        }
+        for a in &b.absorbed {
+            map.insert(
+                a.turn_id.clone(),
+                Snapshot {
+                    source_seq: a.source_seq,
+                    role: a.role,
+                    content_hash: a.content_hash.clone(),
+                },
+            );
+        }
+    }
+    map
+}

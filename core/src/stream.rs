@@ -1,0 +1,145 @@
+//! Streaming and failure decisions for hosts (seed 002).
+//!
+//! Provisional text never leaves the worker and never becomes a boundary. A
+//! stream that ends before any content may be replayed once through the
+//! buffered call; a stream that ended after content is never replayed. A
+//! failure becomes one generic member-facing notice and a specific audit reason.
+
+use serde::{Deserialize, Serialize};
+
+/// How a summary stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamEnd {
+    /// The provider finished the answer.
+    Complete,
+    /// The connection dropped or the stream was cut.
+    Dropped,
+    /// The provider sent an error.
+    Error,
+}
+
+/// What the host saw of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StreamReport {
+    /// Whether any content delta arrived.
+    pub content_received: bool,
+    /// How it ended.
+    pub ended: StreamEnd,
+    /// Buffered replays already made for this packet.
+    #[serde(default)]
+    pub replays_used: u64,
+}
+
+/// Kinds of compaction failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureKind {
+    /// The provider refused the request.
+    ProviderRefusal,
+    /// The call timed out.
+    Timeout,
+    /// A budget (spend, tokens, rate) stopped the call.
+    BudgetStop,
+    /// The summary was rejected by settle.
+    UnusableSummary,
+    /// The stream dropped and could not be replayed.
+    StreamDropped,
+    /// Anything else (transport, host error).
+    Other,
+}
+
+impl FailureKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::ProviderRefusal => "provider_refusal",
+            FailureKind::Timeout => "timeout",
+            FailureKind::BudgetStop => "budget_stop",
+            FailureKind::UnusableSummary => "unusable_summary",
+            FailureKind::StreamDropped => "stream_dropped",
+            FailureKind::Other => "other",
+        }
+    }
+}
+
+/// A failure the host reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FailureInput {
+    /// Kind.
+    pub kind: FailureKind,
+    /// Provider or host detail; goes to audit only.
+    #[serde(default)]
+    pub detail: String,
+}
+
+/// The member-facing notice, always the same, and the audit reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FailureReport {
+    /// Kind.
+    pub kind: FailureKind,
+    /// Generic text a member may see.
+    pub notice: String,
+    /// Specific reason for the audit record.
+    pub audit_reason: String,
+}
+
+/// The one notice members see for any failed compaction.
+pub const MEMBER_NOTICE: &str = "The chat could not be compacted.";
+
+/// Map a failure to its notice and audit reason.
+pub fn classify(f: &FailureInput) -> FailureReport {
+    let audit_reason = if f.detail.is_empty() {
+        f.kind.as_str().to_owned()
+    } else {
+        format!("{}: {}", f.kind.as_str(), f.detail)
+    };
+    FailureReport {
+        kind: f.kind,
+        notice: MEMBER_NOTICE.to_owned(),
+        audit_reason,
+    }
+}
+
+/// The host's next step after a stream ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum StreamDecision {
+    /// Settle the final text.
+    Settle,
+    /// Replay once through the buffered (non-streaming) call.
+    ReplayBuffered,
+    /// Give up; record the failure.
+    Fail {
+        /// Notice and audit reason.
+        failure: FailureReport,
+    },
+}
+
+/// Decide what to do with a finished stream.
+pub fn decide(r: &StreamReport) -> StreamDecision {
+    let fail = |kind, detail: &str| StreamDecision::Fail {
+        failure: classify(&FailureInput {
+            kind,
+            detail: detail.to_owned(),
+        }),
+    };
+    match (r.ended, r.content_received) {
+        (StreamEnd::Complete, true) => StreamDecision::Settle,
+        (StreamEnd::Complete, false) => fail(
+            FailureKind::UnusableSummary,
+            "stream completed without content",
+        ),
+        (_, false) if r.replays_used == 0 => StreamDecision::ReplayBuffered,
+        (_, false) => fail(
+            FailureKind::StreamDropped,
+            "ended before content after the one buffered replay",
+        ),
+        (_, true) => fail(
+            FailureKind::StreamDropped,
+            "ended after content; never replayed",
+        ),
+    }
+}
