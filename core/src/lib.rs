@@ -23,19 +23,24 @@ pub mod declaration;
 pub mod envelope;
 pub mod error;
 pub mod event;
+pub mod format;
 pub mod frontier;
 pub mod group;
 pub mod packet;
 pub mod plan;
 pub mod reconstruct;
 pub mod resolve;
+pub mod select;
 pub mod settle;
 pub mod stream;
+pub mod timeline;
 pub mod turn;
 pub mod validate;
 
 pub use error::{Code, Error, Result};
 pub use plan::{plan, PlanOutcome, PlanRequest};
+pub use select::{select, SelectRequest, Selection};
+pub use timeline::{timeline, Timeline, TimelineRequest};
 pub use validate::{validate, ValidateRequest, ValidateResponse};
 
 /// Version of the rule set. Part of every epoch: a change here retires the

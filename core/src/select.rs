@@ -1,0 +1,372 @@
+//! `select`: the model-bound context for one turn.
+//!
+//! In order: pinned turns, the summary envelope, the amendment envelope, the
+//! exact tail after the covered sequence, the current prompt. Pinned turns,
+//! envelopes and prompt are reserved first (size and message slots); the tail
+//! gets what is left, newest coherent units first, never splitting a tool pair.
+//! Nothing disappears silently: every turn after the covered sequence is
+//! either included or listed as omitted, with the reason.
+
+use serde::{Deserialize, Serialize};
+
+use crate::amend::Amendment;
+use crate::boundary::ChainHead;
+use crate::budget::{text_size, turn_size, Metric, Thresholds};
+use crate::canonical;
+use crate::declaration::Declaration;
+use crate::envelope;
+use crate::error::{self, Code, Error, Result};
+use crate::event::Event;
+use crate::format::{self, Format};
+use crate::frontier::Frontier;
+use crate::group;
+use crate::plan::admitted;
+use crate::reconstruct::reconstruct;
+use crate::turn::{parts_chars, Part, Role, Route, Turn};
+
+/// A select request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectRequest {
+    /// The target declaration (budget and admission).
+    pub declaration: Declaration,
+    /// The conversation route.
+    pub route: Route,
+    /// The current frontier, if activated.
+    #[serde(default)]
+    pub frontier: Option<Frontier>,
+    /// The chain head, if any.
+    #[serde(default)]
+    pub head: Option<ChainHead>,
+    /// The amendment, if any.
+    #[serde(default)]
+    pub amendment: Option<Amendment>,
+    /// Pinned turns and turns after the covered sequence.
+    pub events: Vec<Event>,
+    /// The current prompt, when it is not yet in the journal.
+    #[serde(default)]
+    pub prompt: Option<Vec<Part>>,
+    /// Output format.
+    #[serde(default)]
+    pub format: Format,
+    /// Budget override in the declaration's metric (default: the declaration's limit).
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// Whether to render messages (false: the manifest only, for hosts that
+    /// slice their own arrays).
+    #[serde(default = "yes")]
+    pub render: bool,
+}
+fn yes() -> bool {
+    true
+}
+
+/// What a context message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Kind {
+    /// A pinned turn.
+    Pinned,
+    /// The summary envelope.
+    Summary,
+    /// The amendment envelope.
+    Amendment,
+    /// An exact turn.
+    Turn,
+    /// The current prompt.
+    Prompt,
+}
+
+/// One message of the context in foldline's own form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextMessage {
+    /// What it is.
+    pub kind: Kind,
+    /// The provider-facing role (`user` for envelopes).
+    pub role: Role,
+    /// The turn it renders, for turns and pinned turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Content.
+    pub parts: Vec<Part>,
+}
+
+/// Why a turn after the covered sequence is not in the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OmitReason {
+    /// It did not fit what was left of the budget.
+    Budget,
+    /// The declaration does not admit it (source, agent, privacy).
+    NotAdmitted,
+}
+
+/// An omitted turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Omitted {
+    /// Turn id.
+    pub turn_id: String,
+    /// Why.
+    pub reason: OmitReason,
+}
+
+/// Sizes of the parts of the context in the metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextSizes {
+    /// Pinned turns.
+    pub pinned: u64,
+    /// Summary envelope.
+    pub summary: u64,
+    /// Amendment envelope.
+    pub amendment: u64,
+    /// Exact tail.
+    pub tail: u64,
+    /// Prompt.
+    pub prompt: u64,
+    /// Total.
+    pub total: u64,
+}
+
+/// The private manifest: what was included, with hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manifest {
+    /// Unit.
+    pub metric: Metric,
+    /// Budget.
+    pub limit: u64,
+    /// Sizes.
+    pub sizes: ContextSizes,
+    /// Boundary id, when a summary is included.
+    pub boundary_id: Option<String>,
+    /// Boundary hash.
+    pub boundary_hash: Option<String>,
+    /// Amendment hash, when an amendment is included.
+    pub amendment_hash: Option<String>,
+    /// Pinned turn ids included.
+    pub pinned: Vec<String>,
+    /// Tail turn ids included, in order.
+    pub included: Vec<String>,
+    /// Turns after the covered sequence left out, with reasons.
+    pub omitted: Vec<Omitted>,
+    /// Messages in the context.
+    pub message_count: u64,
+    /// Merkle-style fold over each message's kind, role and content hash.
+    pub rendered_hash: String,
+}
+
+/// The selected context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Selection {
+    /// Rendered messages in the requested format (absent with `render: false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<serde_json::Value>,
+    /// The manifest.
+    pub manifest: Manifest,
+}
+
+/// Select the model-bound context.
+///
+/// # Errors
+/// `over_budget` when pinned turns, envelopes and prompt alone exceed the
+/// budget; `wrong_route`, `conflicting_turn`, `frontier_mismatch`,
+/// `divergent_hash` for inconsistent input.
+pub fn select(req: &SelectRequest) -> Result<Selection> {
+    let decl = &req.declaration;
+    let violations = decl.violations();
+    if let Some(first) = violations.into_iter().next() {
+        return Err(first);
+    }
+    for ev in &req.events {
+        if let Event::Message(m) | Event::LateDelivery(m) = ev {
+            if !m.on_route(&req.route) {
+                return Err(Error::new(
+                    Code::WrongRoute,
+                    "a message belongs to another conversation, chat or sender than the request's route",
+                )
+                .with_ids([m.turn_id.clone()]));
+            }
+        }
+    }
+    if let (Some(h), Some(f)) = (&req.head, &req.frontier) {
+        if h.frontier_id != f.id {
+            return Err(Error::new(
+                Code::FrontierMismatch,
+                "the chain head belongs to another activation frontier",
+            ));
+        }
+    }
+    if let Some(a) = &req.amendment {
+        if !a.is_intact()? {
+            return Err(Error::new(
+                Code::DivergentHash,
+                "the amendment's hash does not match its entries",
+            ));
+        }
+    }
+    let recon = reconstruct(&req.events)?;
+    let th = Thresholds::of(decl);
+    let metric = th.metric;
+    let limit = req.limit.unwrap_or(th.limit);
+    let start = req.frontier.as_ref().map(|f| f.start_seq).unwrap_or(0);
+    let covered = req.head.as_ref().map(|h| h.covered_through_seq);
+
+    let mut omitted = Vec::new();
+    let mut pinned: Vec<&Turn> = Vec::new();
+    let mut candidates: Vec<&Turn> = Vec::new();
+    for t in &recon.turns {
+        let after = t.source_seq >= start && covered.is_none_or(|c| t.source_seq > c);
+        let ok = admitted(decl, t);
+        if t.pinned {
+            if ok {
+                pinned.push(t);
+            }
+        } else if after {
+            if ok {
+                candidates.push(t);
+            } else {
+                omitted.push(Omitted {
+                    turn_id: t.turn_id.clone(),
+                    reason: OmitReason::NotAdmitted,
+                });
+            }
+        }
+    }
+
+    let summary_text = req
+        .head
+        .as_ref()
+        .map(|h| envelope::summary_text(&h.summary));
+    let amendment_text = req.amendment.as_ref().map(envelope::amendment_text);
+    let mut sizes = ContextSizes {
+        pinned: error::sum(pinned.iter().map(|t| turn_size(metric, t)))?,
+        summary: summary_text
+            .as_deref()
+            .map(|s| text_size(metric, envelope::chars(s)))
+            .unwrap_or(0),
+        amendment: amendment_text
+            .as_deref()
+            .map(|s| text_size(metric, envelope::chars(s)))
+            .unwrap_or(0),
+        tail: 0,
+        prompt: req
+            .prompt
+            .as_deref()
+            .map(|p| text_size(metric, parts_chars(p)))
+            .unwrap_or(0),
+        total: 0,
+    };
+    let reserved = error::sum([sizes.pinned, sizes.summary, sizes.amendment, sizes.prompt])?;
+    if reserved > limit {
+        return Err(Error::new(
+            Code::OverBudget,
+            format!("pinned turns, envelopes and prompt need {reserved} of a budget of {limit} {metric:?}"),
+        ));
+    }
+    let room = limit - reserved;
+
+    // Newest coherent units first, contiguous, while they fit.
+    let units = group::units(&candidates);
+    let mut first_included = candidates.len();
+    let mut used = 0u64;
+    for u in units.iter().rev() {
+        let s = error::sum(
+            candidates[u.start..u.end]
+                .iter()
+                .map(|t| turn_size(metric, t)),
+        )?;
+        match used.checked_add(s) {
+            Some(n) if n <= room => {
+                used = n;
+                first_included = u.start;
+            }
+            _ => break,
+        }
+    }
+    let mut budget_omitted: Vec<Omitted> = candidates[..first_included]
+        .iter()
+        .map(|t| Omitted {
+            turn_id: t.turn_id.clone(),
+            reason: OmitReason::Budget,
+        })
+        .collect();
+    omitted.append(&mut budget_omitted);
+    let tail = &candidates[first_included..];
+    sizes.tail = used;
+    sizes.total = reserved + used;
+
+    let mut messages: Vec<ContextMessage> = Vec::with_capacity(pinned.len() + tail.len() + 3);
+    let mut fold: Vec<String> = Vec::with_capacity(messages.capacity());
+    for t in &pinned {
+        fold.push(format!("pinned:{}:{}", t.role.as_str(), t.content_hash));
+        messages.push(turn_message(Kind::Pinned, t));
+    }
+    if let Some(text) = summary_text {
+        fold.push(format!(
+            "summary:user:{}",
+            canonical::sha256(text.as_bytes())
+        ));
+        messages.push(envelope_message(Kind::Summary, text));
+    }
+    if let Some(text) = amendment_text {
+        fold.push(format!(
+            "amendment:user:{}",
+            canonical::sha256(text.as_bytes())
+        ));
+        messages.push(envelope_message(Kind::Amendment, text));
+    }
+    for t in tail {
+        fold.push(format!("turn:{}:{}", t.role.as_str(), t.content_hash));
+        messages.push(turn_message(Kind::Turn, t));
+    }
+    if let Some(p) = &req.prompt {
+        fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)?));
+        messages.push(ContextMessage {
+            kind: Kind::Prompt,
+            role: Role::User,
+            turn_id: None,
+            parts: p.clone(),
+        });
+    }
+    let manifest = Manifest {
+        metric,
+        limit,
+        sizes,
+        boundary_id: req.head.as_ref().map(|h| h.boundary_id.clone()),
+        boundary_hash: req.head.as_ref().map(|h| h.boundary_hash.clone()),
+        amendment_hash: req.amendment.as_ref().map(|a| a.hash.clone()),
+        pinned: pinned.iter().map(|t| t.turn_id.clone()).collect(),
+        included: tail.iter().map(|t| t.turn_id.clone()).collect(),
+        omitted,
+        message_count: messages.len() as u64,
+        rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
+    };
+    let messages = if req.render {
+        Some(format::render(req.format, &messages)?)
+    } else {
+        None
+    };
+    Ok(Selection { messages, manifest })
+}
+
+fn turn_message(kind: Kind, t: &Turn) -> ContextMessage {
+    ContextMessage {
+        kind,
+        role: t.role,
+        turn_id: Some(t.turn_id.clone()),
+        parts: t.parts.clone(),
+    }
+}
+
+fn envelope_message(kind: Kind, text: String) -> ContextMessage {
+    ContextMessage {
+        kind,
+        role: Role::User,
+        turn_id: None,
+        parts: vec![Part::Text { text }],
+    }
+}

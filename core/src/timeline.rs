@@ -1,0 +1,180 @@
+//! The chat timeline: messages plus compaction dividers.
+//!
+//! Derived only from durable events (messages, boundaries, manual-compaction
+//! task events), so every viewer sees the same timeline and a reload loses
+//! nothing. A divider is not a chat message. Automatic failures are audit
+//! records, not member-facing, and do not appear; a failed manual task shows
+//! one failed divider with the generic notice.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::event::{Event, TaskState, TriggerKind};
+use crate::reconstruct::reconstruct;
+use crate::stream::MEMBER_NOTICE;
+use crate::turn::{render_parts, Role};
+
+/// A timeline request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TimelineRequest {
+    /// The conversation's durable events.
+    pub events: Vec<Event>,
+}
+
+/// State of a divider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DividerState {
+    /// A manual compaction is running.
+    Pending,
+    /// A boundary exists.
+    Completed,
+    /// The manual compaction failed.
+    Failed,
+}
+
+/// One timeline item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum TimelineItem {
+    /// A chat message.
+    #[serde(rename_all = "camelCase")]
+    Message {
+        /// Turn id.
+        turn_id: String,
+        /// Source sequence.
+        source_seq: u64,
+        /// Role.
+        role: Role,
+        /// Text as shown.
+        text: String,
+        /// Delivered late.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        late: bool,
+        /// Corrected.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        corrected: bool,
+    },
+    /// A compaction divider.
+    #[serde(rename_all = "camelCase")]
+    Divider {
+        /// Automatic or manual.
+        kind: TriggerKind,
+        /// Pending, completed or failed.
+        state: DividerState,
+        /// First source sequence covered (completed), if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from_seq: Option<u64>,
+        /// Last source sequence covered, or the head the task was accepted at.
+        through_seq: u64,
+        /// Turns folded (completed dividers).
+        count: u64,
+        /// The boundary (completed dividers).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        boundary_id: Option<String>,
+        /// The manual task, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+        /// Generic notice (failed dividers).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notice: Option<String>,
+    },
+}
+
+/// The timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Timeline {
+    /// Items in order.
+    pub items: Vec<TimelineItem>,
+}
+
+/// Derive the timeline.
+///
+/// # Errors
+/// `conflicting_turn` for contradictory events.
+pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
+    let recon = reconstruct(&req.events)?;
+    // (position, rank, tiebreak) -> item; rank 0 messages, 1 dividers.
+    let mut items: BTreeMap<(u64, u8, u32, String), TimelineItem> = BTreeMap::new();
+    for t in recon.turns.iter().filter(|t| !t.pinned) {
+        items.insert(
+            (t.source_seq, 0, t.index, t.turn_id.clone()),
+            TimelineItem::Message {
+                turn_id: t.turn_id.clone(),
+                source_seq: t.source_seq,
+                role: t.role,
+                text: render_parts(&t.parts),
+                late: t.late,
+                corrected: t.corrected,
+            },
+        );
+    }
+    // The latest state of each manual task.
+    let mut tasks: BTreeMap<&str, &crate::event::TaskEvent> = BTreeMap::new();
+    for t in &recon.tasks {
+        let keep = match tasks.get(t.task_id.as_str()) {
+            None => true,
+            Some(prev) => t.state > prev.state,
+        };
+        if keep {
+            tasks.insert(&t.task_id, t);
+        }
+    }
+    let mut task_of_boundary: BTreeMap<&str, &str> = BTreeMap::new();
+    for t in tasks.values() {
+        if let (TaskState::Completed, Some(b)) = (t.state, &t.boundary_id) {
+            task_of_boundary.insert(b, &t.task_id);
+        }
+    }
+    for b in &recon.boundaries {
+        let from = b
+            .previous
+            .as_ref()
+            .map(|p| p.covered_through_seq + 1)
+            .unwrap_or(b.frontier.start_seq);
+        items.insert(
+            (b.covered_through_seq, 1, 0, b.id.clone()),
+            TimelineItem::Divider {
+                kind: b.trigger,
+                state: DividerState::Completed,
+                from_seq: Some(from),
+                through_seq: b.covered_through_seq,
+                count: b.input.turn_count,
+                boundary_id: Some(b.id.clone()),
+                task_id: task_of_boundary.get(b.id.as_str()).map(|s| s.to_string()),
+                notice: None,
+            },
+        );
+    }
+    let boundary_ids: Vec<&str> = recon.boundaries.iter().map(|b| b.id.as_str()).collect();
+    for t in tasks.values() {
+        let (state, notice) = match t.state {
+            TaskState::Requested => (DividerState::Pending, None),
+            TaskState::Failed => (DividerState::Failed, Some(MEMBER_NOTICE.to_owned())),
+            TaskState::Completed => match &t.boundary_id {
+                Some(b) if boundary_ids.contains(&b.as_str()) => continue, // shown by its boundary
+                _ => (DividerState::Completed, None),
+            },
+        };
+        items.insert(
+            (t.head_seq, 1, 1, t.task_id.clone()),
+            TimelineItem::Divider {
+                kind: TriggerKind::Manual,
+                state,
+                from_seq: None,
+                through_seq: t.head_seq,
+                count: 0,
+                boundary_id: t.boundary_id.clone(),
+                task_id: Some(t.task_id.clone()),
+                notice,
+            },
+        );
+    }
+    Ok(Timeline {
+        items: items.into_values().collect(),
+    })
+}
