@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod agree;
+pub mod api;
 pub mod amend;
 pub mod boundary;
 pub mod budget;

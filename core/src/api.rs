@@ -1,0 +1,112 @@
+//! The JSON contract between runtimes.
+//!
+//! Every entry point exists in three forms (as in `cedar-policy`): typed
+//! (`plan`, `validate`, ...), JSON value, and JSON string / bytes. The string
+//! form answers `{"ok": <response>}` or `{"error": {"code", "message", "ids"}}`,
+//! always in the canonical encoding (sorted keys, no whitespace), so every
+//! runtime returns byte-identical output for the same input.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::canonical;
+use crate::error::{Code, Error, Result};
+
+/// Entry points reachable through [`call`].
+pub const ENTRY_POINTS: [&str; 4] = ["plan", "validate", "select", "timeline"];
+
+/// Parse a request from JSON bytes.
+///
+/// # Errors
+/// `invalid_request` naming the line and column of the problem.
+pub fn parse<T: DeserializeOwned>(input: &[u8]) -> Result<T> {
+    serde_json::from_slice(input).map_err(|e| {
+        Error::new(Code::InvalidRequest, format!("request is not valid: {e}"))
+    })
+}
+
+/// Parse a request from a JSON value.
+///
+/// # Errors
+/// `invalid_request`.
+pub fn from_value<T: DeserializeOwned>(input: Value) -> Result<T> {
+    serde_json::from_value(input).map_err(|e| {
+        Error::new(Code::InvalidRequest, format!("request is not valid: {e}"))
+    })
+}
+
+/// Wrap a result in the `{ok}` / `{error}` envelope as a JSON value.
+pub fn envelope<T: Serialize>(r: Result<T>) -> Value {
+    match r.and_then(|v| canonical::to_value(&v)) {
+        Ok(v) => serde_json::json!({ "ok": v }),
+        Err(e) => serde_json::json!({ "error": e }),
+    }
+}
+
+fn run_value(entry: &str, input: Value) -> Value {
+    match entry {
+        "plan" => envelope(from_value(input).map(|r| crate::plan(&r))),
+        "validate" => envelope(from_value(input).and_then(|r| crate::validate(&r))),
+        "select" => envelope(from_value(input).and_then(|r| crate::select(&r))),
+        "timeline" => envelope(from_value(input).and_then(|r| crate::timeline(&r))),
+        other => envelope::<()>(Err(unknown(other))),
+    }
+}
+
+fn unknown(entry: &str) -> Error {
+    Error::new(
+        Code::InvalidRequest,
+        format!("unknown entry point {entry:?}; expected one of {ENTRY_POINTS:?}"),
+    )
+}
+
+/// Call an entry point with a JSON value; answers the envelope as a value.
+pub fn call_value(entry: &str, input: Value) -> Value {
+    run_value(entry, input)
+}
+
+/// Call an entry point with JSON bytes; answers the canonical bytes of the
+/// envelope. Never panics on any input.
+pub fn call(entry: &str, input: &[u8]) -> Vec<u8> {
+    let value = match parse::<Value>(input) {
+        Ok(v) => run_value(entry, v),
+        Err(e) => envelope::<()>(Err(e)),
+    };
+    canonical::encode_value(&value)
+}
+
+/// [`call`] for string input and output.
+pub fn call_str(entry: &str, input: &str) -> String {
+    // The canonical encoding is UTF-8 JSON produced by serde_json.
+    String::from_utf8(call(entry, input.as_bytes())).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_json_is_a_typed_error_with_its_place() {
+        let out = call_str("plan", "{\"declaration\": ");
+        assert!(out.starts_with("{\"error\":{\"code\":\"invalid_request\""), "{out}");
+        assert!(out.contains("line 1"), "{out}");
+    }
+
+    #[test]
+    fn unknown_fields_are_denied() {
+        let out = call_str("timeline", r#"{"events": [], "extra": 1}"#);
+        assert!(out.contains("unknown field"), "{out}");
+    }
+
+    #[test]
+    fn unknown_entry_point_is_named() {
+        assert!(call_str("nope", "{}").contains("unknown entry point"));
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow_the_stack() {
+        let deep = "[".repeat(100_000);
+        assert!(call_str("plan", &deep).contains("invalid_request"));
+    }
+}

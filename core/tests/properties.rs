@@ -1,0 +1,197 @@
+//! Property tests over plan, the chain, select and the JSON contract.
+mod common;
+
+use common::*;
+use foldline_core::api;
+use foldline_core::event::Event;
+use foldline_core::format::Format;
+use foldline_core::plan::{plan, PlanOutcome};
+use foldline_core::reconstruct::reconstruct;
+use foldline_core::select::{select, SelectRequest};
+use foldline_core::turn::{Part, Role};
+use proptest::prelude::*;
+
+/// A conversation shape: (kind, size). Kinds: 0 user, 1 assistant, 2 tool
+/// call + result pair, 3 pinned system turn.
+fn shape() -> impl Strategy<Value = Vec<(u8, usize)>> {
+    prop::collection::vec((0u8..4, 1usize..3_000), 1..60)
+}
+
+fn build(shape: &[(u8, usize)]) -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut seq = 1u64;
+    for (i, (kind, size)) in shape.iter().enumerate() {
+        let body = "x".repeat(*size);
+        match kind {
+            0 => events.push(msg(seq, &format!("u{i}"), Role::User, &body)),
+            1 => events.push(msg(seq, &format!("a{i}"), Role::Assistant, &body)),
+            2 => {
+                let call = format!("c{i}");
+                events.push(Event::Message(message(
+                    seq,
+                    0,
+                    &format!("call{i}"),
+                    Role::Assistant,
+                    vec![Part::ToolCall { call_id: call.clone(), name: "run_code".into(), arguments: "{}".into() }],
+                )));
+                seq += 1;
+                events.push(Event::Message(message(
+                    seq,
+                    0,
+                    &format!("res{i}"),
+                    Role::Tool,
+                    vec![Part::ToolResult { call_id: call, name: "run_code".into(), content: body, is_error: false }],
+                )));
+            }
+            _ => events.push(msg(seq, &format!("p{i}"), Role::System, &body[..body.len().min(50)])),
+        }
+        seq += 1;
+    }
+    events
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn frozen_plus_tail_plus_pinned_is_every_eligible_turn(shape in shape(), retain in 1_000u64..20_000, extra in 1u64..30_000) {
+        let d = chars_decl(retain + extra, retain);
+        let events = build(&shape);
+        let first = events.iter().find_map(|e| match e { Event::Message(m) if m.role != Role::System => Some(m.source_seq), _ => None });
+        prop_assume!(first.is_some());
+        let f = activate(&d, events.iter().filter(|e| matches!(e, Event::Message(m) if m.source_seq == first.unwrap())).cloned().collect());
+        let mut r = request(&d, events.clone());
+        r.frontier = Some(f);
+        let turns = reconstruct(&events).unwrap().turns;
+        let eligible: Vec<&str> = turns.iter().filter(|t| !t.pinned).map(|t| t.turn_id.as_str()).collect();
+        let outcome = plan(&r);
+        match &outcome {
+            PlanOutcome::Compact { packet, .. } => {
+                let frozen: Vec<&str> = packet.input.turns.iter().map(|t| t.turn_id.as_str()).collect();
+                prop_assert!(eligible.starts_with(&frozen));
+                let tail = &eligible[frozen.len()..];
+                prop_assert_eq!(packet.stats.retained_tail_turns as usize, tail.len());
+                prop_assert!(packet.stats.retained_tail.chars <= retain);
+                prop_assert!(!tail.is_empty());
+                // The tail never starts with a tool result and no pair is split.
+                let tail_first = turns.iter().find(|t| t.turn_id == tail[0]).unwrap();
+                prop_assert!(!tail_first.starts_with_tool_result());
+                for t in turns.iter().filter(|t| !t.pinned) {
+                    if let Some(Part::ToolResult { call_id, .. }) = t.parts.first() {
+                        let call = turns.iter().find(|c| c.call_ids().any(|id| id == call_id)).unwrap();
+                        prop_assert_eq!(frozen.contains(&t.turn_id.as_str()), frozen.contains(&call.turn_id.as_str()));
+                    }
+                }
+                prop_assert!(frozen.iter().all(|id| !id.starts_with('p')));
+                // Retry-stable, order-independent id.
+                let mut again = r.clone();
+                again.events.reverse();
+                match plan(&again) {
+                    PlanOutcome::Compact { packet: p2, .. } => prop_assert_eq!(&p2.id, &packet.id),
+                    o => prop_assert!(false, "reordered events changed the outcome: {:?}", o),
+                }
+            }
+            PlanOutcome::Skip { record } => prop_assert!(record.total < d_trigger(&d)),
+            PlanOutcome::Refuse { error, .. } => prop_assert!(
+                ["tail_turn_too_large", "nothing_to_fold", "not_smaller", "prefix_over_bounds"].contains(&error.code.as_str()),
+                "unexpected refusal {:?}", error
+            ),
+            o => prop_assert!(false, "unexpected outcome {:?}", o),
+        }
+    }
+
+    #[test]
+    fn a_chain_built_by_plan_and_settle_always_resolves_and_advances(sizes in prop::collection::vec(100usize..2_500, 5..40)) {
+        let mut s = Sim::new(chars_decl(20_000, 10_000));
+        let mut last = None;
+        for size in sizes {
+            s.say(3, size);
+            let o = s.step();
+            let r = s.resolve();
+            prop_assert!(r.is_ok(), "{:?}", r);
+            let head = r.unwrap().head;
+            if let PlanOutcome::Compact { .. } = o {
+                let h = head.clone().unwrap();
+                if let Some(prev) = last {
+                    prop_assert!(h.covered_through_seq > prev);
+                }
+                last = Some(h.covered_through_seq);
+            }
+        }
+    }
+
+    #[test]
+    fn selection_never_exceeds_its_budget_and_loses_nothing(shape in shape(), limit in 200u64..40_000) {
+        let d = chars_decl(100_000, 50_000);
+        let events = build(&shape);
+        let turns = reconstruct(&events).unwrap().turns;
+        let req = SelectRequest {
+            declaration: d, route: route(), frontier: None, head: None, amendment: None,
+            events, prompt: None, format: Format::Openai, limit: Some(limit), render: true,
+        };
+        match select(&req) {
+            Ok(sel) => {
+                let m = sel.manifest;
+                prop_assert!(m.sizes.total <= limit);
+                let mut all: Vec<String> = m.omitted.iter().map(|o| o.turn_id.clone()).collect();
+                all.extend(m.included.iter().cloned());
+                let expected: Vec<String> = turns.iter().filter(|t| !t.pinned).map(|t| t.turn_id.clone()).collect();
+                prop_assert_eq!(all, expected);
+                for t in &turns {
+                    if let Some(Part::ToolResult { call_id, .. }) = t.parts.first() {
+                        let call = turns.iter().find(|c| c.call_ids().any(|id| id == call_id)).unwrap();
+                        prop_assert_eq!(m.included.contains(&t.turn_id), m.included.contains(&call.turn_id));
+                    }
+                }
+                if let Some(first) = m.included.first() {
+                    let t = turns.iter().find(|t| &t.turn_id == first).unwrap();
+                    prop_assert!(!t.starts_with_tool_result());
+                }
+            }
+            Err(e) => prop_assert_eq!(e.code.as_str(), "over_budget"),
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512), entry in 0usize..5) {
+        let name = ["plan", "validate", "select", "timeline", "bogus"][entry];
+        let out = api::call(name, &bytes);
+        prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+    }
+
+    #[test]
+    fn arbitrary_json_never_panics(v in json_value(), entry in 0usize..4) {
+        let name = api::ENTRY_POINTS[entry];
+        let out = api::call(name, v.to_string().as_bytes());
+        prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+    }
+}
+
+fn d_trigger(d: &foldline_core::declaration::Declaration) -> u64 {
+    foldline_core::budget::Thresholds::of(d).trigger
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<u64>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-zA-Z]{0,8}".prop_map(Value::String),
+        prop_oneof![Just("message"), Just("boundary"), Just("settle"), Just("resolve"), Just("chars"), Just("tokens")]
+            .prop_map(|s| Value::String(s.into())),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        let keys = prop_oneof![
+            Just("kind"), Just("type"), Just("declaration"), Just("route"), Just("events"), Just("targetId"),
+            Just("compactorId"), Just("budget"), Just("trigger"), Just("retain"), Just("sourceSeq"), Just("turnId"),
+            Just("role"), Just("parts"), Just("text"), Just("conversation"), Just("packet"), Just("output"),
+        ];
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            prop::collection::btree_map(keys.prop_map(String::from), inner, 0..6)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
