@@ -21,9 +21,8 @@ pub const ENTRY_POINTS: [&str; 4] = ["plan", "validate", "select", "timeline"];
 /// # Errors
 /// `invalid_request` naming the line and column of the problem.
 pub fn parse<T: DeserializeOwned>(input: &[u8]) -> Result<T> {
-    serde_json::from_slice(input).map_err(|e| {
-        Error::new(Code::InvalidRequest, format!("request is not valid: {e}"))
-    })
+    serde_json::from_slice(input)
+        .map_err(|e| Error::new(Code::InvalidRequest, format!("request is not valid: {e}")))
 }
 
 /// Parse a request from a JSON value.
@@ -31,9 +30,8 @@ pub fn parse<T: DeserializeOwned>(input: &[u8]) -> Result<T> {
 /// # Errors
 /// `invalid_request`.
 pub fn from_value<T: DeserializeOwned>(input: Value) -> Result<T> {
-    serde_json::from_value(input).map_err(|e| {
-        Error::new(Code::InvalidRequest, format!("request is not valid: {e}"))
-    })
+    serde_json::from_value(input)
+        .map_err(|e| Error::new(Code::InvalidRequest, format!("request is not valid: {e}")))
 }
 
 /// Wrap a result in the `{ok}` / `{error}` envelope as a JSON value.
@@ -89,7 +87,10 @@ mod tests {
     #[test]
     fn bad_json_is_a_typed_error_with_its_place() {
         let out = call_str("plan", "{\"declaration\": ");
-        assert!(out.starts_with("{\"error\":{\"code\":\"invalid_request\""), "{out}");
+        assert!(
+            out.starts_with("{\"error\":{\"code\":\"invalid_request\""),
+            "{out}"
+        );
         assert!(out.contains("line 1"), "{out}");
     }
 

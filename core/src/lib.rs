@@ -15,8 +15,8 @@
 #![deny(missing_docs)]
 
 pub mod agree;
-pub mod api;
 pub mod amend;
+pub mod api;
 pub mod boundary;
 pub mod budget;
 pub mod canonical;

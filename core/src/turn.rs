@@ -105,10 +105,75 @@ pub fn estimate_tokens(chars: u64) -> u64 {
 
 /// The content hash of a list of parts: SHA-256 of their canonical encoding.
 ///
+/// This streams the canonical encoding straight into the hasher (sorted keys,
+/// serde_json string escaping) instead of building JSON values; a unit test
+/// pins it to [`canonical::hash`] of the same parts.
+///
 /// # Errors
 /// Never for parsed input.
 pub fn content_hash(parts: &[Part]) -> Result<String> {
-    canonical::hash(&parts)
+    use sha2::{Digest, Sha256};
+    struct W(Sha256);
+    impl std::io::Write for W {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.update(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    fn string(w: &mut W, s: &str) -> Result<()> {
+        serde_json::to_writer(&mut *w, s).map_err(|e| {
+            crate::error::Error::new(crate::error::Code::InvalidRequest, e.to_string())
+        })
+    }
+    let mut w = W(Sha256::new());
+    w.0.update(b"[");
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            w.0.update(b",");
+        }
+        match p {
+            Part::Text { text } => {
+                w.0.update(b"{\"text\":");
+                string(&mut w, text)?;
+                w.0.update(b",\"type\":\"text\"}");
+            }
+            Part::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } => {
+                w.0.update(b"{\"arguments\":");
+                string(&mut w, arguments)?;
+                w.0.update(b",\"callId\":");
+                string(&mut w, call_id)?;
+                w.0.update(b",\"name\":");
+                string(&mut w, name)?;
+                w.0.update(b",\"type\":\"toolCall\"}");
+            }
+            Part::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => {
+                w.0.update(b"{\"callId\":");
+                string(&mut w, call_id)?;
+                w.0.update(b",\"content\":");
+                string(&mut w, content)?;
+                if *is_error {
+                    w.0.update(b",\"isError\":true");
+                }
+                w.0.update(b",\"name\":");
+                string(&mut w, name)?;
+                w.0.update(b",\"type\":\"toolResult\"}");
+            }
+        }
+    }
+    w.0.update(b"]");
+    Ok(canonical::format_digest(&w.0.finalize()))
 }
 
 /// The text of a turn's parts as one string (tool calls and results rendered).
@@ -220,5 +285,44 @@ impl Turn {
     /// Whether the turn starts with a tool result (may never start a tail).
     pub fn starts_with_tool_result(&self) -> bool {
         self.role == Role::Tool || matches!(self.parts.first(), Some(Part::ToolResult { .. }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_content_hash_equals_the_canonical_hash() {
+        let parts = vec![
+            Part::Text {
+                text: "héllo \"quoted\"\n\u{1}".into(),
+            },
+            Part::ToolCall {
+                call_id: "c1".into(),
+                name: "f".into(),
+                arguments: "{\"a\":1}".into(),
+            },
+            Part::ToolResult {
+                call_id: "c1".into(),
+                name: "f".into(),
+                content: "r".into(),
+                is_error: false,
+            },
+            Part::ToolResult {
+                call_id: "c2".into(),
+                name: String::new(),
+                content: "e".into(),
+                is_error: true,
+            },
+        ];
+        assert_eq!(
+            content_hash(&parts).unwrap(),
+            canonical::hash(&parts).unwrap()
+        );
+        assert_eq!(
+            content_hash(&[]).unwrap(),
+            canonical::hash(&Vec::<Part>::new()).unwrap()
+        );
     }
 }

@@ -32,7 +32,11 @@ fn build(shape: &[(u8, usize)]) -> Vec<Event> {
                     0,
                     &format!("call{i}"),
                     Role::Assistant,
-                    vec![Part::ToolCall { call_id: call.clone(), name: "run_code".into(), arguments: "{}".into() }],
+                    vec![Part::ToolCall {
+                        call_id: call.clone(),
+                        name: "run_code".into(),
+                        arguments: "{}".into(),
+                    }],
                 )));
                 seq += 1;
                 events.push(Event::Message(message(
@@ -40,10 +44,20 @@ fn build(shape: &[(u8, usize)]) -> Vec<Event> {
                     0,
                     &format!("res{i}"),
                     Role::Tool,
-                    vec![Part::ToolResult { call_id: call, name: "run_code".into(), content: body, is_error: false }],
+                    vec![Part::ToolResult {
+                        call_id: call,
+                        name: "run_code".into(),
+                        content: body,
+                        is_error: false,
+                    }],
                 )));
             }
-            _ => events.push(msg(seq, &format!("p{i}"), Role::System, &body[..body.len().min(50)])),
+            _ => events.push(msg(
+                seq,
+                &format!("p{i}"),
+                Role::System,
+                &body[..body.len().min(50)],
+            )),
         }
         seq += 1;
     }
@@ -179,14 +193,36 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         any::<u64>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         "[a-zA-Z]{0,8}".prop_map(Value::String),
-        prop_oneof![Just("message"), Just("boundary"), Just("settle"), Just("resolve"), Just("chars"), Just("tokens")]
-            .prop_map(|s| Value::String(s.into())),
+        prop_oneof![
+            Just("message"),
+            Just("boundary"),
+            Just("settle"),
+            Just("resolve"),
+            Just("chars"),
+            Just("tokens")
+        ]
+        .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         let keys = prop_oneof![
-            Just("kind"), Just("type"), Just("declaration"), Just("route"), Just("events"), Just("targetId"),
-            Just("compactorId"), Just("budget"), Just("trigger"), Just("retain"), Just("sourceSeq"), Just("turnId"),
-            Just("role"), Just("parts"), Just("text"), Just("conversation"), Just("packet"), Just("output"),
+            Just("kind"),
+            Just("type"),
+            Just("declaration"),
+            Just("route"),
+            Just("events"),
+            Just("targetId"),
+            Just("compactorId"),
+            Just("budget"),
+            Just("trigger"),
+            Just("retain"),
+            Just("sourceSeq"),
+            Just("turnId"),
+            Just("role"),
+            Just("parts"),
+            Just("text"),
+            Just("conversation"),
+            Just("packet"),
+            Just("output"),
         ];
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),

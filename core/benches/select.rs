@@ -1,0 +1,61 @@
+//! `select` cost for a 10,000-turn tail and behind a 100,000-turn history,
+//! beside the floor: one SHA-256 pass over the rendered bytes.
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use foldline_core::format::Format;
+use foldline_core::select::{select, SelectRequest};
+use sha2::{Digest, Sha256};
+
+mod workload;
+use workload::*;
+
+fn request(history: u64, tail: u64) -> SelectRequest {
+    let p = request_after_boundary(history, tail);
+    SelectRequest {
+        declaration: p.declaration,
+        route: p.route,
+        frontier: p.frontier,
+        head: if history == 0 { None } else { p.head },
+        amendment: None,
+        events: p.events,
+        prompt: None,
+        format: Format::Openai,
+        limit: Some(u64::MAX / 4),
+        render: true,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("select");
+    g.sample_size(20);
+    let tail = request(0, 10_000);
+    let rendered = serde_json::to_vec(&select(&tail).unwrap().messages).unwrap();
+    g.bench_function("tail_10k_turns", |b| {
+        b.iter(|| select(black_box(&tail)).unwrap())
+    });
+    g.bench_function("floor_sha256_tail_10k_rendered", |b| {
+        b.iter(|| Sha256::digest(black_box(&rendered)))
+    });
+    let mut lean = tail.clone();
+    lean.render = false;
+    g.bench_function("tail_10k_turns_manifest_only", |b| {
+        b.iter(|| select(black_box(&lean)).unwrap())
+    });
+
+    let behind = request(100_000, 160);
+    let rendered_b = serde_json::to_vec(&select(&behind).unwrap().messages).unwrap();
+    g.bench_function("behind_100k_history", |b| {
+        b.iter(|| select(black_box(&behind)).unwrap())
+    });
+    g.bench_function("floor_sha256_behind_100k_rendered", |b| {
+        b.iter(|| Sha256::digest(black_box(&rendered_b)))
+    });
+    g.finish();
+    println!(
+        "rendered bytes: tail_10k={} behind_100k={}",
+        rendered.len(),
+        rendered_b.len()
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
