@@ -14,7 +14,15 @@ use crate::canonical;
 use crate::error::{Code, Error, Result};
 
 /// Entry points reachable through [`call`].
-pub const ENTRY_POINTS: [&str; 4] = ["plan", "validate", "select", "timeline"];
+pub const ENTRY_POINTS: [&str; 7] = [
+    "plan",
+    "validate",
+    "select",
+    "timeline",
+    "trimPrompt",
+    "compressToolResult",
+    "settings",
+];
 
 /// Parse a request from JSON bytes.
 ///
@@ -48,6 +56,11 @@ fn run_value(entry: &str, input: Value) -> Value {
         "validate" => envelope(from_value(input).and_then(|r| crate::validate(&r))),
         "select" => envelope(from_value(input).and_then(|r| crate::select(&r))),
         "timeline" => envelope(from_value(input).and_then(|r| crate::timeline(&r))),
+        "trimPrompt" => envelope(from_value(input).map(|r| crate::member::trim::trim(&r))),
+        "compressToolResult" => {
+            envelope(from_value(input).map(|r| crate::member::tool_result::compress(&r)))
+        }
+        "settings" => envelope(from_value(input).map(|r| crate::member::settings::settings(&r))),
         other => envelope::<()>(Err(unknown(other))),
     }
 }

@@ -27,6 +27,7 @@ pub mod event;
 pub mod format;
 pub mod frontier;
 pub mod group;
+pub mod member;
 pub mod packet;
 pub mod plan;
 pub mod reconstruct;

@@ -1,0 +1,493 @@
+//! Prompt trim: a fixed list of commented rules over the model-bound copy of
+//! a member's message. No model, no network, no settings lookup.
+//!
+//! Protections, all absolute:
+//! - fenced code, inline code, quoted spans (`"…"`, `“…”`, `«…»`) and URLs are
+//!   never rewritten;
+//! - no rule fires inside a sentence that carries a negation, because
+//!   removing a filler word there can invert the meaning;
+//! - a result that is empty, or shorter than [`MIN_SHARE_PERMILLE`] of the
+//!   original characters, is discarded for the original;
+//! - a self-check that every protected span survives verbatim, in order;
+//!   if it fails, the original is returned and the pass records `failed`.
+//!
+//! The rule list is the known ceiling: it removes only the English phrasing it
+//! lists, so unusual hedging (and other languages) pass through.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Measurement, Status};
+
+/// The smallest share of the original characters a trimmed result may keep.
+pub const MIN_SHARE_PERMILLE: u64 = 300;
+
+/// One rule: its name, what it removes, where it applies, its phrases.
+pub struct Rule {
+    /// Stable name recorded in the measurement.
+    pub name: &'static str,
+    /// Where the phrases may match.
+    pub place: Place,
+    /// Lower-case phrases, longest first.
+    pub phrases: &'static [&'static str],
+}
+
+/// Where a rule's phrases may match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// At the start of a sentence (the following comma is removed too).
+    SentenceStart,
+    /// Anywhere, as whole words.
+    Anywhere,
+    /// As a whole trailing sentence of the message.
+    ClosingSentence,
+}
+
+/// The rules, applied in this order.
+pub const RULES: &[Rule] = &[
+    // An apologetic hedge before the actual request: "Sorry to bother you,".
+    // No phrase here contains a negation: those sentences are never touched.
+    Rule {
+        name: "apologetic_hedge",
+        place: Place::SentenceStart,
+        phrases: &[
+            "sorry if this is a dumb question, but",
+            "sorry if this is a silly question, but",
+            "sorry if this is a stupid question, but",
+            "this might be a silly question, but",
+            "this might be a dumb question, but",
+            "sorry to bother you again, but",
+            "sorry to bother you, but",
+            "sorry for the trouble, but",
+            "sorry to bother you again",
+            "sorry to bother you",
+            "apologies in advance",
+            "sorry for the trouble",
+            "sorry to ask, but",
+            "sorry in advance",
+        ],
+    },
+    // A request preamble: "I was just wondering if maybe you could possibly".
+    Rule {
+        name: "request_preamble",
+        place: Place::SentenceStart,
+        phrases: &[
+            "i was just wondering if maybe you could possibly",
+            "i was just wondering if you could possibly",
+            "i was wondering if maybe you could possibly",
+            "i was just wondering if you could",
+            "i was wondering if you could possibly",
+            "i was wondering if you could",
+            "would you be so kind as to",
+            "could you possibly please",
+            "could you please",
+            "would you please",
+            "can you please",
+            "could you possibly",
+            "i would like you to",
+            "i'd like you to",
+            "please could you",
+            "if possible,",
+            "please kindly",
+            "kindly",
+            "please",
+        ],
+    },
+    // A filler adverb that carries no meaning in a request.
+    Rule {
+        name: "filler_adverb",
+        place: Place::Anywhere,
+        phrases: &[
+            "basically",
+            "literally",
+            "actually",
+            "honestly",
+            "really",
+            "just",
+        ],
+    },
+    // A closing courtesy as the message's last sentence(s).
+    Rule {
+        name: "closing_courtesy",
+        place: Place::ClosingSentence,
+        phrases: &[
+            "thanks in advance for your help",
+            "thank you in advance for your help",
+            "any help would be greatly appreciated",
+            "any help would be appreciated",
+            "any help is appreciated",
+            "thank you so much in advance",
+            "thanks so much in advance",
+            "thank you in advance",
+            "thanks in advance",
+            "thanks a lot",
+            "thanks so much",
+            "thank you so much",
+            "thank you very much",
+            "much appreciated",
+            "thank you",
+            "thanks",
+            "cheers",
+            "ty",
+        ],
+    },
+];
+
+/// Words that mark a sentence as negated.
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "none", "nobody", "nothing", "nowhere", "neither", "nor", "without",
+    "cannot",
+];
+
+/// A prompt-trim request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrimRequest {
+    /// The member's message text.
+    pub text: String,
+}
+
+/// The model-bound copy and the measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrimResult {
+    /// What goes to the model.
+    pub text: String,
+    /// What the pass did.
+    pub measurement: Measurement,
+}
+
+#[derive(Debug, Clone)]
+struct Seg {
+    text: String,
+    protected: bool,
+}
+
+/// Trim a member's message for the model-bound copy.
+pub fn trim(req: &TrimRequest) -> TrimResult {
+    let original = &req.text;
+    let bytes = original.len();
+    let segs = segments(original);
+    let protected_before: Vec<String> = segs
+        .iter()
+        .filter(|s| s.protected)
+        .map(|s| s.text.clone())
+        .collect();
+    let mut sentences = sentences(segs);
+    let mut fired: Vec<&'static str> = Vec::new();
+
+    for rule in RULES {
+        let hit = match rule.place {
+            Place::SentenceStart => sentences.iter_mut().fold(false, |hit, s| {
+                // Phrases can stack ("Please, could you please ..."): repeat.
+                let mut any = false;
+                while apply_start(s, rule) {
+                    any = true;
+                }
+                any | hit
+            }),
+            Place::Anywhere => sentences
+                .iter_mut()
+                .fold(false, |hit, s| apply_anywhere(s, rule) | hit),
+            Place::ClosingSentence => apply_closing(&mut sentences, rule),
+        };
+        if hit {
+            fired.push(rule.name);
+        }
+    }
+    let rules: Vec<String> = fired.iter().map(|r| (*r).to_owned()).collect();
+    let original_back = |status, reason: &str, rules: Vec<String>| TrimResult {
+        text: original.clone(),
+        measurement: Measurement {
+            rules,
+            ..Measurement::passthrough(bytes, status, reason)
+        },
+    };
+    if fired.is_empty() {
+        return original_back(Status::Bypassed, "no_rule_matched", rules);
+    }
+    let out: String = sentences
+        .iter()
+        .flat_map(|s| s.iter())
+        .map(|s| s.text.as_str())
+        .collect();
+    let out = out.trim().to_owned();
+    // Self-check: every protected span survives verbatim, in order.
+    let protected_after: Vec<String> = segments(&out)
+        .into_iter()
+        .filter(|s| s.protected)
+        .map(|s| s.text)
+        .collect();
+    if protected_after != protected_before {
+        return original_back(Status::Failed, "protected_span_changed", rules);
+    }
+    if out.is_empty() {
+        return original_back(Status::Bypassed, "empty_result", rules);
+    }
+    let (n_out, n_in) = (out.chars().count() as u64, original.chars().count() as u64);
+    if n_out * 1000 < n_in * MIN_SHARE_PERMILLE {
+        return original_back(Status::Bypassed, "too_short", rules);
+    }
+    if out.len() >= bytes {
+        return original_back(Status::Bypassed, "not_smaller", rules);
+    }
+    TrimResult {
+        measurement: Measurement {
+            eligible_bytes: bytes as u64,
+            delivered_bytes: out.len() as u64,
+            status: Status::Applied,
+            reason: None,
+            rules,
+        },
+        text: out,
+    }
+}
+
+/// Split into protected and free segments.
+fn segments(text: &str) -> Vec<Seg> {
+    let mut out = Vec::new();
+    let mut free = String::new();
+    let mut i = 0;
+    let b = text.as_bytes();
+    let push_free = |free: &mut String, out: &mut Vec<Seg>| {
+        if !free.is_empty() {
+            out.push(Seg {
+                text: std::mem::take(free),
+                protected: false,
+            });
+        }
+    };
+    while i < text.len() {
+        let rest = &text[i..];
+        let end = if let Some(r) = rest.strip_prefix("```") {
+            Some(r.find("```").map(|j| j + 6).unwrap_or(rest.len()))
+        } else if let Some(r) = rest.strip_prefix('`') {
+            r.find('`').map(|j| j + 2)
+        } else if let Some(r) = rest.strip_prefix('"') {
+            r.find('"').map(|j| j + 2)
+        } else if rest.starts_with('“') {
+            rest.find('”').map(|j| j + '”'.len_utf8())
+        } else if rest.starts_with('«') {
+            rest.find('»').map(|j| j + '»'.len_utf8())
+        } else if (rest.starts_with("http://")
+            || rest.starts_with("https://")
+            || rest.starts_with("www."))
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+        {
+            Some(rest.find(char::is_whitespace).unwrap_or(rest.len()))
+        } else {
+            None
+        };
+        match end {
+            Some(n) => {
+                push_free(&mut free, &mut out);
+                out.push(Seg {
+                    text: rest[..n].to_owned(),
+                    protected: true,
+                });
+                i += n;
+            }
+            None => {
+                let c = rest.chars().next().unwrap_or(' ');
+                free.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    push_free(&mut free, &mut out);
+    out
+}
+
+/// Group segments into sentences; a sentence ends after `.`, `!`, `?`, `;`
+/// or a newline in free text (with the whitespace that follows).
+fn sentences(segs: Vec<Seg>) -> Vec<Vec<Seg>> {
+    let mut out: Vec<Vec<Seg>> = Vec::new();
+    let mut cur: Vec<Seg> = Vec::new();
+    for seg in segs {
+        if seg.protected {
+            cur.push(seg);
+            continue;
+        }
+        let mut piece = String::new();
+        let mut chars = seg.text.chars().peekable();
+        while let Some(c) = chars.next() {
+            piece.push(c);
+            if matches!(c, '.' | '!' | '?' | ';' | '\n') {
+                while let Some(&n) = chars.peek() {
+                    if matches!(n, '.' | '!' | '?') || n.is_whitespace() {
+                        piece.push(n);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                cur.push(Seg {
+                    text: std::mem::take(&mut piece),
+                    protected: false,
+                });
+                out.push(std::mem::take(&mut cur));
+            }
+        }
+        if !piece.is_empty() {
+            cur.push(Seg {
+                text: piece,
+                protected: false,
+            });
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn free_text(s: &[Seg]) -> String {
+    s.iter()
+        .filter(|x| !x.protected)
+        .map(|x| x.text.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '\'' || c == '’'
+}
+
+fn negated(s: &[Seg]) -> bool {
+    let t = free_text(s);
+    t.split(|c: char| !is_word_char(c))
+        .any(|w| NEGATIONS.contains(&w) || w.ends_with("n't") || w.ends_with("n’t"))
+}
+
+/// Case-insensitive match of a lower-case ASCII phrase at the start of `text`,
+/// ending at a word boundary. Returns the matched byte length.
+fn match_at(text: &str, phrase: &str) -> Option<usize> {
+    let n = phrase.len();
+    if text.len() < n || !text.is_char_boundary(n) || !text[..n].eq_ignore_ascii_case(phrase) {
+        return None;
+    }
+    let next = text[n..].chars().next();
+    let last = phrase.chars().last();
+    match (next, last) {
+        (Some(c), Some(l)) if is_word_char(c) && is_word_char(l) => None,
+        _ => Some(n),
+    }
+}
+
+fn apply_start(s: &mut [Seg], rule: &Rule) -> bool {
+    if negated(s) {
+        return false;
+    }
+    let alone = s.len() == 1;
+    let Some(first) = s.first_mut() else {
+        return false;
+    };
+    if first.protected {
+        return false;
+    }
+    let lead = first.text.len() - first.text.trim_start().len();
+    let body = &first.text[lead..];
+    for phrase in rule.phrases {
+        if let Some(n) = match_at(body, phrase) {
+            let rest = body[n..].trim_start_matches(',').trim_start();
+            if alone && rest.trim_start_matches(['.', '!', '?']).trim().is_empty() {
+                // The phrase is the whole sentence: drop the sentence.
+                first.text = String::new();
+                return true;
+            }
+            let mut fixed = String::with_capacity(first.text.len());
+            fixed.push_str(&first.text[..lead]);
+            let mut cs = rest.chars();
+            if let Some(c) = cs.next() {
+                fixed.extend(c.to_uppercase());
+                fixed.push_str(cs.as_str());
+            }
+            first.text = fixed;
+            return true;
+        }
+    }
+    false
+}
+
+fn apply_anywhere(s: &mut [Seg], rule: &Rule) -> bool {
+    if negated(s) {
+        return false;
+    }
+    let mut hit = false;
+    let total_words: usize = s
+        .iter()
+        .filter(|x| !x.protected)
+        .map(|x| x.text.split_whitespace().count())
+        .sum();
+    if total_words <= 2 {
+        return false;
+    }
+    for seg in s.iter_mut().filter(|x| !x.protected) {
+        let mut out = String::with_capacity(seg.text.len());
+        let t = seg.text.as_str();
+        let mut i = 0;
+        let mut changed = false;
+        while i < t.len() {
+            let prev_ok = i == 0 || !t[..i].chars().next_back().is_some_and(is_word_char);
+            let found = if prev_ok {
+                rule.phrases.iter().find_map(|p| match_at(&t[i..], p))
+            } else {
+                None
+            };
+            let after_comma = t[..i].trim_end().ends_with(',');
+            match found {
+                // Remove the word and one following space; a sentence-initial
+                // word, one followed by punctuation or one after a comma stays.
+                Some(n) if t[i + n..].starts_with(' ') && i > 0 && !after_comma => {
+                    i += n + 1;
+                    changed = true;
+                }
+                _ => {
+                    let c = t[i..].chars().next().unwrap_or(' ');
+                    out.push(c);
+                    i += c.len_utf8();
+                }
+            }
+        }
+        if changed {
+            seg.text = out;
+            hit = true;
+        }
+    }
+    hit
+}
+
+fn apply_closing(sentences: &mut Vec<Vec<Seg>>, rule: &Rule) -> bool {
+    let mut hit = false;
+    loop {
+        // Trailing sentences without letters or digits (emoji, punctuation)
+        // belong to the courtesy before them.
+        let mut j = sentences.len();
+        while j > 0
+            && !free_text(&sentences[j - 1])
+                .chars()
+                .any(char::is_alphanumeric)
+        {
+            j -= 1;
+        }
+        if j < 2 {
+            break;
+        }
+        let last = &sentences[j - 1];
+        if last.iter().any(|x| x.protected) {
+            break;
+        }
+        let text = free_text(last);
+        let core = text
+            .trim()
+            .trim_end_matches(|c: char| !c.is_alphanumeric())
+            .trim_end_matches(" again")
+            .trim_end_matches(',');
+        if rule.phrases.contains(&core) {
+            sentences.truncate(j - 1);
+            hit = true;
+        } else {
+            break;
+        }
+    }
+    hit
+}
