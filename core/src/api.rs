@@ -33,15 +33,6 @@ pub fn parse<T: DeserializeOwned>(input: &[u8]) -> Result<T> {
         .map_err(|e| Error::new(Code::InvalidRequest, format!("request is not valid: {e}")))
 }
 
-/// Parse a request from a JSON value.
-///
-/// # Errors
-/// `invalid_request`.
-pub fn from_value<T: DeserializeOwned>(input: Value) -> Result<T> {
-    serde_json::from_value(input)
-        .map_err(|e| Error::new(Code::InvalidRequest, format!("request is not valid: {e}")))
-}
-
 /// Wrap a result in the `{ok}` / `{error}` envelope as a JSON value.
 pub fn envelope<T: Serialize>(r: Result<T>) -> Value {
     match r.and_then(|v| canonical::to_value(&v)) {
@@ -50,17 +41,17 @@ pub fn envelope<T: Serialize>(r: Result<T>) -> Value {
     }
 }
 
-fn run_value(entry: &str, input: Value) -> Value {
+fn run_bytes(entry: &str, input: &[u8]) -> Value {
     match entry {
-        "plan" => envelope(from_value(input).map(|r| crate::plan(&r))),
-        "validate" => envelope(from_value(input).and_then(|r| crate::validate(&r))),
-        "select" => envelope(from_value(input).and_then(|r| crate::select(&r))),
-        "timeline" => envelope(from_value(input).and_then(|r| crate::timeline(&r))),
-        "trimPrompt" => envelope(from_value(input).map(|r| crate::member::trim::trim(&r))),
+        "plan" => envelope(parse(input).map(|r| crate::plan(&r))),
+        "validate" => envelope(parse(input).and_then(|r| crate::validate(&r))),
+        "select" => envelope(parse(input).and_then(|r| crate::select(&r))),
+        "timeline" => envelope(parse(input).and_then(|r| crate::timeline(&r))),
+        "trimPrompt" => envelope(parse(input).map(|r| crate::member::trim::trim(&r))),
         "compressToolResult" => {
-            envelope(from_value(input).map(|r| crate::member::tool_result::compress(&r)))
+            envelope(parse(input).map(|r| crate::member::tool_result::compress(&r)))
         }
-        "settings" => envelope(from_value(input).map(|r| crate::member::settings::settings(&r))),
+        "settings" => envelope(parse(input).map(|r| crate::member::settings::settings(&r))),
         other => envelope::<()>(Err(unknown(other))),
     }
 }
@@ -72,19 +63,11 @@ fn unknown(entry: &str) -> Error {
     )
 }
 
-/// Call an entry point with a JSON value; answers the envelope as a value.
-pub fn call_value(entry: &str, input: Value) -> Value {
-    run_value(entry, input)
-}
-
 /// Call an entry point with JSON bytes; answers the canonical bytes of the
-/// envelope. Never panics on any input.
+/// envelope. Never panics on any input. Requests are parsed straight from the
+/// bytes (one deserializer for every runtime keeps the artifact small).
 pub fn call(entry: &str, input: &[u8]) -> Vec<u8> {
-    let value = match parse::<Value>(input) {
-        Ok(v) => run_value(entry, v),
-        Err(e) => envelope::<()>(Err(e)),
-    };
-    canonical::encode_value(&value)
+    canonical::encode_value(&run_bytes(entry, input))
 }
 
 /// [`call`] for string input and output.

@@ -67,8 +67,8 @@ impl FailureKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureInput {
-    /// Kind.
-    pub kind: FailureKind,
+    /// Kind of failure.
+    pub failure: FailureKind,
     /// Provider or host detail; goes to audit only.
     #[serde(default)]
     pub detail: String,
@@ -78,8 +78,8 @@ pub struct FailureInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureReport {
-    /// Kind.
-    pub kind: FailureKind,
+    /// Kind of failure.
+    pub failure: FailureKind,
     /// Generic text a member may see.
     pub notice: String,
     /// Specific reason for the audit record.
@@ -92,12 +92,12 @@ pub const MEMBER_NOTICE: &str = "The chat could not be compacted.";
 /// Map a failure to its notice and audit reason.
 pub fn classify(f: &FailureInput) -> FailureReport {
     let audit_reason = if f.detail.is_empty() {
-        f.kind.as_str().to_owned()
+        f.failure.as_str().to_owned()
     } else {
-        format!("{}: {}", f.kind.as_str(), f.detail)
+        format!("{}: {}", f.failure.as_str(), f.detail)
     };
     FailureReport {
-        kind: f.kind,
+        failure: f.failure,
         notice: MEMBER_NOTICE.to_owned(),
         audit_reason,
     }
@@ -120,9 +120,9 @@ pub enum StreamDecision {
 
 /// Decide what to do with a finished stream.
 pub fn decide(r: &StreamReport) -> StreamDecision {
-    let fail = |kind, detail: &str| StreamDecision::Fail {
+    let fail = |failure, detail: &str| StreamDecision::Fail {
         failure: classify(&FailureInput {
-            kind,
+            failure,
             detail: detail.to_owned(),
         }),
     };

@@ -1,6 +1,39 @@
-//! foldline's WebAssembly artifact. The wasm-bindgen exports and the raw ABI
-//! arrive with the wasm issue; until then this crate only re-exports the core
-//! so the workspace builds for `wasm32-unknown-unknown`.
-#![forbid(unsafe_code)]
+//! foldline's one WebAssembly artifact.
+//!
+//! The same module serves two kinds of host:
+//!
+//! - **JavaScript** (browsers, Node, edge workers) through the wasm-bindgen
+//!   exports in [`js`]: `plan`, `validate`, `select`, `timeline`, `trimPrompt`,
+//!   `compressToolResult`, `settingsProjection`, `call` and `version`. Values
+//!   cross with serde-wasm-bindgen; every answer is an envelope
+//!   `{ ok }` or `{ error: { code, message, ids } }`, never a thrown trap.
+//! - **wasmtime** through the raw ABI in [`abi`]: allocate, call with JSON
+//!   bytes, read the result, free. The host stubs the JS imports as traps;
+//!   the raw ABI never reaches them.
+//!
+//! ## ABI versions
+//!
+//! | version | added |
+//! |---|---|
+//! | 1.0 | `foldline_abi_major`, `foldline_abi_minor`, `foldline_alloc`, `foldline_free`, `foldline_call` with entries `plan`, `validate`, `select`, `timeline`, `trimPrompt`, `compressToolResult`, `settings` |
+//!
+//! A host checks the major version on load and refuses a module whose major
+//! differs; a minor bump only adds entries.
 
-pub use foldline_core as core;
+pub mod abi;
+#[cfg(target_arch = "wasm32")]
+pub mod js;
+
+/// ABI major version: a host must refuse a different major.
+pub const ABI_MAJOR: u32 = 1;
+/// ABI minor version: additions only.
+pub const ABI_MINOR: u32 = 0;
+
+/// Version information, as `version()` returns it.
+pub fn version_info() -> serde_json::Value {
+    serde_json::json!({
+        "crate": env!("CARGO_PKG_VERSION"),
+        "ruleset": foldline_core::RULESET_VERSION,
+        "abi": { "major": ABI_MAJOR, "minor": ABI_MINOR },
+    })
+}

@@ -1,0 +1,1 @@
+export declare const ARTIFACT_SHA256: string;

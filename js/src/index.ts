@@ -1,0 +1,125 @@
+// foldline for JavaScript: the same WebAssembly rule set as every other host.
+//
+//   import { init, plan, select, timeline } from "foldline";
+//   await init();                       // Node / browsers: loads the bundled .wasm
+//   await init(wasmModule);             // edge runtimes: a precompiled WebAssembly.Module
+//
+// Every call answers a typed value or throws a FoldlineError with the core's
+// stable code; nothing traps.
+
+import initWasm, * as wasm from "../pkg/foldline.js";
+import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
+import type {
+  Code, ErrorValue, PlanRequest, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
+  Selection, Timeline, Event, TrimResult, ToolResultRequest, ToolResultResponse, SettingsRequest,
+  SettingsResponse,
+} from "./types.js";
+
+export type * from "./types.js";
+export { createCompactor } from "./driver.js";
+export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions } from "./driver.js";
+export type { Journal, StoredEvent } from "./journal/journal.js";
+export { MemoryJournal } from "./journal/memory.js";
+export { IndexedDbJournal } from "./journal/indexeddb.js";
+export type { Model, ModelResult, StreamChunk } from "./model/model.js";
+export { OpenAiCompatibleModel } from "./model/openai.js";
+
+/** SHA-256 of the bundled `.wasm`, `sha256:<hex>`; the wasmtime host reports the same. */
+export const artifactSha256: string = ARTIFACT_SHA256;
+
+/** A failure with the core's stable code. */
+export class FoldlineError extends Error {
+  readonly code: Code;
+  readonly ids: string[];
+  constructor(e: ErrorValue) {
+    super(`${e.code}: ${e.message}`);
+    this.name = "FoldlineError";
+    this.code = e.code;
+    this.ids = e.ids ?? [];
+  }
+}
+
+/** What `init` accepts: bytes, a URL or Response (or a promise of one), or a compiled module. */
+export type WasmSource =
+  | BufferSource | WebAssembly.Module | URL | string | Response | Promise<Response>;
+
+let ready: Promise<void> | undefined;
+
+/**
+ * Load the WebAssembly core once. Without an argument it fetches the `.wasm`
+ * next to the package (browsers) or reads it from disk (Node). Edge runtimes
+ * that refuse to compile bytes at run time pass a `WebAssembly.Module`.
+ */
+export function init(source?: WasmSource): Promise<void> {
+  ready ??= (async () => {
+    let input: unknown = source;
+    const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
+    if (input === undefined && proc?.versions?.node) {
+      // Node cannot fetch file: URLs; read the bundled artifact from disk.
+      const fsName = "node:fs/promises";
+      const fs = (await import(fsName)) as { readFile(u: URL): Promise<Uint8Array> };
+      input = await fs.readFile(new URL("../pkg/foldline_bg.wasm", import.meta.url));
+    }
+    await initWasm(input === undefined ? undefined : { module_or_path: input as never });
+    const v = JSON.parse(wasm.version()) as { abi: { major: number } };
+    if (v.abi.major !== ABI_MAJOR) {
+      throw new FoldlineError({ code: "unsupported_version", message: `ABI major ${v.abi.major}, expected ${ABI_MAJOR}` });
+    }
+  })();
+  return ready;
+}
+
+/** The ABI major version this package speaks. */
+export const ABI_MAJOR = 1;
+
+/** Crate, ruleset and ABI versions of the loaded core. */
+export function version(): { crate: string; ruleset: string; abi: { major: number; minor: number } } {
+  return JSON.parse(wasm.version());
+}
+
+type Envelope<T> = { ok: T } | { error: ErrorValue };
+
+function unwrap<T>(e: Envelope<T>): T {
+  if ("error" in e) throw new FoldlineError(e.error);
+  return e.ok;
+}
+
+/** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */
+export function plan(request: PlanRequest): PlanOutcome {
+  return unwrap(wasm.plan(request) as Envelope<PlanOutcome>);
+}
+
+/** `validate`: settle, resolve, declarations, stream decisions, failure classification. */
+export function validate(request: ValidateRequest): ValidateResponse {
+  return unwrap(wasm.validate(request) as Envelope<ValidateResponse>);
+}
+
+/** `select`: the model-bound context and its manifest. */
+export function select<M = unknown>(request: SelectRequest): Selection<M> {
+  return unwrap(wasm.select(request) as Envelope<Selection<M>>);
+}
+
+/** The chat timeline: messages and dividers, derived only from durable events. */
+export function timeline(events: Event[]): Timeline {
+  return unwrap(wasm.timeline({ events }) as Envelope<Timeline>);
+}
+
+/** Prompt trim of the model-bound copy of a member's message. */
+export function trimPrompt(text: string): TrimResult {
+  return unwrap(wasm.trimPrompt({ text }) as Envelope<TrimResult>);
+}
+
+/** Tool-result compression of the model-bound copy. */
+export function compressToolResult(request: ToolResultRequest): ToolResultResponse {
+  return unwrap(wasm.compressToolResult(request) as Envelope<ToolResultResponse>);
+}
+
+/** The settings projection, plain-speak fragment and self-inspection answer. */
+export function settingsProjection(request: SettingsRequest): SettingsResponse {
+  return unwrap(wasm.settingsProjection(request) as Envelope<SettingsResponse>);
+}
+
+/** Any entry point, JSON string in and canonical JSON string out (the conformance path). */
+export function callJson(entry: string, request: string): string {
+  return wasm.call(entry, request);
+}

@@ -1,0 +1,231 @@
+// The JSON contract of foldline's core, as TypeScript types. Hand-written
+// beside the Rust types (serde, camelCase, unknown fields denied); the typed
+// tests in test/types check them with `tsc --noEmit`, and the conformance
+// vectors check the values.
+
+/** A stable error code. */
+export type Code =
+  | "invalid_request" | "invalid_declaration" | "conflicting_turn" | "wrong_route"
+  | "tail_turn_too_large" | "prefix_over_bounds" | "not_smaller" | "nothing_to_fold"
+  | "session_busy" | "not_owner" | "empty_summary" | "summary_too_long" | "summary_not_text"
+  | "summary_truncated" | "run_mismatch" | "missing_link" | "fork" | "stale_declaration"
+  | "divergent_hash" | "fabricated_run" | "non_advancing" | "frontier_mismatch"
+  | "amendment_too_large" | "over_budget" | "overflow" | "unsupported_version";
+
+/** A typed failure. */
+export interface ErrorValue { code: Code; message: string; ids?: string[] }
+
+export type Role = "system" | "developer" | "document" | "user" | "assistant" | "tool";
+
+export type Part =
+  | { type: "text"; text: string }
+  | { type: "toolCall"; callId: string; name: string; arguments: string }
+  | { type: "toolResult"; callId: string; name?: string; content: string; isError?: boolean };
+
+export interface Route { conversation: string; chat?: string; sender?: string }
+
+export type Budget =
+  | { kind: "chars"; trigger?: number; retain?: number }
+  | {
+      kind: "tokens"; window?: number; reservedOutput?: number; safetyMargin?: number;
+      retrievalShare?: number; soft?: number; eager?: number; target?: number; mode?: "eager" | "lazy";
+    };
+
+export interface Declaration {
+  role?: "target" | "compactor";
+  targetId: string;
+  compactorId: string;
+  enabled?: boolean;
+  modelProfile?: { provider: string; model: string };
+  sources?: string[];
+  privacy?: { admitSensitive?: boolean };
+  historyAgents?: string[];
+  documents?: { ids?: string[]; budgetChars?: number };
+  budget?: Budget;
+  prefixBounds?: { maxTurns?: number; maxChars?: number };
+  summary?: { maxChars?: number; maxTokens?: number; previewChars?: number };
+  amendmentMaxChars?: number;
+  instructions?: { mode: "append" | "replace"; text: string };
+  maxConsecutiveFailures?: number;
+}
+
+export interface Message {
+  conversation: string; chat?: string; sender?: string; source?: string;
+  sourceSeq: number; index?: number; turnId: string; role: Role; authorAgent?: string;
+  parts: Part[]; tokens?: number; pinned?: boolean; sensitive?: boolean;
+}
+
+export type TriggerKind = "automatic" | "manual";
+
+export interface Frontier {
+  id: string; rulesetVersion: string; declarationFingerprint: string; targetId: string;
+  compactorId: string; route: Route; policy: Budget; historyAgents: string[];
+  activatingTurnId: string; activatingSeq: number; startSeq: number; established: boolean;
+}
+
+export interface Sizes { chars: number; tokens: number }
+export interface Stats {
+  metric: "chars" | "tokens"; before: Sizes; pinned: Sizes; retainedTail: Sizes;
+  retainedTailTurns: number; summary: Sizes; after: Sizes;
+}
+export interface InputTurn { turnId: string; sourceSeq: number; role: Role; contentHash: string }
+export interface InputEvidence {
+  turnCount: number; chars: number; tokens: number; sourceCount: number; turnIdsHash: string;
+  renderedHash: string; promptHash: string; renderedChars: number; turns: InputTurn[];
+}
+export interface PreviousRef { boundaryId: string; boundaryHash: string; coveredThroughSeq: number }
+export interface AmendmentEntry {
+  turnId: string; sourceSeq: number; kind: "corrected" | "late"; role: Role;
+  oldHash: string | null; newHash: string; parts: Part[];
+}
+export interface Amendment { entries: AmendmentEntry[]; chars: number; hash: string }
+export interface Usage { inputTokens: number; outputTokens: number }
+
+export interface Packet {
+  id: string; rulesetVersion: string; declarationFingerprint: string; targetId: string;
+  compactorId: string; historyAgents: string[]; route: Route; trigger: TriggerKind;
+  previous: PreviousRef | null; frontier: { id: string; startSeq: number };
+  amendment: Amendment | null; coveredThroughTurnId: string; coveredThroughSeq: number;
+  policy: Budget; bounds: { maxChars: number; maxTokens: number; previewChars: number };
+  input: InputEvidence; stats: Stats;
+  messages: { role: "system" | "user"; content: string }[];
+}
+
+export interface Boundary {
+  id: string; hash: string; sensitive: true; outputContract: string; rulesetVersion: string;
+  declarationFingerprint: string; targetId: string; compactorId: string; historyAgents: string[];
+  route: Route; trigger: TriggerKind; previous: PreviousRef | null;
+  frontier: { id: string; startSeq: number }; coveredThroughTurnId: string; coveredThroughSeq: number;
+  policy: Budget; stats: Stats; input: InputEvidence; amendmentHash: string | null;
+  absorbed: { turnId: string; sourceSeq: number; role: Role; contentHash: string }[];
+  packetId: string;
+  run: { runId: string; modelId: string; usage: Usage; finishReason: string };
+  summary: string; preview: string;
+}
+
+export type Event =
+  | ({ type: "message" } & Message)
+  | ({ type: "lateDelivery" } & Message)
+  | { type: "correction"; turnId: string; correctionSeq: number; parts: Part[]; tokens?: number }
+  | ({ type: "boundary" } & Boundary)
+  | ({ type: "frontier" } & Frontier)
+  | {
+      type: "compactionTask"; taskId: string; state: "requested" | "completed" | "failed";
+      actor: string; headSeq: number; boundaryId?: string;
+    }
+  | {
+      type: "compactionFailed"; runId: string; packetId: string; previousBoundaryId?: string;
+      trigger?: TriggerKind; headSeq: number; reason: string;
+    };
+
+export interface ChainHead {
+  boundaryId: string; boundaryHash: string; coveredThroughSeq: number;
+  coveredThroughTurnId: string; frontierId: string; summary: string; length: number;
+}
+
+export type Trigger = { kind: "automatic" } | { kind: "manual"; actor: string; sessionBusy?: boolean };
+
+export interface PlanRequest {
+  declaration: Declaration; route: Route; owner?: string | null; frontier?: Frontier | null;
+  head?: ChainHead | null; amendment?: Amendment | null; events: Event[]; trigger?: Trigger;
+  warm?: Packet | null;
+}
+
+export interface SkipRecord {
+  metric: "chars" | "tokens"; total: number; trigger: number; warmAt: number | null;
+  pinned: number; envelopes: number; eligibleTurns: number; warmRefused?: Code;
+}
+
+export type PlanOutcome =
+  | { outcome: "activate"; frontier: Frontier }
+  | { outcome: "skip"; record: SkipRecord }
+  | { outcome: "compact"; packet: Packet; warm?: { packetId: string; valid: boolean; reason?: string } }
+  | { outcome: "warm"; packet: Packet }
+  | { outcome: "paused"; reason: "disabled" | "circuitOpen"; consecutiveFailures: number }
+  | { outcome: "refuse"; error: ErrorValue; errors?: ErrorValue[] };
+
+export interface ModelOutput {
+  packetId: string; runId: string; modelId: string; usage?: Usage; finishReason?: string; summary: string;
+}
+
+export interface ResolveRequest {
+  declaration: Declaration; compactor?: Declaration | null; route: Route; events: Event[]; packets?: Packet[];
+}
+
+export interface StreamReport { contentReceived: boolean; ended: "complete" | "dropped" | "error"; replaysUsed?: number }
+export type FailureKind = "providerRefusal" | "timeout" | "budgetStop" | "unusableSummary" | "streamDropped" | "other";
+export interface FailureReport { failure: FailureKind; notice: string; auditReason: string }
+
+export type ValidateRequest =
+  | { kind: "settle"; packet: Packet; output: ModelOutput; expectedRunId?: string | null }
+  | ({ kind: "resolve" } & ResolveRequest)
+  | { kind: "declarations"; target: Declaration; compactor: Declaration }
+  | ({ kind: "stream" } & StreamReport)
+  | { kind: "failure"; failure: FailureKind; detail?: string };
+
+export interface Resolution {
+  frontier: Frontier | null; head: ChainHead | null; amendment: Amendment | null;
+  retiredBoundaries: string[]; retiredFrontiers: string[];
+}
+
+export type StreamDecision =
+  | { action: "settle" }
+  | { action: "replayBuffered" }
+  | { action: "fail"; failure: FailureReport };
+
+export type ValidateResponse =
+  | { kind: "settled"; boundary: Boundary }
+  | ({ kind: "resolved" } & Resolution)
+  | { kind: "declarations"; agree: boolean; disagreements: string[] }
+  | { kind: "stream"; decision: StreamDecision }
+  | ({ kind: "failure" } & FailureReport);
+
+export type Format = "foldline" | "openai" | "anthropic" | "aiSdk";
+
+export interface SelectRequest {
+  declaration: Declaration; route: Route; frontier?: Frontier | null; head?: ChainHead | null;
+  amendment?: Amendment | null; events: Event[]; prompt?: Part[] | null; format?: Format;
+  limit?: number | null; render?: boolean;
+}
+
+export interface Manifest {
+  metric: "chars" | "tokens"; limit: number;
+  sizes: { pinned: number; summary: number; amendment: number; tail: number; prompt: number; total: number };
+  boundaryId: string | null; boundaryHash: string | null; amendmentHash: string | null;
+  pinned: string[]; included: string[];
+  omitted: { turnId: string; reason: "budget" | "notAdmitted" }[];
+  messageCount: number; renderedHash: string;
+}
+
+export interface ContextMessage {
+  kind: "pinned" | "summary" | "amendment" | "turn" | "prompt"; role: Role; turnId?: string; parts: Part[];
+}
+
+export interface Selection<M = unknown> { messages?: M; manifest: Manifest }
+
+export type TimelineItem =
+  | { type: "message"; turnId: string; sourceSeq: number; role: Role; text: string; late?: boolean; corrected?: boolean }
+  | {
+      type: "divider"; kind: TriggerKind; state: "pending" | "completed" | "failed"; fromSeq?: number;
+      throughSeq: number; count: number; boundaryId?: string; taskId?: string; notice?: string;
+    };
+
+export interface Timeline { items: TimelineItem[] }
+
+export type MemberStatus = "applied" | "bypassed" | "failed";
+export interface Measurement {
+  eligibleBytes: number; deliveredBytes: number; status: MemberStatus; reason?: string; rules?: string[];
+}
+export interface TrimResult { text: string; measurement: Measurement }
+export interface ToolResultRequest { tool: string; private?: boolean; result: unknown }
+export interface ToolResultResponse { result: unknown; measurement: Measurement }
+export interface SettingsRequest {
+  availability?: { surface?: boolean; toolResult?: boolean; plainSpeak?: boolean; promptTrim?: boolean };
+  preferences?: { master?: boolean; toolResult?: boolean; plainSpeak?: boolean; promptTrim?: boolean };
+  message?: string | null;
+}
+export interface ToolState { enabled: boolean; offReason?: "notAvailable" | "masterOff" | "notOptedIn" }
+export interface SettingsResponse {
+  state: { master: boolean; toolResult: ToolState; plainSpeak: ToolState; promptTrim: ToolState; safetyCompaction: boolean };
+  projection: string; plainSpeakPrompt: string | null; selfInspection: string | null;
+}

@@ -1,0 +1,145 @@
+// The suite every runtime runs: Node (node:test), headless Chromium and
+// workerd. It takes the loaded package and returns [name, fn] cases; it uses
+// no runtime-specific API.
+
+export function check(cond, msg) {
+  if (!cond) throw new Error(`assertion failed: ${msg}`);
+}
+
+export function equal(a, b, msg = "") {
+  const x = JSON.stringify(a), y = JSON.stringify(b);
+  if (x !== y) throw new Error(`${msg}\n  got:      ${x}\n  expected: ${y}`);
+}
+
+export const declaration = {
+  targetId: "agent",
+  compactorId: "agent-compactor",
+  budget: { kind: "chars", trigger: 4000, retain: 2000 },
+  summary: { maxChars: 300 },
+};
+
+export function say(seq, role, text) {
+  return { type: "message", conversation: "c1", chat: "", sender: "", sourceSeq: seq, turnId: `t${seq}`, role, parts: [{ type: "text", text }] };
+}
+
+/** A model that answers deterministically; knobs simulate stream failures. */
+export function fakeModel(opts = {}) {
+  const calls = { stream: 0, complete: 0 };
+  return {
+    calls,
+    async *stream(packet) {
+      calls.stream++;
+      if (opts.dropBeforeContent) throw new Error("connection reset");
+      yield { type: "delta", text: "Summary of " };
+      if (opts.dropAfterContent) throw new Error("connection reset");
+      yield { type: "delta", text: `${packet.input.turnCount} turns.` };
+      yield { type: "done", modelId: "fake-1", usage: { inputTokens: 100, outputTokens: 5 }, finishReason: "stop" };
+    },
+    async complete(packet) {
+      calls.complete++;
+      return { text: `Buffered summary of ${packet.input.turnCount} turns.`, modelId: "fake-1", usage: { inputTokens: 100, outputTokens: 6 }, finishReason: "stop" };
+    },
+  };
+}
+
+async function chat(compactor, journal, from, to) {
+  let last;
+  for (let s = from; s <= to; s++) {
+    await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+    last = await compactor.onMessage("c1");
+  }
+  return last;
+}
+
+export function suite(f, makeJournal) {
+  return [
+    ["loads the core and reports versions", async () => {
+      const v = f.version();
+      equal(v.abi.major, 1, "abi major");
+      check(v.ruleset.startsWith("foldline-ruleset/"), "ruleset");
+      check(/^sha256:[0-9a-f]{64}$/.test(f.artifactSha256), "artifact sha");
+    }],
+    ["plan refuses an invalid declaration with every violation", async () => {
+      const o = f.plan({ declaration: { targetId: "a", compactorId: "a", budget: { kind: "chars", trigger: 10, retain: 10 } }, route: { conversation: "c1" }, events: [] });
+      equal(o.outcome, "refuse");
+      equal(o.error.code, "invalid_declaration");
+      equal(o.errors.map((e) => e.ids[0]), ["compactorId", "budget.retain"]);
+    }],
+    ["errors cross as typed values with their code", async () => {
+      let caught;
+      try { f.select({ declaration, route: { conversation: "c1" }, events: [], bogus: 1 }); } catch (e) { caught = e; }
+      check(caught instanceof f.FoldlineError, "FoldlineError");
+      equal(caught.code, "invalid_request");
+      check(caught.message.includes("bogus"), caught.message);
+    }],
+    ["the string form answers canonical JSON", async () => {
+      equal(f.callJson("validate", '{"kind":"failure","failure":"timeout"}'),
+        '{"ok":{"auditReason":"timeout","failure":"timeout","kind":"failure","notice":"The chat could not be compacted."}}');
+    }],
+    ["the driver compacts, selects and draws a divider", async () => {
+      const journal = await makeJournal();
+      const model = fakeModel();
+      const c = f.createCompactor({ journal, model, declaration });
+      const r = await chat(c, journal, 1, 16);
+      const all = (await journal.readEvents("c1")).map((e) => e.event.type);
+      check(all.includes("frontier"), "frontier appended");
+      check(all.includes("boundary"), `boundary appended (last result ${JSON.stringify(r)})`);
+      const head = (await c.resolve("c1")).head;
+      check(head && head.summary.startsWith("Summary of"), "head summary");
+      const ctx = await c.context("c1", { format: "openai" });
+      equal(ctx.messages[0].role, "user");
+      check(ctx.messages[0].content.startsWith("[untrusted-history-summary]"), "envelope first");
+      equal(ctx.manifest.boundaryId, head.boundaryId);
+      check(ctx.manifest.sizes.total <= ctx.manifest.limit, "within budget");
+      const t = await c.timeline("c1");
+      const dividers = t.items.filter((i) => i.type === "divider");
+      check(dividers.length >= 1 && dividers[0].state === "completed", "divider");
+      check(model.calls.complete === 0, "no replay needed");
+    }],
+    ["a stream that drops before content is replayed once, buffered", async () => {
+      const journal = await makeJournal();
+      const model = fakeModel({ dropBeforeContent: true });
+      const c = f.createCompactor({ journal, model, declaration });
+      await chat(c, journal, 1, 16);
+      equal(model.calls.complete >= 1, true, "replayed");
+      const head = (await c.resolve("c1")).head;
+      check(head.summary.startsWith("Buffered summary"), head.summary);
+    }],
+    ["a stream that drops after content is never replayed", async () => {
+      const journal = await makeJournal();
+      const model = fakeModel({ dropAfterContent: true });
+      const audits = [];
+      const c = f.createCompactor({ journal, model, declaration, audit: (_, r) => audits.push(r) });
+      const r = await chat(c, journal, 1, 16);
+      equal(model.calls.complete, 0, "no buffered replay");
+      const failed = (await journal.readEvents("c1")).filter((e) => e.event.type === "compactionFailed");
+      check(failed.length >= 1, "failure recorded");
+      check(audits[0].auditReason.startsWith("stream_dropped"), audits[0].auditReason);
+      check(r.status === "failed" || r.status === "paused", JSON.stringify(r));
+      check(!JSON.stringify(await c.context("c1")).includes("Summary of"), "provisional text never leaves");
+    }],
+    ["manual compaction draws a manual divider; a non-owner is refused", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration: { ...declaration, budget: { kind: "chars", trigger: 40000, retain: 2000 } }, owner: () => "member" });
+      await chat(c, journal, 1, 12);
+      const no = await c.compactNow("c1", "intruder");
+      equal(no.status, "refused");
+      equal(no.code, "not_owner");
+      const yes = await c.compactNow("c1", "member");
+      equal(yes.status, "compacted");
+      const d = (await c.timeline("c1")).items.filter((i) => i.type === "divider");
+      equal(d.length, 1);
+      equal([d[0].kind, d[0].state], ["manual", "completed"]);
+      check(d[0].taskId.startsWith("task-"), "task id");
+    }],
+    ["member compression runs in the core", async () => {
+      const t = f.trimPrompt("Could you please explain how Rust lifetimes work?");
+      equal(t.text, "Explain how Rust lifetimes work?");
+      equal(t.measurement.status, "applied");
+      const r = f.compressToolResult({ tool: "search", result: { stdout: "\u001b[31mx\u001b[0m" } });
+      equal(r.measurement.status, "bypassed");
+      const s = f.settingsProjection({ availability: { surface: true, promptTrim: true }, preferences: {} });
+      equal(s.state.promptTrim.offReason, "masterOff");
+    }],
+  ];
+}
