@@ -1,0 +1,45 @@
+// A typed example of the public surface, checked by `tsc --noEmit`: a chat
+// client drawing dividers and an edge function building the context.
+import {
+  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError,
+  type Declaration, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
+} from "../../dist/index.js";
+import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
+
+const declaration: Declaration = {
+  targetId: "assistant",
+  compactorId: "assistant-compactor",
+  budget: { kind: "tokens", window: 8192, mode: "eager" },
+};
+
+export async function drawDividers(events: Event[]): Promise<string[]> {
+  await init();
+  return timeline(events).items.map((item: TimelineItem) =>
+    item.type === "divider" ? `── ${item.kind} compaction (${item.state}) through #${item.throughSeq} ──` : item.text,
+  );
+}
+
+export async function edgeContext(model: Model, conversation: string): Promise<ChatCompletionMessageParam[]> {
+  const journal = new MemoryJournal();
+  const compactor = createCompactor({ journal, model, declaration });
+  await compactor.onMessage(conversation);
+  const ctx: Selection<ChatCompletionMessageParam[]> = await compactor.context(conversation, { format: "openai" });
+  return ctx.messages ?? [];
+}
+
+export function outcomeName(o: PlanOutcome): string {
+  switch (o.outcome) {
+    case "compact": return `compact ${o.packet.id}`;
+    case "refuse": return `refuse ${o.error.code}`;
+    default: return o.outcome;
+  }
+}
+
+export function codeOf(e: unknown): string | undefined {
+  return e instanceof FoldlineError ? e.code : undefined;
+}
+
+export const manifestOnly = (events: Event[]) =>
+  select({ declaration, route: { conversation: "c" }, events, render: false }).manifest.included;
+
+export const planned: PlanOutcome = plan({ declaration, route: { conversation: "c" }, events: [] });

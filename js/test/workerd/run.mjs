@@ -1,0 +1,57 @@
+// Runs the shared suite inside workerd (miniflare). The worker imports the
+// .wasm as a precompiled WebAssembly.Module, as edge runtimes require.
+import { Miniflare } from "miniflare";
+import { readFile, readdir } from "node:fs/promises";
+
+const root = new URL("../..", import.meta.url);
+async function modulesUnder(dir, prefix) {
+  const out = [];
+  for (const e of await readdir(new URL(dir, root), { withFileTypes: true })) {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) out.push(...(await modulesUnder(rel, prefix)));
+    else if (e.name.endsWith(".js") || e.name.endsWith(".mjs")) {
+      out.push({ type: "ESModule", path: `${prefix}${rel}`, contents: await readFile(new URL(rel, root), "utf8") });
+    }
+  }
+  return out;
+}
+
+const worker = `
+import * as f from "./dist/index.js";
+import wasmModule from "./pkg/foldline_bg.wasm";
+import { suite } from "./test/shared.mjs";
+export default {
+  async fetch() {
+    await f.init(wasmModule);
+    const out = [];
+    for (const [name, fn] of suite(f, async () => new f.MemoryJournal())) {
+      try { await fn(); out.push({ name, ok: true }); }
+      catch (e) { out.push({ name, ok: false, error: String(e && e.stack || e) }); }
+    }
+    return Response.json(out);
+  },
+};`;
+
+const modules = [
+  { type: "ESModule", path: "/w/worker.mjs", contents: worker },
+  ...(await modulesUnder("dist", "/w/")),
+  ...(await modulesUnder("pkg", "/w/")),
+  { type: "ESModule", path: "/w/test/shared.mjs", contents: await readFile(new URL("test/shared.mjs", root), "utf8") },
+  { type: "CompiledWasm", path: "/w/pkg/foldline_bg.wasm", contents: await readFile(new URL("pkg/foldline_bg.wasm", root)) },
+];
+const mf = new Miniflare({ modules, modulesRoot: "/w", compatibilityDate: "2025-01-01" });
+let failed = 0;
+try {
+  const res = await mf.dispatchFetch("http://localhost/");
+  const text = await res.text();
+  let results;
+  try { results = JSON.parse(text); } catch { throw new Error(`worker answered: ${text.slice(0, 2000)}`); }
+  for (const r of results) {
+    console.log(`${r.ok ? "ok" : "not ok"} - workerd: ${r.name}${r.ok ? "" : `\n  ${r.error}`}`);
+    if (!r.ok) failed++;
+  }
+  console.log(`workerd: ${results.length - failed} passed, ${failed} failed`);
+} finally {
+  await mf.dispose();
+}
+process.exit(failed ? 1 : 0);
