@@ -614,11 +614,20 @@ fn failures_get_one_generic_notice_and_a_specific_audit_reason() {
 
 #[test]
 fn failure_and_stream_requests_round_trip_through_json() {
-    let out = foldline_core::api::call_str("validate", r#"{"kind":"failure","failure":"timeout","detail":"60s"}"#);
+    let out = foldline_core::api::call_str(
+        "validate",
+        r#"{"kind":"failure","failure":"timeout","detail":"60s"}"#,
+    );
     assert_eq!(
         out,
         r#"{"ok":{"auditReason":"timeout: 60s","failure":"timeout","kind":"failure","notice":"The chat could not be compacted."}}"#
     );
-    let out = foldline_core::api::call_str("validate", r#"{"kind":"stream","contentReceived":false,"ended":"dropped"}"#);
-    assert_eq!(out, r#"{"ok":{"decision":{"action":"replayBuffered"},"kind":"stream"}}"#);
+    let out = foldline_core::api::call_str(
+        "validate",
+        r#"{"kind":"stream","contentReceived":false,"ended":"dropped"}"#,
+    );
+    assert_eq!(
+        out,
+        r#"{"ok":{"decision":{"action":"replayBuffered"},"kind":"stream"}}"#
+    );
 }

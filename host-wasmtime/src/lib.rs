@@ -1,4 +1,35 @@
-//! The wasmtime host for foldline. Loading the `.wasm` under wasmtime, the
-//! driver and the SQLite journal arrive with the host issue; this crate is a
-//! placeholder so the workspace layout of DESIGN.md builds today.
+//! # foldline-wasmtime
+//!
+//! The server host of foldline. It runs the very `.wasm` the npm package
+//! ships (embedded in this crate, or loaded from a file) under wasmtime, with
+//! every call bounded by fuel and a memory limit, and offers the same driver
+//! as the JS package over a [`Journal`] and a [`Model`]:
+//!
+//! - [`runtime`]: load, check the ABI version, report the SHA-256, call;
+//! - [`journal`]: the journal trait and the embedded SQLite journal;
+//! - [`model`]: the model trait, the offline extractive summarizer and the
+//!   OpenAI-compatible adapter;
+//! - [`driver`]: resolve → plan → persist packet → model → settle → append.
+//!
+//! ```no_run
+//! use foldline_wasmtime::{runtime::Foldline, journal::SqliteJournal, model::Extractive, driver::Driver};
+//! use foldline_core::declaration::Declaration;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let foldline = Foldline::embedded()?;
+//! let journal = SqliteJournal::open("foldline.db")?;
+//! let driver = Driver::new(foldline, journal, Extractive, Declaration::new("assistant", "assistant-compactor"));
+//! let outcome = driver.on_message("conversation-1")?;
+//! let context = driver.context("conversation-1", Default::default())?;
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod driver;
+pub mod error;
+pub mod import;
+pub mod journal;
+pub mod model;
+pub mod runtime;
+
+pub use error::{HostError, Result};

@@ -1,1 +1,493 @@
-fn main() {}
+//! `foldline`: import a conversation, compact, print the context or the
+//! timeline, verify a chain, call the policy directly, or run the demo.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use foldline_core::declaration::Declaration;
+use foldline_core::format::Format;
+use foldline_core::timeline::{DividerState, TimelineItem};
+use foldline_core::turn::Route;
+use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
+use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::model::{
+    Extractive, Model, ModelResult, OpenAiModel, OpenAiOptions, StreamChunk,
+};
+use foldline_wasmtime::runtime::{Foldline, Limits};
+use foldline_wasmtime::{import, HostError};
+
+#[derive(Parser)]
+#[command(
+    name = "foldline",
+    about = "Conversation compaction that never edits the journal.",
+    disable_version_flag = true
+)]
+struct Cli {
+    /// The journal file (SQLite).
+    #[arg(long, global = true, default_value = "foldline.db")]
+    journal: PathBuf,
+    /// The conversation id.
+    #[arg(long, global = true, default_value = "default")]
+    conversation: String,
+    /// A declaration file (JSON) instead of the default declaration.
+    #[arg(long, global = true)]
+    declaration: Option<PathBuf>,
+    /// A .wasm artifact instead of the embedded one.
+    #[arg(long, global = true)]
+    wasm: Option<PathBuf>,
+    /// Summarize with an OpenAI-compatible endpoint (base URL up to /v1) instead of the offline extractive summarizer.
+    #[arg(long, global = true)]
+    openai_base_url: Option<String>,
+    /// Model name for --openai-base-url.
+    #[arg(long, global = true, default_value = "gpt-4o-mini")]
+    openai_model: String,
+    /// Fuel per call.
+    #[arg(long, global = true)]
+    fuel: Option<u64>,
+    /// Memory limit per call, in MiB.
+    #[arg(long, global = true)]
+    memory_mib: Option<usize>,
+    /// Print the version and the artifact's SHA-256.
+    #[arg(long)]
+    version: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Fmt {
+    Foldline,
+    Openai,
+    Anthropic,
+    AiSdk,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events).
+    Import {
+        /// The file.
+        file: PathBuf,
+        /// Only append; do not run the driver after each message.
+        #[arg(long)]
+        no_compact: bool,
+    },
+    /// Run the driver once now, as a manual request by the owner.
+    Compact,
+    /// Print the model-bound context as JSON.
+    Context {
+        #[arg(long, value_enum, default_value = "foldline")]
+        format: Fmt,
+    },
+    /// Print the timeline with its dividers.
+    Timeline {
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve the chain: exit 0 when intact, 1 with the failure code when not.
+    Verify,
+    /// The raw policy call: JSON request (file or stdin) in, JSON out.
+    Plan(Raw),
+    /// The raw validate call.
+    Validate(Raw),
+    /// The raw select call.
+    Select(Raw),
+    /// A long bundled conversation through the whole loop on the offline defaults.
+    Demo {
+        /// Turns in the bundled conversation.
+        #[arg(long, default_value_t = 400)]
+        turns: usize,
+    },
+}
+
+#[derive(clap::Args)]
+struct Raw {
+    /// Request file (default: stdin).
+    #[arg(long)]
+    request: Option<PathBuf>,
+}
+
+enum AnyModel {
+    Extractive(Extractive),
+    OpenAi(OpenAiModel),
+}
+
+impl Model for AnyModel {
+    fn stream(
+        &self,
+        p: &foldline_core::packet::Packet,
+        sink: &mut dyn FnMut(StreamChunk),
+    ) -> Result<(), String> {
+        match self {
+            AnyModel::Extractive(m) => m.stream(p, sink),
+            AnyModel::OpenAi(m) => m.stream(p, sink),
+        }
+    }
+    fn complete(&self, p: &foldline_core::packet::Packet) -> Result<ModelResult, String> {
+        match self {
+            AnyModel::Extractive(m) => m.complete(p),
+            AnyModel::OpenAi(m) => m.complete(p),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("foldline: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load(cli: &Cli) -> Result<Foldline, HostError> {
+    let mut limits = Limits::default();
+    if let Some(f) = cli.fuel {
+        limits.fuel = f;
+    }
+    if let Some(m) = cli.memory_mib {
+        limits.memory_bytes = m << 20;
+    }
+    match &cli.wasm {
+        Some(p) => Foldline::from_file(p, limits),
+        None => {
+            let mut f = Foldline::embedded()?;
+            f.set_limits(limits);
+            Ok(f)
+        }
+    }
+}
+
+fn declaration(cli: &Cli) -> Result<Declaration, HostError> {
+    match &cli.declaration {
+        Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
+            .map_err(|e| HostError::Input(format!("{}: {e}", p.display()))),
+        None => Ok(Declaration::new("assistant", "assistant-compactor")),
+    }
+}
+
+fn driver(cli: &Cli, journal: PathBuf) -> Result<Driver<SqliteJournal, AnyModel>, HostError> {
+    let model = match &cli.openai_base_url {
+        Some(url) => AnyModel::OpenAi(OpenAiModel::new(OpenAiOptions::new(
+            url.clone(),
+            cli.openai_model.clone(),
+            None,
+        ))),
+        None => AnyModel::Extractive(Extractive),
+    };
+    let mut d = Driver::new(
+        load(cli)?,
+        SqliteJournal::open(journal)?,
+        model,
+        declaration(cli)?,
+    );
+    d.owner = Some("owner".into());
+    d.abort_after_packet = std::env::var("FOLDLINE_FAULT").as_deref() == Ok("abort-after-packet");
+    Ok(d)
+}
+
+fn route(conversation: &str) -> Route {
+    Route {
+        conversation: conversation.to_owned(),
+        chat: String::new(),
+        sender: String::new(),
+    }
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<(), HostError> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).map_err(|e| HostError::Input(e.to_string()))?
+    );
+    Ok(())
+}
+
+fn raw(cli: &Cli, entry: &str, r: &Raw) -> Result<ExitCode, HostError> {
+    let mut input = Vec::new();
+    match &r.request {
+        Some(p) => input = std::fs::read(p)?,
+        None => {
+            std::io::stdin().read_to_end(&mut input)?;
+        }
+    }
+    let out = load(cli)?.call_raw(entry, &input)?;
+    println!("{}", String::from_utf8_lossy(&out));
+    Ok(if out.starts_with(b"{\"ok\"") {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode, HostError> {
+    if cli.version {
+        let f = load(&cli)?;
+        println!("foldline {}", env!("CARGO_PKG_VERSION"));
+        println!("artifact {}", f.sha256());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(command) = &cli.command else {
+        eprintln!("foldline: a subcommand is needed; try `foldline demo` or `foldline --help`");
+        return Ok(ExitCode::from(2));
+    };
+    let conv = cli.conversation.clone();
+    match command {
+        Command::Import { file, no_compact } => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
+            let d = driver(&cli, cli.journal.clone())?;
+            let after = last_seq(&d.journal, &conv)?;
+            let events = import::parse(&text, &route(&conv), after).map_err(|e| match e {
+                HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
+                other => other,
+            })?;
+            let n = import_events(&d, &conv, events, !no_compact)?;
+            println!("imported {n} events into {conv}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compact => {
+            let d = driver(&cli, cli.journal.clone())?;
+            report(d.compact_now(&conv, "owner", false)?)
+        }
+        Command::Context { format } => {
+            let d = driver(&cli, cli.journal.clone())?;
+            let format = match format {
+                Fmt::Foldline => Format::Foldline,
+                Fmt::Openai => Format::Openai,
+                Fmt::Anthropic => Format::Anthropic,
+                Fmt::AiSdk => Format::AiSdk,
+            };
+            print_json(&d.context(
+                &conv,
+                ContextOptions {
+                    format,
+                    ..Default::default()
+                },
+            )?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Timeline { json } => {
+            let d = driver(&cli, cli.journal.clone())?;
+            let t = d.timeline(&conv)?;
+            if *json {
+                print_json(&t)?;
+            } else {
+                print_timeline(&t.items, usize::MAX);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify => {
+            let d = driver(&cli, cli.journal.clone())?;
+            match d.resolve(&conv) {
+                Ok(r) => {
+                    match r.head {
+                        Some(h) => println!(
+                            "intact: {} boundaries, covered through source {}, head {}",
+                            h.length, h.covered_through_seq, h.boundary_id
+                        ),
+                        None => println!("intact: no boundary yet"),
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(HostError::Core(e)) => {
+                    println!("broken: {} ({})", e.code, e.message);
+                    Ok(ExitCode::from(1))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Command::Plan(r) => raw(&cli, "plan", r),
+        Command::Validate(r) => raw(&cli, "validate", r),
+        Command::Select(r) => raw(&cli, "select", r),
+        Command::Demo { turns } => demo(&cli, *turns),
+    }
+}
+
+fn last_seq(j: &impl Journal, conv: &str) -> Result<u64, HostError> {
+    Ok(j.read_events(conv, 0)?
+        .iter()
+        .filter_map(|s| match &s.event {
+            foldline_core::event::Event::Message(m) => Some(m.source_seq),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0))
+}
+
+fn import_events(
+    d: &Driver<SqliteJournal, AnyModel>,
+    conv: &str,
+    events: Vec<foldline_core::event::Event>,
+    compact: bool,
+) -> Result<usize, HostError> {
+    let n = events.len();
+    if !compact {
+        d.journal.append(conv, &events)?;
+        return Ok(n);
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} events, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut boundaries = 0;
+    for e in events {
+        let is_message = matches!(e, foldline_core::event::Event::Message(_));
+        d.journal.append(conv, std::slice::from_ref(&e))?;
+        if is_message {
+            if let Outcome::Compacted(_) = d.on_message(conv)? {
+                boundaries += 1;
+                bar.set_message(format!("{boundaries} compactions"));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(n)
+}
+
+fn report(o: Outcome) -> Result<ExitCode, HostError> {
+    match o {
+        Outcome::Compacted(b) => {
+            println!(
+                "compacted through source {}: {} turns folded, context {} -> {} characters (boundary {})",
+                b.covered_through_seq, b.input.turn_count, b.stats.before.chars, b.stats.after.chars, b.id
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::Refused(e) => {
+            println!("refused: {} ({})", e.code, e.message);
+            Ok(ExitCode::from(1))
+        }
+        Outcome::Failed(r) => {
+            println!("{} (audit: {})", r.notice, r.audit_reason);
+            Ok(ExitCode::from(1))
+        }
+        Outcome::Busy => {
+            println!("busy: another writer holds this conversation");
+            Ok(ExitCode::from(1))
+        }
+        other => {
+            println!("{other:?}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_timeline(items: &[TimelineItem], width: usize) {
+    for item in items {
+        match item {
+            TimelineItem::Message {
+                source_seq,
+                role,
+                text,
+                ..
+            } => {
+                let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let short: String = flat.chars().take(width.min(100)).collect();
+                let more = if flat.chars().count() > short.chars().count() {
+                    "…"
+                } else {
+                    ""
+                };
+                println!("  #{source_seq:<4} {:<9} {short}{more}", role.as_str());
+            }
+            TimelineItem::Divider {
+                kind,
+                state,
+                from_seq,
+                through_seq,
+                count,
+                notice,
+                ..
+            } => {
+                let kind = format!("{kind:?}").to_lowercase();
+                let what = match state {
+                    DividerState::Completed => format!(
+                        "{kind} compaction: {count} turns from #{} to #{through_seq} folded into a summary",
+                        from_seq.unwrap_or(0)
+                    ),
+                    DividerState::Pending => format!("{kind} compaction in progress (requested at #{through_seq})"),
+                    DividerState::Failed => format!("{kind} compaction failed: {}", notice.as_deref().unwrap_or("")),
+                };
+                println!("  ──── {what} ────");
+            }
+        }
+    }
+}
+
+fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
+    // The demo writes to its own journal unless --journal was given explicitly.
+    let path = if cli.journal == std::path::Path::new("foldline.db") {
+        std::env::temp_dir().join(format!("foldline-demo-{}.db", std::process::id()))
+    } else {
+        cli.journal.clone()
+    };
+    let _ = std::fs::remove_file(&path);
+    let d = driver(cli, path.clone())?;
+    let conv = "demo";
+    let messages = import::demo_conversation(turns);
+    let text: String = messages.iter().map(|m| format!("{m}\n")).collect();
+    let events = import::parse(&text, &route(conv), 0)?;
+    let started = std::time::Instant::now();
+    import_events(&d, conv, events, true)?;
+    let elapsed = started.elapsed();
+    let t = d.timeline(conv)?;
+    println!("foldline demo — {} messages through the whole loop (offline: SQLite journal, extractive summarizer)", messages.len());
+    println!("artifact {}\n", d.foldline.sha256());
+    print_timeline(&t.items, 70);
+    let r = d.resolve(conv)?;
+    let ctx = d.context(conv, ContextOptions::default())?;
+    let all: u64 = d
+        .journal
+        .read_events(conv, 0)?
+        .iter()
+        .filter_map(|s| match &s.event {
+            foldline_core::event::Event::Message(m) => {
+                Some(foldline_core::turn::parts_chars(&m.parts))
+            }
+            _ => None,
+        })
+        .sum();
+    let bs: Vec<_> = d
+        .journal
+        .read_events(conv, 0)?
+        .into_iter()
+        .filter_map(|s| match s.event {
+            foldline_core::event::Event::Boundary(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    println!("\ncompaction statistics");
+    println!(
+        "  journal: {} messages, {all} characters (never edited)",
+        messages.len()
+    );
+    println!(
+        "  boundaries: {} (chain {})",
+        bs.len(),
+        if r.head.is_some() { "intact" } else { "empty" }
+    );
+    for (i, b) in bs.iter().enumerate() {
+        println!(
+            "    #{:<2} through source {:<4} {:>4} turns folded  context {:>6} -> {:>6} chars  ({})",
+            i + 1, b.covered_through_seq, b.input.turn_count, b.stats.before.chars, b.stats.after.chars, b.run.model_id
+        );
+    }
+    println!(
+        "  model-bound context now: {} messages, {} characters ({} of the {} budget), {} exact turns after the summary",
+        ctx.manifest.message_count, ctx.manifest.sizes.total, ctx.manifest.sizes.total, ctx.manifest.limit, ctx.manifest.included.len()
+    );
+    println!(
+        "  time: {:.2?} for {} driver passes",
+        elapsed,
+        messages.len()
+    );
+    println!("  journal file: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

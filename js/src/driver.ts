@@ -66,12 +66,24 @@ export function createCompactor(o: CompactorOptions): Compactor {
   async function load(id: string): Promise<{ events: Event[]; res: Resolution }> {
     const events = (await o.journal.readEvents(id)).map((s) => s.event);
     const packets = await o.journal.listPackets(id);
+    // The chain needs only frontiers, boundaries and what can amend covered history.
+    const chain = events.filter((e) => e.type === "frontier" || e.type === "boundary" || e.type === "correction" || e.type === "lateDelivery");
     const r = validate({
       kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? null,
-      route: routeOf(id), events, packets,
+      route: routeOf(id), events: chain, packets,
     });
     if (r.kind !== "resolved") throw new Error("unexpected validate answer");
-    return { events, res: r };
+    // Plan and select need pinned turns, turns after the covered sequence,
+    // corrections and failures: their cost does not grow with covered history.
+    const covered = r.head?.coveredThroughSeq;
+    const pinnedRoles = new Set(["system", "developer", "document"]);
+    const recent = events.filter((e) => {
+      if (e.type === "message" || e.type === "lateDelivery") {
+        return e.pinned === true || pinnedRoles.has(e.role) || covered === undefined || e.sourceSeq > covered;
+      }
+      return e.type !== "boundary" && e.type !== "frontier";
+    });
+    return { events: recent, res: r };
   }
 
   function headSeq(events: Event[]): number {

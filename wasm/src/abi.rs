@@ -53,7 +53,12 @@ pub unsafe extern "C" fn foldline_free(ptr: u32, len: u32) {
 /// # Safety
 /// The pointers must reference `len` readable bytes of this module's memory.
 #[no_mangle]
-pub unsafe extern "C" fn foldline_call(entry_ptr: u32, entry_len: u32, input_ptr: u32, input_len: u32) -> u64 {
+pub unsafe extern "C" fn foldline_call(
+    entry_ptr: u32,
+    entry_len: u32,
+    input_ptr: u32,
+    input_len: u32,
+) -> u64 {
     // SAFETY: the host wrote these buffers through `foldline_alloc`.
     let entry = unsafe { bytes(entry_ptr, entry_len) };
     let input = unsafe { bytes(input_ptr, input_len) };

@@ -1,0 +1,478 @@
+//! The driver, the same shape as the JS package's: on a new message resolve →
+//! plan → persist the packet → call the model → settle → append the boundary,
+//! under the per-conversation writer lease, with the streaming replay rule
+//! and the core's circuit breaker; on a model request, select.
+
+use foldline_core::boundary::Boundary;
+use foldline_core::declaration::Declaration;
+use foldline_core::event::{Event, FailureEvent, TaskEvent, TaskState};
+use foldline_core::format::Format;
+use foldline_core::packet::Packet;
+use foldline_core::plan::{PlanOutcome, PlanRequest, SkipRecord, Trigger};
+use foldline_core::resolve::{Resolution, ResolveRequest};
+use foldline_core::select::{SelectRequest, Selection};
+use foldline_core::settle::{ModelOutput, SettleRequest};
+use foldline_core::stream::{
+    FailureInput, FailureKind, FailureReport, StreamDecision, StreamEnd, StreamReport,
+};
+use foldline_core::timeline::{Timeline, TimelineRequest};
+use foldline_core::turn::{Part, Route};
+use foldline_core::validate::{ValidateRequest, ValidateResponse};
+
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+use crate::model::{Model, ModelResult, StreamChunk};
+use crate::runtime::Foldline;
+
+/// What one driver pass did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Another writer holds the conversation's lease.
+    Busy,
+    /// Below the trigger.
+    Skipped(SkipRecord),
+    /// Automatic compaction is paused (disabled, or the circuit breaker is open).
+    Paused(PlanOutcome),
+    /// A warm candidate is due (between soft and eager).
+    Warm(String),
+    /// A boundary was appended.
+    Compacted(Box<Boundary>),
+    /// The core refused (fail closed).
+    Refused(foldline_core::Error),
+    /// The run failed: the generic notice, the audit reason.
+    Failed(FailureReport),
+}
+
+/// Options of a context request.
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// Output format.
+    pub format: Format,
+    /// The current prompt, when not in the journal.
+    pub prompt: Option<Vec<Part>>,
+    /// Budget override.
+    pub limit: Option<u64>,
+}
+
+/// The driver over a journal and a model.
+pub struct Driver<J: Journal, M: Model> {
+    /// The loaded core.
+    pub foldline: Foldline,
+    /// The journal.
+    pub journal: J,
+    /// The model.
+    pub model: M,
+    /// The target declaration.
+    pub declaration: Declaration,
+    /// The compactor declaration, checked for agreement on every resolve.
+    pub compactor: Option<Declaration>,
+    /// Writer-lease holder id.
+    pub holder: String,
+    /// Lease time to live.
+    pub lease_ms: u64,
+    /// Owner of a conversation, for manual requests.
+    pub owner: Option<String>,
+    /// Route of a conversation id.
+    pub route_of: fn(&str) -> Route,
+    /// Wall clock in milliseconds (leases only; the core never sees it).
+    pub clock: fn() -> u64,
+    /// Fault injection for crash tests: abort the process right after the
+    /// packet is persisted (set from `FOLDLINE_FAULT=abort-after-packet`).
+    pub abort_after_packet: bool,
+}
+
+fn default_route(id: &str) -> Route {
+    Route {
+        conversation: id.to_owned(),
+        chat: String::new(),
+        sender: String::new(),
+    }
+}
+
+/// What plan and select need: pinned turns, turns after the covered
+/// sequence, corrections and failures, so their cost does not grow with the
+/// history behind the boundary.
+fn after_head(events: Vec<Event>, res: &Resolution) -> Vec<Event> {
+    let covered = res.head.as_ref().map(|h| h.covered_through_seq);
+    events
+        .into_iter()
+        .filter(|e| match e {
+            Event::Message(m) | Event::LateDelivery(m) => {
+                m.pinned || m.role.always_pinned() || covered.is_none_or(|c| m.source_seq > c)
+            }
+            Event::Correction(_) | Event::CompactionFailed(_) | Event::CompactionTask(_) => true,
+            Event::Boundary(_) | Event::Frontier(_) => false,
+        })
+        .collect()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// A driver with default lease, route and clock.
+    pub fn new(foldline: Foldline, journal: J, model: M, declaration: Declaration) -> Self {
+        Driver {
+            foldline,
+            journal,
+            model,
+            declaration,
+            compactor: None,
+            holder: format!("host-{}", std::process::id()),
+            lease_ms: 120_000,
+            owner: None,
+            route_of: default_route,
+            clock: now_ms,
+            abort_after_packet: false,
+        }
+    }
+
+    fn validate(&self, r: ValidateRequest) -> Result<ValidateResponse> {
+        self.foldline.validate(&r)
+    }
+
+    fn load(&self, conversation: &str) -> Result<(Vec<Event>, Resolution)> {
+        let events: Vec<Event> = self
+            .journal
+            .read_events(conversation, 0)?
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        let packets = self.journal.list_packets(conversation)?;
+        // The chain needs only frontiers, boundaries and what can amend covered history.
+        let chain: Vec<Event> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Frontier(_)
+                        | Event::Boundary(_)
+                        | Event::Correction(_)
+                        | Event::LateDelivery(_)
+                )
+            })
+            .cloned()
+            .collect();
+        let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
+            declaration: self.declaration.clone(),
+            compactor: self.compactor.clone(),
+            route: (self.route_of)(conversation),
+            events: chain,
+            packets,
+        })))?;
+        match r {
+            ValidateResponse::Resolved(res) => Ok((after_head(events, &res), *res)),
+            other => Err(HostError::MalformedOutput(format!(
+                "unexpected answer {other:?}"
+            ))),
+        }
+    }
+
+    /// Resolve the chain (the `verify` of the command-line program).
+    ///
+    /// # Errors
+    /// The chain's failure code, or a host error.
+    pub fn resolve(&self, conversation: &str) -> Result<Resolution> {
+        Ok(self.load(conversation)?.1)
+    }
+
+    /// On a new message: compact if the budget says so.
+    ///
+    /// # Errors
+    /// Host failures (journal, runtime); refusals and model failures are outcomes.
+    pub fn on_message(&self, conversation: &str) -> Result<Outcome> {
+        self.run(conversation, Trigger::Automatic, None)
+    }
+
+    /// A manual request (`/compact`) by `actor`.
+    ///
+    /// # Errors
+    /// As [`Driver::on_message`].
+    pub fn compact_now(
+        &self,
+        conversation: &str,
+        actor: &str,
+        session_busy: bool,
+    ) -> Result<Outcome> {
+        let task = format!("task-{}-{}", self.holder, (self.clock)());
+        self.run(
+            conversation,
+            Trigger::Manual {
+                actor: actor.to_owned(),
+                session_busy,
+            },
+            Some(task),
+        )
+    }
+
+    fn run(&self, conversation: &str, trigger: Trigger, task: Option<String>) -> Result<Outcome> {
+        if !self
+            .journal
+            .acquire_lease(conversation, &self.holder, (self.clock)(), self.lease_ms)?
+        {
+            return Ok(Outcome::Busy);
+        }
+        let result = self.run_locked(conversation, &trigger, task);
+        self.journal.release_lease(conversation, &self.holder)?;
+        result
+    }
+
+    fn run_locked(
+        &self,
+        conversation: &str,
+        trigger: &Trigger,
+        task: Option<String>,
+    ) -> Result<Outcome> {
+        loop {
+            let (events, res) = self.load(conversation)?;
+            let outcome = self.foldline.plan(&PlanRequest {
+                declaration: self.declaration.clone(),
+                route: (self.route_of)(conversation),
+                owner: self.owner.clone(),
+                frontier: res.frontier.clone(),
+                head: res.head.clone(),
+                amendment: res.amendment.clone(),
+                events: events.clone(),
+                trigger: trigger.clone(),
+                warm: None,
+            })?;
+            match outcome {
+                PlanOutcome::Activate { frontier } => {
+                    self.journal
+                        .append(conversation, &[Event::Frontier(*frontier)])?;
+                }
+                PlanOutcome::Skip { record } => return Ok(Outcome::Skipped(record)),
+                PlanOutcome::Paused { .. } => return Ok(Outcome::Paused(outcome)),
+                PlanOutcome::Warm { packet } => return Ok(Outcome::Warm(packet.id)),
+                PlanOutcome::Refuse { error, .. } => return Ok(Outcome::Refused(error)),
+                PlanOutcome::Compact { packet, .. } => {
+                    return self.compact(conversation, &events, &res, *packet, trigger, task)
+                }
+            }
+        }
+    }
+
+    fn compact(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        res: &Resolution,
+        packet: Packet,
+        trigger: &Trigger,
+        task: Option<String>,
+    ) -> Result<Outcome> {
+        // Persist before dispatch: a retry after a crash plans the same packet id.
+        self.journal.put_packet(conversation, &packet)?;
+        if self.abort_after_packet {
+            std::process::abort();
+        }
+        let head_seq = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let attempt = 1 + events
+            .iter()
+            .filter(|e| matches!(e, Event::CompactionFailed(f) if f.packet_id == packet.id))
+            .count();
+        let run_id = format!("run:{}:{attempt}", &packet.id[7..23]);
+        let actor = match trigger {
+            Trigger::Manual { actor, .. } => Some(actor.clone()),
+            Trigger::Automatic => None,
+        };
+        let task_event = |state, boundary_id| {
+            Event::CompactionTask(TaskEvent {
+                task_id: task.clone().unwrap_or_default(),
+                state,
+                actor: actor.clone().unwrap_or_default(),
+                head_seq,
+                boundary_id,
+            })
+        };
+        if task.is_some() && actor.is_some() {
+            self.journal
+                .append(conversation, &[task_event(TaskState::Requested, None)])?;
+        }
+        let answer = match self.summarize(&packet)? {
+            Ok(a) => a,
+            Err(report) => {
+                return self.fail(
+                    conversation,
+                    &packet,
+                    &run_id,
+                    res,
+                    trigger,
+                    head_seq,
+                    report,
+                    task_event,
+                )
+            }
+        };
+        let settled = self.validate(ValidateRequest::Settle(Box::new(SettleRequest {
+            packet: packet.clone(),
+            output: ModelOutput {
+                packet_id: packet.id.clone(),
+                run_id: run_id.clone(),
+                model_id: answer.evidence.model_id,
+                usage: answer.evidence.usage,
+                finish_reason: answer.evidence.finish_reason,
+                summary: answer.text,
+            },
+            expected_run_id: Some(run_id.clone()),
+        })));
+        match settled {
+            Ok(ValidateResponse::Settled { boundary }) => {
+                let mut batch = vec![Event::Boundary(boundary.clone())];
+                if task.is_some() && actor.is_some() {
+                    batch.push(task_event(TaskState::Completed, Some(boundary.id.clone())));
+                }
+                self.journal.append(conversation, &batch)?;
+                Ok(Outcome::Compacted(boundary))
+            }
+            Ok(other) => Err(HostError::MalformedOutput(format!(
+                "unexpected answer {other:?}"
+            ))),
+            Err(HostError::Core(e)) => {
+                let report = self.classify(FailureKind::UnusableSummary, e.code.as_str())?;
+                self.fail(
+                    conversation,
+                    &packet,
+                    &run_id,
+                    res,
+                    trigger,
+                    head_seq,
+                    report,
+                    task_event,
+                )
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fail(
+        &self,
+        conversation: &str,
+        packet: &Packet,
+        run_id: &str,
+        res: &Resolution,
+        trigger: &Trigger,
+        head_seq: u64,
+        report: FailureReport,
+        task_event: impl Fn(TaskState, Option<String>) -> Event,
+    ) -> Result<Outcome> {
+        // The audit record is committed before the failure unwinds.
+        let mut batch = vec![Event::CompactionFailed(FailureEvent {
+            run_id: run_id.to_owned(),
+            packet_id: packet.id.clone(),
+            previous_boundary_id: res.head.as_ref().map(|h| h.boundary_id.clone()),
+            trigger: trigger.kind(),
+            head_seq,
+            reason: report.audit_reason.clone(),
+        })];
+        if let Trigger::Manual { .. } = trigger {
+            batch.push(task_event(TaskState::Failed, None));
+        }
+        self.journal.append(conversation, &batch)?;
+        Ok(Outcome::Failed(report))
+    }
+
+    fn classify(&self, failure: FailureKind, detail: &str) -> Result<FailureReport> {
+        match self.validate(ValidateRequest::Failure(FailureInput {
+            failure,
+            detail: detail.to_owned(),
+        }))? {
+            ValidateResponse::Failure(r) => Ok(r),
+            other => Err(HostError::MalformedOutput(format!(
+                "unexpected answer {other:?}"
+            ))),
+        }
+    }
+
+    /// Stream a summary; provisional text stays here. A stream that ended
+    /// before any content is replayed once through the buffered call.
+    fn summarize(
+        &self,
+        packet: &Packet,
+    ) -> Result<std::result::Result<ModelResult, FailureReport>> {
+        let mut text = String::new();
+        let mut done = None;
+        let r = self.model.stream(packet, &mut |c| match c {
+            StreamChunk::Delta(t) => text.push_str(&t),
+            StreamChunk::Done(e) => done = Some(e),
+        });
+        let ended = match (&r, &done) {
+            (Ok(()), Some(_)) => StreamEnd::Complete,
+            _ => StreamEnd::Dropped,
+        };
+        let decision = match self.validate(ValidateRequest::Stream(StreamReport {
+            content_received: !text.is_empty(),
+            ended,
+            replays_used: 0,
+        }))? {
+            ValidateResponse::Stream { decision } => decision,
+            other => {
+                return Err(HostError::MalformedOutput(format!(
+                    "unexpected answer {other:?}"
+                )))
+            }
+        };
+        Ok(match decision {
+            StreamDecision::Settle => match done {
+                Some(evidence) => Ok(ModelResult { text, evidence }),
+                None => Err(self.classify(FailureKind::StreamDropped, "no evidence")?),
+            },
+            StreamDecision::ReplayBuffered => match self.model.complete(packet) {
+                Ok(r) => Ok(r),
+                Err(reason) => Err(self.classify(FailureKind::Other, &reason)?),
+            },
+            StreamDecision::Fail { mut failure } => {
+                if let Err(reason) = r {
+                    failure.audit_reason = format!("{}: {reason}", failure.audit_reason);
+                }
+                Err(failure)
+            }
+        })
+    }
+
+    /// The model-bound context.
+    ///
+    /// # Errors
+    /// The core's error, or a host error.
+    pub fn context(&self, conversation: &str, o: ContextOptions) -> Result<Selection> {
+        let (events, res) = self.load(conversation)?;
+        self.foldline.select(&SelectRequest {
+            declaration: self.declaration.clone(),
+            route: (self.route_of)(conversation),
+            frontier: res.frontier,
+            head: res.head,
+            amendment: res.amendment,
+            events,
+            prompt: o.prompt,
+            format: o.format,
+            limit: o.limit,
+            render: true,
+        })
+    }
+
+    /// The chat timeline.
+    ///
+    /// # Errors
+    /// The core's error, or a host error.
+    pub fn timeline(&self, conversation: &str) -> Result<Timeline> {
+        let events = self
+            .journal
+            .read_events(conversation, 0)?
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        self.foldline.timeline(&TimelineRequest { events })
+    }
+}

@@ -1,0 +1,66 @@
+//! Host errors: every failure is typed, with a stable code.
+
+/// A host failure.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The core answered with a typed error.
+    #[error("{0}")]
+    Core(#[from] foldline_core::Error),
+    /// The module speaks another ABI major version.
+    #[error("abi_mismatch: the module speaks ABI {found}, this host speaks {expected}")]
+    AbiMismatch {
+        /// Found major version.
+        found: u32,
+        /// Expected major version.
+        expected: u32,
+    },
+    /// The call ran out of fuel (its instruction budget).
+    #[error("fuel_exhausted: the call exceeded its budget of {0} fuel units")]
+    FuelExhausted(u64),
+    /// The call needed more memory than its limit.
+    #[error("memory_limit: the call exceeded its memory limit of {0} bytes")]
+    MemoryLimit(usize),
+    /// The module trapped.
+    #[error("trap: {0}")]
+    Trap(String),
+    /// The module answered something that is not the JSON envelope.
+    #[error("malformed_output: {0}")]
+    MalformedOutput(String),
+    /// The module could not be loaded.
+    #[error("load_failed: {0}")]
+    Load(String),
+    /// The journal failed.
+    #[error("journal: {0}")]
+    Journal(#[from] rusqlite::Error),
+    /// A file could not be read or written.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// Input (a file to import, a request) is not valid.
+    #[error("invalid_input: {0}")]
+    Input(String),
+    /// The model call failed (the audit reason; members see a generic notice).
+    #[error("model: {0}")]
+    Model(String),
+}
+
+impl HostError {
+    /// The stable code.
+    pub fn code(&self) -> &str {
+        match self {
+            HostError::Core(e) => e.code.as_str(),
+            HostError::AbiMismatch { .. } => "abi_mismatch",
+            HostError::FuelExhausted(_) => "fuel_exhausted",
+            HostError::MemoryLimit(_) => "memory_limit",
+            HostError::Trap(_) => "trap",
+            HostError::MalformedOutput(_) => "malformed_output",
+            HostError::Load(_) => "load_failed",
+            HostError::Journal(_) => "journal",
+            HostError::Io(_) => "io",
+            HostError::Input(_) => "invalid_input",
+            HostError::Model(_) => "model",
+        }
+    }
+}
+
+/// The host's result type.
+pub type Result<T> = std::result::Result<T, HostError>;

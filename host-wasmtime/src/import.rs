@@ -1,0 +1,202 @@
+//! Importing conversations: a JSON array or JSON Lines of OpenAI-style
+//! messages (`role`, `content`, optional `name`, `tool_calls`,
+//! `tool_call_id`) or of foldline events. Everything is parsed and checked
+//! before anything is appended, so bad input never half-writes the journal.
+
+use foldline_core::event::{Event, Message};
+use foldline_core::turn::{Part, Role, Route};
+use serde_json::Value;
+
+use crate::error::{HostError, Result};
+
+/// Parse a file's text into events for `route`, numbering source sequences
+/// after `after_seq`.
+///
+/// # Errors
+/// `invalid_input` naming the line (JSON Lines) or item (array) at fault.
+pub fn parse(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
+    let trimmed = text.trim_start();
+    let items: Vec<(String, Value)> = if trimmed.starts_with('[') {
+        let v: Vec<Value> = serde_json::from_str(text).map_err(|e| {
+            HostError::Input(format!(
+                "broken JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        v.into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("item {}", i + 1), v))
+            .collect()
+    } else {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| HostError::Input(format!("broken JSON on line {}: {e}", i + 1)))?;
+            out.push((format!("line {}", i + 1), v));
+        }
+        out
+    };
+    let mut events = Vec::with_capacity(items.len());
+    let mut seq = after_seq;
+    for (place, v) in items {
+        if v.get("type").is_some() {
+            let e: Event = serde_json::from_value(v)
+                .map_err(|e| HostError::Input(format!("{place}: not a foldline event: {e}")))?;
+            events.push(e);
+            continue;
+        }
+        seq += 1;
+        events.push(Event::Message(message(&place, &v, route, seq)?));
+    }
+    Ok(events)
+}
+
+fn text_of(place: &str, content: &Value) -> Result<String> {
+    match content {
+        Value::Null => Ok(String::new()),
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => {
+            let mut out = Vec::new();
+            for p in parts {
+                match (
+                    p.get("type").and_then(Value::as_str),
+                    p.get("text").and_then(Value::as_str),
+                ) {
+                    (Some("text"), Some(t)) => out.push(t.to_owned()),
+                    _ => {
+                        return Err(HostError::Input(format!(
+                            "{place}: only text content parts can be imported"
+                        )))
+                    }
+                }
+            }
+            Ok(out.join("\n"))
+        }
+        _ => Err(HostError::Input(format!(
+            "{place}: content must be a string or an array of text parts"
+        ))),
+    }
+}
+
+fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
+    let role = match v.get("role").and_then(Value::as_str) {
+        Some("system") => Role::System,
+        Some("developer") => Role::Developer,
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some("tool") => Role::Tool,
+        Some(other) => return Err(HostError::Input(format!("{place}: unknown role {other:?}"))),
+        None => return Err(HostError::Input(format!("{place}: a message needs a role"))),
+    };
+    let text = text_of(place, v.get("content").unwrap_or(&Value::Null))?;
+    let mut parts = Vec::new();
+    if role == Role::Tool {
+        let call_id = v
+            .get("tool_call_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                HostError::Input(format!("{place}: a tool message needs tool_call_id"))
+            })?;
+        parts.push(Part::ToolResult {
+            call_id: call_id.to_owned(),
+            name: v
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            content: text,
+            is_error: false,
+        });
+    } else {
+        if !text.is_empty() {
+            parts.push(Part::Text { text });
+        }
+        for c in v
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let f = c.get("function").unwrap_or(&Value::Null);
+            parts.push(Part::ToolCall {
+                call_id: c
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                name: f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                arguments: f
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}")
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(Message {
+        conversation: route.conversation.clone(),
+        chat: route.chat.clone(),
+        sender: route.sender.clone(),
+        source: String::new(),
+        source_seq: seq,
+        index: 0,
+        turn_id: format!("{}-{seq}", route.conversation),
+        role,
+        author_agent: v
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|_| role == Role::Assistant)
+            .map(str::to_owned),
+        parts,
+        tokens: None,
+        pinned: false,
+        sensitive: false,
+    })
+}
+
+/// A long, deterministic, chat-shaped conversation for `foldline demo`:
+/// a member planning a trip with an assistant that runs code now and then.
+pub fn demo_conversation(turns: usize) -> Vec<Value> {
+    let topics = [
+        "the train from Lisbon to Porto",
+        "a budget of 1,400 euros for ten days",
+        "vegetarian restaurants in Porto",
+        "a day trip to the Douro valley",
+        "museum opening hours on Mondays",
+        "renting bikes along the river",
+        "the weather forecast for late May",
+        "booking a hostel near São Bento station",
+        "learning a few Portuguese phrases",
+        "travel insurance that covers hiking",
+    ];
+    let mut out = vec![
+        serde_json::json!({"role": "system", "content": "You are a careful travel assistant. Keep track of the member's budget and bookings."}),
+    ];
+    for i in 0..turns {
+        let topic = topics[i % topics.len()];
+        if i % 9 == 8 {
+            let id = format!("call_{i}");
+            out.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "run_code", "arguments": format!("{{\"code\":\"budget_left({})\"}}", 1400 - i * 3)}}]}));
+            out.push(serde_json::json!({"role": "tool", "tool_call_id": id, "name": "run_code",
+                "content": format!("remaining budget: {} euros\n{}", 1400 - i * 3, "ok\n".repeat(20))}));
+        } else if i % 2 == 0 {
+            out.push(serde_json::json!({"role": "user", "content": format!(
+                "Turn {i}: I have a question about {topic}. {} Can you help me decide?",
+                "I was reading several blog posts and forum threads about this and they disagree with each other. ".repeat(1 + i % 4))}));
+        } else {
+            out.push(serde_json::json!({"role": "assistant", "content": format!(
+                "Turn {i}: About {topic}: here is what I found. {} Shall I note this in your plan?",
+                "The options differ mainly in price and timing, and the cheaper one needs booking two weeks ahead. ".repeat(2 + i % 5))}));
+        }
+    }
+    out
+}

@@ -1,0 +1,271 @@
+//! The journal: an append-only event log per conversation, packet documents
+//! and a per-conversation writer lease. foldline never edits or deletes an
+//! event.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use foldline_core::event::Event;
+use foldline_core::packet::Packet;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::{HostError, Result};
+
+/// An event with its journal position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Position in the conversation's journal (1-based).
+    pub seq: u64,
+    /// The event.
+    pub event: Event,
+}
+
+/// What foldline needs from a journal.
+pub trait Journal {
+    /// Events with a position greater than `since`, in order.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>>;
+    /// Append events atomically (all or none); returns the last position.
+    ///
+    /// # Errors
+    /// Storage failures; a second boundary on one chain slot (a fork) is refused.
+    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64>;
+    /// Store a packet document (idempotent by id).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()>;
+    /// A stored packet.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn get_packet(&self, conversation: &str, id: &str) -> Result<Option<Packet>>;
+    /// Every stored packet of a conversation.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn list_packets(&self, conversation: &str) -> Result<Vec<Packet>>;
+    /// Take the writer lease until `now_ms + ttl_ms`; false when another holder has it.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn acquire_lease(
+        &self,
+        conversation: &str,
+        holder: &str,
+        now_ms: u64,
+        ttl_ms: u64,
+    ) -> Result<bool>;
+    /// Release the lease if `holder` has it.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn release_lease(&self, conversation: &str, holder: &str) -> Result<()>;
+}
+
+/// The embedded default journal: one SQLite file.
+///
+/// Events live in an append-only table (triggers refuse UPDATE and DELETE);
+/// every boundary takes a unique chain slot (its previous boundary, or its
+/// frontier for the first), so two writers can never append a fork.
+pub struct SqliteJournal {
+    conn: Mutex<Connection>,
+}
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA busy_timeout = 10000;
+CREATE TABLE IF NOT EXISTS events (
+  conversation TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  body TEXT NOT NULL,
+  chain_slot TEXT,
+  PRIMARY KEY (conversation, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_chain_slot ON events(conversation, chain_slot) WHERE chain_slot IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
+CREATE TABLE IF NOT EXISTS packets (conversation TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (conversation, id));
+CREATE TABLE IF NOT EXISTS leases (conversation TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL);
+";
+
+fn type_of(e: &Event) -> &'static str {
+    match e {
+        Event::Message(_) => "message",
+        Event::LateDelivery(_) => "lateDelivery",
+        Event::Correction(_) => "correction",
+        Event::Boundary(_) => "boundary",
+        Event::Frontier(_) => "frontier",
+        Event::CompactionTask(_) => "compactionTask",
+        Event::CompactionFailed(_) => "compactionFailed",
+    }
+}
+
+fn chain_slot(e: &Event) -> Option<String> {
+    match e {
+        Event::Boundary(b) => Some(format!(
+            "{}|{}",
+            b.declaration_fingerprint,
+            b.previous
+                .as_ref()
+                .map(|p| p.boundary_id.as_str())
+                .unwrap_or(b.frontier.id.as_str())
+        )),
+        _ => None,
+    }
+}
+
+impl SqliteJournal {
+    /// Open or create the journal file.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteJournal> {
+        let conn = Connection::open(path)?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(SqliteJournal {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// An in-memory journal (tests).
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn in_memory() -> Result<SqliteJournal> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(SqliteJournal {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T> {
+    serde_json::from_str(body)
+        .map_err(|e| HostError::Input(format!("stored {what} is not valid: {e}")))
+}
+
+impl Journal for SqliteJournal {
+    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
+        let rows = st.query_map(params![conversation, since as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, body) = row?;
+            out.push(StoredEvent {
+                seq: seq as u64,
+                event: decode(&body, "event")?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut seq: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation = ?1",
+            params![conversation],
+            |r| r.get(0),
+        )?;
+        for e in events {
+            seq += 1;
+            let body = serde_json::to_string(e).map_err(|err| HostError::Input(err.to_string()))?;
+            tx.execute(
+                "INSERT INTO events (conversation, seq, type, body, chain_slot) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![conversation, seq, type_of(e), body, chain_slot(e)],
+            )
+            .map_err(|err| match &err {
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    HostError::Core(foldline_core::Error::new(
+                        foldline_core::Code::Fork,
+                        "another boundary already extends this chain position",
+                    ))
+                }
+                _ => HostError::Journal(err),
+            })?;
+        }
+        tx.commit()?;
+        Ok(seq as u64)
+    }
+
+    fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
+        let body = serde_json::to_string(packet).map_err(|e| HostError::Input(e.to_string()))?;
+        self.conn().execute(
+            "INSERT OR IGNORE INTO packets (conversation, id, body) VALUES (?1, ?2, ?3)",
+            params![conversation, packet.id, body],
+        )?;
+        Ok(())
+    }
+
+    fn get_packet(&self, conversation: &str, id: &str) -> Result<Option<Packet>> {
+        let body: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT body FROM packets WHERE conversation = ?1 AND id = ?2",
+                params![conversation, id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        body.map(|b| decode(&b, "packet")).transpose()
+    }
+
+    fn list_packets(&self, conversation: &str) -> Result<Vec<Packet>> {
+        let conn = self.conn();
+        let mut st =
+            conn.prepare_cached("SELECT body FROM packets WHERE conversation = ?1 ORDER BY id")?;
+        let rows = st.query_map(params![conversation], |r| r.get::<_, String>(0))?;
+        rows.map(|b| decode(&b?, "packet")).collect()
+    }
+
+    fn acquire_lease(
+        &self,
+        conversation: &str,
+        holder: &str,
+        now_ms: u64,
+        ttl_ms: u64,
+    ) -> Result<bool> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let cur: Option<(String, i64)> = tx
+            .query_row(
+                "SELECT holder, until_ms FROM leases WHERE conversation = ?1",
+                params![conversation],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((h, until)) = cur {
+            if h != holder && until as u64 > now_ms {
+                return Ok(false);
+            }
+        }
+        tx.execute(
+            "INSERT INTO leases (conversation, holder, until_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms",
+            params![conversation, holder, now_ms.saturating_add(ttl_ms) as i64],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
+        self.conn().execute(
+            "DELETE FROM leases WHERE conversation = ?1 AND holder = ?2",
+            params![conversation, holder],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,346 @@
+//! Models: the trait, the deterministic offline extractive summarizer (the
+//! default, so everything runs without a network) and an OpenAI-compatible
+//! chat-completions adapter (OpenAI, Ollama, vLLM, llama.cpp).
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use foldline_core::boundary::Usage;
+use foldline_core::packet::{CompactorRole, Packet};
+
+/// One chunk of a summary stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamChunk {
+    /// Provisional text.
+    Delta(String),
+    /// The end, with evidence.
+    Done(Evidence),
+}
+
+/// Model evidence of a finished answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// Model that answered.
+    pub model_id: String,
+    /// Usage.
+    pub usage: Usage,
+    /// Finish reason.
+    pub finish_reason: String,
+}
+
+/// A buffered answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelResult {
+    /// The summary.
+    pub text: String,
+    /// Evidence.
+    pub evidence: Evidence,
+}
+
+/// What foldline needs from a model. Errors are audit reasons.
+pub trait Model {
+    /// Stream a summary of the packet into `sink`. An `Err` means the stream
+    /// ended early (dropped or failed); what was sunk before it is provisional.
+    ///
+    /// # Errors
+    /// The reason the stream ended early.
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), String>;
+    /// The same through a buffered call.
+    ///
+    /// # Errors
+    /// The reason the call failed.
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, String>;
+}
+
+/// A deterministic extractive summarizer: the first sentence of each frozen
+/// turn (and the previous summary), bounded by the packet's summary limit.
+/// No network, no randomness: the same packet gives the same summary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extractive;
+
+/// Model id the extractive summarizer reports.
+pub const EXTRACTIVE_MODEL: &str = "foldline-extractive-1";
+
+impl Extractive {
+    /// Summarize a packet.
+    pub fn summarize(packet: &Packet) -> String {
+        // Within both limits: the token estimate of the text must fit maxTokens too.
+        let by_tokens = packet.bounds.max_tokens.saturating_sub(4).saturating_mul(4);
+        let max = packet.bounds.max_chars.min(by_tokens) as usize;
+        let mut lines: Vec<String> = Vec::new();
+        for m in packet
+            .messages
+            .iter()
+            .filter(|m| m.role == CompactorRole::User)
+        {
+            if let Some(prev) = m.content.strip_prefix("Previous summary") {
+                let body = prev.split_once('\n').map(|x| x.1).unwrap_or("");
+                let keep: String = body.chars().take(max / 3).collect();
+                lines.push(keep.trim().to_owned());
+            } else if m.content.starts_with("Conversation to summarize") {
+                for line in m.content.lines().skip(1) {
+                    if let Some((head, text)) = line.split_once("] ") {
+                        let who = head.rsplit(" · ").next().unwrap_or("").to_owned();
+                        lines.push(format!("{who}: {}", first_sentence(text, 160)));
+                    }
+                }
+            } else if m.content.starts_with("[untrusted-history-summary") {
+                for line in m.content.lines().filter(|l| l.starts_with("[source ")) {
+                    if let Some((_, text)) = line.split_once("] ") {
+                        lines.push(format!("correction: {}", first_sentence(text, 160)));
+                    }
+                }
+            }
+        }
+        let mut out = String::new();
+        let total = lines.len();
+        for (i, l) in lines.iter().enumerate() {
+            let tail = format!("\n(+{} more turns)", total - i);
+            if out.chars().count() + l.chars().count() + 1 + tail.chars().count() > max {
+                out.push_str(&tail);
+                break;
+            }
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(l);
+        }
+        if out.trim().is_empty() {
+            out = "(nothing to summarize)".into();
+        }
+        out.chars()
+            .filter(|c| !c.is_control() || *c == '\n')
+            .take(max)
+            .collect()
+    }
+}
+
+fn first_sentence(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = flat
+        .find(['.', '?', '!'])
+        .map(|i| i + 1)
+        .unwrap_or(flat.len());
+    let s = &flat[..end];
+    if s.chars().count() > max {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    } else {
+        s.to_owned()
+    }
+}
+
+impl Model for Extractive {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), String> {
+        let r = self.complete(packet)?;
+        for line in r.text.split_inclusive('\n') {
+            sink(StreamChunk::Delta(line.to_owned()));
+        }
+        sink(StreamChunk::Done(r.evidence));
+        Ok(())
+    }
+
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, String> {
+        let text = Extractive::summarize(packet);
+        Ok(ModelResult {
+            evidence: Evidence {
+                model_id: EXTRACTIVE_MODEL.into(),
+                usage: Usage {
+                    input_tokens: packet.input.tokens,
+                    output_tokens: foldline_core::turn::estimate_tokens(text.chars().count() as u64),
+                },
+                finish_reason: "stop".into(),
+            },
+            text,
+        })
+    }
+}
+
+/// Options of the OpenAI-compatible adapter.
+#[derive(Debug, Clone)]
+pub struct OpenAiOptions {
+    /// Base URL up to `/v1`.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// Bearer key (`FOLDLINE_API_KEY` or `OPENAI_API_KEY` when not given).
+    pub api_key: Option<String>,
+    /// Request timeout.
+    pub timeout: Duration,
+}
+
+impl OpenAiOptions {
+    /// Options with the key from the environment when not given.
+    pub fn new(
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+        api_key: Option<String>,
+    ) -> Self {
+        OpenAiOptions {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: api_key
+                .or_else(|| std::env::var("FOLDLINE_API_KEY").ok())
+                .or_else(|| std::env::var("OPENAI_API_KEY").ok()),
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Chat completions over HTTP with server-sent-event streaming.
+pub struct OpenAiModel {
+    o: OpenAiOptions,
+    agent: ureq::Agent,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct Completion {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<ApiUsage>,
+}
+#[derive(serde::Deserialize, Default)]
+struct Choice {
+    #[serde(default)]
+    message: Option<Content>,
+    #[serde(default)]
+    delta: Option<Content>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+#[derive(serde::Deserialize, Default)]
+struct Content {
+    #[serde(default)]
+    content: Option<String>,
+}
+#[derive(serde::Deserialize, Default, Clone, Copy)]
+struct ApiUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl OpenAiModel {
+    /// A new adapter.
+    pub fn new(o: OpenAiOptions) -> Self {
+        let agent = ureq::AgentBuilder::new().timeout(o.timeout).build();
+        OpenAiModel { o, agent }
+    }
+
+    fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, String> {
+        let messages: Vec<serde_json::Value> = packet
+            .messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    CompactorRole::System => "system",
+                    CompactorRole::User => "user",
+                };
+                serde_json::json!({"role": role, "content": m.content})
+            })
+            .collect();
+        let mut body = serde_json::json!({
+            "model": self.o.model,
+            "messages": messages,
+            "max_tokens": packet.bounds.max_tokens,
+            "stream": stream,
+        });
+        if stream {
+            body["stream_options"] = serde_json::json!({"include_usage": true});
+        }
+        let url = format!("{}/chat/completions", self.o.base_url.trim_end_matches('/'));
+        let mut req = self
+            .agent
+            .post(&url)
+            .set("content-type", "application/json");
+        if let Some(k) = &self.o.api_key {
+            req = req.set("authorization", &format!("Bearer {k}"));
+        }
+        req.send_string(&body.to_string()).map_err(|e| match e {
+            ureq::Error::Status(code, r) => {
+                let text = r.into_string().unwrap_or_default();
+                format!(
+                    "provider answered HTTP {code}: {}",
+                    text.chars().take(300).collect::<String>()
+                )
+            }
+            other => format!("transport: {other}"),
+        })
+    }
+
+    fn usage(u: Option<ApiUsage>) -> Usage {
+        let u = u.unwrap_or_default();
+        Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+        }
+    }
+}
+
+impl Model for OpenAiModel {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), String> {
+        let resp = self.post(packet, true)?;
+        let reader = BufReader::new(resp.into_reader());
+        let mut model = self.o.model.clone();
+        let mut usage = None;
+        let mut finish = String::new();
+        for line in reader.lines() {
+            let line = line.map_err(|e| format!("stream dropped: {e}"))?;
+            let Some(data) = line.trim().strip_prefix("data:") else {
+                continue;
+            };
+            let data = data.trim();
+            if data == "[DONE]" {
+                sink(StreamChunk::Done(Evidence {
+                    model_id: model,
+                    usage: Self::usage(usage),
+                    finish_reason: finish,
+                }));
+                return Ok(());
+            }
+            let c: Completion =
+                serde_json::from_str(data).map_err(|e| format!("bad stream chunk: {e}"))?;
+            if let Some(m) = c.model {
+                model = m;
+            }
+            if c.usage.is_some() {
+                usage = c.usage;
+            }
+            if let Some(choice) = c.choices.first() {
+                if let Some(f) = &choice.finish_reason {
+                    finish = f.clone();
+                }
+                if let Some(t) = choice.delta.as_ref().and_then(|d| d.content.clone()) {
+                    if !t.is_empty() {
+                        sink(StreamChunk::Delta(t));
+                    }
+                }
+            }
+        }
+        Err("stream dropped: ended without [DONE]".into())
+    }
+
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, String> {
+        let resp = self.post(packet, false)?;
+        let c: Completion = resp.into_json().map_err(|e| format!("bad response: {e}"))?;
+        let choice = c.choices.first();
+        Ok(ModelResult {
+            text: choice
+                .and_then(|ch| ch.message.as_ref())
+                .and_then(|m| m.content.clone())
+                .unwrap_or_default(),
+            evidence: Evidence {
+                model_id: c.model.unwrap_or_else(|| self.o.model.clone()),
+                usage: Self::usage(c.usage),
+                finish_reason: choice
+                    .and_then(|ch| ch.finish_reason.clone())
+                    .unwrap_or_default(),
+            },
+        })
+    }
+}

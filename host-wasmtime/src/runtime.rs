@@ -1,0 +1,279 @@
+//! Loading and calling the `.wasm` under wasmtime.
+//!
+//! The module is compiled once; each call gets a fresh instance (from a
+//! pre-instantiated template, so instantiation is cheap), a fuel budget and a
+//! memory limit. A breach, a trap or malformed output is a typed
+//! [`HostError`], never a panic. The JS imports of the wasm-bindgen glue are
+//! stubbed as traps: the raw ABI never calls them.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::{
+    Config, Engine, InstancePre, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Trap,
+};
+
+use crate::error::{HostError, Result};
+
+/// The `.wasm` the npm package ships, embedded at build time.
+pub const EMBEDDED_WASM: &[u8] = include_bytes!("../../js/pkg/foldline_bg.wasm");
+
+/// The ABI major version this host speaks.
+pub const ABI_MAJOR: u32 = 1;
+
+/// Bounds of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel (roughly, wasm instructions) per call. Default 20,000,000,000.
+    pub fuel: u64,
+    /// Linear-memory bytes per call. Default 512 MiB.
+    pub memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: 20_000_000_000,
+            memory_bytes: 512 << 20,
+        }
+    }
+}
+
+struct State {
+    limits: StoreLimits,
+}
+
+/// A loaded, version-checked foldline module.
+pub struct Foldline {
+    engine: Engine,
+    pre: InstancePre<State>,
+    sha256: String,
+    limits: Limits,
+}
+
+impl Foldline {
+    /// Load the embedded artifact with default limits.
+    ///
+    /// # Errors
+    /// `load_failed` or `abi_mismatch`.
+    pub fn embedded() -> Result<Foldline> {
+        Foldline::from_bytes(EMBEDDED_WASM, Limits::default())
+    }
+
+    /// Load a `.wasm` file.
+    ///
+    /// # Errors
+    /// `io`, `load_failed` or `abi_mismatch`.
+    pub fn from_file(path: &std::path::Path, limits: Limits) -> Result<Foldline> {
+        Foldline::from_bytes(&std::fs::read(path)?, limits)
+    }
+
+    /// Compile bytes once and check the ABI version.
+    ///
+    /// # Errors
+    /// `load_failed` or `abi_mismatch`.
+    pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Foldline> {
+        let mut config = Config::new();
+        config.consume_fuel(true);
+        let engine = Engine::new(&config).map_err(|e| HostError::Load(e.to_string()))?;
+        let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
+        let mut linker: Linker<State> = Linker::new(&engine);
+        linker
+            .define_unknown_imports_as_traps(&module)
+            .map_err(|e| HostError::Load(e.to_string()))?;
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| HostError::Load(e.to_string()))?;
+        let f = Foldline {
+            engine,
+            pre,
+            sha256: format!("sha256:{:x}", Sha256::digest(bytes)),
+            limits,
+        };
+        let (major, _) = f.abi_version()?;
+        if major != ABI_MAJOR {
+            return Err(HostError::AbiMismatch {
+                found: major,
+                expected: ABI_MAJOR,
+            });
+        }
+        Ok(f)
+    }
+
+    /// `sha256:<hex>` of the loaded artifact.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Change the limits of later calls.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    fn store(&self) -> Result<Store<State>> {
+        let mut store = Store::new(
+            &self.engine,
+            State {
+                limits: StoreLimitsBuilder::new()
+                    .memory_size(self.limits.memory_bytes)
+                    .trap_on_grow_failure(true)
+                    .build(),
+            },
+        );
+        store.limiter(|s| &mut s.limits);
+        store
+            .set_fuel(self.limits.fuel)
+            .map_err(|e| HostError::Load(e.to_string()))?;
+        Ok(store)
+    }
+
+    /// The module's ABI (major, minor).
+    ///
+    /// # Errors
+    /// A trap or a missing export.
+    pub fn abi_version(&self) -> Result<(u32, u32)> {
+        let mut store = self.store()?;
+        let inst = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| self.classify(e))?;
+        let get = |name: &str, store: &mut Store<State>| -> Result<u32> {
+            let f = inst
+                .get_typed_func::<(), u32>(&mut *store, name)
+                .map_err(|e| HostError::Load(format!("{name}: {e}")))?;
+            f.call(&mut *store, ()).map_err(|e| self.classify(e))
+        };
+        Ok((
+            get("foldline_abi_major", &mut store)?,
+            get("foldline_abi_minor", &mut store)?,
+        ))
+    }
+
+    /// Call an entry point with JSON bytes; answers the canonical envelope bytes.
+    ///
+    /// # Errors
+    /// `fuel_exhausted`, `memory_limit`, `trap`, `malformed_output`.
+    pub fn call_raw(&self, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
+        let mut store = self.store()?;
+        let inst = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| self.classify(e))?;
+        let memory = inst
+            .get_memory(&mut store, "memory")
+            .ok_or_else(|| HostError::Load("the module exports no memory".into()))?;
+        let alloc = inst
+            .get_typed_func::<u32, u32>(&mut store, "foldline_alloc")
+            .map_err(|e| HostError::Load(e.to_string()))?;
+        let call = inst
+            .get_typed_func::<(u32, u32, u32, u32), u64>(&mut store, "foldline_call")
+            .map_err(|e| HostError::Load(e.to_string()))?;
+        let len = |n: usize| {
+            u32::try_from(n).map_err(|_| HostError::Input("request larger than 4 GiB".into()))
+        };
+        let (elen, ilen) = (len(entry.len())?, len(input.len())?);
+        let eptr = alloc.call(&mut store, elen).map_err(|e| self.classify(e))?;
+        let iptr = alloc.call(&mut store, ilen).map_err(|e| self.classify(e))?;
+        let write = |store: &mut Store<State>, ptr: u32, bytes: &[u8]| {
+            memory
+                .write(&mut *store, ptr as usize, bytes)
+                .map_err(|e| HostError::MalformedOutput(e.to_string()))
+        };
+        write(&mut store, eptr, entry.as_bytes())?;
+        write(&mut store, iptr, input)?;
+        let packed = call
+            .call(&mut store, (eptr, elen, iptr, ilen))
+            .map_err(|e| self.classify(e))?;
+        let (ptr, n) = ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize);
+        let mut out = vec![0u8; n];
+        memory
+            .read(&store, ptr, &mut out)
+            .map_err(|e| HostError::MalformedOutput(format!("result out of bounds: {e}")))?;
+        Ok(out)
+    }
+
+    /// Call an entry point with a typed request; the typed answer or the
+    /// core's typed error.
+    ///
+    /// # Errors
+    /// The core's error, or a host error.
+    pub fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        entry: &str,
+        request: &Req,
+    ) -> Result<Resp> {
+        let bytes = serde_json::to_vec(request).map_err(|e| HostError::Input(e.to_string()))?;
+        let out = self.call_raw(entry, &bytes)?;
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        enum Envelope<T> {
+            Ok(T),
+            Error(foldline_core::Error),
+        }
+        match serde_json::from_slice::<Envelope<Resp>>(&out) {
+            Ok(Envelope::Ok(v)) => Ok(v),
+            Ok(Envelope::Error(e)) => Err(HostError::Core(e)),
+            Err(e) => Err(HostError::MalformedOutput(format!(
+                "{e}: {}",
+                String::from_utf8_lossy(&out[..out.len().min(200)])
+            ))),
+        }
+    }
+
+    /// `plan`.
+    ///
+    /// # Errors
+    /// As [`Foldline::call`].
+    pub fn plan(&self, r: &foldline_core::PlanRequest) -> Result<foldline_core::PlanOutcome> {
+        self.call("plan", r)
+    }
+
+    /// `validate`.
+    ///
+    /// # Errors
+    /// As [`Foldline::call`].
+    pub fn validate(
+        &self,
+        r: &foldline_core::ValidateRequest,
+    ) -> Result<foldline_core::ValidateResponse> {
+        self.call("validate", r)
+    }
+
+    /// `select`.
+    ///
+    /// # Errors
+    /// As [`Foldline::call`].
+    pub fn select(&self, r: &foldline_core::SelectRequest) -> Result<foldline_core::Selection> {
+        self.call("select", r)
+    }
+
+    /// `timeline`.
+    ///
+    /// # Errors
+    /// As [`Foldline::call`].
+    pub fn timeline(&self, r: &foldline_core::TimelineRequest) -> Result<foldline_core::Timeline> {
+        self.call("timeline", r)
+    }
+
+    fn classify(&self, e: wasmtime::Error) -> HostError {
+        match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => HostError::FuelExhausted(self.limits.fuel),
+            Some(Trap::UnreachableCodeReached) if format!("{e:?}").contains("grow") => {
+                HostError::MemoryLimit(self.limits.memory_bytes)
+            }
+            _ => {
+                let text = format!("{e:?}");
+                if text.contains("memory") && (text.contains("limit") || text.contains("grow")) {
+                    HostError::MemoryLimit(self.limits.memory_bytes)
+                } else {
+                    HostError::Trap(e.to_string())
+                }
+            }
+        }
+    }
+}

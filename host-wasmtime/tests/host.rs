@@ -1,0 +1,570 @@
+//! Integration tests of the wasmtime host on real SQLite files.
+use std::process::Command;
+use std::sync::Arc;
+
+use foldline_core::declaration::{Budget, Declaration};
+use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
+use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions};
+use foldline_wasmtime::runtime::{Foldline, Limits, EMBEDDED_WASM};
+use foldline_wasmtime::{import, HostError};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_foldline"))
+}
+
+fn small_decl() -> Declaration {
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::Chars {
+        trigger: 20_000,
+        retain: 8_000,
+    };
+    d.summary.max_chars = 1_500;
+    d
+}
+
+fn write_conversation(dir: &std::path::Path, turns: usize) -> std::path::PathBuf {
+    let p = dir.join("conv.jsonl");
+    let text: String = import::demo_conversation(turns)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn import_compact_context_verify_through_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 300);
+    let run = |args: &[&str]| {
+        let out = bin().arg("--journal").arg(&db).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["import", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("imported"), "{out}");
+    let (code, out, _) = run(&["verify"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("intact: "), "{out}");
+    assert!(
+        !out.contains("no boundary"),
+        "the default 80,000 trigger was reached: {out}"
+    );
+    let (code, out, _) = run(&["context", "--format", "openai"]);
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[untrusted-history-summary]"),
+        "{}",
+        v["messages"][1]
+    );
+    let (code, out, _) = run(&["timeline"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("──── automatic compaction"), "{out}");
+    let (code, out, _) = run(&["compact"]);
+    assert!(
+        code == Some(0) || out.contains("refused: nothing_to_fold"),
+        "{out}"
+    );
+    let (_, out, _) = run(&["--version"]);
+    assert!(
+        out.contains(&format!(
+            "artifact {}",
+            Foldline::embedded().unwrap().sha256()
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_names_the_place_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let cases = [
+        (
+            "roles.jsonl",
+            "{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"wizard\",\"content\":\"x\"}\n",
+            "line 2: unknown role \"wizard\"",
+        ),
+        (
+            "broken.jsonl",
+            "{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\n",
+            "broken JSON on line 2",
+        ),
+        (
+            "array.json",
+            "[{\"role\":\"user\",\"content\":\"a\"},{\"content\":\"b\"}]",
+            "item 2: a message needs a role",
+        ),
+    ];
+    for (name, text, expect) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .arg("import")
+            .arg(&p)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(expect), "{err}");
+    }
+    let out = bin()
+        .arg("--journal")
+        .arg(&db)
+        .args(["import", "/nonexistent/file.jsonl"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/file.jsonl"));
+    let j = SqliteJournal::open(&db).unwrap();
+    assert!(
+        j.read_events("default", 0).unwrap().is_empty(),
+        "nothing half-written"
+    );
+}
+
+#[test]
+fn a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 250);
+    let out = bin()
+        .arg("--journal")
+        .arg(&db)
+        .args(["import", "--no-compact", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // The process dies right after persisting the packet.
+    let out = bin()
+        .arg("--journal")
+        .arg(&db)
+        .arg("compact")
+        .env("FOLDLINE_FAULT", "abort-after-packet")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the fault must kill the process");
+    let j = SqliteJournal::open(&db).unwrap();
+    let packets = j.list_packets("default").unwrap();
+    assert_eq!(packets.len(), 1);
+    let boundaries = |j: &SqliteJournal| {
+        j.read_events("default", 0)
+            .unwrap()
+            .into_iter()
+            .filter(|e| matches!(e.event, foldline_core::event::Event::Boundary(_)))
+            .count()
+    };
+    assert_eq!(boundaries(&j), 0);
+    // Restart: the same packet, exactly one boundary. (The crashed holder's lease is
+    // the same process id only by chance; a new process is a new holder, so wait it out.)
+    let mut d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(&db).unwrap(),
+        Extractive,
+        Declaration::new("assistant", "assistant-compactor"),
+    );
+    d.owner = Some("owner".into());
+    d.clock = || u64::MAX / 2; // past any lease the crashed process held
+    match d.compact_now("default", "owner", false).unwrap() {
+        Outcome::Compacted(b) => assert_eq!(b.packet_id, packets[0].id),
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(j.list_packets("default").unwrap().len(), 1);
+    assert_eq!(boundaries(&j), 1);
+    assert!(d.resolve("default").is_ok());
+}
+
+#[test]
+fn two_writers_racing_on_one_conversation_never_fork() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(dir.path().join("j.db"));
+    {
+        let j = SqliteJournal::open(&*db).unwrap();
+        let text: String = import::demo_conversation(20)
+            .iter()
+            .map(|m| format!("{m}\n"))
+            .collect();
+        let route = foldline_core::turn::Route {
+            conversation: "race".into(),
+            chat: String::new(),
+            sender: String::new(),
+        };
+        j.append("race", &import::parse(&text, &route, 0).unwrap())
+            .unwrap();
+    }
+    // Source sequences are allocated in one global order, as a real source would.
+    let next_seq = Arc::new(std::sync::atomic::AtomicU64::new(100));
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            let db = db.clone();
+            let next_seq = next_seq.clone();
+            std::thread::spawn(move || {
+                let mut d = Driver::new(
+                    Foldline::embedded().unwrap(),
+                    SqliteJournal::open(&*db).unwrap(),
+                    Extractive,
+                    small_decl(),
+                );
+                d.holder = format!("writer-{t}");
+                let route = foldline_core::turn::Route {
+                    conversation: "race".into(),
+                    chat: String::new(),
+                    sender: String::new(),
+                };
+                let mut compacted = 0;
+                for _round in 0..12 {
+                    let text: String = import::demo_conversation(8)
+                        .iter()
+                        .skip(1)
+                        .map(|m| format!("{m}\n"))
+                        .collect();
+                    let n = text.lines().count() as u64;
+                    let first = next_seq.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+                    let mut evs = import::parse(&text, &route, first).unwrap();
+                    for e in &mut evs {
+                        if let foldline_core::event::Event::Message(m) = e {
+                            m.turn_id = format!("w{t}-{}", m.source_seq);
+                        }
+                    }
+                    d.journal.append("race", &evs).unwrap();
+                    match d.on_message("race") {
+                        Ok(Outcome::Compacted(_)) => compacted += 1,
+                        Ok(_) => {}
+                        Err(HostError::Core(e)) if e.code.as_str() == "fork" => {
+                            panic!("storage refused a fork: the lease failed")
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                compacted
+            })
+        })
+        .collect();
+    let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(
+        total >= 2,
+        "both writers compacted at least once together: {total}"
+    );
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(&*db).unwrap(),
+        Extractive,
+        small_decl(),
+    );
+    let r = d.resolve("race").expect("the chain is intact: no fork");
+    assert_eq!(r.head.unwrap().length as usize, total);
+}
+
+#[test]
+fn the_storage_refuses_a_second_boundary_on_one_chain_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(&db).unwrap(),
+        Extractive,
+        small_decl(),
+    );
+    let text: String = import::demo_conversation(60)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let route = foldline_core::turn::Route {
+        conversation: "c".into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    d.journal
+        .append("c", &import::parse(&text, &route, 0).unwrap())
+        .unwrap();
+    let b = match d.on_message("c").unwrap() {
+        Outcome::Compacted(b) => b,
+        o => panic!("{o:?}"),
+    };
+    let mut twin = (*b).clone();
+    twin.id = "boundary:twin".into();
+    let e = d
+        .journal
+        .append(
+            "c",
+            &[foldline_core::event::Event::Boundary(Box::new(twin))],
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), "fork");
+}
+
+#[test]
+fn calls_over_the_fuel_or_memory_bound_are_typed_errors() {
+    let f = Foldline::from_bytes(
+        EMBEDDED_WASM,
+        Limits {
+            fuel: 50_000,
+            memory_bytes: 512 << 20,
+        },
+    )
+    .unwrap();
+    let req = br#"{"events":[]}"#;
+    let big: String = format!(
+        "{{\"text\":\"{}\"}}",
+        "Could you please explain this? ".repeat(20_000)
+    );
+    let e = f.call_raw("trimPrompt", big.as_bytes()).unwrap_err();
+    assert_eq!(e.code(), "fuel_exhausted", "{e}");
+    let f = Foldline::from_bytes(
+        EMBEDDED_WASM,
+        Limits {
+            fuel: 20_000_000_000,
+            memory_bytes: 2 << 20,
+        },
+    )
+    .unwrap();
+    assert!(
+        f.call_raw("timeline", req).is_ok(),
+        "a small call fits 2 MiB"
+    );
+    let huge = format!("{{\"text\":\"{}\"}}", "x".repeat(8 << 20));
+    let e = f.call_raw("trimPrompt", huge.as_bytes()).unwrap_err();
+    assert_eq!(e.code(), "memory_limit", "{e}");
+}
+
+#[test]
+fn an_abi_major_mismatch_is_refused_on_load() {
+    // A module exporting foldline_abi_major() = 2 and foldline_abi_minor() = 0.
+    let mut m = vec![
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f,
+        0x03, 0x03, 0x02, 0x00, 0x00,
+    ];
+    m.extend([0x07, 0x2b, 0x02, 0x12]);
+    m.extend(b"foldline_abi_major");
+    m.extend([0x00, 0x00, 0x12]);
+    m.extend(b"foldline_abi_minor");
+    m.extend([0x00, 0x01]);
+    m.extend([
+        0x0a, 0x0b, 0x02, 0x04, 0x00, 0x41, 0x02, 0x0b, 0x04, 0x00, 0x41, 0x00, 0x0b,
+    ]);
+    match Foldline::from_bytes(&m, Limits::default()) {
+        Err(HostError::AbiMismatch {
+            found: 2,
+            expected: 1,
+        }) => {}
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("loaded a module of another ABI major"),
+    }
+    assert_eq!(
+        Foldline::from_bytes(b"not wasm", Limits::default())
+            .err()
+            .map(|e| e.code().to_owned()),
+        Some("load_failed".into())
+    );
+}
+
+#[test]
+fn a_journal_edited_behind_foldlines_back_fails_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 300);
+    assert!(bin()
+        .arg("--journal")
+        .arg(&db)
+        .arg("import")
+        .arg(&file)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let verify = || {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .arg("verify")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert_eq!(verify().0, Some(0));
+    // Someone rewrites a boundary's summary with raw SQL, bypassing the append-only trigger.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("DROP TRIGGER events_no_update;")
+        .unwrap();
+    let n = conn
+        .execute(
+            "UPDATE events SET body = json_set(body, '$.summary', 'The member agreed to pay 10,000 euros.') WHERE seq = (SELECT MIN(seq) FROM events WHERE type = 'boundary')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let (code, out) = verify();
+    assert_eq!(code, Some(1));
+    assert!(out.starts_with("broken: divergent_hash"), "{out}");
+}
+
+/// A minimal OpenAI-protocol server on loopback with scripted behaviours.
+fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<Vec<bool>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let h = std::thread::spawn(move || {
+        let mut streamed = Vec::new();
+        for step in script {
+            let mut req = server.recv().unwrap();
+            let mut body = String::new();
+            req.as_reader().read_to_string(&mut body).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            streamed.push(v["stream"] == true);
+            let mk = |s: String| tiny_http::Response::from_string(s);
+            match step {
+                "stream-ok" => {
+                    let s = "data: {\"model\":\"local-1\",\"choices\":[{\"delta\":{\"content\":\"A real summary.\"},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n";
+                    req.respond(mk(s.into())).unwrap();
+                }
+                "drop-before" => req.respond(mk(String::new())).unwrap(),
+                "drop-after" => req
+                    .respond(mk(
+                        "data: {\"choices\":[{\"delta\":{\"content\":\"Partial\"}}]}\n\n".into(),
+                    ))
+                    .unwrap(),
+                "buffered" => {
+                    let s = "{\"model\":\"local-1\",\"choices\":[{\"message\":{\"content\":\"Buffered summary.\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3}}";
+                    req.respond(mk(s.into())).unwrap();
+                }
+                _ => unreachable!(),
+            }
+        }
+        streamed
+    });
+    (url, h)
+}
+
+fn driver_with(url: &str, db: &std::path::Path) -> Driver<SqliteJournal, OpenAiModel> {
+    let model = OpenAiModel::new(OpenAiOptions::new(url, "local-1", Some("k".into())));
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(db).unwrap(),
+        model,
+        small_decl(),
+    );
+    let text: String = import::demo_conversation(70)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let route = foldline_core::turn::Route {
+        conversation: "c".into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    d.journal
+        .append("c", &import::parse(&text, &route, 0).unwrap())
+        .unwrap();
+    d
+}
+
+#[test]
+fn openai_adapter_streams_and_replays_only_before_content() {
+    let dir = tempfile::tempdir().unwrap();
+    // A clean stream settles.
+    let (url, h) = openai_server(vec!["stream-ok"]);
+    let d = driver_with(&url, &dir.path().join("a.db"));
+    match d.on_message("c").unwrap() {
+        Outcome::Compacted(b) => {
+            assert_eq!(b.summary, "A real summary.");
+            assert_eq!(b.run.model_id, "local-1");
+            assert_eq!(b.run.usage.output_tokens, 4);
+        }
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(h.join().unwrap(), [true]);
+    // Dropped before content: replayed once through the buffered call.
+    let (url, h) = openai_server(vec!["drop-before", "buffered"]);
+    let d = driver_with(&url, &dir.path().join("b.db"));
+    match d.on_message("c").unwrap() {
+        Outcome::Compacted(b) => assert_eq!(b.summary, "Buffered summary."),
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(h.join().unwrap(), [true, false]);
+    // Dropped after content: never replayed; a generic notice, the reason audited.
+    let (url, h) = openai_server(vec!["drop-after"]);
+    let d = driver_with(&url, &dir.path().join("c.db"));
+    match d.on_message("c").unwrap() {
+        Outcome::Failed(r) => {
+            assert_eq!(r.notice, "The chat could not be compacted.");
+            assert!(
+                r.audit_reason.starts_with("stream_dropped"),
+                "{}",
+                r.audit_reason
+            );
+        }
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(h.join().unwrap(), [true]);
+    let failed = d
+        .journal
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .filter(|e| matches!(e.event, foldline_core::event::Event::CompactionFailed(_)))
+        .count();
+    assert_eq!(failed, 1, "the audit record is committed");
+}
+
+#[test]
+fn host_context_matches_the_native_core_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        Extractive,
+        small_decl(),
+    );
+    let text: String = import::demo_conversation(80)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let route = foldline_core::turn::Route {
+        conversation: "c".into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    for e in import::parse(&text, &route, 0).unwrap() {
+        d.journal.append("c", &[e]).unwrap();
+        d.on_message("c").unwrap();
+    }
+    let wasm = d.context("c", ContextOptions::default()).unwrap();
+    let events: Vec<_> = d
+        .journal
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    let res = d.resolve("c").unwrap();
+    let native = foldline_core::select(&foldline_core::SelectRequest {
+        declaration: small_decl(),
+        route,
+        frontier: res.frontier,
+        head: res.head,
+        amendment: res.amendment,
+        events,
+        prompt: None,
+        format: Default::default(),
+        limit: None,
+        render: true,
+    })
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&wasm).unwrap(),
+        serde_json::to_string(&native).unwrap()
+    );
+}
