@@ -167,14 +167,14 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512), entry in 0usize..5) {
-        let name = ["plan", "validate", "select", "timeline", "bogus"][entry];
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512), entry in 0usize..8) {
+        let name = ["plan", "validate", "select", "timeline", "trimPrompt", "compressToolResult", "settings", "bogus"][entry];
         let out = api::call(name, &bytes);
         prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
     }
 
     #[test]
-    fn arbitrary_json_never_panics(v in json_value(), entry in 0usize..4) {
+    fn arbitrary_json_never_panics(v in json_value(), entry in 0usize..7) {
         let name = api::ENTRY_POINTS[entry];
         let out = api::call(name, v.to_string().as_bytes());
         prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());

@@ -132,6 +132,19 @@ impl Foldline {
         Ok(store)
     }
 
+    /// Create one bounded instance and drop it: what every call pays before
+    /// its own work (benchmarks measure it).
+    ///
+    /// # Errors
+    /// A trap during instantiation.
+    pub fn instantiate_only(&self) -> Result<()> {
+        let mut store = self.store()?;
+        self.pre
+            .instantiate(&mut store)
+            .map_err(|e| self.classify(e))?;
+        Ok(())
+    }
+
     /// The module's ABI (major, minor).
     ///
     /// # Errors

@@ -1,0 +1,289 @@
+//! The Rust side of `tests/bench/run`: writes the deterministic workloads for
+//! Node and Python, and measures the native core and the wasmtime host in the
+//! same process. Prints one JSON object.
+//!
+//! `cargo run -p foldline-wasmtime --example bench -- OUT_DIR [--quick]`
+
+use std::time::{Duration, Instant};
+
+use foldline_core::api;
+use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::event::{Event, Message};
+use foldline_core::turn::{Part, Role};
+use foldline_wasmtime::runtime::Foldline;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// A chat-shaped turn: short and long turns, every seventh pair a tool call.
+fn turn(seq: u64) -> Event {
+    let len = [40usize, 180, 900, 60, 2_400, 120, 300][(seq % 7) as usize];
+    let body: String = format!("turn {seq}: ")
+        .chars()
+        .chain(
+            "the quick brown fox jumps over the lazy dog "
+                .chars()
+                .cycle(),
+        )
+        .take(len)
+        .collect();
+    let (role, parts) = match seq % 14 {
+        6 => (
+            Role::Assistant,
+            vec![Part::ToolCall {
+                call_id: format!("c{seq}"),
+                name: "run_code".into(),
+                arguments: "{\"code\":\"print(1)\"}".into(),
+            }],
+        ),
+        7 => (
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: format!("c{}", seq - 1),
+                name: "run_code".into(),
+                content: body,
+                is_error: false,
+            }],
+        ),
+        s if s % 2 == 0 => (Role::User, vec![Part::Text { text: body }]),
+        _ => (Role::Assistant, vec![Part::Text { text: body }]),
+    };
+    Event::Message(Message {
+        conversation: "w1".into(),
+        chat: String::new(),
+        sender: String::new(),
+        source: String::new(),
+        source_seq: seq,
+        index: 0,
+        turn_id: format!("t{seq}"),
+        role,
+        author_agent: None,
+        parts,
+        tokens: None,
+        pinned: false,
+        sensitive: false,
+    })
+}
+
+fn system() -> Event {
+    Event::Message(Message {
+        conversation: "w1".into(),
+        chat: String::new(),
+        sender: String::new(),
+        source: String::new(),
+        source_seq: 0,
+        index: 0,
+        turn_id: "system".into(),
+        role: Role::System,
+        author_agent: None,
+        parts: vec![Part::Text {
+            text: "You are a helpful assistant.".into(),
+        }],
+        tokens: None,
+        pinned: false,
+        sensitive: false,
+    })
+}
+
+fn decl() -> Declaration {
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::Chars {
+        trigger: 80_000,
+        retain: 40_000,
+    };
+    d
+}
+
+fn call_ok(entry: &str, req: &[u8]) -> Value {
+    let out: Value = serde_json::from_slice(&api::call(entry, req)).unwrap();
+    assert!(
+        out.get("ok").is_some(),
+        "{entry}: {}",
+        out.to_string().chars().take(300).collect::<String>()
+    );
+    out
+}
+
+/// The per-message requests a host sends when `history` turns lie behind the
+/// boundary and `tail` turns follow it: plan (a skip) and select.
+fn per_message(history: u64, tail: u64) -> (Vec<u8>, Vec<u8>) {
+    let d = decl();
+    let activate = json!({"declaration": d, "route": {"conversation": "w1"}, "events": [turn(1)]});
+    let frontier = call_ok("plan", activate.to_string().as_bytes())["ok"]["frontier"].clone();
+    let head = json!({"boundaryId": "boundary:w1", "boundaryHash": "sha256:w1", "coveredThroughSeq": history, "coveredThroughTurnId": format!("t{history}"), "frontierId": frontier["id"], "summary": "s".repeat(4_000), "length": 1 + history / 150});
+    let mut events = vec![system()];
+    events.extend((history + 1..=history + tail).map(turn));
+    let plan = json!({"declaration": d, "route": {"conversation": "w1"}, "frontier": frontier, "head": head, "events": events});
+    let select = json!({"declaration": d, "route": {"conversation": "w1"}, "frontier": frontier, "head": head, "events": events, "format": "openai"});
+    (
+        plan.to_string().into_bytes(),
+        select.to_string().into_bytes(),
+    )
+}
+
+fn median(mut f: impl FnMut(), budget: Duration, min_runs: usize) -> f64 {
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    while samples.len() < min_runs || start.elapsed() < budget {
+        let t = Instant::now();
+        f();
+        samples.push(t.elapsed().as_secs_f64());
+        if samples.len() > 100_000 {
+            break;
+        }
+    }
+    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let out = std::path::PathBuf::from(
+        args.get(1)
+            .cloned()
+            .unwrap_or_else(|| "target/bench".into()),
+    );
+    let quick = args.iter().any(|a| a == "--quick");
+    let budget = Duration::from_millis(if quick { 600 } else { 3_000 });
+    std::fs::create_dir_all(&out).unwrap();
+    let f = Foldline::embedded().unwrap();
+
+    // W1: a 2,000-turn chat; the steady state has ~1,900 turns behind a boundary.
+    let (plan_w1, select_w1) = per_message(1_900, 100);
+    std::fs::write(out.join("w1-plan.json"), &plan_w1).unwrap();
+    std::fs::write(out.join("w1-select.json"), &select_w1).unwrap();
+    // The whole W1 history for the peer comparison: OpenAI-style messages and
+    // the same history as a foldline select with the same token budget.
+    let mut all = vec![system()];
+    all.extend((1..=2_000).map(turn));
+    let mut tokens_decl = decl();
+    tokens_decl.budget = Budget::default_tokens();
+    let full = json!({"declaration": tokens_decl, "route": {"conversation": "w1"}, "events": all, "format": "openai", "limit": 10_000});
+    std::fs::write(out.join("w1-full-select.json"), full.to_string()).unwrap();
+    let msgs = call_ok("select", json!({"declaration": tokens_decl, "route": {"conversation": "w1"}, "events": all, "format": "openai", "limit": 100_000_000}).to_string().as_bytes())["ok"]["messages"].clone();
+    std::fs::write(out.join("w1-openai-messages.json"), msgs.to_string()).unwrap();
+
+    let native = median(
+        || {
+            api::call("plan", &plan_w1);
+            api::call("select", &select_w1);
+        },
+        budget,
+        20,
+    );
+    let wasm = median(
+        || {
+            f.call_raw("plan", &plan_w1).unwrap();
+            f.call_raw("select", &select_w1).unwrap();
+        },
+        budget,
+        20,
+    );
+    let full_native = median(
+        || {
+            api::call("select", full.to_string().as_bytes());
+        },
+        budget,
+        10,
+    );
+
+    let (p1, s1) = per_message(1_000, 100);
+    let (p100, s100) = per_message(100_000, 100);
+    let g1 = median(
+        || {
+            f.call_raw("plan", &p1).unwrap();
+            f.call_raw("select", &s1).unwrap();
+        },
+        budget,
+        20,
+    );
+    let g100 = median(
+        || {
+            f.call_raw("plan", &p100).unwrap();
+            f.call_raw("select", &s100).unwrap();
+        },
+        budget,
+        20,
+    );
+
+    // Settling an 80,000-character packet vs one SHA-256 pass over its bytes.
+    let mut events = vec![system()];
+    events.extend((1..=400).map(turn));
+    let frontier = call_ok(
+        "plan",
+        json!({"declaration": decl(), "route": {"conversation": "w1"}, "events": [turn(1)]})
+            .to_string()
+            .as_bytes(),
+    )["ok"]["frontier"]
+        .clone();
+    let mut sd = decl();
+    sd.budget = Budget::Chars {
+        trigger: 100_000,
+        retain: 20_000,
+    };
+    sd.prefix_bounds.max_chars = 1_000_000;
+    let frontier_s = call_ok(
+        "plan",
+        json!({"declaration": sd, "route": {"conversation": "w1"}, "events": [turn(1)]})
+            .to_string()
+            .as_bytes(),
+    )["ok"]["frontier"]
+        .clone();
+    let _ = frontier;
+    let mut packet = Value::Null;
+    for n in 150..400u64 {
+        let p = call_ok("plan", json!({"declaration": sd, "route": {"conversation": "w1"}, "frontier": frontier_s, "events": events[..=n as usize]}).to_string().as_bytes());
+        if p["ok"]["outcome"] == "compact"
+            && p["ok"]["packet"]["input"]["renderedChars"]
+                .as_u64()
+                .unwrap_or(0)
+                >= 80_000
+        {
+            packet = p["ok"]["packet"].clone();
+            break;
+        }
+    }
+    assert!(!packet.is_null(), "no 80,000-character packet");
+    let settle = json!({"kind": "settle", "packet": packet, "output": {"packetId": packet["id"], "runId": "r1", "modelId": "m", "summary": "A summary of the conversation so far."}}).to_string().into_bytes();
+    call_ok("validate", &settle);
+    let packet_bytes = packet.to_string().into_bytes();
+    let settle_native = median(
+        || {
+            api::call("validate", &settle);
+        },
+        budget,
+        20,
+    );
+    let sha_native = median(
+        || {
+            Sha256::digest(&packet_bytes);
+        },
+        budget,
+        50,
+    );
+    let settle_wasm = median(
+        || {
+            f.call_raw("validate", &settle).unwrap();
+        },
+        budget,
+        20,
+    );
+
+    let inst = median(|| f.instantiate_only().unwrap(), budget, 50);
+
+    let r = json!({
+        "native_per_message_us": native * 1e6,
+        "wasmtime_per_message_us": wasm * 1e6,
+        "wasmtime_vs_native": wasm / native,
+        "native_full_w1_select_us": full_native * 1e6,
+        "growth_1k_us": g1 * 1e6,
+        "growth_100k_us": g100 * 1e6,
+        "growth_100k_vs_1k": g100 / g1,
+        "settle_native_us": settle_native * 1e6,
+        "settle_wasmtime_us": settle_wasm * 1e6,
+        "sha256_native_us": sha_native * 1e6,
+        "packet_bytes": packet_bytes.len(),
+        "settle_vs_sha256": settle_native / sha_native,
+        "wasmtime_instantiate_us": inst * 1e6,
+    });
+    println!("{r}");
+}

@@ -1,0 +1,45 @@
+// The Node side of tests/bench/run: per-message plan + select through the npm
+// package, W1 select with the peer's budget, cold start. Prints one JSON object.
+import { readFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+
+const dir = process.argv[2];
+const quick = process.argv.includes("--quick");
+const budgetMs = quick ? 600 : 3000;
+const repo = new URL("../..", import.meta.url);
+const f = await import(new URL("js/dist/index.js", repo));
+await f.init();
+
+function median(fn, minRuns) {
+  const samples = [];
+  const start = performance.now();
+  while (samples.length < minRuns || performance.now() - start < budgetMs) {
+    const t = performance.now();
+    fn();
+    samples.push(performance.now() - t);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[samples.length >> 1];
+}
+
+const plan = JSON.parse(await readFile(`${dir}/w1-plan.json`, "utf8"));
+const select = JSON.parse(await readFile(`${dir}/w1-select.json`, "utf8"));
+const full = JSON.parse(await readFile(`${dir}/w1-full-select.json`, "utf8"));
+const perMessage = median(() => { f.plan(plan); f.select(select); }, 20);
+const fullSelect = median(() => f.select(full), 10);
+const manifestOnly = median(() => f.select({ ...full, render: false }), 10);
+
+// Cold start: import + instantiate in a fresh process, measured inside it.
+const probe = `const t=performance.now();const f=await import(${JSON.stringify(new URL("js/dist/index.js", repo).href)});await f.init();console.log(performance.now()-t);`;
+const colds = [];
+for (let i = 0; i < (quick ? 5 : 15); i++) {
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8" });
+  colds.push(Number(r.stdout.trim()));
+}
+colds.sort((a, b) => a - b);
+console.log(JSON.stringify({
+  node_per_message_us: perMessage * 1e3,
+  node_full_w1_select_us: fullSelect * 1e3,
+  node_full_w1_manifest_only_us: manifestOnly * 1e3,
+  node_cold_start_ms: colds[colds.length >> 1],
+}));
