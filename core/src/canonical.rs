@@ -115,14 +115,16 @@ fn write_value(value: &Value, out: &mut Vec<u8>) {
             out.push(b']');
         }
         Value::String(s) => write_string(s, out),
-        other => out.extend_from_slice(other.to_string().as_bytes()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
 fn write_string(s: &str, out: &mut Vec<u8>) {
-    // serde_json's escaping of a string is fixed and documented; reuse it.
-    let escaped = Value::String(s.to_owned()).to_string();
-    out.extend_from_slice(escaped.as_bytes());
+    // serde_json's escaping of a string is fixed and documented; reuse it,
+    // writing straight into the buffer (writing to a Vec cannot fail).
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 #[cfg(test)]

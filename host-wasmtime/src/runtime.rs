@@ -9,8 +9,11 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::sync::Mutex;
+
 use wasmtime::{
-    Config, Engine, InstancePre, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Trap,
+    Config, Engine, Instance, InstancePre, Linker, Memory, Module, Store, StoreLimits,
+    StoreLimitsBuilder, Trap, TypedFunc,
 };
 
 use crate::error::{HostError, Result};
@@ -43,12 +46,25 @@ struct State {
     limits: StoreLimits,
 }
 
+/// An instance kept between calls: a call that succeeded leaves the
+/// allocator clean (every buffer freed), so the next call reuses the instance
+/// and its already-grown memory instead of faulting in fresh pages. A call
+/// that fails for any reason drops its instance.
+struct Warm {
+    store: Store<State>,
+    memory: Memory,
+    alloc: TypedFunc<u32, u32>,
+    free: TypedFunc<(u32, u32), ()>,
+    call: TypedFunc<(u32, u32, u32, u32), u64>,
+}
+
 /// A loaded, version-checked foldline module.
 pub struct Foldline {
     engine: Engine,
     pre: InstancePre<State>,
     sha256: String,
     limits: Limits,
+    warm: Mutex<Option<Warm>>,
 }
 
 impl Foldline {
@@ -89,6 +105,7 @@ impl Foldline {
             pre,
             sha256: format!("sha256:{:x}", Sha256::digest(bytes)),
             limits,
+            warm: Mutex::new(None),
         };
         let (major, _) = f.abi_version()?;
         if major != ABI_MAJOR {
@@ -113,6 +130,7 @@ impl Foldline {
     /// Change the limits of later calls.
     pub fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
+        *self.warm.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     fn store(&self) -> Result<Store<State>> {
@@ -167,46 +185,87 @@ impl Foldline {
         ))
     }
 
-    /// Call an entry point with JSON bytes; answers the canonical envelope bytes.
-    ///
-    /// # Errors
-    /// `fuel_exhausted`, `memory_limit`, `trap`, `malformed_output`.
-    pub fn call_raw(&self, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
+    fn fresh(&self) -> Result<Warm> {
         let mut store = self.store()?;
-        let inst = self
+        let inst: Instance = self
             .pre
             .instantiate(&mut store)
             .map_err(|e| self.classify(e))?;
         let memory = inst
             .get_memory(&mut store, "memory")
             .ok_or_else(|| HostError::Load("the module exports no memory".into()))?;
-        let alloc = inst
-            .get_typed_func::<u32, u32>(&mut store, "foldline_alloc")
+        let load = |e: wasmtime::Error| HostError::Load(e.to_string());
+        Ok(Warm {
+            alloc: inst
+                .get_typed_func(&mut store, "foldline_alloc")
+                .map_err(load)?,
+            free: inst
+                .get_typed_func(&mut store, "foldline_free")
+                .map_err(load)?,
+            call: inst
+                .get_typed_func(&mut store, "foldline_call")
+                .map_err(load)?,
+            memory,
+            store,
+        })
+    }
+
+    /// Call an entry point with JSON bytes; answers the canonical envelope bytes.
+    ///
+    /// Each call gets the full fuel budget; the memory limit bounds the
+    /// instance. Calls are serialized per `Foldline`; use one per thread for
+    /// parallelism.
+    ///
+    /// # Errors
+    /// `fuel_exhausted`, `memory_limit`, `trap`, `malformed_output`.
+    pub fn call_raw(&self, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
+        let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = match slot.take() {
+            Some(w) => w,
+            None => self.fresh()?,
+        };
+        w.store
+            .set_fuel(self.limits.fuel)
             .map_err(|e| HostError::Load(e.to_string()))?;
-        let call = inst
-            .get_typed_func::<(u32, u32, u32, u32), u64>(&mut store, "foldline_call")
-            .map_err(|e| HostError::Load(e.to_string()))?;
+        let out = self.run(&mut w, entry, input)?;
+        *slot = Some(w); // only a clean success is reused
+        Ok(out)
+    }
+
+    fn run(&self, w: &mut Warm, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
         let len = |n: usize| {
             u32::try_from(n).map_err(|_| HostError::Input("request larger than 4 GiB".into()))
         };
         let (elen, ilen) = (len(entry.len())?, len(input.len())?);
-        let eptr = alloc.call(&mut store, elen).map_err(|e| self.classify(e))?;
-        let iptr = alloc.call(&mut store, ilen).map_err(|e| self.classify(e))?;
-        let write = |store: &mut Store<State>, ptr: u32, bytes: &[u8]| {
-            memory
-                .write(&mut *store, ptr as usize, bytes)
-                .map_err(|e| HostError::MalformedOutput(e.to_string()))
-        };
-        write(&mut store, eptr, entry.as_bytes())?;
-        write(&mut store, iptr, input)?;
-        let packed = call
-            .call(&mut store, (eptr, elen, iptr, ilen))
+        let eptr = w
+            .alloc
+            .call(&mut w.store, elen)
             .map_err(|e| self.classify(e))?;
-        let (ptr, n) = ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize);
-        let mut out = vec![0u8; n];
-        memory
-            .read(&store, ptr, &mut out)
+        let iptr = w
+            .alloc
+            .call(&mut w.store, ilen)
+            .map_err(|e| self.classify(e))?;
+        let oob = |e: wasmtime::MemoryAccessError| HostError::MalformedOutput(e.to_string());
+        w.memory
+            .write(&mut w.store, eptr as usize, entry.as_bytes())
+            .map_err(oob)?;
+        w.memory
+            .write(&mut w.store, iptr as usize, input)
+            .map_err(oob)?;
+        let packed = w
+            .call
+            .call(&mut w.store, (eptr, elen, iptr, ilen))
+            .map_err(|e| self.classify(e))?;
+        let (ptr, n) = ((packed >> 32) as u32, (packed & 0xffff_ffff) as u32);
+        let mut out = vec![0u8; n as usize];
+        w.memory
+            .read(&w.store, ptr as usize, &mut out)
             .map_err(|e| HostError::MalformedOutput(format!("result out of bounds: {e}")))?;
+        for (p, l) in [(eptr, elen), (iptr, ilen), (ptr, n)] {
+            w.free
+                .call(&mut w.store, (p, l))
+                .map_err(|e| self.classify(e))?;
+        }
         Ok(out)
     }
 
