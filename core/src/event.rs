@@ -64,6 +64,12 @@ pub struct Message {
     /// Sensitive content.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sensitive: bool,
+    /// The content hash ([`crate::turn::content_hash`] of `parts`), computed
+    /// once when the message entered the journal. When present the core uses
+    /// it instead of hashing the content again on every call; the journal is
+    /// the trust root for it, as for the content itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
 }
 
 impl Message {

@@ -96,9 +96,9 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
     let mut turns = Vec::with_capacity(messages.len());
     for (id, (m, late)) in &messages {
         let fix = latest.remove(id);
-        let (parts, host_tokens, corrected) = match fix {
-            Some(c) => (&c.parts, c.tokens, c.parts != m.parts),
-            None => (&m.parts, m.tokens, false),
+        let (parts, host_tokens, corrected, known_hash) = match fix {
+            Some(c) => (&c.parts, c.tokens, c.parts != m.parts, None),
+            None => (&m.parts, m.tokens, false, m.content_hash.as_ref()),
         };
         let chars = parts_chars(parts);
         turns.push(Turn {
@@ -111,7 +111,10 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
             parts: parts.clone(),
             chars,
             tokens: host_tokens.unwrap_or_else(|| estimate_tokens(chars)),
-            content_hash: content_hash(parts)?,
+            content_hash: match known_hash {
+                Some(h) => h.clone(),
+                None => content_hash(parts)?,
+            },
             pinned: m.pinned || m.role.always_pinned(),
             sensitive: m.sensitive,
             late: *late,

@@ -638,3 +638,25 @@ fn warm_candidate_stays_valid_while_its_prefix_is_history_and_not_after() {
         o => panic!("{o:?}"),
     }
 }
+
+#[test]
+fn a_content_hash_carried_with_the_event_is_used_not_recomputed() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    if let Event::Message(m) = &mut r.events[0] {
+        m.content_hash = Some("sha256:hashed-when-it-entered-the-journal".into());
+    }
+    let p = compact_packet(plan(&r));
+    assert_eq!(
+        p.input.turns[0].content_hash,
+        "sha256:hashed-when-it-entered-the-journal"
+    );
+    assert_ne!(p.input.turns[1].content_hash, p.input.turns[0].content_hash);
+    // A correction replaces the content, so its hash is computed afresh.
+    r.events.push(correction("t1", 1, "changed"));
+    let q = compact_packet(plan(&r));
+    assert_eq!(
+        q.input.turns[0].content_hash,
+        foldline_core::turn::content_hash(&text("changed")).unwrap()
+    );
+}

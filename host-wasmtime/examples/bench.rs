@@ -16,6 +16,15 @@ use sha2::{Digest, Sha256};
 
 /// A chat-shaped turn: short and long turns, every seventh pair a tool call.
 fn turn(seq: u64) -> Event {
+    let mut e = bare_turn(seq);
+    // As the journal stores it: hashed once when it entered.
+    if let Event::Message(m) = &mut e {
+        m.content_hash = Some(foldline_core::turn::content_hash(&m.parts).unwrap());
+    }
+    e
+}
+
+fn bare_turn(seq: u64) -> Event {
     let len = [40usize, 180, 900, 60, 2_400, 120, 300][(seq % 7) as usize];
     let body: String = format!("turn {seq}: ")
         .chars()
@@ -61,6 +70,7 @@ fn turn(seq: u64) -> Event {
         tokens: None,
         pinned: false,
         sensitive: false,
+        content_hash: None,
     })
 }
 
@@ -81,6 +91,7 @@ fn system() -> Event {
         tokens: None,
         pinned: false,
         sensitive: false,
+        content_hash: None,
     })
 }
 

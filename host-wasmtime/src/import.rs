@@ -159,6 +159,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         tokens: None,
         pinned: false,
         sensitive: false,
+        content_hash: None,
     })
 }
 

@@ -183,6 +183,15 @@ impl Journal for SqliteJournal {
         )?;
         for e in events {
             seq += 1;
+            // Hash each turn once, when it enters the journal (natively, where
+            // SHA-256 runs on the CPU's SHA instructions).
+            let mut e = e.clone();
+            if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
+                if m.content_hash.is_none() {
+                    m.content_hash = Some(foldline_core::turn::content_hash(&m.parts)?);
+                }
+            }
+            let e = &e;
             let body = serde_json::to_string(e).map_err(|err| HostError::Input(err.to_string()))?;
             tx.execute(
                 "INSERT INTO events (conversation, seq, type, body, chain_slot) VALUES (?1, ?2, ?3, ?4, ?5)",

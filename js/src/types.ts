@@ -53,6 +53,8 @@ export interface Message {
   conversation: string; chat?: string; sender?: string; source?: string;
   sourceSeq: number; index?: number; turnId: string; role: Role; authorAgent?: string;
   parts: Part[]; tokens?: number; pinned?: boolean; sensitive?: boolean;
+  /** The content hash, computed once when the message entered the journal. */
+  contentHash?: string;
 }
 
 export type TriggerKind = "automatic" | "manual";

@@ -21,3 +21,19 @@ test("the writer lease keeps a second driver out", async () => {
   const r = await c.onMessage("c1");
   if (r.status !== "busy") throw new Error(JSON.stringify(r));
 });
+
+test("contentHash in JS equals the core's content hash of a turn", async () => {
+  const journal = new f.MemoryJournal();
+  const parts = [{ type: "text", text: "héllo \"q\"\n\u0001 " + "x".repeat(3000) }, { type: "toolResult", callId: "c", content: "r" }];
+  await journal.append("c1", { type: "message", conversation: "c1", sourceSeq: 1, turnId: "t1", role: "user", parts });
+  const [stored] = await journal.readEvents("c1");
+  const decl = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 20000, retain: 100 }, summary: { maxChars: 10 } };
+  const withoutHash = { ...stored.event };
+  delete withoutHash.contentHash;
+  // The core computes the hash itself from the same parts; a manual compaction exposes it.
+  const act = f.plan({ declaration: decl, route: { conversation: "c1" }, events: [withoutHash] });
+  const more = { type: "message", conversation: "c1", sourceSeq: 2, turnId: "t2", role: "assistant", parts: [{ type: "text", text: "ok" }] };
+  const o = f.plan({ declaration: decl, route: { conversation: "c1" }, frontier: act.frontier, events: [withoutHash, more], owner: "m", trigger: { kind: "manual", actor: "m" } });
+  if (o.outcome !== "compact") throw new Error(JSON.stringify(o));
+  if (o.packet.input.turns[0].contentHash !== stored.event.contentHash) throw new Error(`${o.packet.input.turns[0].contentHash} != ${stored.event.contentHash}`);
+});

@@ -66,6 +66,7 @@ pub fn turn(seq: u64) -> Event {
         tokens: None,
         pinned: false,
         sensitive: false,
+        content_hash: None,
     })
 }
 
@@ -96,6 +97,7 @@ pub fn system() -> Event {
         tokens: None,
         pinned: false,
         sensitive: false,
+        content_hash: None,
     })
 }
 

@@ -35,6 +35,7 @@ pub fn message(seq: u64, index: u32, id: &str, role: Role, parts: Vec<Part>) -> 
         tokens: None,
         pinned: false,
         sensitive: false,
+        content_hash: None,
     }
 }
 

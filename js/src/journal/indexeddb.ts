@@ -1,5 +1,6 @@
 import type { Event, Packet } from "../types.js";
 import type { Journal, StoredEvent } from "./journal.js";
+import { withContentHash } from "../hash.js";
 
 function req<T>(r: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -48,6 +49,7 @@ export class IndexedDbJournal implements Journal {
   }
 
   async append(conversationId: string, event: Event): Promise<number> {
+    event = await withContentHash(event); // hashed once, when it enters
     const tx = this.db.transaction("events", "readwrite");
     const store = tx.objectStore("events");
     const range = IDBKeyRange.bound([conversationId, 0], [conversationId, Number.MAX_SAFE_INTEGER]);

@@ -1,5 +1,6 @@
 import type { Event, Packet } from "../types.js";
 import type { Journal, StoredEvent } from "./journal.js";
+import { withContentHash } from "../hash.js";
 
 /** An in-memory journal: tests, demos, and clients that keep state elsewhere. */
 export class MemoryJournal implements Journal {
@@ -14,7 +15,7 @@ export class MemoryJournal implements Journal {
   async append(conversationId: string, event: Event): Promise<number> {
     const list = this.events.get(conversationId) ?? [];
     const seq = list.length + 1;
-    list.push({ seq, event: structuredClone(event) });
+    list.push({ seq, event: structuredClone(await withContentHash(event)) });
     this.events.set(conversationId, list);
     return seq;
   }

@@ -1,0 +1,45 @@
+// The core's content hash, computed in JS with WebCrypto so a journal can
+// hash each turn once, when it enters, and carry the hash with the event.
+
+import type { Part } from "./types.js";
+
+/** The canonical encoding: keys sorted, no whitespace, JSON string escaping. */
+export function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o).filter((k) => o[k] !== undefined).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/** Parts as the core serializes them (defaults filled, `isError` only when true). */
+function normalized(parts: Part[]): unknown[] {
+  return parts.map((p) => {
+    switch (p.type) {
+      case "text": return { type: "text", text: p.text };
+      case "toolCall": return { type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments };
+      case "toolResult":
+        return p.isError
+          ? { type: "toolResult", callId: p.callId, name: p.name ?? "", content: p.content, isError: true }
+          : { type: "toolResult", callId: p.callId, name: p.name ?? "", content: p.content };
+    }
+  });
+}
+
+/** `sha256:<hex>` of a turn's parts, equal to the core's content hash. */
+export async function contentHash(parts: Part[]): Promise<string> {
+  const bytes = new TextEncoder().encode(canonical(normalized(parts)));
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return `sha256:${[...d].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** The event with `contentHash` filled in for messages that lack one. */
+export async function withContentHash<E extends { type: string }>(e: E): Promise<E> {
+  const m = e as unknown as { type: string; parts?: Part[]; contentHash?: string };
+  if ((m.type === "message" || m.type === "lateDelivery") && m.parts && !m.contentHash) {
+    return { ...e, contentHash: await contentHash(m.parts) };
+  }
+  return e;
+}
