@@ -383,7 +383,8 @@ pub fn admitted(decl: &Declaration, t: &Turn) -> bool {
         && (!t.sensitive || decl.privacy.admit_sensitive)
 }
 
-fn check_route(events: &[Event], route: &Route) -> Result<()> {
+/// Every message of the request must be on its route.
+pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
     for ev in events {
         if let Event::Message(m) | Event::LateDelivery(m) = ev {
             if !m.on_route(route) {

@@ -181,17 +181,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
     if let Some(first) = violations.into_iter().next() {
         return Err(first);
     }
-    for ev in &req.events {
-        if let Event::Message(m) | Event::LateDelivery(m) = ev {
-            if !m.on_route(&req.route) {
-                return Err(Error::new(
-                    Code::WrongRoute,
-                    "a message belongs to another conversation, chat or sender than the request's route",
-                )
-                .with_ids([m.turn_id.clone()]));
-            }
-        }
-    }
+    crate::plan::check_route(&req.events, &req.route)?;
     if let (Some(h), Some(f)) = (&req.head, &req.frontier) {
         if h.frontier_id != f.id {
             return Err(Error::new(

@@ -8,92 +8,25 @@ use std::time::{Duration, Instant};
 
 use foldline_core::api;
 use foldline_core::declaration::{Budget, Declaration};
-use foldline_core::event::{Event, Message};
-use foldline_core::turn::{Part, Role};
+use foldline_core::event::Event;
 use foldline_wasmtime::runtime::Foldline;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-/// A chat-shaped turn: short and long turns, every seventh pair a tool call.
+// The same W1 generator as the core's criterion benchmarks, not a copy.
+#[path = "../../core/benches/workload/mod.rs"]
+mod workload;
+
+/// A W1 turn as the journal stores it: hashed once when it entered.
 fn turn(seq: u64) -> Event {
-    let mut e = bare_turn(seq);
-    // As the journal stores it: hashed once when it entered.
+    let mut e = workload::turn(seq);
     if let Event::Message(m) = &mut e {
         m.content_hash = Some(foldline_core::turn::content_hash(&m.parts).unwrap());
     }
     e
 }
 
-fn bare_turn(seq: u64) -> Event {
-    let len = [40usize, 180, 900, 60, 2_400, 120, 300][(seq % 7) as usize];
-    let body: String = format!("turn {seq}: ")
-        .chars()
-        .chain(
-            "the quick brown fox jumps over the lazy dog "
-                .chars()
-                .cycle(),
-        )
-        .take(len)
-        .collect();
-    let (role, parts) = match seq % 14 {
-        6 => (
-            Role::Assistant,
-            vec![Part::ToolCall {
-                call_id: format!("c{seq}"),
-                name: "run_code".into(),
-                arguments: "{\"code\":\"print(1)\"}".into(),
-            }],
-        ),
-        7 => (
-            Role::Tool,
-            vec![Part::ToolResult {
-                call_id: format!("c{}", seq - 1),
-                name: "run_code".into(),
-                content: body,
-                is_error: false,
-            }],
-        ),
-        s if s % 2 == 0 => (Role::User, vec![Part::Text { text: body }]),
-        _ => (Role::Assistant, vec![Part::Text { text: body }]),
-    };
-    Event::Message(Message {
-        conversation: "w1".into(),
-        chat: String::new(),
-        sender: String::new(),
-        source: String::new(),
-        source_seq: seq,
-        index: 0,
-        turn_id: format!("t{seq}"),
-        role,
-        author_agent: None,
-        parts,
-        tokens: None,
-        pinned: false,
-        sensitive: false,
-        content_hash: None,
-    })
-}
-
-fn system() -> Event {
-    Event::Message(Message {
-        conversation: "w1".into(),
-        chat: String::new(),
-        sender: String::new(),
-        source: String::new(),
-        source_seq: 0,
-        index: 0,
-        turn_id: "system".into(),
-        role: Role::System,
-        author_agent: None,
-        parts: vec![Part::Text {
-            text: "You are a helpful assistant.".into(),
-        }],
-        tokens: None,
-        pinned: false,
-        sensitive: false,
-        content_hash: None,
-    })
-}
+use workload::system;
 
 fn decl() -> Declaration {
     let mut d = Declaration::new("assistant", "assistant-compactor");
@@ -118,13 +51,14 @@ fn call_ok(entry: &str, req: &[u8]) -> Value {
 /// boundary and `tail` turns follow it: plan (a skip) and select.
 fn per_message(history: u64, tail: u64) -> (Vec<u8>, Vec<u8>) {
     let d = decl();
-    let activate = json!({"declaration": d, "route": {"conversation": "w1"}, "events": [turn(1)]});
+    let activate =
+        json!({"declaration": d, "route": {"conversation": "bench"}, "events": [turn(1)]});
     let frontier = call_ok("plan", activate.to_string().as_bytes())["ok"]["frontier"].clone();
     let head = json!({"boundaryId": "boundary:w1", "boundaryHash": "sha256:w1", "coveredThroughSeq": history, "coveredThroughTurnId": format!("t{history}"), "frontierId": frontier["id"], "summary": "s".repeat(4_000), "length": 1 + history / 150});
     let mut events = vec![system()];
     events.extend((history + 1..=history + tail).map(turn));
-    let plan = json!({"declaration": d, "route": {"conversation": "w1"}, "frontier": frontier, "head": head, "events": events});
-    let select = json!({"declaration": d, "route": {"conversation": "w1"}, "frontier": frontier, "head": head, "events": events, "format": "openai"});
+    let plan = json!({"declaration": d, "route": {"conversation": "bench"}, "frontier": frontier, "head": head, "events": events});
+    let select = json!({"declaration": d, "route": {"conversation": "bench"}, "frontier": frontier, "head": head, "events": events, "format": "openai"});
     (
         plan.to_string().into_bytes(),
         select.to_string().into_bytes(),
@@ -168,9 +102,9 @@ fn main() {
     all.extend((1..=2_000).map(turn));
     let mut tokens_decl = decl();
     tokens_decl.budget = Budget::default_tokens();
-    let full = json!({"declaration": tokens_decl, "route": {"conversation": "w1"}, "events": all, "format": "openai", "limit": 10_000});
+    let full = json!({"declaration": tokens_decl, "route": {"conversation": "bench"}, "events": all, "format": "openai", "limit": 10_000});
     std::fs::write(out.join("w1-full-select.json"), full.to_string()).unwrap();
-    let msgs = call_ok("select", json!({"declaration": tokens_decl, "route": {"conversation": "w1"}, "events": all, "format": "openai", "limit": 100_000_000}).to_string().as_bytes())["ok"]["messages"].clone();
+    let msgs = call_ok("select", json!({"declaration": tokens_decl, "route": {"conversation": "bench"}, "events": all, "format": "openai", "limit": 100_000_000}).to_string().as_bytes())["ok"]["messages"].clone();
     std::fs::write(out.join("w1-openai-messages.json"), msgs.to_string()).unwrap();
 
     let native = median(
@@ -221,7 +155,7 @@ fn main() {
     events.extend((1..=400).map(turn));
     let frontier = call_ok(
         "plan",
-        json!({"declaration": decl(), "route": {"conversation": "w1"}, "events": [turn(1)]})
+        json!({"declaration": decl(), "route": {"conversation": "bench"}, "events": [turn(1)]})
             .to_string()
             .as_bytes(),
     )["ok"]["frontier"]
@@ -234,7 +168,7 @@ fn main() {
     sd.prefix_bounds.max_chars = 1_000_000;
     let frontier_s = call_ok(
         "plan",
-        json!({"declaration": sd, "route": {"conversation": "w1"}, "events": [turn(1)]})
+        json!({"declaration": sd, "route": {"conversation": "bench"}, "events": [turn(1)]})
             .to_string()
             .as_bytes(),
     )["ok"]["frontier"]
@@ -242,7 +176,7 @@ fn main() {
     let _ = frontier;
     let mut packet = Value::Null;
     for n in 150..400u64 {
-        let p = call_ok("plan", json!({"declaration": sd, "route": {"conversation": "w1"}, "frontier": frontier_s, "events": events[..=n as usize]}).to_string().as_bytes());
+        let p = call_ok("plan", json!({"declaration": sd, "route": {"conversation": "bench"}, "frontier": frontier_s, "events": events[..=n as usize]}).to_string().as_bytes());
         if p["ok"]["outcome"] == "compact"
             && p["ok"]["packet"]["input"]["renderedChars"]
                 .as_u64()
