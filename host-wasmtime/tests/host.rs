@@ -23,6 +23,20 @@ fn small_decl() -> Declaration {
     d
 }
 
+/// The bundled demo conversation as journal events of conversation `conv`.
+fn demo_events(conv: &str, turns: usize) -> Vec<foldline_core::event::Event> {
+    let text: String = import::demo_conversation(turns)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let route = foldline_core::turn::Route {
+        conversation: conv.into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    import::parse(&text, &route, 0).unwrap()
+}
+
 fn write_conversation(dir: &std::path::Path, turns: usize) -> std::path::PathBuf {
     let p = dir.join("conv.jsonl");
     let text: String = import::demo_conversation(turns)
@@ -276,18 +290,7 @@ fn the_storage_refuses_a_second_boundary_on_one_chain_slot() {
         Extractive,
         small_decl(),
     );
-    let text: String = import::demo_conversation(60)
-        .iter()
-        .map(|m| format!("{m}\n"))
-        .collect();
-    let route = foldline_core::turn::Route {
-        conversation: "c".into(),
-        chat: String::new(),
-        sender: String::new(),
-    };
-    d.journal
-        .append("c", &import::parse(&text, &route, 0).unwrap())
-        .unwrap();
+    d.journal.append("c", &demo_events("c", 60)).unwrap();
     let b = match d.on_message("c").unwrap() {
         Outcome::Compacted(b) => b,
         o => panic!("{o:?}"),
@@ -456,18 +459,7 @@ fn driver_with(url: &str, db: &std::path::Path) -> Driver<SqliteJournal, OpenAiM
         model,
         small_decl(),
     );
-    let text: String = import::demo_conversation(70)
-        .iter()
-        .map(|m| format!("{m}\n"))
-        .collect();
-    let route = foldline_core::turn::Route {
-        conversation: "c".into(),
-        chat: String::new(),
-        sender: String::new(),
-    };
-    d.journal
-        .append("c", &import::parse(&text, &route, 0).unwrap())
-        .unwrap();
+    d.journal.append("c", &demo_events("c", 70)).unwrap();
     d
 }
 
