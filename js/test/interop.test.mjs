@@ -81,7 +81,7 @@ test("driver + adapter: a drop before content is replayed once, a drop after con
     res.writeHead(200, { "content-type": "text/event-stream" });
     if (mode === "drop-after") {
       chunk(res, { choices: [{ delta: { content: "Partial" } }] });
-      return setTimeout(() => res.destroy(), 50); // drops after the content arrived
+      return setTimeout(() => res.destroy(), 250); // drops after the content arrived
     }
     res.destroy(); // drops before any content
   });
