@@ -146,7 +146,8 @@ pub fn derive(
 ) -> Result<Option<Amendment>> {
     let mut entries = Vec::new();
     for t in &recon.turns {
-        if t.pinned || t.source_seq < start_seq || t.source_seq > covered_through || !admit(t) {
+        // Metadata-only turns carry no content to amend with; their corrections do.
+        if t.pinned || t.metadata_only || t.source_seq < start_seq || t.source_seq > covered_through || !admit(t) {
             continue;
         }
         match snapshot.get(&t.turn_id) {

@@ -56,6 +56,8 @@ pub enum Code {
     FrontierMismatch,
     /// A covered-history amendment exceeds its bound.
     AmendmentTooLarge,
+    /// The call needs the content of turns given only as metadata (`ids`).
+    NeedsContent,
     /// The selected context cannot fit the budget even without a tail.
     OverBudget,
     /// An arithmetic result does not fit (absurd sizes in the input).
@@ -91,6 +93,7 @@ impl Code {
             Code::NonAdvancing => "non_advancing",
             Code::FrontierMismatch => "frontier_mismatch",
             Code::AmendmentTooLarge => "amendment_too_large",
+            Code::NeedsContent => "needs_content",
             Code::OverBudget => "over_budget",
             Code::Overflow => "overflow",
             Code::UnsupportedVersion => "unsupported_version",

@@ -24,6 +24,66 @@ pub enum Event {
     CompactionTask(TaskEvent),
     /// A failed compaction run (the reason is for audit only).
     CompactionFailed(FailureEvent),
+    /// A turn described by its metadata only (sizes, role, tool links, hash),
+    /// for hot paths that keep content on the host side: `select` with
+    /// `render: false` answers which turns to keep, and a plan that must
+    /// freeze it asks for its content with `needs_content`.
+    TurnMeta(TurnMeta),
+}
+
+/// A turn's metadata without its content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TurnMeta {
+    /// Conversation id.
+    pub conversation: String,
+    /// Chat id.
+    #[serde(default)]
+    pub chat: String,
+    /// Sender id.
+    #[serde(default)]
+    pub sender: String,
+    /// Message source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// Source sequence.
+    pub source_seq: u64,
+    /// Position inside the group.
+    #[serde(default)]
+    pub index: u32,
+    /// Unique turn id.
+    pub turn_id: String,
+    /// Who speaks.
+    pub role: Role,
+    /// Authoring agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_agent: Option<String>,
+    /// Characters of the content.
+    pub chars: u64,
+    /// Tokens, when the host has a tokenizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// The content hash.
+    pub content_hash: String,
+    /// Call ids of the tool calls the turn makes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<String>,
+    /// Call ids of the tool results the turn carries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<String>,
+    /// Never fold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// Sensitive.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
+}
+
+impl TurnMeta {
+    /// Whether the turn is on the given route.
+    pub fn on_route(&self, r: &Route) -> bool {
+        self.conversation == r.conversation && self.chat == r.chat && self.sender == r.sender
+    }
 }
 
 /// A source message.

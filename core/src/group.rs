@@ -105,6 +105,9 @@ mod tests {
             sensitive: false,
             late: false,
             corrected: false,
+            metadata_only: false,
+            meta_calls: Vec::new(),
+            meta_results: Vec::new(),
         }
     }
 

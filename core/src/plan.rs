@@ -386,17 +386,33 @@ pub fn admitted(decl: &Declaration, t: &Turn) -> bool {
 /// Every message of the request must be on its route.
 pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
     for ev in events {
-        if let Event::Message(m) | Event::LateDelivery(m) = ev {
-            if !m.on_route(route) {
-                return Err(Error::new(
-                    Code::WrongRoute,
-                    "a message belongs to another conversation, chat or sender than the request's route",
-                )
-                .with_ids([m.turn_id.clone()]));
-            }
+        let off = match ev {
+            Event::Message(m) | Event::LateDelivery(m) => (!m.on_route(route)).then_some(&m.turn_id),
+            Event::TurnMeta(t) => (!t.on_route(route)).then_some(&t.turn_id),
+            _ => None,
+        };
+        if let Some(id) = off {
+            return Err(Error::new(
+                Code::WrongRoute,
+                "a turn belongs to another conversation, chat or sender than the request's route",
+            )
+            .with_ids([id.clone()]));
         }
     }
     Ok(())
+}
+
+/// Fail with `needs_content` when any of `turns` is known only by metadata.
+pub(crate) fn require_content(turns: &[&Turn], what: &str) -> Result<()> {
+    let missing: Vec<String> = turns.iter().filter(|t| t.metadata_only).map(|t| t.turn_id.clone()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::NeedsContent,
+        format!("{} turn(s) given only as metadata must come with their content to {what}", missing.len()),
+    )
+    .with_ids(missing))
 }
 
 fn pick(metric: Metric, s: Sizes) -> u64 {
@@ -476,10 +492,11 @@ fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {
 }
 
 fn summary_reserve(decl: &Declaration) -> Sizes {
-    let chars = envelope::summary_overhead_chars() + decl.summary.max_chars;
+    let chars = envelope::summary_overhead_chars().saturating_add(decl.summary.max_chars);
     Sizes {
         chars,
-        tokens: estimate_tokens(envelope::summary_overhead_chars()) + decl.summary.max_tokens,
+        tokens: estimate_tokens(envelope::summary_overhead_chars())
+            .saturating_add(decl.summary.max_tokens),
     }
 }
 
@@ -531,6 +548,8 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
     }
     let frozen = &eligible[..frozen_end];
     let tail = &eligible[frozen_end..];
+    require_content(frozen, "be frozen into a packet")?;
+    require_content(ctx.pinned, "render the compactor's documents")?;
     let frozen_groups: u64 = units[..tail_start].iter().map(|u| u.groups).sum();
     if frozen.len() as u64 > decl.prefix_bounds.max_turns {
         return Err(Error::new(

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::boundary::Boundary;
 use crate::error::{Code, Error, Result};
-use crate::event::{Correction, Event, FailureEvent, Message, TaskEvent};
+use crate::event::{Correction, Event, FailureEvent, Message, TaskEvent, TurnMeta};
 use crate::frontier::Frontier;
 use crate::turn::{content_hash, estimate_tokens, parts_chars, Turn};
 
@@ -43,6 +43,7 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
     let mut frontiers: BTreeMap<&str, &Frontier> = BTreeMap::new();
     let mut tasks: Vec<&TaskEvent> = Vec::new();
     let mut failures: Vec<&FailureEvent> = Vec::new();
+    let mut metas: BTreeMap<&str, &TurnMeta> = BTreeMap::new();
 
     for ev in events {
         match ev {
@@ -84,6 +85,13 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
             }
             Event::CompactionTask(t) => tasks.push(t),
             Event::CompactionFailed(f) => failures.push(f),
+            Event::TurnMeta(t) => {
+                if let Some(prev) = metas.insert(&t.turn_id, t) {
+                    if prev != t {
+                        return Err(conflict("turn", &t.turn_id));
+                    }
+                }
+            }
         }
     }
 
@@ -119,6 +127,31 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
             sensitive: m.sensitive,
             late: *late,
             corrected,
+            metadata_only: false,
+            meta_calls: Vec::new(),
+            meta_results: Vec::new(),
+        });
+    }
+    // Metadata-only turns; a full message for the same turn wins.
+    for (id, t) in metas {
+        if messages.contains_key(id) {
+            continue;
+        }
+        let fix = latest.remove(id);
+        turns.push(match fix {
+            // A correction brings content: the turn is whole again.
+            Some(c) => {
+                let chars = parts_chars(&c.parts);
+                Turn {
+                    parts: c.parts.clone(),
+                    chars,
+                    tokens: c.tokens.unwrap_or_else(|| estimate_tokens(chars)),
+                    content_hash: content_hash(&c.parts)?,
+                    corrected: true,
+                    ..meta_turn(t)
+                }
+            }
+            None => meta_turn(t),
         });
     }
     turns.sort_by(|a, b| a.key().cmp(&b.key()));
@@ -145,6 +178,28 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
         tasks,
         failures,
     })
+}
+
+fn meta_turn(t: &TurnMeta) -> Turn {
+    Turn {
+        turn_id: t.turn_id.clone(),
+        source_seq: t.source_seq,
+        index: t.index,
+        role: t.role,
+        author_agent: t.author_agent.clone(),
+        source: t.source.clone(),
+        parts: Vec::new(),
+        chars: t.chars,
+        tokens: t.tokens.unwrap_or_else(|| estimate_tokens(t.chars)),
+        content_hash: t.content_hash.clone(),
+        pinned: t.pinned || t.role.always_pinned(),
+        sensitive: t.sensitive,
+        late: false,
+        corrected: false,
+        metadata_only: true,
+        meta_calls: t.tool_calls.clone(),
+        meta_results: t.tool_results.clone(),
+    }
 }
 
 fn conflict(what: &str, id: &str) -> Error {

@@ -286,6 +286,10 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         .collect();
     omitted.append(&mut budget_omitted);
     let tail = &candidates[first_included..];
+    if req.render {
+        crate::plan::require_content(&pinned, "be rendered")?;
+        crate::plan::require_content(tail, "be rendered (or ask with render: false)")?;
+    }
     sizes.tail = used;
     sizes.total = reserved + used;
 

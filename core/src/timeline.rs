@@ -57,6 +57,9 @@ pub enum TimelineItem {
         /// Corrected.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         corrected: bool,
+        /// Known only by metadata: the client shows its own copy.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        metadata_only: bool,
     },
     /// A compaction divider.
     #[serde(rename_all = "camelCase")]
@@ -110,6 +113,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
                 text: render_parts(&t.parts),
                 late: t.late,
                 corrected: t.corrected,
+                metadata_only: t.metadata_only,
             },
         );
     }
@@ -134,7 +138,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
         let from = b
             .previous
             .as_ref()
-            .map(|p| p.covered_through_seq + 1)
+            .map(|p| p.covered_through_seq.saturating_add(1))
             .unwrap_or(b.frontier.start_seq);
         items.insert(
             (b.covered_through_seq, 1, 0, b.id.clone()),

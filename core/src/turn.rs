@@ -258,6 +258,15 @@ pub struct Turn {
     /// Content differs from the original message because of a correction.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub corrected: bool,
+    /// Only metadata is known (a `turnMeta` event): `parts` is empty.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub metadata_only: bool,
+    /// Tool-call ids of a metadata-only turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub meta_calls: Vec<String>,
+    /// Tool-result ids of a metadata-only turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub meta_results: Vec<String>,
 }
 
 impl Turn {
@@ -268,23 +277,31 @@ impl Turn {
 
     /// The call ids of tool calls in this turn.
     pub fn call_ids(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::ToolCall { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolCall { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .chain(self.meta_calls.iter().map(String::as_str))
     }
 
     /// The call ids this turn answers.
     pub fn result_ids(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .chain(self.meta_results.iter().map(String::as_str))
     }
 
     /// Whether the turn starts with a tool result (may never start a tail).
     pub fn starts_with_tool_result(&self) -> bool {
-        self.role == Role::Tool || matches!(self.parts.first(), Some(Part::ToolResult { .. }))
+        self.role == Role::Tool
+            || matches!(self.parts.first(), Some(Part::ToolResult { .. }))
+            || (self.metadata_only && !self.meta_results.is_empty() && self.meta_calls.is_empty())
     }
 }
 

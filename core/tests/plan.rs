@@ -660,3 +660,45 @@ fn a_content_hash_carried_with_the_event_is_used_not_recomputed() {
         foldline_core::turn::content_hash(&text("changed")).unwrap()
     );
 }
+
+#[test]
+fn absurd_sizes_in_the_input_never_panic() {
+    let mut d = chars_decl(u64::MAX, u64::MAX - 1);
+    d.summary.max_chars = u64::MAX;
+    d.summary.max_tokens = u64::MAX;
+    d.prefix_bounds.max_chars = u64::MAX;
+    d.amendment_max_chars = u64::MAX;
+    let mut events = turns(1, 5, 100);
+    if let Event::Message(m) = &mut events[0] {
+        m.tokens = Some(u64::MAX);
+        m.source_seq = u64::MAX;
+    }
+    let r = request(&d, events.clone());
+    let _ = plan(&r);
+    let json = serde_json::to_string(&r).unwrap();
+    for entry in ["plan", "select", "timeline"] {
+        let out = foldline_core::api::call_str(entry, &json);
+        assert!(
+            out.starts_with("{\"ok\"") || out.starts_with("{\"error\""),
+            "{out}"
+        );
+    }
+    let mut t = d.clone();
+    t.budget = Budget::Tokens {
+        window: u64::MAX,
+        reserved_output: u64::MAX - 1,
+        safety_margin: 0,
+        retrieval_share: 999,
+        soft: 1,
+        eager: 1000,
+        target: 999,
+        mode: CompactionMode::Lazy,
+    };
+    let mut r = request(&t, events);
+    let _ = plan(&r);
+    r.trigger = Trigger::Manual {
+        actor: "member-1".into(),
+        session_busy: false,
+    };
+    let _ = plan(&r);
+}

@@ -101,6 +101,7 @@ fn type_of(e: &Event) -> &'static str {
         Event::Frontier(_) => "frontier",
         Event::CompactionTask(_) => "compactionTask",
         Event::CompactionFailed(_) => "compactionFailed",
+        Event::TurnMeta(_) => "turnMeta",
     }
 }
 
