@@ -147,7 +147,12 @@ pub fn derive(
     let mut entries = Vec::new();
     for t in &recon.turns {
         // Metadata-only turns carry no content to amend with; their corrections do.
-        if t.pinned || t.metadata_only || t.source_seq < start_seq || t.source_seq > covered_through || !admit(t) {
+        if t.pinned
+            || t.metadata_only
+            || t.source_seq < start_seq
+            || t.source_seq > covered_through
+            || !admit(t)
+        {
             continue;
         }
         match snapshot.get(&t.turn_id) {

@@ -387,7 +387,9 @@ pub fn admitted(decl: &Declaration, t: &Turn) -> bool {
 pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
     for ev in events {
         let off = match ev {
-            Event::Message(m) | Event::LateDelivery(m) => (!m.on_route(route)).then_some(&m.turn_id),
+            Event::Message(m) | Event::LateDelivery(m) => {
+                (!m.on_route(route)).then_some(&m.turn_id)
+            }
             Event::TurnMeta(t) => (!t.on_route(route)).then_some(&t.turn_id),
             _ => None,
         };
@@ -404,13 +406,20 @@ pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
 
 /// Fail with `needs_content` when any of `turns` is known only by metadata.
 pub(crate) fn require_content(turns: &[&Turn], what: &str) -> Result<()> {
-    let missing: Vec<String> = turns.iter().filter(|t| t.metadata_only).map(|t| t.turn_id.clone()).collect();
+    let missing: Vec<String> = turns
+        .iter()
+        .filter(|t| t.metadata_only)
+        .map(|t| t.turn_id.clone())
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
     Err(Error::new(
         Code::NeedsContent,
-        format!("{} turn(s) given only as metadata must come with their content to {what}", missing.len()),
+        format!(
+            "{} turn(s) given only as metadata must come with their content to {what}",
+            missing.len()
+        ),
     )
     .with_ids(missing))
 }

@@ -945,6 +945,27 @@ fn gen_select() -> Vec<Value> {
             ("/ok/manifest/metric", json!("tokens")),
         ],
     );
+    let metas: Vec<Value> = turns(1, 12, 1_000)
+        .iter()
+        .map(|e| {
+            let Event::Message(m) = e else { unreachable!() };
+            json!({"type": "turnMeta", "conversation": m.conversation, "chat": m.chat, "sender": m.sender, "sourceSeq": m.source_seq, "turnId": m.turn_id, "role": m.role,
+                   "chars": foldline_core::turn::parts_chars(&m.parts), "contentHash": foldline_core::turn::content_hash(&m.parts).unwrap()})
+        })
+        .collect();
+    g.add("metadata-turns", "select works on turn metadata and returns which turns to keep; the host slices its own array", "select",
+        json!({"declaration": v(&d), "route": v(&route()), "events": metas, "limit": 5_500, "render": false}),
+        &[("/ok/manifest/included", json!(["t8", "t9", "t10", "t11", "t12"])), ("/ok/messages", Value::Null)]);
+    g.add(
+        "metadata-turns-render",
+        "rendering metadata-only turns asks for their content",
+        "select",
+        json!({"declaration": v(&d), "route": v(&route()), "events": metas, "limit": 5_500}),
+        &[
+            ("/error/code", json!("needs_content")),
+            ("/error/ids", json!(["t8", "t9", "t10", "t11", "t12"])),
+        ],
+    );
     g.add(
         "no-head",
         "without a boundary every turn is exact",

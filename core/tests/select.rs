@@ -371,3 +371,107 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
     // Messages are not dividers and pinned turns are not chat messages.
     assert_eq!(t.items.len(), 21 + 1);
 }
+
+// ---- metadata turns: the host keeps content, foldline answers which to keep ----
+
+fn meta_of(e: &Event) -> Event {
+    let Event::Message(m) = e else {
+        panic!("not a message")
+    };
+    Event::TurnMeta(foldline_core::event::TurnMeta {
+        conversation: m.conversation.clone(),
+        chat: m.chat.clone(),
+        sender: m.sender.clone(),
+        source: m.source.clone(),
+        source_seq: m.source_seq,
+        index: m.index,
+        turn_id: m.turn_id.clone(),
+        role: m.role,
+        author_agent: m.author_agent.clone(),
+        chars: foldline_core::turn::parts_chars(&m.parts),
+        tokens: m.tokens,
+        content_hash: foldline_core::turn::content_hash(&m.parts).unwrap(),
+        tool_calls: m
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolCall { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect(),
+        tool_results: m
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolResult { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect(),
+        pinned: m.pinned,
+        sensitive: m.sensitive,
+    })
+}
+
+#[test]
+fn metadata_turns_select_the_same_turns_as_full_ones() {
+    let d = chars_decl(20_000, 10_000);
+    let mut events = tool_conversation();
+    events.extend(turns(14, 30, 700));
+    let mut full = select_req(&d, events.clone());
+    full.limit = Some(9_000);
+    full.render = false;
+    let mut meta = full.clone();
+    meta.events = events.iter().map(meta_of).collect();
+    let a = select(&full).unwrap().manifest;
+    let b = select(&meta).unwrap().manifest;
+    assert_eq!(a, b, "same turns, sizes, omissions and hashes");
+    // Rendering needs the content: the answer names the turns to send.
+    meta.render = true;
+    let e = select(&meta).unwrap_err();
+    assert_eq!(e.code.as_str(), "needs_content");
+    assert!(e.ids.contains(&"sys".to_owned()));
+}
+
+#[test]
+fn a_plan_that_must_freeze_metadata_turns_asks_for_their_content() {
+    let d = chars_decl(20_000, 10_000);
+    let f = frontier(&d);
+    let events = turns(1, 30, 1_000);
+    let mut r = request(&d, events.iter().map(meta_of).collect());
+    r.frontier = Some(f.clone());
+    match foldline_core::plan(&r) {
+        foldline_core::PlanOutcome::Refuse { error, .. } => {
+            assert_eq!(error.code.as_str(), "needs_content");
+            assert_eq!(
+                error.ids.len(),
+                20,
+                "exactly the turns to freeze: {:?}",
+                error.ids
+            );
+        }
+        o => panic!("{o:?}"),
+    }
+    // With the content of those turns (and metadata for the tail) it compacts
+    // exactly as with full messages.
+    let mixed: Vec<Event> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| if i < 20 { e.clone() } else { meta_of(e) })
+        .collect();
+    r.events = mixed;
+    let mut whole = r.clone();
+    whole.events = events;
+    let (a, b) = (foldline_core::plan(&r), foldline_core::plan(&whole));
+    assert!(
+        matches!(a, foldline_core::PlanOutcome::Compact { .. }),
+        "{a:?}"
+    );
+    assert_eq!(a, b);
+    // Below the trigger, metadata is enough.
+    let mut small = request(&d, turns(1, 5, 1_000).iter().map(meta_of).collect());
+    small.frontier = Some(f);
+    assert!(matches!(
+        foldline_core::plan(&small),
+        foldline_core::PlanOutcome::Skip { .. }
+    ));
+}

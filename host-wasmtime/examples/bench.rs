@@ -51,14 +51,13 @@ fn call_ok(entry: &str, req: &[u8]) -> Value {
 /// boundary and `tail` turns follow it: plan (a skip) and select.
 fn per_message(history: u64, tail: u64) -> (Vec<u8>, Vec<u8>) {
     let d = decl();
-    let activate =
-        json!({"declaration": d, "route": {"conversation": "bench"}, "events": [turn(1)]});
+    let activate = json!({"declaration": d, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "events": [turn(1)]});
     let frontier = call_ok("plan", activate.to_string().as_bytes())["ok"]["frontier"].clone();
     let head = json!({"boundaryId": "boundary:w1", "boundaryHash": "sha256:w1", "coveredThroughSeq": history, "coveredThroughTurnId": format!("t{history}"), "frontierId": frontier["id"], "summary": "s".repeat(4_000), "length": 1 + history / 150});
     let mut events = vec![system()];
     events.extend((history + 1..=history + tail).map(turn));
-    let plan = json!({"declaration": d, "route": {"conversation": "bench"}, "frontier": frontier, "head": head, "events": events});
-    let select = json!({"declaration": d, "route": {"conversation": "bench"}, "frontier": frontier, "head": head, "events": events, "format": "openai"});
+    let plan = json!({"declaration": d, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "frontier": frontier, "head": head, "events": events});
+    let select = json!({"declaration": d, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "frontier": frontier, "head": head, "events": events, "format": "openai"});
     (
         plan.to_string().into_bytes(),
         select.to_string().into_bytes(),
@@ -102,9 +101,9 @@ fn main() {
     all.extend((1..=2_000).map(turn));
     let mut tokens_decl = decl();
     tokens_decl.budget = Budget::default_tokens();
-    let full = json!({"declaration": tokens_decl, "route": {"conversation": "bench"}, "events": all, "format": "openai", "limit": 10_000});
+    let full = json!({"declaration": tokens_decl, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "events": all, "format": "openai", "limit": 10_000});
     std::fs::write(out.join("w1-full-select.json"), full.to_string()).unwrap();
-    let msgs = call_ok("select", json!({"declaration": tokens_decl, "route": {"conversation": "bench"}, "events": all, "format": "openai", "limit": 100_000_000}).to_string().as_bytes())["ok"]["messages"].clone();
+    let msgs = call_ok("select", json!({"declaration": tokens_decl, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "events": all, "format": "openai", "limit": 100_000_000}).to_string().as_bytes())["ok"]["messages"].clone();
     std::fs::write(out.join("w1-openai-messages.json"), msgs.to_string()).unwrap();
 
     let native = median(
@@ -155,7 +154,7 @@ fn main() {
     events.extend((1..=400).map(turn));
     let frontier = call_ok(
         "plan",
-        json!({"declaration": decl(), "route": {"conversation": "bench"}, "events": [turn(1)]})
+        json!({"declaration": decl(), "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "events": [turn(1)]})
             .to_string()
             .as_bytes(),
     )["ok"]["frontier"]
@@ -168,7 +167,7 @@ fn main() {
     sd.prefix_bounds.max_chars = 1_000_000;
     let frontier_s = call_ok(
         "plan",
-        json!({"declaration": sd, "route": {"conversation": "bench"}, "events": [turn(1)]})
+        json!({"declaration": sd, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "events": [turn(1)]})
             .to_string()
             .as_bytes(),
     )["ok"]["frontier"]
@@ -176,7 +175,7 @@ fn main() {
     let _ = frontier;
     let mut packet = Value::Null;
     for n in 150..400u64 {
-        let p = call_ok("plan", json!({"declaration": sd, "route": {"conversation": "bench"}, "frontier": frontier_s, "events": events[..=n as usize]}).to_string().as_bytes());
+        let p = call_ok("plan", json!({"declaration": sd, "route": {"conversation": "bench", "chat": "c", "sender": "s"}, "frontier": frontier_s, "events": events[..=n as usize]}).to_string().as_bytes());
         if p["ok"]["outcome"] == "compact"
             && p["ok"]["packet"]["input"]["renderedChars"]
                 .as_u64()

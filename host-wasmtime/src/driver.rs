@@ -100,7 +100,9 @@ fn after_head(events: Vec<Event>, res: &Resolution) -> Vec<Event> {
             Event::Message(m) | Event::LateDelivery(m) => {
                 m.pinned || m.role.always_pinned() || covered.is_none_or(|c| m.source_seq > c)
             }
-            Event::TurnMeta(t) => t.pinned || t.role.always_pinned() || covered.is_none_or(|c| t.source_seq > c),
+            Event::TurnMeta(t) => {
+                t.pinned || t.role.always_pinned() || covered.is_none_or(|c| t.source_seq > c)
+            }
             Event::Correction(_) | Event::CompactionFailed(_) | Event::CompactionTask(_) => true,
             Event::Boundary(_) | Event::Frontier(_) => false,
         })

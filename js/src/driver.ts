@@ -78,7 +78,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const covered = r.head?.coveredThroughSeq;
     const pinnedRoles = new Set(["system", "developer", "document"]);
     const recent = events.filter((e) => {
-      if (e.type === "message" || e.type === "lateDelivery") {
+      if (e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta") {
         return e.pinned === true || pinnedRoles.has(e.role) || covered === undefined || e.sourceSeq > covered;
       }
       return e.type !== "boundary" && e.type !== "frontier";

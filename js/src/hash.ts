@@ -43,3 +43,20 @@ export async function withContentHash<E extends { type: string }>(e: E): Promise
   }
   return e;
 }
+
+/** A message's metadata (sizes, role, tool links, content hash) without its content. */
+export async function turnMeta(m: import("./types.js").Message): Promise<import("./types.js").TurnMeta> {
+  const chars = m.parts.reduce((n, p) => n + [...(p.type === "text" ? p.text : p.type === "toolCall" ? p.name + p.arguments : p.content)].length, 0);
+  const meta: import("./types.js").TurnMeta = {
+    conversation: m.conversation, chat: m.chat ?? "", sender: m.sender ?? "", sourceSeq: m.sourceSeq,
+    index: m.index ?? 0, turnId: m.turnId, role: m.role, chars, contentHash: m.contentHash ?? (await contentHash(m.parts)),
+    toolCalls: m.parts.flatMap((p) => (p.type === "toolCall" ? [p.callId] : [])),
+    toolResults: m.parts.flatMap((p) => (p.type === "toolResult" ? [p.callId] : [])),
+  };
+  if (m.source) meta.source = m.source;
+  if (m.authorAgent) meta.authorAgent = m.authorAgent;
+  if (m.tokens !== undefined) meta.tokens = m.tokens;
+  if (m.pinned) meta.pinned = true;
+  if (m.sensitive) meta.sensitive = true;
+  return meta;
+}

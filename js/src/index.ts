@@ -23,7 +23,7 @@ export { MemoryJournal } from "./journal/memory.js";
 export { IndexedDbJournal } from "./journal/indexeddb.js";
 export type { Model, ModelResult, StreamChunk } from "./model/model.js";
 export { OpenAiCompatibleModel } from "./model/openai.js";
-export { contentHash, withContentHash } from "./hash.js";
+export { contentHash, withContentHash, turnMeta } from "./hash.js";
 
 /** SHA-256 of the bundled `.wasm`, `sha256:<hex>`; the wasmtime host reports the same. */
 export const artifactSha256: string = ARTIFACT_SHA256;

@@ -10,7 +10,7 @@ export type Code =
   | "session_busy" | "not_owner" | "empty_summary" | "summary_too_long" | "summary_not_text"
   | "summary_truncated" | "run_mismatch" | "missing_link" | "fork" | "stale_declaration"
   | "divergent_hash" | "fabricated_run" | "non_advancing" | "frontier_mismatch"
-  | "amendment_too_large" | "over_budget" | "overflow" | "unsupported_version";
+  | "amendment_too_large" | "needs_content" | "over_budget" | "overflow" | "unsupported_version";
 
 /** A typed failure. */
 export interface ErrorValue { code: Code; message: string; ids?: string[] }
@@ -118,7 +118,20 @@ export type Event =
   | {
       type: "compactionFailed"; runId: string; packetId: string; previousBoundaryId?: string;
       trigger?: TriggerKind; headSeq: number; reason: string;
-    };
+    }
+  | ({ type: "turnMeta" } & TurnMeta);
+
+/**
+ * A turn known by its metadata only: `select` with `render: false` answers
+ * which turns to keep (the host slices its own array); a plan that must
+ * freeze it answers `needs_content` with the turn ids to send in full.
+ */
+export interface TurnMeta {
+  conversation: string; chat?: string; sender?: string; source?: string;
+  sourceSeq: number; index?: number; turnId: string; role: Role; authorAgent?: string;
+  chars: number; tokens?: number; contentHash: string;
+  toolCalls?: string[]; toolResults?: string[]; pinned?: boolean; sensitive?: boolean;
+}
 
 export interface ChainHead {
   boundaryId: string; boundaryHash: string; coveredThroughSeq: number;
@@ -206,7 +219,10 @@ export interface ContextMessage {
 export interface Selection<M = unknown> { messages?: M; manifest: Manifest }
 
 export type TimelineItem =
-  | { type: "message"; turnId: string; sourceSeq: number; role: Role; text: string; late?: boolean; corrected?: boolean }
+  | {
+      type: "message"; turnId: string; sourceSeq: number; role: Role; text: string; late?: boolean;
+      corrected?: boolean; metadataOnly?: boolean;
+    }
   | {
       type: "divider"; kind: TriggerKind; state: "pending" | "completed" | "failed"; fromSeq?: number;
       throughSeq: number; count: number; boundaryId?: string; taskId?: string; notice?: string;

@@ -37,3 +37,17 @@ test("contentHash in JS equals the core's content hash of a turn", async () => {
   if (o.outcome !== "compact") throw new Error(JSON.stringify(o));
   if (o.packet.input.turns[0].contentHash !== stored.event.contentHash) throw new Error(`${o.packet.input.turns[0].contentHash} != ${stored.event.contentHash}`);
 });
+
+test("turnMeta: select on metadata keeps exactly the turns a full select keeps", async () => {
+  const decl = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 20000, retain: 10000 } };
+  const events = [];
+  for (let s = 1; s <= 40; s++) events.push({ type: "message", conversation: "c1", chat: "", sender: "", sourceSeq: s, turnId: `t${s}`, role: s % 2 ? "user" : "assistant", parts: [{ type: "text", text: `m${s} ` + "é".repeat(s * 13) }] });
+  const metas = await Promise.all(events.map(async (e) => ({ type: "turnMeta", ...(await f.turnMeta(e)) })));
+  const req = { declaration: decl, route: { conversation: "c1", chat: "", sender: "" }, limit: 5000, render: false };
+  const full = f.select({ ...req, events });
+  const meta = f.select({ ...req, events: metas });
+  if (JSON.stringify(full.manifest) !== JSON.stringify(meta.manifest)) throw new Error("manifests differ");
+  let code;
+  try { f.select({ ...req, events: metas, render: true }); } catch (e) { code = e.code; }
+  if (code !== "needs_content") throw new Error(`expected needs_content, got ${code}`);
+});

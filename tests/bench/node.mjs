@@ -28,6 +28,12 @@ const full = JSON.parse(await readFile(`${dir}/w1-full-select.json`, "utf8"));
 const perMessage = median(() => { f.plan(plan); f.select(select); }, 20);
 const fullSelect = median(() => f.select(full), 10);
 const manifestOnly = median(() => f.select({ ...full, render: false }), 10);
+// The hot path DESIGN.md prescribes: the host keeps each turn's metadata next
+// to its message (computed once, when the message arrived), foldline answers
+// which turns to keep, the host slices its own array.
+const metas = await Promise.all(full.events.map(async (e) => (e.type === "message" ? { type: "turnMeta", ...(await f.turnMeta(e)) } : e)));
+const metaReq = { ...full, events: metas, render: false };
+const metaSelect = median(() => f.select(metaReq), 20);
 
 // Cold start: import + instantiate in a fresh process, measured inside it.
 const probe = `const t=performance.now();const f=await import(${JSON.stringify(new URL("js/dist/index.js", repo).href)});await f.init();console.log(performance.now()-t);`;
@@ -41,5 +47,6 @@ console.log(JSON.stringify({
   node_per_message_us: perMessage * 1e3,
   node_full_w1_select_us: fullSelect * 1e3,
   node_full_w1_manifest_only_us: manifestOnly * 1e3,
+  node_full_w1_meta_select_us: metaSelect * 1e3,
   node_cold_start_ms: colds[colds.length >> 1],
 }));
