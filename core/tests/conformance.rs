@@ -13,8 +13,7 @@ use foldline_core::api;
 use foldline_core::canonical;
 use foldline_core::declaration::{Budget, CompactionMode, Declaration};
 use foldline_core::event::Event;
-use foldline_core::plan::{PlanOutcome, Trigger};
-use foldline_core::turn::{Part, Role};
+use foldline_core::turn::Role;
 use serde_json::{json, Value};
 
 struct Gen {
@@ -161,31 +160,7 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/packet/input/turns/0/turnId", json!("t1")),
         ],
     );
-    let mut tool = turns(1, 8, 400);
-    tool.push(Event::Message(message(
-        9,
-        0,
-        "call",
-        Role::Assistant,
-        vec![Part::ToolCall {
-            call_id: "c1".into(),
-            name: "run_code".into(),
-            arguments: "{}".into(),
-        }],
-    )));
-    tool.push(Event::Message(message(
-        10,
-        0,
-        "result",
-        Role::Tool,
-        vec![Part::ToolResult {
-            call_id: "c1".into(),
-            name: "run_code".into(),
-            content: "r".repeat(1_500),
-            is_error: false,
-        }],
-    )));
-    tool.push(msg(11, "answer", Role::Assistant, &"a".repeat(300)));
+    let tool = tool_pair_at_the_tail_edge();
     g.add(
         "compact-tool-pair",
         "a tool call and its result are never separated",
@@ -437,17 +412,6 @@ fn gen_plan() -> Vec<Value> {
     g.out
 }
 
-fn three() -> Sim {
-    let mut s = Sim::new(chars_decl(20_000, 10_000));
-    s.say(1, 1_000);
-    s.step();
-    for _ in 0..3 {
-        s.say(20, 1_000);
-        assert!(matches!(s.step(), PlanOutcome::Compact { .. }));
-    }
-    s
-}
-
 fn resolve_req(s: &Sim) -> Value {
     json!({"kind": "resolve", "declaration": v(&s.decl), "route": v(&route()), "events": v(&s.events), "packets": v(&s.packets)})
 }
@@ -457,7 +421,7 @@ fn gen_validate() -> Vec<Value> {
         area: "validate",
         out: vec![],
     };
-    let s = three();
+    let s = three_links();
     let p = s.packets[0].clone();
     let settle = |summary: &str, f: &dyn Fn(&mut Value)| {
         let mut r = json!({"kind": "settle", "packet": v(&p), "output": v(&output_for(&p, "run-1", summary))});
@@ -567,7 +531,7 @@ fn gen_validate() -> Vec<Value> {
             ("/ok/amendment", Value::Null),
         ],
     );
-    let mut rev = three();
+    let mut rev = three_links();
     rev.events.reverse();
     g.add(
         "resolve-out-of-order",
@@ -576,22 +540,7 @@ fn gen_validate() -> Vec<Value> {
         resolve_req(&rev),
         &[("/ok/head/length", json!(3))],
     );
-    let with = |f: &dyn Fn(&mut Vec<foldline_core::boundary::Boundary>)| {
-        let mut bs = s.boundaries();
-        f(&mut bs);
-        let mut t = Sim::new(s.decl.clone());
-        t.packets = s.packets.clone();
-        t.events = s
-            .events
-            .iter()
-            .filter(|e| !matches!(e, Event::Boundary(_)))
-            .cloned()
-            .collect();
-        t.events
-            .extend(bs.into_iter().map(|b| Event::Boundary(Box::new(b))));
-        t
-    };
-    let rehash = |b: &mut foldline_core::boundary::Boundary| b.hash = b.compute_hash().unwrap();
+    let with = |f: &dyn Fn(&mut Vec<foldline_core::boundary::Boundary>)| with_boundaries(&s, f);
     g.add(
         "resolve-missing-link",
         "resolve fails closed on a missing link",
@@ -687,7 +636,7 @@ fn gen_validate() -> Vec<Value> {
         })),
         &rej("frontier_mismatch"),
     );
-    let mut upgraded = three();
+    let mut upgraded = three_links();
     upgraded.decl.summary.max_chars = 600;
     g.add(
         "resolve-retired-epoch",
@@ -700,7 +649,7 @@ fn gen_validate() -> Vec<Value> {
             ("/ok/retiredBoundaries/2", v(&s.boundaries()[2].id)),
         ],
     );
-    let mut amended = three();
+    let mut amended = three_links();
     let covered = amended.boundaries()[0].input.turns[2].turn_id.clone();
     amended.events.push(correction(&covered, 1, "CORRECTED"));
     g.add(
@@ -713,7 +662,7 @@ fn gen_validate() -> Vec<Value> {
             ("/ok/amendment/entries/0/kind", json!("corrected")),
         ],
     );
-    let mut late = three();
+    let mut late = three_links();
     late.events.push(Event::LateDelivery(message(
         3,
         5,
@@ -731,7 +680,7 @@ fn gen_validate() -> Vec<Value> {
             ("/ok/amendment/entries/0/oldHash", Value::Null),
         ],
     );
-    let mut huge = three();
+    let mut huge = three_links();
     huge.decl.amendment_max_chars = 100;
     huge.events.push(correction(&covered, 1, &"y".repeat(200)));
     let mut hr = resolve_req(&huge);
@@ -743,7 +692,7 @@ fn gen_validate() -> Vec<Value> {
         hr,
         &[("/ok/kind", json!("resolved"))],
     );
-    let mut tight = three();
+    let mut tight = three_links();
     tight
         .events
         .push(correction(&covered, 1, &"y".repeat(9_000)));
@@ -826,34 +775,7 @@ fn gen_select() -> Vec<Value> {
     let f = activate(&d, turns(1, 1, 10));
     let head = json!({"boundaryId": "boundary:1", "boundaryHash": "sha256:b1", "coveredThroughSeq": 5, "coveredThroughTurnId": "t5", "frontierId": f.id, "summary": "Earlier: the member introduced themselves.", "length": 1});
     let base = |events: Vec<Event>| json!({"declaration": v(&d), "route": v(&route()), "frontier": v(&f), "head": head, "events": v(&events)});
-    let tool = vec![
-        msg(0, "sys", Role::System, "You are helpful."),
-        msg(10, "q", Role::User, "What is 2+2?"),
-        Event::Message(message(
-            11,
-            0,
-            "call",
-            Role::Assistant,
-            vec![Part::ToolCall {
-                call_id: "call_1".into(),
-                name: "calc".into(),
-                arguments: r#"{"expr":"2+2"}"#.into(),
-            }],
-        )),
-        Event::Message(message(
-            12,
-            0,
-            "result",
-            Role::Tool,
-            vec![Part::ToolResult {
-                call_id: "call_1".into(),
-                name: "calc".into(),
-                content: "4".into(),
-                is_error: false,
-            }],
-        )),
-        msg(13, "a", Role::Assistant, "It is 4."),
-    ];
+    let tool = tool_conversation();
     for fmt in ["foldline", "openai", "anthropic", "aiSdk"] {
         let mut r = base(tool.clone());
         r["format"] = json!(fmt);
@@ -984,7 +906,7 @@ fn gen_timeline() -> Vec<Value> {
         area: "timeline",
         out: vec![],
     };
-    let s = three();
+    let s = three_links();
     g.add(
         "automatic-dividers",
         "timeline: automatic dividers from boundary events",
@@ -1292,5 +1214,4 @@ fn vectors_state_their_rule_and_checks() {
             );
         }
     }
-    let _ = Trigger::Automatic;
 }

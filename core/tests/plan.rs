@@ -10,7 +10,7 @@ use foldline_core::declaration::{
 use foldline_core::event::Event;
 use foldline_core::plan::{plan, PauseReason, PlanOutcome, Trigger};
 use foldline_core::reconstruct::reconstruct;
-use foldline_core::turn::{Part, Role};
+use foldline_core::turn::Role;
 
 fn compact_packet(o: PlanOutcome) -> foldline_core::packet::Packet {
     match o {
@@ -246,32 +246,8 @@ fn head_of_another_frontier_is_rejected() {
 #[test]
 fn tool_call_and_result_are_never_separated() {
     let d = chars_decl(4_000, 2_000);
-    let mut events = turns(1, 8, 400);
     // seq 9: assistant calls a tool; seq 10: the result (1,500 chars); seq 11: answer.
-    events.push(Event::Message(message(
-        9,
-        0,
-        "call",
-        Role::Assistant,
-        vec![Part::ToolCall {
-            call_id: "c1".into(),
-            name: "run_code".into(),
-            arguments: "{}".into(),
-        }],
-    )));
-    events.push(Event::Message(message(
-        10,
-        0,
-        "result",
-        Role::Tool,
-        vec![Part::ToolResult {
-            call_id: "c1".into(),
-            name: "run_code".into(),
-            content: "r".repeat(1_500),
-            is_error: false,
-        }],
-    )));
-    events.push(msg(11, "answer", Role::Assistant, &"a".repeat(300)));
+    let events = tool_pair_at_the_tail_edge();
     let f = activate(&d, turns(1, 1, 400));
     let mut r = request(&d, events);
     r.frontier = Some(f);

@@ -44,37 +44,6 @@ fn select_req(d: &foldline_core::declaration::Declaration, events: Vec<Event>) -
     }
 }
 
-fn tool_conversation() -> Vec<Event> {
-    vec![
-        msg(0, "sys", Role::System, "You are helpful."),
-        msg(10, "q", Role::User, "What is 2+2?"),
-        Event::Message(message(
-            11,
-            0,
-            "call",
-            Role::Assistant,
-            vec![Part::ToolCall {
-                call_id: "call_1".into(),
-                name: "calc".into(),
-                arguments: r#"{"expr":"2+2"}"#.into(),
-            }],
-        )),
-        Event::Message(message(
-            12,
-            0,
-            "result",
-            Role::Tool,
-            vec![Part::ToolResult {
-                call_id: "call_1".into(),
-                name: "calc".into(),
-                content: "4".into(),
-                is_error: false,
-            }],
-        )),
-        msg(13, "a", Role::Assistant, "It is 4."),
-    ]
-}
-
 fn format_case(format: Format) -> Value {
     let d = chars_decl(20_000, 10_000);
     let f = frontier(&d);

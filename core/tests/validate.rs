@@ -12,18 +12,6 @@ use foldline_core::stream::{FailureInput, FailureKind, StreamDecision, StreamEnd
 use foldline_core::validate::{validate, DeclarationPair, ValidateRequest, ValidateResponse};
 use serde_json::Value;
 
-/// A conversation with three boundaries in its chain.
-fn three_links() -> Sim {
-    let mut s = Sim::new(chars_decl(20_000, 10_000));
-    s.say(1, 1_000);
-    assert!(matches!(s.step(), PlanOutcome::Skip { .. }));
-    for _ in 0..3 {
-        s.say(20, 1_000);
-        assert!(matches!(s.step(), PlanOutcome::Compact { .. }));
-    }
-    s
-}
-
 fn packet_of(s: &Sim) -> Packet {
     let mut sim = Sim::new(s.decl.clone());
     sim.say(30, 1_000);
@@ -157,26 +145,6 @@ fn out_of_order_events_resolve_identically() {
     s.events.reverse();
     s.packets.reverse();
     assert_eq!(a, s.resolve().unwrap());
-}
-
-fn with_boundaries(s: &Sim, f: impl Fn(&mut Vec<Boundary>)) -> Sim {
-    let mut bs = s.boundaries();
-    f(&mut bs);
-    let mut t = Sim::new(s.decl.clone());
-    t.packets = s.packets.clone();
-    t.events = s
-        .events
-        .iter()
-        .filter(|e| !matches!(e, Event::Boundary(_)))
-        .cloned()
-        .collect();
-    t.events
-        .extend(bs.into_iter().map(|b| Event::Boundary(Box::new(b))));
-    t
-}
-
-fn rehash(b: &mut Boundary) {
-    b.hash = b.compute_hash().unwrap();
 }
 
 #[test]
@@ -487,24 +455,16 @@ fn late_delivery_into_covered_history_is_amended() {
 
 #[test]
 fn oversized_amendment_fails_closed() {
-    let mut s = three_links();
-    s.decl.amendment_max_chars = 100_000;
-    let bs = s.boundaries();
-    let mut s2 = Sim::new(s.decl.clone());
-    s2.say(1, 1_000);
-    s2.step();
-    for _ in 0..3 {
-        s2.say(20, 1_000);
-        s2.step();
-    }
-    let t = &s2.boundaries()[0].input.turns[0];
-    s2.events
+    let mut d = chars_decl(20_000, 10_000);
+    d.amendment_max_chars = 100_000;
+    let mut s = three_links_with(d);
+    let t = s.boundaries()[0].input.turns[0].clone();
+    s.events
         .push(correction(&t.turn_id, 1, &"y".repeat(99_000)));
-    assert!(s2.resolve().unwrap().amendment.is_some());
-    s2.events
+    assert!(s.resolve().unwrap().amendment.is_some());
+    s.events
         .push(correction(&t.turn_id, 2, &"y".repeat(100_001)));
-    assert_eq!(err_code(s2.resolve()), "amendment_too_large");
-    drop(bs);
+    assert_eq!(err_code(s.resolve()), "amendment_too_large");
 }
 
 // ---- declarations and streaming ----------------------------------------

@@ -285,7 +285,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
             .iter()
             .filter(|e| matches!(e, Event::CompactionFailed(f) if f.packet_id == packet.id))
             .count();
-        let run_id = format!("run:{}:{attempt}", &packet.id[7..23]);
+        let run_id = format!(
+            "run:{}:{attempt}",
+            packet.id.get(7..23).unwrap_or(&packet.id)
+        );
         let actor = match trigger {
             Trigger::Manual { actor, .. } => Some(actor.clone()),
             Trigger::Automatic => None,

@@ -92,34 +92,33 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return max;
   }
 
-  async function summarize(id: string, packet: Packet): Promise<ModelResult | FailureReport> {
-    let replays = 0;
-    for (;;) {
-      let text = "";
-      let done: ModelResult | undefined;
-      let ended: StreamReport["ended"] = "complete";
-      try {
-        for await (const c of o.model.stream(packet)) {
-          if (c.type === "delta") text += c.text; // provisional: never leaves the driver
-          else done = { text, modelId: c.modelId, usage: c.usage, finishReason: c.finishReason };
-        }
-        if (!done) ended = "dropped";
-      } catch {
-        ended = "dropped";
+  /** Stream a summary; provisional text stays here. One buffered replay only before content. */
+  async function summarize(packet: Packet): Promise<ModelResult | FailureReport> {
+    let text = "";
+    let done: ModelResult | undefined;
+    let ended: StreamReport["ended"] = "complete";
+    try {
+      for await (const c of o.model.stream(packet)) {
+        if (c.type === "delta") text += c.text; // provisional: never leaves the driver
+        else done = { text, modelId: c.modelId, usage: c.usage, finishReason: c.finishReason };
       }
-      const d = validate({ kind: "stream", contentReceived: text.length > 0, ended, replaysUsed: replays });
-      if (d.kind !== "stream") throw new Error("unexpected validate answer");
-      if (d.decision.action === "settle" && done) return done;
-      if (d.decision.action === "replayBuffered") {
-        replays++;
+      if (!done) ended = "dropped";
+    } catch {
+      ended = "dropped";
+    }
+    const d = validate({ kind: "stream", contentReceived: text.length > 0, ended, replaysUsed: 0 });
+    if (d.kind !== "stream") throw new Error("unexpected validate answer");
+    switch (d.decision.action) {
+      case "settle":
+        return done ?? classify("streamDropped", "no evidence");
+      case "replayBuffered":
         try {
           return await o.model.complete(packet);
         } catch (e) {
           return classify("other", String(e));
         }
-      }
-      if (d.decision.action === "fail") return d.decision.failure;
-      return classify("streamDropped", `ended ${ended}`);
+      case "fail":
+        return d.decision.failure;
     }
   }
 
@@ -158,7 +157,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
             if (taskId && trigger.kind === "manual") {
               await o.journal.append(id, { type: "compactionTask", taskId, state: "requested", actor: trigger.actor, headSeq: head });
             }
-            const answer = await summarize(id, packet);
+            const answer = await summarize(packet);
             if ("notice" in answer) return fail(id, packet, runId, answer, trigger, head, res, taskId);
             try {
               const s = validate({

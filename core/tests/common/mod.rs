@@ -220,3 +220,105 @@ impl Sim {
             .collect()
     }
 }
+
+/// A chain of three boundaries on the default test declaration (retain
+/// 10,000 of a 20,000 trigger), built by the driver loop.
+pub fn three_links_with(decl: Declaration) -> Sim {
+    let mut s = Sim::new(decl);
+    s.say(1, 1_000);
+    assert!(matches!(s.step(), PlanOutcome::Skip { .. }));
+    for _ in 0..3 {
+        s.say(20, 1_000);
+        assert!(matches!(s.step(), PlanOutcome::Compact { .. }));
+    }
+    s
+}
+
+pub fn three_links() -> Sim {
+    three_links_with(chars_decl(20_000, 10_000))
+}
+
+/// The same journal with its boundaries replaced by `f(boundaries)`.
+pub fn with_boundaries(s: &Sim, f: impl Fn(&mut Vec<Boundary>)) -> Sim {
+    let mut bs = s.boundaries();
+    f(&mut bs);
+    let mut t = Sim::new(s.decl.clone());
+    t.packets = s.packets.clone();
+    t.events = s
+        .events
+        .iter()
+        .filter(|e| !matches!(e, Event::Boundary(_)))
+        .cloned()
+        .collect();
+    t.events
+        .extend(bs.into_iter().map(|b| Event::Boundary(Box::new(b))));
+    t
+}
+
+pub fn rehash(b: &mut Boundary) {
+    b.hash = b.compute_hash().unwrap();
+}
+
+/// System prompt, a question, a tool call, its result, the answer.
+pub fn tool_conversation() -> Vec<Event> {
+    vec![
+        msg(0, "sys", Role::System, "You are helpful."),
+        msg(10, "q", Role::User, "What is 2+2?"),
+        Event::Message(message(
+            11,
+            0,
+            "call",
+            Role::Assistant,
+            vec![Part::ToolCall {
+                call_id: "call_1".into(),
+                name: "calc".into(),
+                arguments: r#"{"expr":"2+2"}"#.into(),
+            }],
+        )),
+        Event::Message(message(
+            12,
+            0,
+            "result",
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: "call_1".into(),
+                name: "calc".into(),
+                content: "4".into(),
+                is_error: false,
+            }],
+        )),
+        msg(13, "a", Role::Assistant, "It is 4."),
+    ]
+}
+
+/// Eight 400-character turns, then a call (seq 9), its 1,500-character result
+/// (seq 10) and a 300-character answer (seq 11): the tail boundary of a
+/// 2,000-character retain falls inside the pair.
+pub fn tool_pair_at_the_tail_edge() -> Vec<Event> {
+    let mut events = turns(1, 8, 400);
+    events.push(Event::Message(message(
+        9,
+        0,
+        "call",
+        Role::Assistant,
+        vec![Part::ToolCall {
+            call_id: "c1".into(),
+            name: "run_code".into(),
+            arguments: "{}".into(),
+        }],
+    )));
+    events.push(Event::Message(message(
+        10,
+        0,
+        "result",
+        Role::Tool,
+        vec![Part::ToolResult {
+            call_id: "c1".into(),
+            name: "run_code".into(),
+            content: "r".repeat(1_500),
+            is_error: false,
+        }],
+    )));
+    events.push(msg(11, "answer", Role::Assistant, &"a".repeat(300)));
+    events
+}
