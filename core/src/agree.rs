@@ -1,11 +1,12 @@
 //! Declarations: the target and its reciprocal compactor must agree.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::declaration::{Declaration, DeclarationRole};
 
 /// The answer: whether they agree, and every field that does not.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Agreement {
     /// True when no field disagrees.

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::canonical;
 use crate::envelope;
@@ -17,7 +18,7 @@ use crate::reconstruct::Reconstruction;
 use crate::turn::{content_hash, Part, Role, Turn};
 
 /// Why a covered turn is amended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum EntryKind {
     /// Its content was corrected after it was summarized.
@@ -27,7 +28,7 @@ pub enum EntryKind {
 }
 
 /// One amended turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AmendmentEntry {
     /// Turn id.
@@ -47,7 +48,7 @@ pub struct AmendmentEntry {
 }
 
 /// A bounded, typed covered-history amendment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Amendment {
     /// Amended turns, by source sequence then turn id.
@@ -59,7 +60,7 @@ pub struct Amendment {
 }
 
 /// A turn whose newer content a boundary absorbed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AbsorbedEntry {
     /// Turn id.

@@ -6,11 +6,11 @@
 //! always in the canonical encoding (sorted keys, no whitespace), so every
 //! runtime returns byte-identical output for the same input.
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::canonical;
+use crate::decode::{self, Decode};
 use crate::error::{Code, Error, Result};
 
 /// Entry points reachable through [`call`].
@@ -27,10 +27,15 @@ pub const ENTRY_POINTS: [&str; 7] = [
 /// Parse a request from JSON bytes.
 ///
 /// # Errors
-/// `invalid_request` naming the line and column of the problem.
-pub fn parse<T: DeserializeOwned>(input: &[u8]) -> Result<T> {
-    serde_json::from_slice(input)
-        .map_err(|e| Error::new(Code::InvalidRequest, format!("request is not valid: {e}")))
+/// `invalid_request` naming the line and column of a syntax error, or the
+/// path (`events[3].role`) of a value that does not fit.
+pub fn parse<T: Decode>(input: &[u8]) -> Result<T> {
+    decode::from_slice(input).map_err(|e| {
+        Error::new(
+            Code::InvalidRequest,
+            format!("request is not valid: {}", e.message),
+        )
+    })
 }
 
 /// Wrap a result in the `{ok}` / `{error}` envelope as a JSON value.

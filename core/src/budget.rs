@@ -8,13 +8,14 @@
 //! what is left after pinned turns and the summary's own reserved headroom.
 //! Character mode (seed 000): compact at `trigger`, keep a tail of `retain`.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::declaration::{Budget, CompactionMode, Declaration};
 use crate::turn::{estimate_tokens, Turn};
 
 /// The unit sizes are measured in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Metric {
     /// Unicode scalar values.
@@ -24,7 +25,7 @@ pub enum Metric {
 }
 
 /// Thresholds derived from a declaration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Thresholds {
     /// Unit.

@@ -4,10 +4,11 @@
 //! [`Code`], a human message, and where useful the offending ids. Codes are
 //! part of the contract between runtimes and never change meaning.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 /// A stable error code. Serialized in `snake_case`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Decode)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {
     /// The request is not valid JSON or does not match the request type.
@@ -108,7 +109,7 @@ impl std::fmt::Display for Code {
 }
 
 /// A typed failure: stable code, human message, offending ids.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode, thiserror::Error)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[error("{code}: {message}")]
 pub struct Error {

@@ -1,13 +1,14 @@
 //! Journal events: the immutable record foldline reads and never edits.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::boundary::Boundary;
 use crate::frontier::Frontier;
 use crate::turn::{Part, Role, Route};
 
 /// One journal event. Tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Event {
     /// A source message.
@@ -32,7 +33,7 @@ pub enum Event {
 }
 
 /// A turn's metadata without its content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TurnMeta {
     /// Conversation id.
@@ -87,7 +88,7 @@ impl TurnMeta {
 }
 
 /// A source message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Message {
     /// Conversation id.
@@ -149,7 +150,7 @@ impl Message {
 }
 
 /// A correction of an earlier turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Correction {
     /// The corrected turn.
@@ -164,7 +165,7 @@ pub struct Correction {
 }
 
 /// What started a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum TriggerKind {
     /// Context pressure.
@@ -175,7 +176,7 @@ pub enum TriggerKind {
 }
 
 /// State of a manual-compaction task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum TaskState {
     /// Accepted, running.
@@ -187,7 +188,7 @@ pub enum TaskState {
 }
 
 /// A manual-compaction task event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskEvent {
     /// Task id.
@@ -204,7 +205,7 @@ pub struct TaskEvent {
 }
 
 /// A failed compaction run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureEvent {
     /// Run id.

@@ -5,7 +5,8 @@
 //! Pinned system, developer and document turns become system text. The
 //! summary and amendment envelopes are always user messages.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::canonical;
@@ -14,7 +15,7 @@ use crate::select::ContextMessage;
 use crate::turn::{Part, Role};
 
 /// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Format {
     /// foldline's own [`ContextMessage`] list.

@@ -7,7 +7,8 @@
 //! never becomes first-run compactor input. A frontier's id is the hash of its
 //! canonical encoding, so its id and hash coincide.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::canonical;
 use crate::declaration::{Budget, Declaration};
@@ -15,7 +16,7 @@ use crate::error::Result;
 use crate::turn::Route;
 
 /// An activation-frontier document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Frontier {
     /// `sha256:` hash of every other field.
@@ -45,7 +46,7 @@ pub struct Frontier {
 }
 
 /// The identity of a frontier as bound into packets and boundaries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FrontierRef {
     /// Frontier id (its hash).

@@ -21,6 +21,7 @@ pub mod boundary;
 pub mod budget;
 pub mod canonical;
 pub mod declaration;
+pub mod decode;
 pub mod envelope;
 pub mod error;
 pub mod event;

@@ -4,7 +4,8 @@
 //! the canonical encoding, so a retry of the same plan yields the same id and
 //! the host can persist it before dispatch and reuse it after a crash.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::amend::Amendment;
 use crate::boundary::{InputEvidence, PreviousRef, Stats};
@@ -16,7 +17,7 @@ use crate::frontier::FrontierRef;
 use crate::turn::Route;
 
 /// Role of a rendered compactor message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum CompactorRole {
     /// The compactor's one job.
@@ -26,7 +27,7 @@ pub enum CompactorRole {
 }
 
 /// One rendered compactor message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompactorMessage {
     /// System or user.
@@ -36,7 +37,7 @@ pub struct CompactorMessage {
 }
 
 /// A compactor packet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Packet {
     /// `sha256:` of every other field.

@@ -6,7 +6,8 @@
 //! compact, warm, paused or refuse. Refusals fail closed with a stable code;
 //! nothing is ever split or silently truncated.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::amend::Amendment;
 use crate::boundary::{ChainHead, InputEvidence, InputTurn, Sizes, Stats};
@@ -23,7 +24,7 @@ use crate::reconstruct::{reconstruct, Reconstruction};
 use crate::turn::{estimate_tokens, Role, Route, Turn};
 
 /// Who asks for a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode, Default)]
 #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Trigger {
     /// A new message arrived; compact if the budget says so.
@@ -51,7 +52,7 @@ impl Trigger {
 }
 
 /// A plan request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanRequest {
     /// The target declaration.
@@ -81,7 +82,7 @@ pub struct PlanRequest {
 }
 
 /// Why automatic compaction is paused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum PauseReason {
     /// The declaration is disabled.
@@ -91,7 +92,7 @@ pub enum PauseReason {
 }
 
 /// A content-dark record of a skipped plan: sizes only, never text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SkipRecord {
     /// Unit.
@@ -114,7 +115,7 @@ pub struct SkipRecord {
 }
 
 /// Whether a warm candidate is still valid for current history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WarmVerdict {
     /// The candidate's packet id.
@@ -127,7 +128,7 @@ pub struct WarmVerdict {
 }
 
 /// The outcome of `plan`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
 pub enum PlanOutcome {
     /// Persist this frontier; compaction starts there.

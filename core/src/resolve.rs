@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::agree::agree;
 use crate::amend::{self, Amendment, Snapshot};
@@ -26,7 +27,7 @@ use crate::settle::{settle, ModelOutput, SettleRequest};
 use crate::turn::Route;
 
 /// A resolve request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolveRequest {
     /// The registered target declaration.
@@ -45,7 +46,7 @@ pub struct ResolveRequest {
 }
 
 /// The resolved chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Resolution {
     /// The current epoch's frontier, if activated.

@@ -7,7 +7,8 @@
 //! Nothing disappears silently: every turn after the covered sequence is
 //! either included or listed as omitted, with the reason.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::amend::Amendment;
 use crate::boundary::ChainHead;
@@ -25,7 +26,7 @@ use crate::reconstruct::reconstruct;
 use crate::turn::{parts_chars, Part, Role, Route, Turn};
 
 /// A select request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectRequest {
     /// The target declaration (budget and admission).
@@ -62,7 +63,7 @@ fn yes() -> bool {
 }
 
 /// What a context message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Kind {
     /// A pinned turn.
@@ -78,7 +79,7 @@ pub enum Kind {
 }
 
 /// One message of the context in foldline's own form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextMessage {
     /// What it is.
@@ -93,7 +94,7 @@ pub struct ContextMessage {
 }
 
 /// Why a turn after the covered sequence is not in the context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum OmitReason {
     /// It did not fit what was left of the budget.
@@ -103,7 +104,7 @@ pub enum OmitReason {
 }
 
 /// An omitted turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Omitted {
     /// Turn id.
@@ -113,7 +114,7 @@ pub struct Omitted {
 }
 
 /// Sizes of the parts of the context in the metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextSizes {
     /// Pinned turns.
@@ -131,7 +132,7 @@ pub struct ContextSizes {
 }
 
 /// The private manifest: what was included, with hashes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     /// Unit.
@@ -159,7 +160,7 @@ pub struct Manifest {
 }
 
 /// The selected context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selection {
     /// Rendered messages in the requested format (absent with `render: false`).

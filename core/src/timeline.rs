@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::error::Result;
 use crate::event::{Event, TaskState, TriggerKind};
@@ -17,7 +18,7 @@ use crate::stream::MEMBER_NOTICE;
 use crate::turn::{render_parts, Role};
 
 /// A timeline request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TimelineRequest {
     /// The conversation's durable events.
@@ -25,7 +26,7 @@ pub struct TimelineRequest {
 }
 
 /// State of a divider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum DividerState {
     /// A manual compaction is running.
@@ -37,7 +38,7 @@ pub enum DividerState {
 }
 
 /// One timeline item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum TimelineItem {
     /// A chat message.
@@ -88,7 +89,7 @@ pub enum TimelineItem {
 }
 
 /// The timeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timeline {
     /// Items in order.

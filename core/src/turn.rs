@@ -1,12 +1,13 @@
 //! Messages, content parts and effective turns, with their sizes and hashes.
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 use crate::canonical;
 use crate::error::Result;
 
 /// Who speaks a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Role {
     /// System prompt; always pinned.
@@ -43,7 +44,7 @@ impl Role {
 }
 
 /// One part of a message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Part {
     /// Plain text.
@@ -208,7 +209,7 @@ pub fn render_parts(parts: &[Part]) -> String {
 }
 
 /// Where a conversation lives: the route every turn and boundary is bound to.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Route {
     /// Conversation id.
@@ -222,7 +223,7 @@ pub struct Route {
 }
 
 /// An effective turn: a source message after corrections are applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Turn {
     /// Unique turn id.

@@ -10,10 +10,11 @@ pub mod settings;
 pub mod tool_result;
 pub mod trim;
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 /// What one pass did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Status {
     /// The model-bound copy is smaller.
@@ -25,7 +26,7 @@ pub enum Status {
 }
 
 /// The one measurement every pass records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Measurement {
     /// Bytes the pass was offered.

@@ -7,10 +7,11 @@
 //! compaction — no identity, credential, hidden prompt or raw policy data
 //! (its inputs are booleans, so it cannot carry any).
 
-use serde::{Deserialize, Serialize};
+use foldline_derive::Decode;
+use serde::Serialize;
 
 /// Deployment availability flags (release gates).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Availability {
     /// `MEMBER_COMPRESSION_ENABLED`: the settings surface exists.
@@ -28,7 +29,7 @@ pub struct Availability {
 }
 
 /// The member's own choices; everything defaults to off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Preferences {
     /// Master compression preference.
@@ -46,7 +47,7 @@ pub struct Preferences {
 }
 
 /// Why a tool is off; safe to show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum OffReason {
     /// Not released in this deployment.
@@ -68,7 +69,7 @@ impl OffReason {
 }
 
 /// One tool's effective state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolState {
     /// On or off.
@@ -79,7 +80,7 @@ pub struct ToolState {
 }
 
 /// The effective compression state captured at turn start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EffectiveState {
     /// The member's master preference.
@@ -95,7 +96,7 @@ pub struct EffectiveState {
 }
 
 /// A settings request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsRequest {
     /// Availability flags.
@@ -110,7 +111,7 @@ pub struct SettingsRequest {
 }
 
 /// Projection, plain-speak fragment and self-inspection answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsResponse {
     /// The effective state.

@@ -1,0 +1,290 @@
+//! `#[derive(Decode)]` for foldline-core's contract types.
+//!
+//! serde's derived deserializers are generic over the deserializer and emit a
+//! visitor per type; for the ~90 contract types that was over 400 KB of the
+//! WebAssembly artifact. This derive reads the same `#[serde(...)]`
+//! attributes the types already carry (so serialization and decoding cannot
+//! disagree on a name) and emits one small, non-generic function per type
+//! that takes fields out of a parsed JSON object through
+//! `foldline_core::decode`. It also emits a `serde::Deserialize` impl that
+//! goes through the same function, for Rust callers that use serde.
+//!
+//! Supported attributes (the set the core uses; anything else is a compile
+//! error, never silently ignored): container `rename_all` (`camelCase`,
+//! `snake_case`), `deny_unknown_fields`, `tag`; variant `rename_all`,
+//! `rename`; field `default`, `default = "path"`, `rename`,
+//! `skip_serializing_if` (serialization only).
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::quote;
+use syn::{parse_macro_input, Attribute, Data, DeriveInput, Fields, LitStr};
+
+/// Derive `foldline_core::decode::Decode` and `serde::Deserialize`.
+#[proc_macro_derive(Decode, attributes(serde))]
+pub fn derive_decode(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand(&input) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Naming rule of `rename_all`.
+#[derive(Clone, Copy)]
+enum Case {
+    Camel,
+    Snake,
+}
+
+impl Case {
+    fn parse(s: &LitStr) -> syn::Result<Case> {
+        match s.value().as_str() {
+            "camelCase" => Ok(Case::Camel),
+            "snake_case" => Ok(Case::Snake),
+            other => Err(syn::Error::new(
+                s.span(),
+                format!("unsupported rename_all {other:?}"),
+            )),
+        }
+    }
+
+    /// A field name (`snake_case` identifier) under this rule.
+    fn field(self, ident: &str) -> String {
+        match self {
+            Case::Snake => ident.to_string(),
+            Case::Camel => {
+                let mut out = String::new();
+                let mut upper = false;
+                for c in ident.chars() {
+                    if c == '_' {
+                        upper = true;
+                    } else if upper {
+                        out.extend(c.to_uppercase());
+                        upper = false;
+                    } else {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// A variant name (`PascalCase` identifier) under this rule.
+    fn variant(self, ident: &str) -> String {
+        let mut out = String::new();
+        for (i, c) in ident.chars().enumerate() {
+            if i == 0 {
+                out.extend(c.to_lowercase());
+            } else if c.is_uppercase() && matches!(self, Case::Snake) {
+                out.push('_');
+                out.extend(c.to_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+/// The serde attributes of one item.
+#[derive(Default)]
+struct Attrs {
+    rename_all: Option<Case>,
+    rename: Option<String>,
+    deny_unknown_fields: bool,
+    tag: Option<String>,
+    /// `None`: required; `Some(None)`: `Default::default`; `Some(Some(p))`: `p()`.
+    default: Option<Option<syn::Path>>,
+}
+
+fn attrs(list: &[Attribute]) -> syn::Result<Attrs> {
+    let mut a = Attrs::default();
+    for attr in list.iter().filter(|a| a.path().is_ident("serde")) {
+        attr.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            match key.as_str() {
+                "rename_all" => a.rename_all = Some(Case::parse(&meta.value()?.parse()?)?),
+                "rename" => a.rename = Some(meta.value()?.parse::<LitStr>()?.value()),
+                "tag" => a.tag = Some(meta.value()?.parse::<LitStr>()?.value()),
+                "deny_unknown_fields" => a.deny_unknown_fields = true,
+                "default" => {
+                    a.default = Some(if meta.input.peek(syn::Token![=]) {
+                        Some(meta.value()?.parse::<LitStr>()?.parse::<syn::Path>()?)
+                    } else {
+                        None
+                    })
+                }
+                "skip_serializing_if" => {
+                    meta.value()?.parse::<LitStr>()?;
+                }
+                _ => return Err(meta.error("attribute not supported by derive(Decode)")),
+            }
+            Ok(())
+        })?;
+    }
+    Ok(a)
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
+    let name = &input.ident;
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "derive(Decode) does not support generic types",
+        ));
+    }
+    let cattrs = attrs(&input.attrs)?;
+    let body = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(_) => {
+                let (build, finish) =
+                    named_fields(&s.fields, cattrs.rename_all, cattrs.deny_unknown_fields)?;
+                quote! {
+                    let mut f = crate::decode::Fields::open(v, at)?;
+                    let out = Self #build;
+                    #finish
+                    Ok(out)
+                }
+            }
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    name,
+                    "derive(Decode) supports structs with named fields only",
+                ))
+            }
+        },
+        Data::Enum(e) => match &cattrs.tag {
+            None => unit_enum(e, cattrs.rename_all)?,
+            Some(tag) => tagged_enum(e, tag, &cattrs)?,
+        },
+        Data::Union(_) => return Err(syn::Error::new_spanned(name, "unions are not supported")),
+    };
+    Ok(quote! {
+        impl crate::decode::Decode for #name {
+            fn decode(
+                v: ::serde_json::Value,
+                at: &crate::decode::At<'_>,
+            ) -> crate::error::Result<Self> {
+                #body
+            }
+        }
+        impl<'de> ::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::core::result::Result<Self, D::Error> {
+                crate::decode::deserialize(d)
+            }
+        }
+    })
+}
+
+/// `{ field: f.take(..)?, ... }` and the unknown-field check for named fields.
+fn named_fields(fields: &Fields, case: Option<Case>, deny: bool) -> syn::Result<(Tokens, Tokens)> {
+    let mut inits = Vec::new();
+    let mut names = Vec::new();
+    for field in fields {
+        let ident = field.ident.as_ref().expect("named field");
+        let fa = attrs(&field.attrs)?;
+        let raw = ident.to_string();
+        let json = fa
+            .rename
+            .clone()
+            .unwrap_or_else(|| case.map_or(raw.clone(), |c| c.field(&raw)));
+        let lit = LitStr::new(&json, Span::call_site());
+        let init = match &fa.default {
+            None => quote! { f.take(#lit)? },
+            Some(None) => quote! { f.take_or(#lit, ::core::default::Default::default)? },
+            Some(Some(path)) => quote! { f.take_or(#lit, #path)? },
+        };
+        inits.push(quote! { #ident: #init });
+        names.push(lit);
+    }
+    let finish = if deny {
+        quote! { f.deny_unknown(&[#(#names),*])?; }
+    } else {
+        quote! {}
+    };
+    Ok((quote! { { #(#inits),* } }, finish))
+}
+
+fn variant_name(v: &syn::Variant, case: Option<Case>) -> syn::Result<LitStr> {
+    let va = attrs(&v.attrs)?;
+    let raw = v.ident.to_string();
+    let json = va
+        .rename
+        .unwrap_or_else(|| case.map_or(raw.clone(), |c| c.variant(&raw)));
+    Ok(LitStr::new(&json, Span::call_site()))
+}
+
+/// An enum of unit variants, written as a string.
+fn unit_enum(e: &syn::DataEnum, case: Option<Case>) -> syn::Result<Tokens> {
+    let mut arms = Vec::new();
+    let mut names = Vec::new();
+    for v in &e.variants {
+        if !matches!(v.fields, Fields::Unit) {
+            return Err(syn::Error::new_spanned(
+                v,
+                "derive(Decode): an enum with data needs #[serde(tag = \"...\")]",
+            ));
+        }
+        let lit = variant_name(v, case)?;
+        let ident = &v.ident;
+        arms.push(quote! { #lit => Ok(Self::#ident) });
+        names.push(lit);
+    }
+    Ok(quote! {
+        const NAMES: &[&str] = &[#(#names),*];
+        let s = crate::decode::variant(v, at)?;
+        match s.as_str() {
+            #(#arms,)*
+            _ => Err(crate::decode::unknown_variant(at, &s, NAMES)),
+        }
+    })
+}
+
+/// An internally tagged enum: `{"<tag>": "<variant>", ...fields}`.
+fn tagged_enum(e: &syn::DataEnum, tag: &str, cattrs: &Attrs) -> syn::Result<Tokens> {
+    let tag = LitStr::new(tag, Span::call_site());
+    let deny = cattrs.deny_unknown_fields;
+    let mut arms = Vec::new();
+    let mut names = Vec::new();
+    for v in &e.variants {
+        let lit = variant_name(v, cattrs.rename_all)?;
+        let ident = &v.ident;
+        let arm = match &v.fields {
+            Fields::Unit => {
+                let finish = deny.then(|| quote! { f.deny_unknown(&[])?; });
+                quote! { #lit => { #finish Ok(Self::#ident) } }
+            }
+            Fields::Unnamed(u) if u.unnamed.len() == 1 => {
+                quote! { #lit => Ok(Self::#ident(crate::decode::Decode::decode(f.into_value(), at)?)) }
+            }
+            Fields::Named(_) => {
+                let va = attrs(&v.attrs)?;
+                let (build, finish) = named_fields(&v.fields, va.rename_all, deny)?;
+                quote! { #lit => { let out = Self::#ident #build; #finish Ok(out) } }
+            }
+            Fields::Unnamed(_) => {
+                return Err(syn::Error::new_spanned(
+                    v,
+                    "derive(Decode): a tuple variant needs exactly one field",
+                ))
+            }
+        };
+        arms.push(arm);
+        names.push(lit);
+    }
+    Ok(quote! {
+        const NAMES: &[&str] = &[#(#names),*];
+        let mut f = crate::decode::Fields::open(v, at)?;
+        let s = f.tag(#tag)?;
+        match s.as_str() {
+            #(#arms,)*
+            _ => Err(crate::decode::unknown_variant(&at.key(#tag), &s, NAMES)),
+        }
+    })
+}
