@@ -1,12 +1,12 @@
 //! Declarations: the target and its reciprocal compactor must agree.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::declaration::{Declaration, DeclarationRole};
 
 /// The answer: whether they agree, and every field that does not.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Agreement {
     /// True when no field disagrees.

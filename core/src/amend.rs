@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
@@ -18,7 +18,7 @@ use crate::reconstruct::Reconstruction;
 use crate::turn::{content_hash, Part, Role, Turn};
 
 /// Why a covered turn is amended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum EntryKind {
     /// Its content was corrected after it was summarized.
@@ -28,7 +28,7 @@ pub enum EntryKind {
 }
 
 /// One amended turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AmendmentEntry {
     /// Turn id.
@@ -48,7 +48,7 @@ pub struct AmendmentEntry {
 }
 
 /// A bounded, typed covered-history amendment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Amendment {
     /// Amended turns, by source sequence then turn id.
@@ -60,7 +60,7 @@ pub struct Amendment {
 }
 
 /// A turn whose newer content a boundary absorbed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AbsorbedEntry {
     /// Turn id.
@@ -92,7 +92,7 @@ impl Amendment {
     pub fn build(mut entries: Vec<AmendmentEntry>, max_chars: u64) -> Result<Amendment> {
         entries.sort_by(|a, b| (a.source_seq, &a.turn_id).cmp(&(b.source_seq, &b.turn_id)));
         let mut a = Amendment {
-            hash: canonical::hash(&entries)?,
+            hash: canonical::hash(&entries),
             entries,
             chars: 0,
         };
@@ -115,7 +115,7 @@ impl Amendment {
     /// # Errors
     /// Only if encoding fails.
     pub fn is_intact(&self) -> Result<bool> {
-        Ok(canonical::hash(&self.entries)? == self.hash)
+        Ok(canonical::hash(&self.entries) == self.hash)
     }
 
     /// The entries as a boundary absorbs them.

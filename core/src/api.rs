@@ -6,10 +6,7 @@
 //! always in the canonical encoding (sorted keys, no whitespace), so every
 //! runtime returns byte-identical output for the same input.
 
-use serde::Serialize;
-use serde_json::Value;
-
-use crate::canonical;
+use crate::canonical::Encode;
 use crate::decode::{self, Decode};
 use crate::error::{Code, Error, Result};
 
@@ -38,15 +35,24 @@ pub fn parse<T: Decode>(input: &[u8]) -> Result<T> {
     })
 }
 
-/// Wrap a result in the `{ok}` / `{error}` envelope as a JSON value.
-pub fn envelope<T: Serialize>(r: Result<T>) -> Value {
-    match r.and_then(|v| canonical::to_value(&v)) {
-        Ok(v) => serde_json::json!({ "ok": v }),
-        Err(e) => serde_json::json!({ "error": e }),
+/// A result in the `{ok}` / `{error}` envelope, canonically encoded.
+pub fn envelope<T: Encode>(r: Result<T>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1024);
+    match r {
+        Ok(v) => {
+            out.extend_from_slice(b"{\"ok\":");
+            v.encode(&mut out);
+        }
+        Err(e) => {
+            out.extend_from_slice(b"{\"error\":");
+            e.encode(&mut out);
+        }
     }
+    out.push(b'}');
+    out
 }
 
-fn run_bytes(entry: &str, input: &[u8]) -> Value {
+fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "plan" => envelope(parse(input).map(|r| crate::plan(&r))),
         "validate" => envelope(parse(input).and_then(|r| crate::validate(&r))),
@@ -69,10 +75,11 @@ fn unknown(entry: &str) -> Error {
 }
 
 /// Call an entry point with JSON bytes; answers the canonical bytes of the
-/// envelope. Never panics on any input. Requests are parsed straight from the
-/// bytes (one deserializer for every runtime keeps the artifact small).
+/// envelope. Never panics on any input. Requests are decoded by
+/// [`crate::decode`] and answers written by [`crate::canonical::Encode`]: one
+/// path for every runtime, and a small artifact.
 pub fn call(entry: &str, input: &[u8]) -> Vec<u8> {
-    canonical::encode_value(&run_bytes(entry, input))
+    run_bytes(entry, input)
 }
 
 /// [`call`] for string input and output.

@@ -2,7 +2,7 @@
 //! frozen prefix. Every field but the summary is bound by the core from the
 //! packet and the run evidence; the model never writes provenance.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::amend::AbsorbedEntry;
@@ -18,7 +18,7 @@ use crate::turn::{Role, Route};
 pub const OUTPUT_CONTRACT: &str = "foldline.compaction@1";
 
 /// The previous link of a boundary or packet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PreviousRef {
     /// Previous boundary id.
@@ -30,7 +30,7 @@ pub struct PreviousRef {
 }
 
 /// One frozen input turn, as snapshotted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputTurn {
     /// Turn id.
@@ -44,7 +44,7 @@ pub struct InputTurn {
 }
 
 /// Evidence of exactly what the compactor was given.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputEvidence {
     /// Frozen turns.
@@ -68,7 +68,7 @@ pub struct InputEvidence {
 }
 
 /// Sizes before and after, in both units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Sizes {
     /// Characters.
@@ -78,7 +78,7 @@ pub struct Sizes {
 }
 
 /// Before/after statistics of a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Stats {
     /// Unit the decision was made in.
@@ -98,7 +98,7 @@ pub struct Stats {
 }
 
 /// Model usage evidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Usage {
     /// Prompt tokens the provider reported.
@@ -108,7 +108,7 @@ pub struct Usage {
 }
 
 /// Evidence of the run that produced the summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunEvidence {
     /// Run id the host assigned.
@@ -122,7 +122,7 @@ pub struct RunEvidence {
 }
 
 /// A settled compaction boundary (`foldline.compaction@1`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Boundary {
     /// Boundary id (derived from packet and run).
@@ -181,7 +181,7 @@ impl Boundary {
     /// # Errors
     /// Only if encoding fails.
     pub fn compute_hash(&self) -> Result<String> {
-        canonical::hash_without(self, "hash")
+        Ok(canonical::hash_without(self, "hash"))
     }
 
     /// The previous covered sequence, if any.
@@ -191,7 +191,7 @@ impl Boundary {
 }
 
 /// The latest valid boundary of a chain, as plan and select need it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChainHead {
     /// Boundary id.

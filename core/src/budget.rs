@@ -8,14 +8,14 @@
 //! what is left after pinned turns and the summary's own reserved headroom.
 //! Character mode (seed 000): compact at `trigger`, keep a tail of `retain`.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::declaration::{Budget, CompactionMode, Declaration};
 use crate::turn::{estimate_tokens, Turn};
 
 /// The unit sizes are measured in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Metric {
     /// Unicode scalar values.
@@ -25,7 +25,7 @@ pub enum Metric {
 }
 
 /// Thresholds derived from a declaration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Thresholds {
     /// Unit.

@@ -6,11 +6,8 @@
 //! The key order is enforced here, not left to serde_json's map type, so a
 //! feature such as `preserve_order` elsewhere in a build cannot change a hash.
 
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-use crate::error::{Code, Error, Result};
 
 /// Prefix of every hash string.
 pub const HASH_PREFIX: &str = "sha256:";
@@ -32,12 +29,6 @@ pub fn sha256(bytes: &[u8]) -> String {
     format_digest(&Sha256::digest(bytes))
 }
 
-/// Serialize any value to a JSON [`Value`], as a typed error on failure.
-pub fn to_value<T: Serialize>(value: &T) -> Result<Value> {
-    serde_json::to_value(value)
-        .map_err(|e| Error::new(Code::InvalidRequest, format!("cannot encode value: {e}")))
-}
-
 /// The canonical bytes of a JSON value.
 pub fn encode_value(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
@@ -45,33 +36,24 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
     out
 }
 
-/// The canonical bytes of any serializable value.
-///
-/// # Errors
-/// `invalid_request` if the value cannot be represented as JSON.
-pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    Ok(encode_value(&to_value(value)?))
+/// The canonical bytes of a value.
+pub fn encode<T: Encode + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    value.encode(&mut out);
+    out
 }
 
 /// `sha256:<hex>` of the canonical encoding of a value.
-///
-/// # Errors
-/// `invalid_request` if the value cannot be represented as JSON.
-pub fn hash<T: Serialize>(value: &T) -> Result<String> {
-    Ok(sha256(&encode(value)?))
+pub fn hash<T: Encode + ?Sized>(value: &T) -> String {
+    sha256(&encode(value))
 }
 
-/// Hash of a value's canonical encoding with one top-level field left out
-/// (the field that will hold the hash itself, such as `id` or `hash`).
-///
-/// # Errors
-/// `invalid_request` if the value cannot be represented as JSON.
-pub fn hash_without<T: Serialize>(value: &T, field: &str) -> Result<String> {
-    let mut v = to_value(value)?;
-    if let Value::Object(map) = &mut v {
-        map.remove(field);
-    }
-    Ok(sha256(&encode_value(&v)))
+/// Hash of an object's canonical encoding with one member left out (the
+/// field that will hold the hash itself, such as `id` or `hash`).
+pub fn hash_without<T: EncodeMembers + ?Sized>(value: &T, field: &str) -> String {
+    let mut out = Vec::with_capacity(256);
+    Members::write(&mut out, None, Some(field), value);
+    sha256(&out)
 }
 
 /// Fold a sequence of hashes into one (a Merkle-style chain): each step hashes
@@ -89,42 +71,243 @@ pub fn fold_hashes<'a, I: IntoIterator<Item = &'a str>>(hashes: I) -> String {
 }
 
 fn write_value(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(k, out);
-                out.push(b':');
-                write_value(&map[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(item, out);
-            }
-            out.push(b']');
-        }
-        Value::String(s) => write_string(s, out),
-        other => {
-            let _ = serde_json::to_writer(&mut *out, other);
-        }
-    }
+    value.encode(out)
 }
 
 fn write_string(s: &str, out: &mut Vec<u8>) {
     // serde_json's escaping of a string is fixed and documented; reuse it,
     // writing straight into the buffer (writing to a Vec cannot fail).
     let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// A value with a canonical encoding, written straight to bytes
+/// (`#[derive(Encode)]` from `foldline-derive` for the contract types).
+pub trait Encode {
+    /// Append the canonical encoding of `self` to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+}
+
+/// A JSON object's members, written in canonical order by [`Members`]
+/// (derived for structs; a tagged enum merges its tag into them).
+pub trait EncodeMembers {
+    /// Write every member, in ascending key order.
+    fn members(&self, w: &mut Members<'_>);
+}
+
+/// Writes one JSON object whose members arrive in ascending key order; an
+/// extra member (an enum's tag) is merged into its place, and one member can
+/// be left out (the field that will hold a hash of the rest).
+pub struct Members<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+    extra: Option<(&'static str, &'static str)>,
+    skip: Option<&'a str>,
+}
+
+impl<'a> Members<'a> {
+    /// Open an object.
+    pub fn open(
+        out: &'a mut Vec<u8>,
+        extra: Option<(&'static str, &'static str)>,
+        skip: Option<&'a str>,
+    ) -> Self {
+        out.push(b'{');
+        Members {
+            out,
+            first: true,
+            extra,
+            skip,
+        }
+    }
+
+    /// Write `m`'s members as one object.
+    pub fn write<M: EncodeMembers + ?Sized>(
+        out: &'a mut Vec<u8>,
+        extra: Option<(&'static str, &'static str)>,
+        skip: Option<&'a str>,
+        m: &M,
+    ) {
+        let mut w = Members::open(out, extra, skip);
+        m.members(&mut w);
+        w.close();
+    }
+
+    fn key(&mut self, name: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        write_str(name, self.out);
+        self.out.push(b':');
+    }
+
+    fn flush_extra_before(&mut self, name: Option<&str>) {
+        if let Some((k, v)) = self.extra {
+            if name.is_none_or(|n| k.as_bytes() < n.as_bytes()) {
+                self.extra = None;
+                self.key(k);
+                write_str(v, self.out);
+            }
+        }
+    }
+
+    /// Write one member (keys must come in ascending order).
+    pub fn field<T: Encode + ?Sized>(&mut self, name: &str, value: &T) {
+        if self.skip == Some(name) {
+            return;
+        }
+        self.flush_extra_before(Some(name));
+        self.key(name);
+        value.encode(self.out);
+    }
+
+    /// Close the object.
+    pub fn close(mut self) {
+        self.flush_extra_before(None);
+        self.out.push(b'}');
+    }
+}
+
+impl Encode for () {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"null");
+    }
+}
+
+impl EncodeMembers for () {
+    fn members(&self, _: &mut Members<'_>) {}
+}
+
+impl EncodeMembers for serde_json::Map<String, Value> {
+    fn members(&self, w: &mut Members<'_>) {
+        let mut keys: Vec<&String> = self.keys().collect();
+        keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        for k in keys {
+            w.field(k, &self[k]);
+        }
+    }
+}
+
+impl<T: EncodeMembers + ?Sized> EncodeMembers for Box<T> {
+    fn members(&self, w: &mut Members<'_>) {
+        (**self).members(w)
+    }
+}
+
+/// Write a JSON string with serde_json's escaping.
+pub fn write_str(s: &str, out: &mut Vec<u8>) {
+    write_string(s, out)
+}
+
+impl Encode for str {
+    fn encode(&self, out: &mut Vec<u8>) {
+        write_string(self, out)
+    }
+}
+
+impl Encode for String {
+    fn encode(&self, out: &mut Vec<u8>) {
+        write_string(self, out)
+    }
+}
+
+impl Encode for bool {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if *self { b"true" } else { b"false" });
+    }
+}
+
+impl Encode for u64 {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut n = *self;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        out.extend_from_slice(&digits[i..]);
+    }
+}
+
+impl Encode for u32 {
+    fn encode(&self, out: &mut Vec<u8>) {
+        u64::from(*self).encode(out)
+    }
+}
+
+impl Encode for usize {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (*self as u64).encode(out)
+    }
+}
+
+impl Encode for Value {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Object(map) => Members::write(out, None, None, map),
+            Value::Array(items) => items.encode(out),
+            Value::String(s) => write_string(s, out),
+            other => {
+                let _ = serde_json::to_writer(&mut *out, other);
+            }
+        }
+    }
+}
+
+impl<T: Encode + ?Sized> Encode for &T {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (**self).encode(out)
+    }
+}
+
+impl<T: Encode + ?Sized> Encode for Box<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (**self).encode(out)
+    }
+}
+
+impl<T: Encode> Encode for Option<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Some(v) => v.encode(out),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+}
+
+impl<T: Encode> Encode for [T] {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (i, item) in self.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            item.encode(out);
+        }
+        out.push(b']');
+    }
+}
+
+impl<T: Encode> Encode for Vec<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.as_slice().encode(out)
+    }
+}
+
+impl<T: Encode> Encode for std::collections::BTreeMap<String, T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        // A BTreeMap<String, _> iterates in byte order of its keys.
+        let mut w = Members::open(out, None, None);
+        for (k, v) in self {
+            w.field(k, v);
+        }
+        w.close();
+    }
 }
 
 #[cfg(test)]
@@ -153,11 +336,10 @@ mod tests {
     fn hash_without_ignores_the_named_field() {
         let a = json!({"id": "x", "k": 1});
         let b = json!({"id": "y", "k": 1});
-        assert_eq!(
-            hash_without(&a, "id").unwrap(),
-            hash_without(&b, "id").unwrap()
-        );
-        assert_ne!(hash(&a).unwrap(), hash(&b).unwrap());
+        let (ma, mb) = (a.as_object().unwrap(), b.as_object().unwrap());
+        assert_eq!(hash_without(ma, "id"), hash_without(mb, "id"));
+        assert_eq!(hash_without(ma, "id"), hash(&json!({"k": 1})));
+        assert_ne!(hash(&a), hash(&b));
     }
 
     #[test]

@@ -4,14 +4,14 @@
 //! reciprocal compactor; both share this type and must agree on the fields
 //! listed in [`crate::agree`]. Ratios are integers in per-mille, never floats.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
 use crate::error::{Code, Error, Result};
 
 /// Which side of the reciprocal pair a declaration describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum DeclarationRole {
     /// The ordinary conversation agent.
@@ -22,7 +22,7 @@ pub enum DeclarationRole {
 }
 
 /// Provider profile and model the pair runs on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelProfile {
     /// Provider profile name, such as `openai-compatible`.
@@ -32,7 +32,7 @@ pub struct ModelProfile {
 }
 
 /// Privacy admission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Privacy {
     /// Whether turns marked sensitive may enter the projection.
@@ -41,7 +41,7 @@ pub struct Privacy {
 }
 
 /// Subscribed identity and memory documents, and their budget.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Documents {
     /// Document ids, in order.
@@ -53,7 +53,7 @@ pub struct Documents {
 }
 
 /// When token-mode compaction fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum CompactionMode {
     /// Compact at the eager ratio, before the turn is under pressure.
@@ -64,7 +64,7 @@ pub enum CompactionMode {
 }
 
 /// The budget, in characters (seed 000) or tokens (seed 002).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Budget {
     /// Character accounting over the exact model-bound messages.
@@ -161,7 +161,7 @@ impl Budget {
 }
 
 /// Bounds of one frozen prefix (compactor input).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrefixBounds {
     /// Most turns one packet may freeze.
@@ -187,7 +187,7 @@ impl Default for PrefixBounds {
 }
 
 /// Limits of the summary a model returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SummaryLimits {
     /// Most characters of summary.
@@ -220,7 +220,7 @@ impl Default for SummaryLimits {
 }
 
 /// How added compaction instructions combine with the built-in prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum InstructionMode {
     /// Append after the built-in prompt.
@@ -230,7 +230,7 @@ pub enum InstructionMode {
 }
 
 /// Compaction instructions added to, or replacing, the built-in prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Instructions {
     /// Append or replace.
@@ -240,7 +240,7 @@ pub struct Instructions {
 }
 
 /// A target or compactor declaration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Declaration {
     /// Target or compactor.
@@ -324,7 +324,7 @@ impl Declaration {
     /// # Errors
     /// Only if the declaration cannot be encoded (never for a parsed one).
     pub fn fingerprint(&self) -> Result<String> {
-        canonical::hash(self)
+        Ok(canonical::hash(self))
     }
 
     /// Check every rule and return every violation (empty when valid).

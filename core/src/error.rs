@@ -4,11 +4,11 @@
 //! [`Code`], a human message, and where useful the offending ids. Codes are
 //! part of the contract between runtimes and never change meaning.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 /// A stable error code. Serialized in `snake_case`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Encode, Decode)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {
     /// The request is not valid JSON or does not match the request type.
@@ -109,7 +109,7 @@ impl std::fmt::Display for Code {
 }
 
 /// A typed failure: stable code, human message, offending ids.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode, thiserror::Error)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[error("{code}: {message}")]
 pub struct Error {

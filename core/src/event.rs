@@ -1,6 +1,6 @@
 //! Journal events: the immutable record foldline reads and never edits.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::boundary::Boundary;
@@ -8,7 +8,7 @@ use crate::frontier::Frontier;
 use crate::turn::{Part, Role, Route};
 
 /// One journal event. Tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Event {
     /// A source message.
@@ -33,7 +33,7 @@ pub enum Event {
 }
 
 /// A turn's metadata without its content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TurnMeta {
     /// Conversation id.
@@ -88,7 +88,7 @@ impl TurnMeta {
 }
 
 /// A source message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Message {
     /// Conversation id.
@@ -150,7 +150,7 @@ impl Message {
 }
 
 /// A correction of an earlier turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Correction {
     /// The corrected turn.
@@ -165,7 +165,9 @@ pub struct Correction {
 }
 
 /// What started a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode, Default,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum TriggerKind {
     /// Context pressure.
@@ -176,7 +178,7 @@ pub enum TriggerKind {
 }
 
 /// State of a manual-compaction task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum TaskState {
     /// Accepted, running.
@@ -188,7 +190,7 @@ pub enum TaskState {
 }
 
 /// A manual-compaction task event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskEvent {
     /// Task id.
@@ -205,7 +207,7 @@ pub struct TaskEvent {
 }
 
 /// A failed compaction run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureEvent {
     /// Run id.

@@ -5,17 +5,18 @@
 //! Pinned system, developer and document turns become system text. The
 //! summary and amendment envelopes are always user messages.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::canonical;
+use crate::canonical::Encode;
+use crate::decode::{At, Decode};
 use crate::error::Result;
 use crate::select::ContextMessage;
 use crate::turn::{Part, Role};
 
 /// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Format {
     /// foldline's own [`ContextMessage`] list.
@@ -29,17 +30,72 @@ pub enum Format {
     AiSdk,
 }
 
+/// Messages rendered in a format. foldline's own form stays typed and is
+/// written straight to its canonical bytes; the provider shapes are JSON
+/// values. Read back from JSON (by a Rust host), a rendering is `Json`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rendered {
+    /// foldline's own messages.
+    Foldline(Vec<ContextMessage>),
+    /// A provider's shape, or any rendering read back from JSON.
+    Json(Value),
+}
+
+impl Rendered {
+    /// The rendering as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Rendered::Foldline(m) => Value::Array(m.iter().map(message_value).collect()),
+            Rendered::Json(v) => v.clone(),
+        }
+    }
+}
+
+fn message_value(m: &ContextMessage) -> Value {
+    let mut out = Vec::new();
+    m.encode(&mut out);
+    // The canonical encoding is JSON by construction.
+    serde_json::from_slice(&out).unwrap_or(Value::Null)
+}
+
+impl Encode for Rendered {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Rendered::Foldline(m) => m.encode(out),
+            Rendered::Json(v) => v.encode(out),
+        }
+    }
+}
+
+impl Decode for Rendered {
+    fn decode(v: Value, _: &At<'_>) -> Result<Self> {
+        Ok(Rendered::Json(v))
+    }
+}
+
+impl Serialize for Rendered {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Rendered::Foldline(m) => m.serialize(s),
+            Rendered::Json(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rendered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        crate::decode::deserialize(d)
+    }
+}
+
 /// Render messages in a format.
-///
-/// # Errors
-/// Only if a value cannot be encoded (never for parsed input).
-pub fn render(format: Format, messages: &[ContextMessage]) -> Result<Value> {
-    Ok(match format {
-        Format::Foldline => canonical::to_value(&messages)?,
-        Format::Openai => Value::Array(messages.iter().flat_map(openai).collect()),
-        Format::Anthropic => anthropic(messages),
-        Format::AiSdk => Value::Array(messages.iter().filter_map(ai_sdk).collect()),
-    })
+pub fn render(format: Format, messages: Vec<ContextMessage>) -> Rendered {
+    match format {
+        Format::Foldline => Rendered::Foldline(messages),
+        Format::Openai => Rendered::Json(Value::Array(messages.iter().flat_map(openai).collect())),
+        Format::Anthropic => Rendered::Json(anthropic(&messages)),
+        Format::AiSdk => Rendered::Json(Value::Array(messages.iter().filter_map(ai_sdk).collect())),
+    }
 }
 
 fn is_system(role: Role) -> bool {

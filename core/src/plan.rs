@@ -6,7 +6,7 @@
 //! compact, warm, paused or refuse. Refusals fail closed with a stable code;
 //! nothing is ever split or silently truncated.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::amend::Amendment;
@@ -24,7 +24,7 @@ use crate::reconstruct::{reconstruct, Reconstruction};
 use crate::turn::{estimate_tokens, Role, Route, Turn};
 
 /// Who asks for a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Trigger {
     /// A new message arrived; compact if the budget says so.
@@ -52,7 +52,7 @@ impl Trigger {
 }
 
 /// A plan request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanRequest {
     /// The target declaration.
@@ -82,7 +82,7 @@ pub struct PlanRequest {
 }
 
 /// Why automatic compaction is paused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum PauseReason {
     /// The declaration is disabled.
@@ -92,7 +92,7 @@ pub enum PauseReason {
 }
 
 /// A content-dark record of a skipped plan: sizes only, never text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SkipRecord {
     /// Unit.
@@ -115,7 +115,7 @@ pub struct SkipRecord {
 }
 
 /// Whether a warm candidate is still valid for current history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WarmVerdict {
     /// The candidate's packet id.
@@ -128,7 +128,7 @@ pub struct WarmVerdict {
 }
 
 /// The outcome of `plan`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
 pub enum PlanOutcome {
     /// Persist this frontier; compaction starts there.
@@ -643,8 +643,8 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
             chars: frozen_size.chars,
             tokens: input_tokens,
             source_count: frozen_groups,
-            turn_ids_hash: canonical::hash(&turn_ids)?,
-            rendered_hash: canonical::hash(&messages)?,
+            turn_ids_hash: canonical::hash(&turn_ids),
+            rendered_hash: canonical::hash(&messages),
             prompt_hash: canonical::sha256(system.as_bytes()),
             rendered_chars,
             turns: frozen

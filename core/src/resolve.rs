@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::agree::agree;
@@ -27,7 +27,7 @@ use crate::settle::{settle, ModelOutput, SettleRequest};
 use crate::turn::Route;
 
 /// A resolve request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolveRequest {
     /// The registered target declaration.
@@ -46,7 +46,7 @@ pub struct ResolveRequest {
 }
 
 /// The resolved chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Resolution {
     /// The current epoch's frontier, if activated.

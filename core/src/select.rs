@@ -7,7 +7,7 @@
 //! Nothing disappears silently: every turn after the covered sequence is
 //! either included or listed as omitted, with the reason.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::amend::Amendment;
@@ -26,7 +26,7 @@ use crate::reconstruct::reconstruct;
 use crate::turn::{parts_chars, Part, Role, Route, Turn};
 
 /// A select request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectRequest {
     /// The target declaration (budget and admission).
@@ -63,7 +63,7 @@ fn yes() -> bool {
 }
 
 /// What a context message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Kind {
     /// A pinned turn.
@@ -79,7 +79,7 @@ pub enum Kind {
 }
 
 /// One message of the context in foldline's own form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextMessage {
     /// What it is.
@@ -94,7 +94,7 @@ pub struct ContextMessage {
 }
 
 /// Why a turn after the covered sequence is not in the context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum OmitReason {
     /// It did not fit what was left of the budget.
@@ -104,7 +104,7 @@ pub enum OmitReason {
 }
 
 /// An omitted turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Omitted {
     /// Turn id.
@@ -114,7 +114,7 @@ pub struct Omitted {
 }
 
 /// Sizes of the parts of the context in the metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextSizes {
     /// Pinned turns.
@@ -132,7 +132,7 @@ pub struct ContextSizes {
 }
 
 /// The private manifest: what was included, with hashes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     /// Unit.
@@ -160,12 +160,12 @@ pub struct Manifest {
 }
 
 /// The selected context.
-#[derive(Debug, Clone, PartialEq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selection {
     /// Rendered messages in the requested format (absent with `render: false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<serde_json::Value>,
+    pub messages: Option<crate::format::Rendered>,
     /// The manifest.
     pub manifest: Manifest,
 }
@@ -341,7 +341,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
     };
     let messages = if req.render {
-        Some(format::render(req.format, &messages)?)
+        Some(format::render(req.format, messages))
     } else {
         None
     };

@@ -5,7 +5,7 @@
 //! and binds every other field from the packet, so the model never writes
 //! provenance. Nothing is trimmed: a summary that breaks a rule is rejected.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::boundary::{Boundary, RunEvidence, Sizes, Stats, Usage, OUTPUT_CONTRACT};
@@ -16,7 +16,7 @@ use crate::packet::Packet;
 use crate::turn::estimate_tokens;
 
 /// What the compactor model returned, with its evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelOutput {
     /// The packet the run was given.
@@ -36,7 +36,7 @@ pub struct ModelOutput {
 }
 
 /// A settle request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettleRequest {
     /// The persisted packet.

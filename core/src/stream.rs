@@ -5,11 +5,11 @@
 //! buffered call; a stream that ended after content is never replayed. A
 //! failure becomes one generic member-facing notice and a specific audit reason.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 /// How a summary stream ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamEnd {
     /// The provider finished the answer.
@@ -21,7 +21,7 @@ pub enum StreamEnd {
 }
 
 /// What the host saw of one stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StreamReport {
     /// Whether any content delta arrived.
@@ -34,7 +34,7 @@ pub struct StreamReport {
 }
 
 /// Kinds of compaction failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum FailureKind {
     /// The provider refused the request.
@@ -65,7 +65,7 @@ impl FailureKind {
 }
 
 /// A failure the host reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureInput {
     /// Kind of failure.
@@ -76,7 +76,7 @@ pub struct FailureInput {
 }
 
 /// The member-facing notice, always the same, and the audit reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureReport {
     /// Kind of failure.
@@ -105,7 +105,7 @@ pub fn classify(f: &FailureInput) -> FailureReport {
 }
 
 /// The host's next step after a stream ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "action", rename_all = "camelCase")]
 pub enum StreamDecision {
     /// Settle the final text.

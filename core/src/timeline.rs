@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -18,7 +18,7 @@ use crate::stream::MEMBER_NOTICE;
 use crate::turn::{render_parts, Role};
 
 /// A timeline request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TimelineRequest {
     /// The conversation's durable events.
@@ -26,7 +26,7 @@ pub struct TimelineRequest {
 }
 
 /// State of a divider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum DividerState {
     /// A manual compaction is running.
@@ -38,7 +38,7 @@ pub enum DividerState {
 }
 
 /// One timeline item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum TimelineItem {
     /// A chat message.
@@ -89,7 +89,7 @@ pub enum TimelineItem {
 }
 
 /// The timeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timeline {
     /// Items in order.

@@ -1,13 +1,13 @@
 //! Messages, content parts and effective turns, with their sizes and hashes.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
 use crate::error::Result;
 
 /// Who speaks a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Role {
     /// System prompt; always pinned.
@@ -44,7 +44,7 @@ impl Role {
 }
 
 /// One part of a message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Part {
     /// Plain text.
@@ -106,75 +106,10 @@ pub fn estimate_tokens(chars: u64) -> u64 {
 
 /// The content hash of a list of parts: SHA-256 of their canonical encoding.
 ///
-/// This streams the canonical encoding straight into the hasher (sorted keys,
-/// serde_json string escaping) instead of building JSON values; a unit test
-/// pins it to [`canonical::hash`] of the same parts.
-///
 /// # Errors
-/// Never for parsed input.
+/// Never; kept fallible for callers that chain it with other checks.
 pub fn content_hash(parts: &[Part]) -> Result<String> {
-    use sha2::{Digest, Sha256};
-    struct W(Sha256);
-    impl std::io::Write for W {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.update(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    fn string(w: &mut W, s: &str) -> Result<()> {
-        serde_json::to_writer(&mut *w, s).map_err(|e| {
-            crate::error::Error::new(crate::error::Code::InvalidRequest, e.to_string())
-        })
-    }
-    let mut w = W(Sha256::new());
-    w.0.update(b"[");
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            w.0.update(b",");
-        }
-        match p {
-            Part::Text { text } => {
-                w.0.update(b"{\"text\":");
-                string(&mut w, text)?;
-                w.0.update(b",\"type\":\"text\"}");
-            }
-            Part::ToolCall {
-                call_id,
-                name,
-                arguments,
-            } => {
-                w.0.update(b"{\"arguments\":");
-                string(&mut w, arguments)?;
-                w.0.update(b",\"callId\":");
-                string(&mut w, call_id)?;
-                w.0.update(b",\"name\":");
-                string(&mut w, name)?;
-                w.0.update(b",\"type\":\"toolCall\"}");
-            }
-            Part::ToolResult {
-                call_id,
-                name,
-                content,
-                is_error,
-            } => {
-                w.0.update(b"{\"callId\":");
-                string(&mut w, call_id)?;
-                w.0.update(b",\"content\":");
-                string(&mut w, content)?;
-                if *is_error {
-                    w.0.update(b",\"isError\":true");
-                }
-                w.0.update(b",\"name\":");
-                string(&mut w, name)?;
-                w.0.update(b",\"type\":\"toolResult\"}");
-            }
-        }
-    }
-    w.0.update(b"]");
-    Ok(canonical::format_digest(&w.0.finalize()))
+    Ok(canonical::hash(parts))
 }
 
 /// The text of a turn's parts as one string (tool calls and results rendered).
@@ -209,7 +144,7 @@ pub fn render_parts(parts: &[Part]) -> String {
 }
 
 /// Where a conversation lives: the route every turn and boundary is bound to.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Decode, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Route {
     /// Conversation id.
@@ -223,7 +158,7 @@ pub struct Route {
 }
 
 /// An effective turn: a source message after corrections are applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Turn {
     /// Unique turn id.
@@ -334,13 +269,9 @@ mod tests {
                 is_error: true,
             },
         ];
-        assert_eq!(
-            content_hash(&parts).unwrap(),
-            canonical::hash(&parts).unwrap()
-        );
-        assert_eq!(
-            content_hash(&[]).unwrap(),
-            canonical::hash(&Vec::<Part>::new()).unwrap()
-        );
+        // derive(Encode) writes what serde's encoding, keys sorted, writes.
+        let via_serde = canonical::encode_value(&serde_json::to_value(&parts).unwrap());
+        assert_eq!(content_hash(&parts).unwrap(), canonical::sha256(&via_serde));
+        assert_eq!(content_hash(&[]).unwrap(), canonical::sha256(b"[]"));
     }
 }

@@ -3,7 +3,7 @@
 //! A tagged request (`settle`, `resolve`, `declarations`, `stream`,
 //! `failure`) keeps the exported names to three: plan, validate, select.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::agree::{agree, Agreement};
@@ -15,7 +15,7 @@ use crate::settle::{settle, SettleRequest};
 use crate::stream::{classify, decide, FailureInput, FailureReport, StreamDecision, StreamReport};
 
 /// Target and compactor declarations to compare.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeclarationPair {
     /// The target declaration.
@@ -25,7 +25,7 @@ pub struct DeclarationPair {
 }
 
 /// A validate request, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum ValidateRequest {
     /// Settle a model output into a boundary.
@@ -41,7 +41,7 @@ pub enum ValidateRequest {
 }
 
 /// The answer to a validate request, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum ValidateResponse {
     /// The settled boundary, ready to append.

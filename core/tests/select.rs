@@ -52,7 +52,7 @@ fn format_case(format: Format) -> Value {
     r.head = Some(head(&f, 5, "Earlier: the member introduced themselves."));
     r.prompt = Some(text("Thanks"));
     r.format = format;
-    select(&r).unwrap().messages.unwrap()
+    select(&r).unwrap().messages.unwrap().to_value()
 }
 
 fn fixture(name: &str) -> Value {
@@ -100,7 +100,7 @@ fn context_order_is_pinned_summary_amendment_tail_prompt() {
     r.prompt = Some(text("now"));
     let sel = select(&r).unwrap();
     let msgs: Vec<foldline_core::select::ContextMessage> =
-        serde_json::from_value(sel.messages.unwrap()).unwrap();
+        serde_json::from_value(sel.messages.unwrap().to_value()).unwrap();
     let kinds: Vec<Kind> = msgs.iter().map(|m| m.kind).collect();
     assert_eq!(kinds[0], Kind::Pinned);
     assert_eq!(kinds[1], Kind::Summary);
@@ -139,7 +139,7 @@ fn envelope_is_user_role_and_a_hostile_summary_stays_inside_verbatim() {
         Format::AiSdk,
     ] {
         r.format = format;
-        let v = select(&r).unwrap().messages.unwrap();
+        let v = select(&r).unwrap().messages.unwrap().to_value();
         let text = v.to_string();
         assert_eq!(
             text.matches("untrusted-history-summary]").count(),

@@ -9,11 +9,17 @@
 //! `foldline_core::decode`. It also emits a `serde::Deserialize` impl that
 //! goes through the same function, for Rust callers that use serde.
 //!
+//! `#[derive(Encode)]` writes the canonical encoding (keys sorted by their
+//! UTF-8 bytes, no whitespace) straight to bytes: the field order is sorted
+//! when the macro runs, an internally tagged enum's tag is merged into its
+//! variant's keys as they are written, and no intermediate JSON value is
+//! built.
+//!
 //! Supported attributes (the set the core uses; anything else is a compile
 //! error, never silently ignored): container `rename_all` (`camelCase`,
 //! `snake_case`), `deny_unknown_fields`, `tag`; variant `rename_all`,
 //! `rename`; field `default`, `default = "path"`, `rename`,
-//! `skip_serializing_if` (serialization only).
+//! `skip_serializing_if`.
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
@@ -25,6 +31,17 @@ use syn::{parse_macro_input, Attribute, Data, DeriveInput, Fields, LitStr};
 pub fn derive_decode(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match expand(&input) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Derive `foldline_core::canonical::Encode` (and, for structs,
+/// `foldline_core::canonical::EncodeMembers`).
+#[proc_macro_derive(Encode, attributes(serde))]
+pub fn derive_encode(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand_encode(&input) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -97,6 +114,8 @@ struct Attrs {
     tag: Option<String>,
     /// `None`: required; `Some(None)`: `Default::default`; `Some(Some(p))`: `p()`.
     default: Option<Option<syn::Path>>,
+    /// `skip_serializing_if`: the field is not written when this holds.
+    skip_if: Option<syn::Path>,
 }
 
 fn attrs(list: &[Attribute]) -> syn::Result<Attrs> {
@@ -121,7 +140,7 @@ fn attrs(list: &[Attribute]) -> syn::Result<Attrs> {
                     })
                 }
                 "skip_serializing_if" => {
-                    meta.value()?.parse::<LitStr>()?;
+                    a.skip_if = Some(meta.value()?.parse::<LitStr>()?.parse::<syn::Path>()?)
                 }
                 _ => return Err(meta.error("attribute not supported by derive(Decode)")),
             }
@@ -287,4 +306,120 @@ fn tagged_enum(e: &syn::DataEnum, tag: &str, cattrs: &Attrs) -> syn::Result<Toke
             _ => Err(crate::decode::unknown_variant(&at.key(#tag), &s, NAMES)),
         }
     })
+}
+
+/// One member to write: its JSON name and how to write it.
+struct Member {
+    json: String,
+    write: Tokens,
+}
+
+/// `w.field(..)` calls for named fields, sorted by JSON name; `access` turns
+/// a field identifier into the expression that reads it.
+fn encode_fields(
+    fields: &Fields,
+    case: Option<Case>,
+    access: impl Fn(&syn::Ident) -> Tokens,
+) -> syn::Result<Vec<Member>> {
+    let mut out = Vec::new();
+    for field in fields {
+        let ident = field.ident.as_ref().expect("named field");
+        let fa = attrs(&field.attrs)?;
+        let raw = ident.to_string();
+        let json = fa
+            .rename
+            .clone()
+            .unwrap_or_else(|| case.map_or(raw.clone(), |c| c.field(&raw)));
+        let lit = LitStr::new(&json, Span::call_site());
+        let value = access(ident);
+        let write = match &fa.skip_if {
+            None => quote! { w.field(#lit, #value); },
+            Some(path) => quote! { if !#path(#value) { w.field(#lit, #value); } },
+        };
+        out.push(Member { json, write });
+    }
+    Ok(out)
+}
+
+fn sorted(mut members: Vec<Member>) -> Vec<Tokens> {
+    members.sort_by(|a, b| a.json.as_bytes().cmp(b.json.as_bytes()));
+    members.into_iter().map(|m| m.write).collect()
+}
+
+fn expand_encode(input: &DeriveInput) -> syn::Result<Tokens> {
+    let name = &input.ident;
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "derive(Encode) does not support generic types",
+        ));
+    }
+    let cattrs = attrs(&input.attrs)?;
+    match &input.data {
+        Data::Struct(s) if matches!(s.fields, Fields::Named(_)) => {
+            let writes = sorted(encode_fields(&s.fields, cattrs.rename_all, |i| {
+                quote! { &self.#i }
+            })?);
+            Ok(quote! {
+                impl crate::canonical::EncodeMembers for #name {
+                    fn members(&self, w: &mut crate::canonical::Members<'_>) {
+                        #(#writes)*
+                    }
+                }
+                impl crate::canonical::Encode for #name {
+                    fn encode(&self, out: &mut ::std::vec::Vec<u8>) {
+                        crate::canonical::Members::write(out, None, None, self);
+                    }
+                }
+            })
+        }
+        Data::Enum(e) => {
+            let mut arms = Vec::new();
+            for v in &e.variants {
+                let lit = variant_name(v, cattrs.rename_all)?;
+                let ident = &v.ident;
+                let arm = match (&cattrs.tag, &v.fields) {
+                    (None, Fields::Unit) => {
+                        quote! { Self::#ident => crate::canonical::write_str(#lit, out), }
+                    }
+                    (Some(tag), Fields::Unit) => quote! {
+                        Self::#ident => crate::canonical::Members::write(out, Some((#tag, #lit)), None, &()),
+                    },
+                    (Some(tag), Fields::Unnamed(u)) if u.unnamed.len() == 1 => quote! {
+                        Self::#ident(inner) => crate::canonical::Members::write(out, Some((#tag, #lit)), None, inner),
+                    },
+                    (Some(tag), Fields::Named(named)) => {
+                        let va = attrs(&v.attrs)?;
+                        let idents: Vec<_> = named.named.iter().map(|f| f.ident.clone()).collect();
+                        let writes = sorted(encode_fields(&v.fields, va.rename_all, |i| quote! { #i })?);
+                        quote! {
+                            Self::#ident { #(#idents),* } => {
+                                let mut w = crate::canonical::Members::open(out, Some((#tag, #lit)), None);
+                                #(#writes)*
+                                w.close();
+                            }
+                        }
+                    }
+                    _ => {
+                        return Err(syn::Error::new_spanned(
+                            v,
+                            "derive(Encode): unit variants, or #[serde(tag)] with struct or one-field variants",
+                        ))
+                    }
+                };
+                arms.push(arm);
+            }
+            Ok(quote! {
+                impl crate::canonical::Encode for #name {
+                    fn encode(&self, out: &mut ::std::vec::Vec<u8>) {
+                        match self { #(#arms)* }
+                    }
+                }
+            })
+        }
+        _ => Err(syn::Error::new_spanned(
+            name,
+            "derive(Encode) supports named structs and enums",
+        )),
+    }
 }

@@ -556,7 +556,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
     })
     .unwrap();
     assert_eq!(
-        serde_json::to_string(&wasm).unwrap(),
-        serde_json::to_string(&native).unwrap()
+        foldline_core::canonical::encode(&wasm),
+        foldline_core::canonical::encode(&native)
     );
 }

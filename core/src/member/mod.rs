@@ -10,11 +10,11 @@ pub mod settings;
 pub mod tool_result;
 pub mod trim;
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 /// What one pass did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum Status {
     /// The model-bound copy is smaller.
@@ -26,7 +26,7 @@ pub enum Status {
 }
 
 /// The one measurement every pass records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Measurement {
     /// Bytes the pass was offered.

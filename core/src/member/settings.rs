@@ -7,11 +7,11 @@
 //! compaction — no identity, credential, hidden prompt or raw policy data
 //! (its inputs are booleans, so it cannot carry any).
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 /// Deployment availability flags (release gates).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Availability {
     /// `MEMBER_COMPRESSION_ENABLED`: the settings surface exists.
@@ -29,7 +29,7 @@ pub struct Availability {
 }
 
 /// The member's own choices; everything defaults to off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Preferences {
     /// Master compression preference.
@@ -47,7 +47,7 @@ pub struct Preferences {
 }
 
 /// Why a tool is off; safe to show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum OffReason {
     /// Not released in this deployment.
@@ -69,7 +69,7 @@ impl OffReason {
 }
 
 /// One tool's effective state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolState {
     /// On or off.
@@ -80,7 +80,7 @@ pub struct ToolState {
 }
 
 /// The effective compression state captured at turn start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EffectiveState {
     /// The member's master preference.
@@ -96,7 +96,7 @@ pub struct EffectiveState {
 }
 
 /// A settings request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsRequest {
     /// Availability flags.
@@ -111,7 +111,7 @@ pub struct SettingsRequest {
 }
 
 /// Projection, plain-speak fragment and self-inspection answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsResponse {
     /// The effective state.

@@ -11,7 +11,7 @@
 //! private output pass byte-for-byte. A result that would not get smaller
 //! passes through as a bypass; any failure returns the original.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -31,7 +31,7 @@ pub const KEEP_CHARS: usize = 4_000;
 pub const MAX_CHARS: usize = 12_000;
 
 /// A tool-result compression request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolResultRequest {
     /// Tool name (`run_code`, `search`, `conversation_search`, `document_retrieval`, ...).
@@ -44,7 +44,7 @@ pub struct ToolResultRequest {
 }
 
 /// The model-bound copy and the measurement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolResultResponse {
     /// What goes to the model.

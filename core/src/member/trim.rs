@@ -14,7 +14,7 @@
 //! The rule list is the known ceiling: it removes only the English phrasing it
 //! lists, so unusual hedging (and other languages) pass through.
 
-use foldline_derive::Decode;
+use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use super::{Measurement, Status};
@@ -140,7 +140,7 @@ const NEGATIONS: &[&str] = &[
 ];
 
 /// A prompt-trim request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrimRequest {
     /// The member's message text.
@@ -148,7 +148,7 @@ pub struct TrimRequest {
 }
 
 /// The model-bound copy and the measurement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Decode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrimResult {
     /// What goes to the model.
