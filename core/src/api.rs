@@ -70,7 +70,10 @@ fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
 fn unknown(entry: &str) -> Error {
     Error::new(
         Code::InvalidRequest,
-        format!("unknown entry point {entry:?}; expected one of {ENTRY_POINTS:?}"),
+        format!(
+            "unknown entry point `{entry}`; expected one of {}",
+            ENTRY_POINTS.join(", ")
+        ),
     )
 }
 

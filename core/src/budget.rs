@@ -24,6 +24,16 @@ pub enum Metric {
     Tokens,
 }
 
+impl Metric {
+    /// The metric's name: `chars` or `tokens`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Chars => "chars",
+            Metric::Tokens => "tokens",
+        }
+    }
+}
+
 /// Thresholds derived from a declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]

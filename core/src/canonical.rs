@@ -7,32 +7,13 @@
 //! feature such as `preserve_order` elsewhere in a build cannot change a hash.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-/// Prefix of every hash string.
-pub const HASH_PREFIX: &str = "sha256:";
-
-/// Format a raw digest as `sha256:<hex>`.
-pub fn format_digest(digest: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(HASH_PREFIX.len() + digest.len() * 2);
-    s.push_str(HASH_PREFIX);
-    for b in digest {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
-    }
-    s
-}
-
-/// `sha256:<hex>` of raw bytes.
-pub fn sha256(bytes: &[u8]) -> String {
-    format_digest(&Sha256::digest(bytes))
-}
+pub use foldline_json::{format_digest, sha256, HASH_PREFIX};
 
 /// The canonical bytes of a JSON value.
 pub fn encode_value(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    write_value(value, &mut out);
+    foldline_json::write_value(value, &mut out);
     out
 }
 
@@ -60,24 +41,11 @@ pub fn hash_without<T: EncodeMembers + ?Sized>(value: &T, field: &str) -> String
 /// the previous accumulator and the next hash string. The empty fold is the
 /// hash of no bytes. Hashes are combined, content is never re-hashed.
 pub fn fold_hashes<'a, I: IntoIterator<Item = &'a str>>(hashes: I) -> String {
-    let mut acc = Sha256::digest(b"").to_vec();
-    for h in hashes {
-        let mut d = Sha256::new();
-        d.update(&acc);
-        d.update(h.as_bytes());
-        acc = d.finalize().to_vec();
-    }
-    format_digest(&acc)
-}
-
-fn write_value(value: &Value, out: &mut Vec<u8>) {
-    value.encode(out)
+    foldline_json::fold_hashes(&hashes.into_iter().collect::<Vec<_>>())
 }
 
 fn write_string(s: &str, out: &mut Vec<u8>) {
-    // serde_json's escaping of a string is fixed and documented; reuse it,
-    // writing straight into the buffer (writing to a Vec cannot fail).
-    let _ = serde_json::to_writer(&mut *out, s);
+    foldline_json::write_str(s, out)
 }
 
 /// A value with a canonical encoding, written straight to bytes
@@ -219,18 +187,7 @@ impl Encode for bool {
 
 impl Encode for u64 {
     fn encode(&self, out: &mut Vec<u8>) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut n = *self;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        out.extend_from_slice(&digits[i..]);
+        foldline_json::write_u64(*self, out)
     }
 }
 
@@ -248,14 +205,7 @@ impl Encode for usize {
 
 impl Encode for Value {
     fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            Value::Object(map) => Members::write(out, None, None, map),
-            Value::Array(items) => items.encode(out),
-            Value::String(s) => write_string(s, out),
-            other => {
-                let _ = serde_json::to_writer(&mut *out, other);
-            }
-        }
+        foldline_json::write_value(self, out)
     }
 }
 

@@ -55,7 +55,7 @@ fn message_value(m: &ContextMessage) -> Value {
     let mut out = Vec::new();
     m.encode(&mut out);
     // The canonical encoding is JSON by construction.
-    serde_json::from_slice(&out).unwrap_or(Value::Null)
+    crate::decode::parse(&out).unwrap_or(Value::Null)
 }
 
 impl Encode for Rendered {
@@ -114,9 +114,9 @@ fn texts(parts: &[Part]) -> String {
 }
 
 /// Tool-call arguments as a JSON value: the parsed object, or the raw text
-/// under `arguments` when they are not a JSON object.
+/// under `arguments` when they are not one JSON object (or repeat a key).
 fn input_of(arguments: &str) -> Value {
-    match serde_json::from_str::<Value>(arguments) {
+    match crate::decode::parse(arguments.as_bytes()) {
         Ok(v @ Value::Object(_)) => v,
         _ => json!({ "arguments": arguments }),
     }

@@ -538,9 +538,9 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
             return Err(Error::new(
                 Code::TailTurnTooLarge,
                 format!(
-                    "the latest turn(s) measure {} {:?}, over the tail target of {tail_target}; refusing to split or truncate",
+                    "the latest turn(s) measure {} {}, over the tail target of {tail_target}; refusing to split or truncate",
                     unit_size(metric, eligible, last)?,
-                    metric
+                    metric.as_str()
                 ),
             )
             .with_ids(eligible[last.start..last.end].iter().map(|t| t.turn_id.clone())));
@@ -611,10 +611,10 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         return Err(Error::new(
             Code::NotSmaller,
             format!(
-                "compaction would leave {} of {} {:?}: the projection would not shrink",
+                "compaction would leave {} of {} {}: the projection would not shrink",
                 pick(metric, after),
                 pick(metric, ctx.before),
-                metric
+                metric.as_str()
             ),
         ));
     }

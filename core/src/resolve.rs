@@ -210,7 +210,7 @@ fn order_chain<'a>(bs: &[&'a Boundary], f: &Frontier) -> Result<Vec<&'a Boundary
             if !by_id.contains_key(p) {
                 return Err(Error::new(
                     Code::MissingLink,
-                    format!("a boundary names a predecessor {p:?} that is not in the chain"),
+                    format!("a boundary names a predecessor `{p}` that is not in the chain"),
                 )
                 .with_ids([b.id.clone()]));
             }

@@ -255,7 +255,10 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
     if reserved > limit {
         return Err(Error::new(
             Code::OverBudget,
-            format!("pinned turns, envelopes and prompt need {reserved} of a budget of {limit} {metric:?}"),
+            format!(
+                "pinned turns, envelopes and prompt need {reserved} of a budget of {limit} {}",
+                metric.as_str()
+            ),
         ));
     }
     let room = limit - reserved;

@@ -188,7 +188,7 @@ fn check_summary(text: &str, packet: &Packet, out: &ModelOutput) -> Result<()> {
         return Err(Error::new(
             Code::SummaryTruncated,
             format!(
-                "the model stopped with finish reason {:?}: the summary is cut off",
+                "the model stopped with finish reason `{}`: the summary is cut off",
                 out.finish_reason
             ),
         ));

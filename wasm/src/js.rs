@@ -69,5 +69,5 @@ pub fn call(entry: &str, request: &str) -> String {
 /// Crate, ruleset and ABI versions as a JSON string.
 #[wasm_bindgen]
 pub fn version() -> String {
-    crate::version_info().to_string()
+    crate::version_info()
 }

@@ -29,11 +29,12 @@ pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: additions only.
 pub const ABI_MINOR: u32 = 0;
 
-/// Version information, as `version()` returns it.
-pub fn version_info() -> serde_json::Value {
-    serde_json::json!({
-        "crate": env!("CARGO_PKG_VERSION"),
-        "ruleset": foldline_core::RULESET_VERSION,
-        "abi": { "major": ABI_MAJOR, "minor": ABI_MINOR },
-    })
+/// Version information as canonical JSON, as `version()` returns it:
+/// `{"abi":{"major":..,"minor":..},"crate":"..","ruleset":".."}`.
+pub fn version_info() -> String {
+    format!(
+        "{{\"abi\":{{\"major\":{ABI_MAJOR},\"minor\":{ABI_MINOR}}},\"crate\":\"{}\",\"ruleset\":\"{}\"}}",
+        env!("CARGO_PKG_VERSION"),
+        foldline_core::RULESET_VERSION
+    )
 }

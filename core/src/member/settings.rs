@@ -198,7 +198,7 @@ const CUES: &[&str] = &[
 /// and asks about state (a question mark or a state word). Commands such as
 /// `/compact` are not questions.
 pub fn asks_about_settings(message: &str) -> bool {
-    let m = message.to_lowercase();
+    let m = message.to_ascii_lowercase();
     if m.trim_start().starts_with('/') {
         return false;
     }

@@ -344,7 +344,7 @@ fn sentences(segs: Vec<Seg>) -> Vec<Vec<Seg>> {
 fn free_text(s: &[Seg]) -> String {
     s.iter()
         .filter(|x| !x.protected)
-        .map(|x| x.text.to_lowercase())
+        .map(|x| x.text.to_ascii_lowercase())
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -399,7 +399,7 @@ fn apply_start(s: &mut [Seg], rule: &Rule) -> bool {
             fixed.push_str(&first.text[..lead]);
             let mut cs = rest.chars();
             if let Some(c) = cs.next() {
-                fixed.extend(c.to_uppercase());
+                fixed.push(c.to_ascii_uppercase());
                 fixed.push_str(cs.as_str());
             }
             first.text = fixed;

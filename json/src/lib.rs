@@ -1,0 +1,266 @@
+//! The JSON primitives on every hot path of foldline, in a crate of their own
+//! so the size-optimized WebAssembly artifact can compile them for speed
+//! (`[profile.wasm-release.package.foldline-json] opt-level = 3`) while the
+//! policy code around them stays small.
+//!
+//! Everything here is non-generic on purpose: generic code is compiled in
+//! the crate that instantiates it, at that crate's optimization level.
+
+#![forbid(unsafe_code)]
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// Prefix of every hash string.
+pub const HASH_PREFIX: &str = "sha256:";
+
+/// Parse JSON bytes into a tree. Unlike `serde_json::Value`'s own parser, a
+/// key repeated in one object is an error (`duplicate field`), not last-wins.
+///
+/// # Errors
+/// serde_json's error, with the line and column of the problem.
+pub fn parse(input: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice::<Tree>(input).map(|t| t.0)
+}
+
+/// Parse a tree from any serde deserializer (duplicate keys refused).
+///
+/// # Errors
+/// The deserializer's error.
+pub fn tree_from<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    Tree::deserialize(d).map(|t| t.0)
+}
+
+struct Tree(Value);
+
+impl<'de> Deserialize<'de> for Tree {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TreeVisitor).map(Tree)
+    }
+}
+
+struct TreeVisitor;
+
+impl<'de> Visitor<'de> for TreeVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(Tree(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            let Tree(v) = access.next_value()?;
+            if map.contains_key(&key) {
+                return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            map.insert(key, v);
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+/// Write a JSON string: serde_json's escaping (`"`, `\`, control characters;
+/// everything else verbatim as UTF-8).
+pub fn write_str(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if esc.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 15) as usize]);
+        } else {
+            out.extend_from_slice(esc);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Write a non-negative integer.
+pub fn write_u64(n: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Write a tree canonically: object keys sorted by their UTF-8 bytes, no
+/// insignificant whitespace, integers as digits; any other number as
+/// serde_json writes it.
+pub fn write_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(k, out);
+                out.push(b':');
+                write_value(&map[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(item, out);
+            }
+            out.push(b']');
+        }
+        Value::String(s) => write_str(s, out),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Number(n) => match n.as_u64() {
+            Some(u) => write_u64(u, out),
+            // Negative and fractional numbers occur only inside opaque values
+            // (tool results); serde_json writes them.
+            None => {
+                let _ = serde_json::to_writer(&mut *out, n);
+            }
+        },
+    }
+}
+
+/// Format a raw digest as `sha256:<hex>`.
+pub fn format_digest(digest: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(HASH_PREFIX.len() + digest.len() * 2);
+    s.push_str(HASH_PREFIX);
+    for b in digest {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// `sha256:<hex>` of raw bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    format_digest(&Sha256::digest(bytes))
+}
+
+/// Fold a sequence of hashes into one (a Merkle-style chain): each step
+/// hashes the previous accumulator and the next hash string. The empty fold
+/// is the hash of no bytes.
+pub fn fold_hashes(hashes: &[&str]) -> String {
+    let mut acc = Sha256::digest(b"");
+    for h in hashes {
+        let mut d = Sha256::new();
+        d.update(acc);
+        d.update(h.as_bytes());
+        acc = d.finalize();
+    }
+    format_digest(&acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_escape_exactly_as_serde_json_does() {
+        let all: String = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .chain("é€😀\u{2028}\u{7f}".chars())
+            .collect();
+        for s in [all.as_str(), "", "plain", "a\"b\\c\nd"] {
+            let mut ours = Vec::new();
+            write_str(s, &mut ours);
+            assert_eq!(ours, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn integers_and_trees_are_canonical() {
+        for n in [0, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut ours = Vec::new();
+            write_u64(n, &mut ours);
+            assert_eq!(ours, n.to_string().into_bytes());
+        }
+        let v = parse(br#"{"b":1,"a":[true,null,"x",-2,1.5],"c":{"z":0,"y":-2}}"#).unwrap();
+        let mut out = Vec::new();
+        write_value(&v, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":[true,null,"x",-2,1.5],"b":1,"c":{"y":-2,"z":0}}"#
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused() {
+        let e = parse(br#"{"a":1,"a":2}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate field `a`"), "{e}");
+    }
+}
