@@ -1,6 +1,6 @@
 //! The JSON primitives on every hot path of foldline, in a crate of their own
 //! so the size-optimized WebAssembly artifact can compile them for speed
-//! (`[profile.wasm-release.package.foldline-json] opt-level = 3`) while the
+//! (`profile.release.package.foldline-json.opt-level=3` in scripts/build-wasm) while the
 //! policy code around them stays small.
 //!
 //! Everything here is non-generic on purpose: generic code is compiled in

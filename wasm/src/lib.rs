@@ -5,7 +5,8 @@
 //! - **JavaScript** (browsers, Node, edge workers) through the wasm-bindgen
 //!   exports in [`js`]: `plan`, `validate`, `select`, `timeline`, `trimPrompt`,
 //!   `compressToolResult`, `settingsProjection`, `call` and `version`. Values
-//!   cross with serde-wasm-bindgen; every answer is an envelope
+//!   cross as JSON text (the host's `JSON.stringify` / `JSON.parse`), so
+//!   every runtime reaches the one decoder; every answer is an envelope
 //!   `{ ok }` or `{ error: { code, message, ids } }`, never a thrown trap.
 //! - **wasmtime** through the raw ABI in [`abi`]: allocate, call with JSON
 //!   bytes, read the result, free. The host stubs the JS imports as traps;
