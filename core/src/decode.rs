@@ -16,13 +16,21 @@ use serde_json::{Map, Value};
 
 use crate::error::{Code, Error, Result};
 
+/// A decode failure: the `invalid_request` error, boxed so that each `?` in
+/// the generated code moves one pointer, not a whole error (this alone is a
+/// good part of the decoder's size in the WebAssembly artifact).
+pub type Failure = Box<Error>;
+
+/// The result of decoding.
+pub type Decoded<T> = std::result::Result<T, Failure>;
+
 /// A type that can be taken out of a parsed JSON value.
 pub trait Decode: Sized {
     /// Decode `v`, found at `at`.
     ///
     /// # Errors
     /// `invalid_request` naming the path and the problem.
-    fn decode(v: Value, at: &At<'_>) -> Result<Self>;
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self>;
 
     /// The value of an absent field without a default: `None` for options;
     /// for every other type the field is required.
@@ -86,14 +94,14 @@ impl fmt::Display for At<'_> {
 }
 
 /// An `invalid_request` error at `at`.
-pub fn fail(at: &At<'_>, problem: impl fmt::Display) -> Error {
+pub fn fail(at: &At<'_>, problem: impl fmt::Display) -> Failure {
     let place = at.to_string();
     let message = if place.is_empty() {
         problem.to_string()
     } else {
         format!("{place}: {problem}")
     };
-    Error::new(Code::InvalidRequest, message)
+    Box::new(Error::new(Code::InvalidRequest, message))
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -108,7 +116,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// "expected X, found Y" at `at`.
-pub fn invalid(at: &At<'_>, expected: &str, found: &Value) -> Error {
+pub fn invalid(at: &At<'_>, expected: &str, found: &Value) -> Failure {
     fail(
         at,
         format_args!("expected {expected}, found {}", kind(found)),
@@ -134,7 +142,7 @@ fn list(names: &[&str]) -> String {
 ///
 /// # Errors
 /// `invalid_request` if the value is not a string.
-pub fn variant(v: Value, at: &At<'_>) -> Result<String> {
+pub fn variant(v: Value, at: &At<'_>) -> Decoded<String> {
     match v {
         Value::String(s) => Ok(s),
         other => Err(invalid(at, "a string", &other)),
@@ -142,7 +150,7 @@ pub fn variant(v: Value, at: &At<'_>) -> Result<String> {
 }
 
 /// An enum name that is not one of `names`.
-pub fn unknown_variant(at: &At<'_>, found: &str, names: &[&str]) -> Error {
+pub fn unknown_variant(at: &At<'_>, found: &str, names: &[&str]) -> Failure {
     fail(
         at,
         format_args!("unknown variant `{found}`, expected {}", list(names)),
@@ -160,7 +168,7 @@ impl<'a> Fields<'a> {
     ///
     /// # Errors
     /// `invalid_request` if the value is not an object.
-    pub fn open(v: Value, at: &'a At<'a>) -> Result<Self> {
+    pub fn open(v: Value, at: &'a At<'a>) -> Decoded<Self> {
         match v {
             Value::Object(map) => Ok(Fields { map, at }),
             other => Err(invalid(at, "an object", &other)),
@@ -171,7 +179,7 @@ impl<'a> Fields<'a> {
     ///
     /// # Errors
     /// `invalid_request` if it is absent or does not decode.
-    pub fn take<T: Decode>(&mut self, name: &'static str) -> Result<T> {
+    pub fn take<T: Decode>(&mut self, name: &'static str) -> Decoded<T> {
         match self.map.remove(name) {
             Some(v) => T::decode(v, &self.at.key(name)),
             None => {
@@ -184,7 +192,7 @@ impl<'a> Fields<'a> {
     ///
     /// # Errors
     /// `invalid_request` if it is present and does not decode.
-    pub fn take_or<T: Decode>(&mut self, name: &'static str, default: fn() -> T) -> Result<T> {
+    pub fn take_or<T: Decode>(&mut self, name: &'static str, default: fn() -> T) -> Decoded<T> {
         match self.map.remove(name) {
             Some(v) => T::decode(v, &self.at.key(name)),
             None => Ok(default()),
@@ -195,7 +203,7 @@ impl<'a> Fields<'a> {
     ///
     /// # Errors
     /// `invalid_request` if it is absent or not a string.
-    pub fn tag(&mut self, tag: &'static str) -> Result<String> {
+    pub fn tag(&mut self, tag: &'static str) -> Decoded<String> {
         match self.map.remove(tag) {
             Some(v) => variant(v, &self.at.key(tag)),
             None => Err(fail(self.at, format_args!("missing field `{tag}`"))),
@@ -206,7 +214,7 @@ impl<'a> Fields<'a> {
     ///
     /// # Errors
     /// `invalid_request` naming the first unknown field and the known ones.
-    pub fn deny_unknown(&self, known: &[&str]) -> Result<()> {
+    pub fn deny_unknown(&self, known: &[&str]) -> Decoded<()> {
         match self.map.keys().next() {
             None => Ok(()),
             Some(k) => Err(fail(
@@ -223,19 +231,19 @@ impl<'a> Fields<'a> {
 }
 
 impl Decode for Value {
-    fn decode(v: Value, _: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, _: &At<'_>) -> Decoded<Self> {
         Ok(v)
     }
 }
 
 impl Decode for String {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         variant(v, at)
     }
 }
 
 impl Decode for bool {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match v {
             Value::Bool(b) => Ok(b),
             other => Err(invalid(at, "a boolean", &other)),
@@ -244,7 +252,7 @@ impl Decode for bool {
 }
 
 impl Decode for u64 {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match &v {
             Value::Number(n) => n.as_u64().ok_or_else(|| match n.as_i64() {
                 Some(i) => fail(
@@ -259,14 +267,14 @@ impl Decode for u64 {
 }
 
 impl Decode for u32 {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         let n = u64::decode(v, at)?;
         u32::try_from(n).map_err(|_| fail(at, format_args!("{n} is over {}", u32::MAX)))
     }
 }
 
 impl<T: Decode> Decode for Option<T> {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match v {
             Value::Null => Ok(None),
             v => T::decode(v, at).map(Some),
@@ -279,13 +287,13 @@ impl<T: Decode> Decode for Option<T> {
 }
 
 impl<T: Decode> Decode for Box<T> {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         T::decode(v, at).map(Box::new)
     }
 }
 
 impl<T: Decode> Decode for Vec<T> {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match v {
             Value::Array(items) => items
                 .into_iter()
@@ -298,7 +306,7 @@ impl<T: Decode> Decode for Vec<T> {
 }
 
 impl<T: Decode> Decode for BTreeMap<String, T> {
-    fn decode(v: Value, at: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match v {
             Value::Object(map) => map
                 .into_iter()
@@ -318,7 +326,7 @@ impl<T: Decode> Decode for BTreeMap<String, T> {
 /// `invalid_request`: the JSON's line and column for a syntax error (or a
 /// duplicate key), the path for a value that does not fit.
 pub fn from_slice<T: Decode>(input: &[u8]) -> Result<T> {
-    T::decode(parse(input)?, &At::ROOT)
+    T::decode(parse(input)?, &At::ROOT).map_err(|e| *e)
 }
 
 /// Parse JSON bytes into a tree, refusing duplicate keys.

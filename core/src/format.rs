@@ -11,7 +11,6 @@ use serde_json::{json, Map, Value};
 
 use crate::canonical::Encode;
 use crate::decode::{At, Decode};
-use crate::error::Result;
 use crate::select::ContextMessage;
 use crate::turn::{Part, Role};
 
@@ -68,7 +67,7 @@ impl Encode for Rendered {
 }
 
 impl Decode for Rendered {
-    fn decode(v: Value, _: &At<'_>) -> Result<Self> {
+    fn decode(v: Value, _: &At<'_>) -> crate::decode::Decoded<Self> {
         Ok(Rendered::Json(v))
     }
 }

@@ -189,7 +189,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             fn decode(
                 v: ::serde_json::Value,
                 at: &crate::decode::At<'_>,
-            ) -> crate::error::Result<Self> {
+            ) -> crate::decode::Decoded<Self> {
                 #body
             }
         }
