@@ -201,18 +201,28 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
     })
 }
 
+/// A named field's identifier, attributes and JSON name (its `rename`, or
+/// the container's `rename_all` applied to the identifier).
+fn field_name(field: &syn::Field, case: Option<Case>) -> syn::Result<(&syn::Ident, Attrs, String)> {
+    let ident = field
+        .ident
+        .as_ref()
+        .ok_or_else(|| syn::Error::new_spanned(field, "expected a named field"))?;
+    let fa = attrs(&field.attrs)?;
+    let raw = ident.to_string();
+    let json = fa
+        .rename
+        .clone()
+        .unwrap_or_else(|| case.map_or(raw.clone(), |c| c.field(&raw)));
+    Ok((ident, fa, json))
+}
+
 /// `{ field: f.take(..)?, ... }` and the unknown-field check for named fields.
 fn named_fields(fields: &Fields, case: Option<Case>, deny: bool) -> syn::Result<(Tokens, Tokens)> {
     let mut inits = Vec::new();
     let mut names = Vec::new();
     for field in fields {
-        let ident = field.ident.as_ref().expect("named field");
-        let fa = attrs(&field.attrs)?;
-        let raw = ident.to_string();
-        let json = fa
-            .rename
-            .clone()
-            .unwrap_or_else(|| case.map_or(raw.clone(), |c| c.field(&raw)));
+        let (ident, fa, json) = field_name(field, case)?;
         let lit = LitStr::new(&json, Span::call_site());
         let init = match &fa.default {
             None => quote! { f.take(#lit)? },
@@ -323,13 +333,7 @@ fn encode_fields(
 ) -> syn::Result<Vec<Member>> {
     let mut out = Vec::new();
     for field in fields {
-        let ident = field.ident.as_ref().expect("named field");
-        let fa = attrs(&field.attrs)?;
-        let raw = ident.to_string();
-        let json = fa
-            .rename
-            .clone()
-            .unwrap_or_else(|| case.map_or(raw.clone(), |c| c.field(&raw)));
+        let (ident, fa, json) = field_name(field, case)?;
         let lit = LitStr::new(&json, Span::call_site());
         let value = access(ident);
         let write = match &fa.skip_if {
