@@ -2,7 +2,7 @@ import { test } from "node:test";
 import { readFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import * as f from "../dist/index.js";
-import { suite } from "./shared.mjs";
+import { suite, chat, declaration, fakeModel, check } from "./shared.mjs";
 
 await f.init();
 
@@ -50,4 +50,21 @@ test("turnMeta: select on metadata keeps exactly the turns a full select keeps",
   let code;
   try { f.select({ ...req, events: metas, render: true }); } catch (e) { code = e.code; }
   if (code !== "needs_content") throw new Error(`expected needs_content, got ${code}`);
+});
+
+test("the README's chat-client example runs as written", async () => {
+  const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
+  const start = readme.indexOf("A chat client drawing dividers:");
+  const block = readme.slice(start).match(/```js\n([\s\S]*?)```/)[1];
+  const body = block.replace(/^import .* from "foldline";\n/m, "");
+  check(!/^import /m.test(body), "only the package import is replaced");
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+  await chat(c, journal, 1, 16);
+  const events = (await journal.readEvents("c1")).map((s) => s.event);
+  const drawn = [];
+  const run = new Function("init", "timeline", "events", "drawDivider", "drawMessage", `return (async () => {\n${body}\n})();`);
+  await run(f.init, f.timeline, events, (text) => drawn.push(["divider", text]), (role, text) => drawn.push([role, text]));
+  check(drawn.some(([k, t]) => k === "divider" && /^automatic compaction · completed · \d+ turns$/.test(t)), JSON.stringify(drawn.filter(([k]) => k === "divider")));
+  check(drawn.filter(([k]) => k !== "divider").length >= 16, `${drawn.length} items`);
 });

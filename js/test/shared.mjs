@@ -42,7 +42,7 @@ export function fakeModel(opts = {}) {
   };
 }
 
-async function chat(compactor, journal, from, to) {
+export async function chat(compactor, journal, from, to) {
   let last;
   for (let s = from; s <= to; s++) {
     await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
