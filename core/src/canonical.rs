@@ -1,10 +1,17 @@
-//! The one canonical encoding behind every hash.
+//! The one canonical encoding behind every hash and every answer.
 //!
-//! A value is serialized to JSON with object keys sorted by their UTF-8 bytes,
-//! no insignificant whitespace, and serde_json's string escaping; integers only
-//! (the core has no floats). Its SHA-256 is written `sha256:` + lowercase hex.
-//! The key order is enforced here, not left to serde_json's map type, so a
-//! feature such as `preserve_order` elsewhere in a build cannot change a hash.
+//! JSON with object keys sorted by their UTF-8 bytes, no insignificant
+//! whitespace, serde_json's string escaping, integers as digits (the core has
+//! no floats; numbers inside opaque values are written as serde_json writes
+//! them). Its SHA-256 is written `sha256:` + lowercase hex.
+//!
+//! Contract types implement [`Encode`] through `#[derive(Encode)]`
+//! (`foldline-derive`), which writes these bytes directly: the key order is
+//! fixed when the macro runs, an internally tagged enum's tag is merged into
+//! its place, and no intermediate JSON value is built. The primitives (string
+//! escaping, integers, JSON trees) live in `foldline-json`. The key order is
+//! enforced here, not left to serde_json's map type, so a feature such as
+//! `preserve_order` elsewhere in a build cannot change a hash.
 
 use serde_json::Value;
 
