@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Code, Error, Result};
 
@@ -159,7 +159,7 @@ pub fn unknown_variant(at: &At<'_>, found: &str, names: &[&str]) -> Failure {
 
 /// The members of a JSON object, taken one by one.
 pub struct Fields<'a> {
-    map: Map<String, Value>,
+    map: foldline_json::Object,
     at: &'a At<'a>,
 }
 
@@ -170,7 +170,10 @@ impl<'a> Fields<'a> {
     /// `invalid_request` if the value is not an object.
     pub fn open(v: Value, at: &'a At<'a>) -> Decoded<Self> {
         match v {
-            Value::Object(map) => Ok(Fields { map, at }),
+            Value::Object(map) => Ok(Fields {
+                map: foldline_json::Object::new(map),
+                at,
+            }),
             other => Err(invalid(at, "an object", &other)),
         }
     }
@@ -180,7 +183,7 @@ impl<'a> Fields<'a> {
     /// # Errors
     /// `invalid_request` if it is absent or does not decode.
     pub fn take<T: Decode>(&mut self, name: &'static str) -> Decoded<T> {
-        match self.map.remove(name) {
+        match self.map.take(name) {
             Some(v) => T::decode(v, &self.at.key(name)),
             None => {
                 T::absent().ok_or_else(|| fail(self.at, format_args!("missing field `{name}`")))
@@ -193,7 +196,7 @@ impl<'a> Fields<'a> {
     /// # Errors
     /// `invalid_request` if it is present and does not decode.
     pub fn take_or<T: Decode>(&mut self, name: &'static str, default: fn() -> T) -> Decoded<T> {
-        match self.map.remove(name) {
+        match self.map.take(name) {
             Some(v) => T::decode(v, &self.at.key(name)),
             None => Ok(default()),
         }
@@ -204,7 +207,7 @@ impl<'a> Fields<'a> {
     /// # Errors
     /// `invalid_request` if it is absent or not a string.
     pub fn tag(&mut self, tag: &'static str) -> Decoded<String> {
-        match self.map.remove(tag) {
+        match self.map.take(tag) {
             Some(v) => variant(v, &self.at.key(tag)),
             None => Err(fail(self.at, format_args!("missing field `{tag}`"))),
         }
@@ -215,7 +218,7 @@ impl<'a> Fields<'a> {
     /// # Errors
     /// `invalid_request` naming the first unknown field and the known ones.
     pub fn deny_unknown(&self, known: &[&str]) -> Decoded<()> {
-        match self.map.keys().next() {
+        match self.map.first_key() {
             None => Ok(()),
             Some(k) => Err(fail(
                 self.at,
@@ -226,7 +229,7 @@ impl<'a> Fields<'a> {
 
     /// The members not taken yet, as an object (for a tagged variant's body).
     pub fn into_value(self) -> Value {
-        Value::Object(self.map)
+        self.map.into_value()
     }
 }
 

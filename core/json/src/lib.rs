@@ -100,6 +100,32 @@ impl<'de> Visitor<'de> for TreeVisitor {
     }
 }
 
+/// A JSON object whose members are taken out one by one by name: the
+/// decoder's inner loop, kept here so it is compiled at speed.
+pub struct Object(Map<String, Value>);
+
+impl Object {
+    /// Wrap an object's members.
+    pub fn new(members: Map<String, Value>) -> Self {
+        Object(members)
+    }
+
+    /// Take the member `key` out, if present.
+    pub fn take(&mut self, key: &str) -> Option<Value> {
+        self.0.remove(key)
+    }
+
+    /// The first member not taken yet, in key order.
+    pub fn first_key(&self) -> Option<&str> {
+        self.0.keys().next().map(String::as_str)
+    }
+
+    /// The members not taken yet, as an object.
+    pub fn into_value(self) -> Value {
+        Value::Object(self.0)
+    }
+}
+
 /// Write a JSON string: serde_json's escaping (`"`, `\`, control characters;
 /// everything else verbatim as UTF-8).
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
