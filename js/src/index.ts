@@ -61,7 +61,16 @@ export function init(source?: WasmSource): Promise<void> {
       const fs = (await import(fsName)) as { readFile(u: URL): Promise<Uint8Array> };
       input = await fs.readFile(new URL("../pkg/foldline_bg.wasm", import.meta.url));
     }
-    await initWasm(input === undefined ? undefined : { module_or_path: input as never });
+    if (input instanceof WebAssembly.Module || ArrayBuffer.isView(input) || input instanceof ArrayBuffer) {
+      // Bytes or a module: compile (off the main thread) and instantiate
+      // directly. The glue's async path probes the global Request/Response,
+      // which in Node loads the whole fetch implementation (~20 ms of cold
+      // start) for nothing.
+      const module = input instanceof WebAssembly.Module ? input : await WebAssembly.compile(input as BufferSource);
+      wasm.initSync({ module });
+    } else {
+      await initWasm(input === undefined ? undefined : { module_or_path: input as never });
+    }
     const v = JSON.parse(wasm.version()) as { abi: { major: number } };
     if (v.abi.major !== ABI_MAJOR) {
       throw new FoldlineError({ code: "unsupported_version", message: `ABI major ${v.abi.major}, expected ${ABI_MAJOR}` });
