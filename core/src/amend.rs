@@ -111,11 +111,8 @@ impl Amendment {
     }
 
     /// Whether the amendment's hash still matches its entries.
-    ///
-    /// # Errors
-    /// Only if encoding fails.
-    pub fn is_intact(&self) -> Result<bool> {
-        Ok(canonical::hash(&self.entries) == self.hash)
+    pub fn is_intact(&self) -> bool {
+        canonical::hash(&self.entries) == self.hash
     }
 
     /// The entries as a boundary absorbs them.
@@ -180,7 +177,7 @@ pub fn derive(
     }
     for c in &recon.orphan_corrections {
         if let Some(s) = snapshot.get(&c.turn_id) {
-            let h = content_hash(&c.parts)?;
+            let h = content_hash(&c.parts);
             if h != s.content_hash {
                 entries.push(AmendmentEntry {
                     turn_id: c.turn_id.clone(),

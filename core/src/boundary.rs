@@ -9,7 +9,6 @@ use crate::amend::AbsorbedEntry;
 use crate::budget::Metric;
 use crate::canonical;
 use crate::declaration::Budget;
-use crate::error::Result;
 use crate::event::TriggerKind;
 use crate::frontier::FrontierRef;
 use crate::turn::{Role, Route};
@@ -177,11 +176,8 @@ pub struct Boundary {
 
 impl Boundary {
     /// Recompute the hash over every field but `hash`.
-    ///
-    /// # Errors
-    /// Only if encoding fails.
-    pub fn compute_hash(&self) -> Result<String> {
-        Ok(canonical::hash_without(self, "hash"))
+    pub fn compute_hash(&self) -> String {
+        canonical::hash_without(self, "hash")
     }
 
     /// The previous covered sequence, if any.

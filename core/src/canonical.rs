@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-pub use foldline_json::{format_digest, sha256, HASH_PREFIX};
+pub use foldline_json::{format_digest, sha256, write_str, HASH_PREFIX};
 
 /// The canonical bytes of a JSON value.
 pub fn encode_value(value: &Value) -> Vec<u8> {
@@ -49,10 +49,6 @@ pub fn hash_without<T: EncodeMembers + ?Sized>(value: &T, field: &str) -> String
 /// hash of no bytes. Hashes are combined, content is never re-hashed.
 pub fn fold_hashes<'a, I: IntoIterator<Item = &'a str>>(hashes: I) -> String {
     foldline_json::fold_hashes(&hashes.into_iter().collect::<Vec<_>>())
-}
-
-fn write_string(s: &str, out: &mut Vec<u8>) {
-    foldline_json::write_str(s, out)
 }
 
 /// A value with a canonical encoding, written straight to bytes
@@ -153,36 +149,21 @@ impl EncodeMembers for () {
     fn members(&self, _: &mut Members<'_>) {}
 }
 
-impl EncodeMembers for serde_json::Map<String, Value> {
-    fn members(&self, w: &mut Members<'_>) {
-        let mut keys: Vec<&String> = self.keys().collect();
-        keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        for k in keys {
-            w.field(k, &self[k]);
-        }
-    }
-}
-
 impl<T: EncodeMembers + ?Sized> EncodeMembers for Box<T> {
     fn members(&self, w: &mut Members<'_>) {
         (**self).members(w)
     }
 }
 
-/// Write a JSON string with serde_json's escaping.
-pub fn write_str(s: &str, out: &mut Vec<u8>) {
-    write_string(s, out)
-}
-
 impl Encode for str {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_string(self, out)
+        write_str(self, out)
     }
 }
 
 impl Encode for String {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_string(self, out)
+        write_str(self, out)
     }
 }
 
@@ -291,12 +272,23 @@ mod tests {
 
     #[test]
     fn hash_without_ignores_the_named_field() {
-        let a = json!({"id": "x", "k": 1});
-        let b = json!({"id": "y", "k": 1});
-        let (ma, mb) = (a.as_object().unwrap(), b.as_object().unwrap());
-        assert_eq!(hash_without(ma, "id"), hash_without(mb, "id"));
-        assert_eq!(hash_without(ma, "id"), hash(&json!({"k": 1})));
+        #[derive(foldline_derive::Encode)]
+        struct Doc {
+            id: String,
+            k: u64,
+        }
+        let a = Doc {
+            id: "x".into(),
+            k: 1,
+        };
+        let b = Doc {
+            id: "y".into(),
+            k: 1,
+        };
+        assert_eq!(hash_without(&a, "id"), hash_without(&b, "id"));
+        assert_eq!(hash_without(&a, "id"), hash(&json!({"k": 1})));
         assert_ne!(hash(&a), hash(&b));
+        assert_eq!(encode(&a), br#"{"id":"x","k":1}"#);
     }
 
     #[test]

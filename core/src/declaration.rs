@@ -8,7 +8,7 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Error};
 
 /// Which side of the reciprocal pair a declaration describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
@@ -320,11 +320,8 @@ impl Declaration {
     }
 
     /// The declaration fingerprint: hash of its canonical encoding.
-    ///
-    /// # Errors
-    /// Only if the declaration cannot be encoded (never for a parsed one).
-    pub fn fingerprint(&self) -> Result<String> {
-        Ok(canonical::hash(self))
+    pub fn fingerprint(&self) -> String {
+        canonical::hash(self)
     }
 
     /// Check every rule and return every violation (empty when valid).

@@ -81,9 +81,46 @@ pub struct TurnMeta {
 }
 
 impl TurnMeta {
+    /// The metadata of a message (what a host keeps beside it, computed once
+    /// when the message arrives; `turnMeta()` in the JS package). Uses the
+    /// message's recorded content hash when it has one.
+    pub fn of(m: &Message) -> TurnMeta {
+        let ids = |result: bool| {
+            m.parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall { call_id, .. } if !result => Some(call_id.clone()),
+                    Part::ToolResult { call_id, .. } if result => Some(call_id.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        TurnMeta {
+            conversation: m.conversation.clone(),
+            chat: m.chat.clone(),
+            sender: m.sender.clone(),
+            source: m.source.clone(),
+            source_seq: m.source_seq,
+            index: m.index,
+            turn_id: m.turn_id.clone(),
+            role: m.role,
+            author_agent: m.author_agent.clone(),
+            chars: crate::turn::parts_chars(&m.parts),
+            tokens: m.tokens,
+            content_hash: m
+                .content_hash
+                .clone()
+                .unwrap_or_else(|| crate::turn::content_hash(&m.parts)),
+            tool_calls: ids(false),
+            tool_results: ids(true),
+            pinned: m.pinned,
+            sensitive: m.sensitive,
+        }
+    }
+
     /// Whether the turn is on the given route.
     pub fn on_route(&self, r: &Route) -> bool {
-        self.conversation == r.conversation && self.chat == r.chat && self.sender == r.sender
+        r.holds(&self.conversation, &self.chat, &self.sender)
     }
 }
 
@@ -145,7 +182,7 @@ impl Message {
 
     /// Whether the message is on the given route.
     pub fn on_route(&self, r: &Route) -> bool {
-        self.conversation == r.conversation && self.chat == r.chat && self.sender == r.sender
+        r.holds(&self.conversation, &self.chat, &self.sender)
     }
 }
 

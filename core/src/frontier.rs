@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use crate::canonical;
 use crate::declaration::{Budget, Declaration};
-use crate::error::Result;
 use crate::turn::Route;
 
 /// An activation-frontier document.
@@ -57,20 +56,17 @@ pub struct FrontierRef {
 
 impl Frontier {
     /// Build and seal a frontier (computes the id).
-    ///
-    /// # Errors
-    /// Only if encoding fails (never for parsed input).
     pub fn seal(
         decl: &Declaration,
         route: &Route,
         activating: (&str, u64),
         start_seq: u64,
         established: bool,
-    ) -> Result<Frontier> {
+    ) -> Frontier {
         let mut f = Frontier {
             id: String::new(),
             ruleset_version: crate::RULESET_VERSION.to_owned(),
-            declaration_fingerprint: decl.fingerprint()?,
+            declaration_fingerprint: decl.fingerprint(),
             target_id: decl.target_id.clone(),
             compactor_id: decl.compactor_id.clone(),
             route: route.clone(),
@@ -82,15 +78,12 @@ impl Frontier {
             established,
         };
         f.id = canonical::hash_without(&f, "id");
-        Ok(f)
+        f
     }
 
     /// Whether the stored id still matches the content.
-    ///
-    /// # Errors
-    /// Only if encoding fails.
-    pub fn id_is_intact(&self) -> Result<bool> {
-        Ok(canonical::hash_without(self, "id") == self.id)
+    pub fn id_is_intact(&self) -> bool {
+        canonical::hash_without(self, "id") == self.id
     }
 
     /// Whether the frontier belongs to the epoch (ruleset + fingerprint).

@@ -11,7 +11,6 @@ use crate::amend::Amendment;
 use crate::boundary::{InputEvidence, PreviousRef, Stats};
 use crate::canonical;
 use crate::declaration::{Budget, SummaryLimits};
-use crate::error::Result;
 use crate::event::TriggerKind;
 use crate::frontier::FrontierRef;
 use crate::turn::Route;
@@ -80,20 +79,14 @@ pub struct Packet {
 
 impl Packet {
     /// Compute and set the content id.
-    ///
-    /// # Errors
-    /// Only if encoding fails.
-    pub fn seal(mut self) -> Result<Packet> {
+    pub fn seal(mut self) -> Packet {
         self.id = canonical::hash_without(&self, "id");
-        Ok(self)
+        self
     }
 
     /// Whether the id still matches the content.
-    ///
-    /// # Errors
-    /// Only if encoding fails.
-    pub fn id_is_intact(&self) -> Result<bool> {
-        Ok(canonical::hash_without(self, "id") == self.id)
+    pub fn id_is_intact(&self) -> bool {
+        canonical::hash_without(self, "id") == self.id
     }
 }
 

@@ -224,7 +224,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     }
     check_route(&req.events, &req.route)?;
     let recon = reconstruct(&req.events)?;
-    let fingerprint = decl.fingerprint()?;
+    let fingerprint = decl.fingerprint();
     let th = Thresholds::of(decl);
     let metric = th.metric;
 
@@ -241,7 +241,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     // The frontier: reuse the current epoch's, or activate one.
     let frontier = match &req.frontier {
         Some(f) if f.in_epoch(&fingerprint) && f.route == req.route => {
-            if !f.id_is_intact()? {
+            if !f.id_is_intact() {
                 return Err(Error::new(
                     Code::DivergentHash,
                     "the activation frontier's id does not match its content",
@@ -264,7 +264,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
         None => None,
     };
     if let Some(a) = &req.amendment {
-        if !a.is_intact()? {
+        if !a.is_intact() {
             return Err(Error::new(
                 Code::DivergentHash,
                 "the amendment's hash does not match its entries",
@@ -488,7 +488,7 @@ fn activate(
         (&newest.turn_id, newest.source_seq),
         start_seq,
         start_seq > first_seq,
-    )?;
+    );
     Ok(PlanOutcome::Activate {
         frontier: Box::new(frontier),
     })
@@ -668,7 +668,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         },
         messages,
     };
-    packet.seal()
+    Ok(packet.seal())
 }
 
 /// The compactor's system prompt for a declaration (built-in, appended or replaced).
@@ -756,7 +756,7 @@ pub fn warm_verdict(warm: &Packet, fresh: &Packet, eligible: &[&Turn]) -> WarmVe
         valid: reason.is_none(),
         reason: reason.map(str::to_owned),
     };
-    if !warm.id_is_intact().unwrap_or(false) {
+    if !warm.id_is_intact() {
         return verdict(Some("divergent_hash"));
     }
     if warm.declaration_fingerprint != fresh.declaration_fingerprint

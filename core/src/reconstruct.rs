@@ -121,7 +121,7 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
             tokens: host_tokens.unwrap_or_else(|| estimate_tokens(chars)),
             content_hash: match known_hash {
                 Some(h) => h.clone(),
-                None => content_hash(parts)?,
+                None => content_hash(parts),
             },
             pinned: m.pinned || m.role.always_pinned(),
             sensitive: m.sensitive,
@@ -146,7 +146,7 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
                     parts: c.parts.clone(),
                     chars,
                     tokens: c.tokens.unwrap_or_else(|| estimate_tokens(chars)),
-                    content_hash: content_hash(&c.parts)?,
+                    content_hash: content_hash(&c.parts),
                     corrected: true,
                     ..meta_turn(t)
                 }

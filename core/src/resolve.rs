@@ -79,7 +79,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
             .with_ids(a.disagreements));
         }
     }
-    let fingerprint = decl.fingerprint()?;
+    let fingerprint = decl.fingerprint();
     let recon = reconstruct(&req.events)?;
 
     let (frontiers, retired_f): (Vec<&Frontier>, Vec<&Frontier>) = recon
@@ -101,7 +101,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
     let frontier = match frontiers.as_slice() {
         [] => None,
         [f] => {
-            if !f.id_is_intact()? {
+            if !f.id_is_intact() {
                 return Err(Error::new(
                     Code::DivergentHash,
                     "the activation frontier's id does not match its content",
@@ -158,7 +158,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
 
 fn check_boundary(b: &Boundary, decl: &Declaration, route: &Route) -> Result<()> {
     let ids = || vec![b.id.clone()];
-    if b.compute_hash()? != b.hash {
+    if b.compute_hash() != b.hash {
         return Err(Error::new(
             Code::DivergentHash,
             "a boundary's content does not match its hash",

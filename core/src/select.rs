@@ -192,7 +192,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         }
     }
     if let Some(a) = &req.amendment {
-        if !a.is_intact()? {
+        if !a.is_intact() {
             return Err(Error::new(
                 Code::DivergentHash,
                 "the amendment's hash does not match its entries",
@@ -322,7 +322,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         messages.push(turn_message(Kind::Turn, t));
     }
     if let Some(p) = &req.prompt {
-        fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)?));
+        fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)));
         messages.push(ContextMessage {
             kind: Kind::Prompt,
             role: Role::User,

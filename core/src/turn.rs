@@ -4,7 +4,6 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
-use crate::error::Result;
 
 /// Who speaks a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode)]
@@ -105,11 +104,8 @@ pub fn estimate_tokens(chars: u64) -> u64 {
 }
 
 /// The content hash of a list of parts: SHA-256 of their canonical encoding.
-///
-/// # Errors
-/// Never; kept fallible for callers that chain it with other checks.
-pub fn content_hash(parts: &[Part]) -> Result<String> {
-    Ok(canonical::hash(parts))
+pub fn content_hash(parts: &[Part]) -> String {
+    canonical::hash(parts)
 }
 
 /// The text of a turn's parts as one string (tool calls and results rendered).
@@ -155,6 +151,13 @@ pub struct Route {
     /// Sender id (the member the conversation belongs to).
     #[serde(default)]
     pub sender: String,
+}
+
+impl Route {
+    /// Whether a turn with these ids is on this route.
+    pub fn holds(&self, conversation: &str, chat: &str, sender: &str) -> bool {
+        self.conversation == conversation && self.chat == chat && self.sender == sender
+    }
 }
 
 /// An effective turn: a source message after corrections are applied.
@@ -271,7 +274,7 @@ mod tests {
         ];
         // derive(Encode) writes what serde's encoding, keys sorted, writes.
         let via_serde = canonical::encode_value(&serde_json::to_value(&parts).unwrap());
-        assert_eq!(content_hash(&parts).unwrap(), canonical::sha256(&via_serde));
-        assert_eq!(content_hash(&[]).unwrap(), canonical::sha256(b"[]"));
+        assert_eq!(content_hash(&parts), canonical::sha256(&via_serde));
+        assert_eq!(content_hash(&[]), canonical::sha256(b"[]"));
     }
 }

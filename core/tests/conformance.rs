@@ -872,7 +872,7 @@ fn gen_select() -> Vec<Value> {
         .map(|e| {
             let Event::Message(m) = e else { unreachable!() };
             json!({"type": "turnMeta", "conversation": m.conversation, "chat": m.chat, "sender": m.sender, "sourceSeq": m.source_seq, "turnId": m.turn_id, "role": m.role,
-                   "chars": foldline_core::turn::parts_chars(&m.parts), "contentHash": foldline_core::turn::content_hash(&m.parts).unwrap()})
+                   "chars": foldline_core::turn::parts_chars(&m.parts), "contentHash": foldline_core::turn::content_hash(&m.parts)})
         })
         .collect();
     g.add("metadata-turns", "select works on turn metadata and returns which turns to keep; the host slices its own array", "select",

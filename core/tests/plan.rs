@@ -76,8 +76,8 @@ fn new_conversation_activates_at_its_first_turn() {
     assert_eq!(f.start_seq, 1);
     assert!(!f.established);
     assert_eq!(f.activating_turn_id, "t3");
-    assert_eq!(f.declaration_fingerprint, d.fingerprint().unwrap());
-    assert!(f.id_is_intact().unwrap());
+    assert_eq!(f.declaration_fingerprint, d.fingerprint());
+    assert!(f.id_is_intact());
 }
 
 #[test]
@@ -165,7 +165,7 @@ fn compact_freezes_oldest_groups_and_keeps_tail_within_retain() {
         .unwrap()
         .content
         .contains("[source 20 · assistant] t20:"));
-    assert!(p.id_is_intact().unwrap());
+    assert!(p.id_is_intact());
 }
 
 #[test]
@@ -633,7 +633,7 @@ fn a_content_hash_carried_with_the_event_is_used_not_recomputed() {
     let q = compact_packet(plan(&r));
     assert_eq!(
         q.input.turns[0].content_hash,
-        foldline_core::turn::content_hash(&text("changed")).unwrap()
+        foldline_core::turn::content_hash(&text("changed"))
     );
 }
 

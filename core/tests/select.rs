@@ -10,7 +10,7 @@ use foldline_core::frontier::Frontier;
 use foldline_core::plan::PlanOutcome;
 use foldline_core::select::{select, Kind, OmitReason, SelectRequest, Selection};
 use foldline_core::timeline::{timeline, DividerState, TimelineItem, TimelineRequest};
-use foldline_core::turn::{Part, Role};
+use foldline_core::turn::Role;
 use serde_json::Value;
 
 fn frontier(d: &foldline_core::declaration::Declaration) -> Frontier {
@@ -347,38 +347,7 @@ fn meta_of(e: &Event) -> Event {
     let Event::Message(m) = e else {
         panic!("not a message")
     };
-    Event::TurnMeta(foldline_core::event::TurnMeta {
-        conversation: m.conversation.clone(),
-        chat: m.chat.clone(),
-        sender: m.sender.clone(),
-        source: m.source.clone(),
-        source_seq: m.source_seq,
-        index: m.index,
-        turn_id: m.turn_id.clone(),
-        role: m.role,
-        author_agent: m.author_agent.clone(),
-        chars: foldline_core::turn::parts_chars(&m.parts),
-        tokens: m.tokens,
-        content_hash: foldline_core::turn::content_hash(&m.parts).unwrap(),
-        tool_calls: m
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::ToolCall { call_id, .. } => Some(call_id.clone()),
-                _ => None,
-            })
-            .collect(),
-        tool_results: m
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::ToolResult { call_id, .. } => Some(call_id.clone()),
-                _ => None,
-            })
-            .collect(),
-        pinned: m.pinned,
-        sensitive: m.sensitive,
-    })
+    Event::TurnMeta(foldline_core::event::TurnMeta::of(m))
 }
 
 #[test]

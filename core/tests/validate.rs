@@ -47,13 +47,13 @@ fn settle_binds_every_field_from_packet_and_run() {
     assert_eq!(b.frontier, p.frontier);
     assert_eq!(b.covered_through_seq, p.covered_through_seq);
     assert_eq!(b.input, p.input);
-    assert_eq!(b.declaration_fingerprint, s.decl.fingerprint().unwrap());
+    assert_eq!(b.declaration_fingerprint, s.decl.fingerprint());
     assert_eq!(b.run.run_id, "run-1");
     assert_eq!(b.run.model_id, "test-model");
     assert_eq!(b.stats.before, p.stats.before);
     assert!(b.stats.after.chars < b.stats.before.chars);
     assert_eq!(b.preview, "Alice asked about trains; Bob booked Friday.");
-    assert_eq!(b.hash, b.compute_hash().unwrap());
+    assert_eq!(b.hash, b.compute_hash());
     // Same packet and run: same boundary, byte for byte.
     assert_eq!(
         b,

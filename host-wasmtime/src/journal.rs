@@ -189,7 +189,7 @@ impl Journal for SqliteJournal {
             let mut e = e.clone();
             if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
                 if m.content_hash.is_none() {
-                    m.content_hash = Some(foldline_core::turn::content_hash(&m.parts)?);
+                    m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
                 }
             }
             let e = &e;

@@ -30,7 +30,7 @@ use syn::{parse_macro_input, Attribute, Data, DeriveInput, Fields, LitStr};
 #[proc_macro_derive(Decode, attributes(serde))]
 pub fn derive_decode(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    match expand(&input) {
+    match expand_decode(&input) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -150,15 +150,21 @@ fn attrs(list: &[Attribute]) -> syn::Result<Attrs> {
     Ok(a)
 }
 
-fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
-    let name = &input.ident;
+/// The container's attributes; generic types are refused (the generated
+/// code names the type without parameters).
+fn container(input: &DeriveInput, derive: &str) -> syn::Result<Attrs> {
     if !input.generics.params.is_empty() {
         return Err(syn::Error::new_spanned(
             &input.generics,
-            "derive(Decode) does not support generic types",
+            format!("derive({derive}) does not support generic types"),
         ));
     }
-    let cattrs = attrs(&input.attrs)?;
+    attrs(&input.attrs)
+}
+
+fn expand_decode(input: &DeriveInput) -> syn::Result<Tokens> {
+    let name = &input.ident;
+    let cattrs = container(input, "Decode")?;
     let body = match &input.data {
         Data::Struct(s) => match &s.fields {
             Fields::Named(_) => {
@@ -352,13 +358,7 @@ fn sorted(mut members: Vec<Member>) -> Vec<Tokens> {
 
 fn expand_encode(input: &DeriveInput) -> syn::Result<Tokens> {
     let name = &input.ident;
-    if !input.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &input.generics,
-            "derive(Encode) does not support generic types",
-        ));
-    }
-    let cattrs = attrs(&input.attrs)?;
+    let cattrs = container(input, "Encode")?;
     match &input.data {
         Data::Struct(s) if matches!(s.fields, Fields::Named(_)) => {
             let writes = sorted(encode_fields(&s.fields, cattrs.rename_all, |i| {

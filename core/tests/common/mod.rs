@@ -256,7 +256,7 @@ pub fn with_boundaries(s: &Sim, f: impl Fn(&mut Vec<Boundary>)) -> Sim {
 }
 
 pub fn rehash(b: &mut Boundary) {
-    b.hash = b.compute_hash().unwrap();
+    b.hash = b.compute_hash();
 }
 
 /// System prompt, a question, a tool call, its result, the answer.
