@@ -7,12 +7,160 @@
 //! `C·eager‰`. Compaction aims for `C·target‰` in total, so the exact tail gets
 //! what is left after pinned turns and the summary's own reserved headroom.
 //! Character mode (seed 000): compact at `trigger`, keep a tail of `retain`.
+//!
+//! Headroom is a contract ([`headroom_violations`]): the summary's reserve
+//! derives from the budget unless declared ([`summary_bounds`]), and a
+//! declaration whose summary reserve and document budget would leave the exact
+//! tail less than [`MIN_TAIL_CHARS`] / [`MIN_TAIL_TOKENS`] (and, in token mode,
+//! less than [`MIN_TAIL_SHARE`] of the target) is refused with
+//! `invalid_declaration` naming the field to change. So every declaration
+//! validation accepts can compact a conversation of ordinary turns.
 
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::declaration::{Budget, CompactionMode, Declaration};
+use crate::declaration::{Budget, CompactionMode, Declaration, SummaryBounds};
+use crate::envelope;
+use crate::error::{Code, Error};
 use crate::turn::{estimate_tokens, Turn};
+
+/// Least exact tail, in characters, a character budget must keep.
+pub const MIN_TAIL_CHARS: u64 = 1_024;
+/// Least exact tail, in tokens, a token budget must leave after the summary
+/// reserve and the document budget.
+pub const MIN_TAIL_TOKENS: u64 = 256;
+/// Least share (per-mille) of the token target the exact tail must keep.
+pub const MIN_TAIL_SHARE: u64 = 250;
+/// Share (per-mille) of the token target a derived summary may take.
+pub const SUMMARY_SHARE: u64 = 250;
+/// Most characters of a derived summary.
+pub const SUMMARY_MAX_CHARS: u64 = 8_000;
+/// Most tokens of a derived summary.
+pub const SUMMARY_MAX_TOKENS: u64 = 2_000;
+/// Least size of a derived summary (characters; a quarter of it in tokens):
+/// a budget that leaves less is refused.
+pub const SUMMARY_MIN_CHARS: u64 = 200;
+
+/// The summary limits in force for a declaration.
+///
+/// Declared limits are kept. Otherwise, in character mode, the summary gets
+/// half of what lies between `retain` (plus the envelope and the document
+/// budget) and `trigger`, at most [`SUMMARY_MAX_CHARS`], and half as many
+/// tokens as characters; in token mode it gets [`SUMMARY_SHARE`] of the
+/// target, at most [`SUMMARY_MAX_TOKENS`], and four characters per token.
+/// Seed 000's 80,000 / 40,000 gives 8,000 characters; seed 002's defaults
+/// (target 1,664 tokens) give 416 tokens.
+pub fn summary_bounds(decl: &Declaration) -> SummaryBounds {
+    let declared = decl.summary;
+    let (max_chars, max_tokens) = match decl.budget {
+        Budget::Chars { trigger, retain } => {
+            let room = trigger
+                .saturating_sub(retain)
+                .saturating_sub(envelope::summary_overhead_chars())
+                .saturating_sub(decl.documents.budget_chars);
+            let chars = declared
+                .max_chars
+                .unwrap_or((room / 2).min(SUMMARY_MAX_CHARS));
+            let tokens = declared.max_tokens.unwrap_or(chars.div_ceil(2));
+            (chars, tokens)
+        }
+        Budget::Tokens { .. } => {
+            let target = Thresholds::of(decl).target_total.unwrap_or(0);
+            let tokens = declared
+                .max_tokens
+                .unwrap_or(permille(target, SUMMARY_SHARE).min(SUMMARY_MAX_TOKENS));
+            let chars = declared.max_chars.unwrap_or(tokens.saturating_mul(4));
+            (chars, tokens)
+        }
+    };
+    SummaryBounds {
+        max_chars,
+        max_tokens,
+        preview_chars: declared.preview_chars,
+    }
+}
+
+/// The summary's reserve in both metrics: its envelope plus its limit. In
+/// tokens, the larger of the output limit and the estimate of the longest
+/// summary the character limit admits, since `select` sizes the envelope by
+/// the estimate.
+pub fn summary_reserve(bounds: &SummaryBounds) -> (u64, u64) {
+    let overhead = envelope::summary_overhead_chars();
+    let chars = overhead.saturating_add(bounds.max_chars);
+    let tokens =
+        estimate_tokens(chars).max(estimate_tokens(overhead).saturating_add(bounds.max_tokens));
+    (chars, tokens)
+}
+
+/// Whether the budget leaves the exact tail room once the summary reserve and
+/// the document budget are taken; each violation names the field to change.
+pub fn headroom_violations(decl: &Declaration) -> Vec<Error> {
+    let bounds = summary_bounds(decl);
+    let (reserve_chars, reserve_tokens) = summary_reserve(&bounds);
+    let docs = decl.documents.budget_chars;
+    let bad = |field: &str, msg: String| {
+        vec![Error::new(Code::InvalidDeclaration, msg).with_ids([field.to_owned()])]
+    };
+    match decl.budget {
+        Budget::Chars { trigger, retain } => {
+            if retain < MIN_TAIL_CHARS {
+                return bad(
+                    "budget.retain",
+                    format!("retain ({retain}) must keep an exact tail of at least {MIN_TAIL_CHARS} characters"),
+                );
+            }
+            if decl.summary.max_chars.is_none() && bounds.max_chars < SUMMARY_MIN_CHARS {
+                return bad(
+                    "budget.trigger",
+                    format!("trigger ({trigger}) leaves less than {SUMMARY_MIN_CHARS} characters for a summary above retain ({retain}), the envelope and the document budget"),
+                );
+            }
+            let after = retain.saturating_add(reserve_chars).saturating_add(docs);
+            if after >= trigger {
+                let field = if decl.summary.max_chars.is_some() {
+                    "summary.maxChars"
+                } else {
+                    "documents.budgetChars"
+                };
+                return bad(
+                    field,
+                    format!("retain ({retain}) + summary reserve ({reserve_chars}) + document budget ({docs}) = {after} must be below trigger ({trigger}), or a compaction cannot shrink the context"),
+                );
+            }
+        }
+        Budget::Tokens { .. } => {
+            let target = Thresholds::of(decl).target_total.unwrap_or(0);
+            let docs_tokens = if docs == 0 { 0 } else { estimate_tokens(docs) };
+            if decl.summary.max_tokens.is_none() && bounds.max_tokens < SUMMARY_MIN_CHARS / 4 {
+                return bad(
+                    "budget.window",
+                    format!(
+                        "the token target ({target}) is too small to hold a summary of {} tokens",
+                        SUMMARY_MIN_CHARS / 4
+                    ),
+                );
+            }
+            let tail = target
+                .saturating_sub(reserve_tokens)
+                .saturating_sub(docs_tokens);
+            let least = MIN_TAIL_TOKENS.max(permille(target, MIN_TAIL_SHARE));
+            if tail < least {
+                let field = if decl.summary.max_tokens.is_some() {
+                    "summary.maxTokens"
+                } else if docs > 0 {
+                    "documents.budgetChars"
+                } else {
+                    "budget.window"
+                };
+                return bad(
+                    field,
+                    format!("the token target ({target}) less the summary reserve ({reserve_tokens}) and the document budget ({docs_tokens}) leaves an exact tail of {tail} tokens, under the least of {least}"),
+                );
+            }
+        }
+    }
+    Vec::new()
+}
 
 /// The unit sizes are measured in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -139,6 +287,54 @@ mod tests {
         assert_eq!(t.trigger, 2595); // 78%
         assert_eq!(t.warm_at, Some(1996)); // 60%
         assert_eq!(t.target_total, Some(1664)); // 50%
+                                                // The derived summary takes a quarter of the target, leaving the tail
+                                                // 1664 - (416 + the envelope's 52) = 1196 tokens.
+        let b = summary_bounds(&d);
+        assert_eq!((b.max_tokens, b.max_chars), (416, 1664));
+        assert!(headroom_violations(&d).is_empty());
+    }
+
+    #[test]
+    fn seed_000_defaults_keep_the_8000_character_summary() {
+        let d = Declaration::new("t", "c");
+        let b = summary_bounds(&d);
+        assert_eq!((b.max_chars, b.max_tokens), (8_000, 4_000));
+        assert!(headroom_violations(&d).is_empty());
+    }
+
+    #[test]
+    fn a_summary_reserve_that_leaves_no_tail_is_refused_naming_the_field() {
+        let mut d = Declaration::new("t", "c");
+        d.budget = Budget::default_tokens();
+        d.summary.max_tokens = Some(2_000);
+        let v = headroom_violations(&d);
+        assert_eq!(v[0].code, Code::InvalidDeclaration);
+        assert_eq!(v[0].ids, vec!["summary.maxTokens".to_owned()]);
+
+        let mut c = Declaration::new("t", "c");
+        c.budget = Budget::Chars {
+            trigger: 4_000,
+            retain: 2_000,
+        };
+        assert!(headroom_violations(&c).is_empty());
+        c.summary.max_chars = Some(8_000);
+        assert_eq!(
+            headroom_violations(&c)[0].ids,
+            vec!["summary.maxChars".to_owned()]
+        );
+    }
+
+    #[test]
+    fn a_window_too_small_for_a_tail_is_refused() {
+        let mut d = Declaration::new("t", "c");
+        d.budget = Budget::default_tokens();
+        if let Budget::Tokens { window, .. } = &mut d.budget {
+            *window = 2_600;
+        }
+        assert_eq!(
+            headroom_violations(&d)[0].ids,
+            vec!["budget.window".to_owned()]
+        );
     }
 
     #[test]

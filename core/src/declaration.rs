@@ -186,25 +186,25 @@ impl Default for PrefixBounds {
     }
 }
 
-/// Limits of the summary a model returns.
+/// Limits of the summary a model returns, as declared.
+///
+/// Both limits are optional: when absent they derive from the budget
+/// ([`crate::budget::summary_bounds`]), so every budget leaves its exact tail
+/// room. Set explicitly, they are checked against the budget by
+/// [`Declaration::violations`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SummaryLimits {
-    /// Most characters of summary.
-    #[serde(default = "d_sum_chars")]
-    pub max_chars: u64,
-    /// Most tokens of summary (also the output headroom reserved for it).
-    #[serde(default = "d_sum_tokens")]
-    pub max_tokens: u64,
+    /// Most characters of summary (derived from the budget when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<u64>,
+    /// Most tokens of summary, also the output headroom reserved for it
+    /// (derived from the budget when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
     /// Characters of the derived preview.
     #[serde(default = "d_preview")]
     pub preview_chars: u64,
-}
-fn d_sum_chars() -> u64 {
-    8_000
-}
-fn d_sum_tokens() -> u64 {
-    2_000
 }
 fn d_preview() -> u64 {
     280
@@ -212,11 +212,24 @@ fn d_preview() -> u64 {
 impl Default for SummaryLimits {
     fn default() -> Self {
         SummaryLimits {
-            max_chars: d_sum_chars(),
-            max_tokens: d_sum_tokens(),
+            max_chars: None,
+            max_tokens: None,
             preview_chars: d_preview(),
         }
     }
+}
+
+/// The summary limits in force: the declared ones, or those derived from the
+/// budget. Packets carry these, and `settle` enforces them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummaryBounds {
+    /// Most characters of summary.
+    pub max_chars: u64,
+    /// Most output tokens of summary.
+    pub max_tokens: u64,
+    /// Characters of the derived preview.
+    pub preview_chars: u64,
 }
 
 /// How added compaction instructions combine with the built-in prompt.
@@ -250,7 +263,8 @@ pub struct Declaration {
     pub target_id: String,
     /// The reciprocal compactor's id.
     pub compactor_id: String,
-    /// Whether compaction is enabled.
+    /// Whether eager compaction and warm candidates are enabled. Safety
+    /// compaction at the budget's hard limit cannot be disabled (seed 002).
     #[serde(default = "yes")]
     pub enabled: bool,
     /// Provider profile and model.
@@ -286,6 +300,10 @@ pub struct Declaration {
     /// Consecutive failed runs after which automatic compaction pauses.
     #[serde(default = "d_failures")]
     pub max_consecutive_failures: u64,
+    /// New turns after the last failure before a paused breaker tries once
+    /// more (half-open).
+    #[serde(default = "d_retry_after")]
+    pub breaker_retry_after: u64,
 }
 fn yes() -> bool {
     true
@@ -295,6 +313,9 @@ fn d_amend() -> u64 {
 }
 fn d_failures() -> u64 {
     3
+}
+fn d_retry_after() -> u64 {
+    10
 }
 
 impl Declaration {
@@ -316,6 +337,7 @@ impl Declaration {
             amendment_max_chars: d_amend(),
             instructions: None,
             max_consecutive_failures: d_failures(),
+            breaker_retry_after: d_retry_after(),
         }
     }
 
@@ -396,21 +418,15 @@ impl Declaration {
                         format!("target ({target}‰) must be positive and below eager ({eager}‰)"),
                     );
                 }
-                if self.summary.max_tokens >= window {
-                    bad(
-                        "summary.maxTokens",
-                        "summary.maxTokens must be smaller than the window".into(),
-                    );
-                }
             }
         }
-        if self.summary.max_chars == 0 {
+        if self.summary.max_chars == Some(0) {
             bad(
                 "summary.maxChars",
                 "summary.maxChars must be positive".into(),
             );
         }
-        if self.summary.max_tokens == 0 {
+        if self.summary.max_tokens == Some(0) {
             bad(
                 "summary.maxTokens",
                 "summary.maxTokens must be positive".into(),
@@ -425,6 +441,12 @@ impl Declaration {
                 "maxConsecutiveFailures must be at least 1".into(),
             );
         }
+        if self.breaker_retry_after == 0 {
+            bad(
+                "breakerRetryAfter",
+                "breakerRetryAfter must be at least 1".into(),
+            );
+        }
         if let Some(ins) = &self.instructions {
             if ins.mode == InstructionMode::Replace && ins.text.trim().is_empty() {
                 bad(
@@ -436,7 +458,16 @@ impl Declaration {
         if self.documents.ids.iter().any(|d| d.is_empty()) {
             bad("documents.ids", "document ids must not be empty".into());
         }
+        // Room for the tail is checked once every field is sound on its own.
+        if errs.is_empty() {
+            errs.extend(crate::budget::headroom_violations(self));
+        }
         errs
+    }
+
+    /// The summary limits in force: declared, or derived from the budget.
+    pub fn summary_bounds(&self) -> SummaryBounds {
+        crate::budget::summary_bounds(self)
     }
 
     /// Whether a message source is admitted by the source patterns.

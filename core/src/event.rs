@@ -120,7 +120,7 @@ impl TurnMeta {
 
     /// Whether the turn is on the given route.
     pub fn on_route(&self, r: &Route) -> bool {
-        r.holds(&self.conversation, &self.chat, &self.sender)
+        r.holds(&self.conversation, &self.chat)
     }
 }
 
@@ -182,7 +182,7 @@ impl Message {
 
     /// Whether the message is on the given route.
     pub fn on_route(&self, r: &Route) -> bool {
-        r.holds(&self.conversation, &self.chat, &self.sender)
+        r.holds(&self.conversation, &self.chat)
     }
 }
 

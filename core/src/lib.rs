@@ -48,4 +48,4 @@ pub use validate::{validate, ValidateRequest, ValidateResponse};
 
 /// Version of the rule set. Part of every epoch: a change here retires the
 /// boundaries of the previous version instead of failing on them.
-pub const RULESET_VERSION: &str = "foldline-ruleset/1";
+pub const RULESET_VERSION: &str = "foldline-ruleset/2";

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::amend::Amendment;
 use crate::boundary::{InputEvidence, PreviousRef, Stats};
 use crate::canonical;
-use crate::declaration::{Budget, SummaryLimits};
+use crate::declaration::{Budget, SummaryBounds};
 use crate::event::TriggerKind;
 use crate::frontier::FrontierRef;
 use crate::turn::Route;
@@ -68,7 +68,7 @@ pub struct Packet {
     /// Policy in force.
     pub policy: Budget,
     /// Summary limits the settle step enforces.
-    pub bounds: SummaryLimits,
+    pub bounds: SummaryBounds,
     /// What is frozen, with hashes.
     pub input: InputEvidence,
     /// Sizes before, and after assuming the full summary reserve.

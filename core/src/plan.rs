@@ -13,7 +13,7 @@ use crate::amend::Amendment;
 use crate::boundary::{ChainHead, InputEvidence, InputTurn, Sizes, Stats};
 use crate::budget::{turn_size, Metric, Thresholds};
 use crate::canonical;
-use crate::declaration::{Budget, Declaration, InstructionMode};
+use crate::declaration::{Budget, Declaration, InstructionMode, SummaryBounds};
 use crate::envelope;
 use crate::error::{self, Code, Error, Result};
 use crate::event::{Event, TriggerKind};
@@ -85,7 +85,8 @@ pub struct PlanRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum PauseReason {
-    /// The declaration is disabled.
+    /// The declaration is disabled: no eager compaction or warm candidates;
+    /// safety compaction still runs at the budget's hard limit.
     Disabled,
     /// The circuit breaker opened after repeated failures.
     CircuitOpen,
@@ -161,6 +162,10 @@ pub enum PlanOutcome {
         reason: PauseReason,
         /// Consecutive failed runs on the current head.
         consecutive_failures: u64,
+        /// New turns still needed before the open breaker lets one automatic
+        /// attempt through (half-open).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in: Option<u64>,
     },
     /// Fail closed.
     Refuse {
@@ -195,12 +200,6 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
             )
             .with_ids(fields),
             errors: violations,
-        });
-    }
-    if !decl.enabled {
-        return Ok(PlanOutcome::Paused {
-            reason: PauseReason::Disabled,
-            consecutive_failures: 0,
         });
     }
     if let Trigger::Manual {
@@ -330,22 +329,22 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     };
 
     if req.trigger == Trigger::Automatic {
-        let head_id = req.head.as_ref().map(|h| h.boundary_id.as_str());
-        let failures = recon
-            .failures
-            .iter()
-            .filter(|f| f.previous_boundary_id.as_deref() == head_id)
-            .count() as u64;
-        if failures >= decl.max_consecutive_failures {
-            return Ok(PlanOutcome::Paused {
-                reason: PauseReason::CircuitOpen,
-                consecutive_failures: failures,
-            });
+        if let Some(paused) = breaker(decl, &recon, req.head.as_ref()) {
+            return Ok(paused);
         }
-        if total < th.warm_at.unwrap_or(th.trigger).min(th.trigger) {
+        if !decl.enabled {
+            // Safety compaction cannot be disabled (seed 002): a disabled
+            // declaration only gives up eager compaction and warm candidates.
+            if total < th.limit {
+                return Ok(PlanOutcome::Paused {
+                    reason: PauseReason::Disabled,
+                    consecutive_failures: 0,
+                    retry_in: None,
+                });
+            }
+        } else if total < th.warm_at.unwrap_or(th.trigger).min(th.trigger) {
             return skip(None);
-        }
-        if total < th.trigger {
+        } else if total < th.trigger {
             return match compact(&ctx) {
                 Ok(p) => Ok(PlanOutcome::Warm {
                     packet: Box::new(p),
@@ -362,6 +361,39 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     Ok(PlanOutcome::Compact {
         packet: Box::new(packet),
         warm,
+    })
+}
+
+/// The circuit breaker: automatic plans pause after
+/// `maxConsecutiveFailures` failed runs on the current chain head, and
+/// half-open once `breakerRetryAfter` new turns have arrived since the last
+/// failure (one more attempt; a failure reopens it). A new head (any
+/// boundary, e.g. from a manual `/compact`, which the breaker never blocks)
+/// closes it.
+fn breaker(
+    decl: &Declaration,
+    recon: &Reconstruction,
+    head: Option<&ChainHead>,
+) -> Option<PlanOutcome> {
+    let head_id = head.map(|h| h.boundary_id.as_str());
+    let on_head = recon
+        .failures
+        .iter()
+        .filter(|f| f.previous_boundary_id.as_deref() == head_id);
+    let failures = on_head.clone().count() as u64;
+    if failures < decl.max_consecutive_failures {
+        return None;
+    }
+    let last = on_head.map(|f| f.head_seq).max().unwrap_or(0);
+    let newer = recon
+        .turns
+        .iter()
+        .filter(|t| !t.pinned && t.source_seq > last)
+        .count() as u64;
+    (newer < decl.breaker_retry_after).then(|| PlanOutcome::Paused {
+        reason: PauseReason::CircuitOpen,
+        consecutive_failures: failures,
+        retry_in: Some(decl.breaker_retry_after - newer),
     })
 }
 
@@ -397,7 +429,7 @@ pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
         if let Some(id) = off {
             return Err(Error::new(
                 Code::WrongRoute,
-                "a turn belongs to another conversation, chat or sender than the request's route",
+                "a turn belongs to another conversation or chat than the request's route",
             )
             .with_ids([id.clone()]));
         }
@@ -501,13 +533,9 @@ fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {
     })
 }
 
-fn summary_reserve(decl: &Declaration) -> Sizes {
-    let chars = envelope::summary_overhead_chars().saturating_add(decl.summary.max_chars);
-    Sizes {
-        chars,
-        tokens: estimate_tokens(envelope::summary_overhead_chars())
-            .saturating_add(decl.summary.max_tokens),
-    }
+fn summary_reserve(bounds: &SummaryBounds) -> Sizes {
+    let (chars, tokens) = crate::budget::summary_reserve(bounds);
+    Sizes { chars, tokens }
 }
 
 fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
@@ -516,7 +544,8 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
     let metric = ctx.metric;
     let eligible = ctx.eligible;
     let units = group::units(eligible);
-    let reserve = summary_reserve(decl);
+    let bounds = decl.summary_bounds();
+    let reserve = summary_reserve(&bounds);
     let tail_target = ctx
         .th
         .tail_target(pick(metric, ctx.pinned_size), pick(metric, reserve));
@@ -592,7 +621,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         ..
     } = decl.budget
     {
-        let need = error::sum([input_tokens, decl.summary.max_tokens, safety_margin])?;
+        let need = error::sum([input_tokens, bounds.max_tokens, safety_margin])?;
         if need > window {
             return Err(Error::new(
                 Code::PrefixOverBounds,
@@ -637,7 +666,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         covered_through_turn_id: last.turn_id.clone(),
         covered_through_seq: last.source_seq,
         policy: decl.budget,
-        bounds: decl.summary,
+        bounds,
         input: InputEvidence {
             turn_count: frozen.len() as u64,
             chars: frozen_size.chars,
@@ -673,7 +702,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
 
 /// The compactor's system prompt for a declaration (built-in, appended or replaced).
 pub fn compactor_prompt(decl: &Declaration) -> String {
-    let builtin = BUILTIN_PROMPT.replace("{max}", &decl.summary.max_chars.to_string());
+    let builtin = BUILTIN_PROMPT.replace("{max}", &decl.summary_bounds().max_chars.to_string());
     match &decl.instructions {
         None => builtin,
         Some(i) => match i.mode {

@@ -55,6 +55,9 @@ pub struct Resolution {
     pub head: Option<ChainHead>,
     /// Covered-history amendment, if current history diverged from the snapshot.
     pub amendment: Option<Amendment>,
+    /// Ids of the current chain's boundaries, oldest first: what a timeline
+    /// may draw as completed dividers.
+    pub accepted: Vec<String>,
     /// Boundaries of retired epochs (inspectable, ineligible).
     pub retired_boundaries: Vec<String>,
     /// Frontiers of retired epochs.
@@ -151,6 +154,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         frontier: frontier.cloned(),
         head,
         amendment,
+        accepted: chain.iter().map(|b| b.id.clone()).collect(),
         retired_boundaries: retired_b.iter().map(|b| b.id.clone()).collect(),
         retired_frontiers: retired_f.iter().map(|f| f.id.clone()).collect(),
     })

@@ -281,6 +281,21 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
             _ => break,
         }
     }
+    // Never answer a context without the member's newest turn: fail closed.
+    if let Some(last) = units.last() {
+        if first_included == candidates.len() {
+            let turns = &candidates[last.start..last.end];
+            return Err(Error::new(
+                Code::TailTurnTooLarge,
+                format!(
+                    "the latest turn(s) measure {} {}, over the {room} left for the exact tail; refusing to drop or truncate them",
+                    error::sum(turns.iter().map(|t| turn_size(metric, t)))?,
+                    metric.as_str()
+                ),
+            )
+            .with_ids(turns.iter().map(|t| t.turn_id.clone())));
+        }
+    }
     let mut budget_omitted: Vec<Omitted> = candidates[..first_included]
         .iter()
         .map(|t| Omitted {

@@ -23,6 +23,12 @@ use crate::turn::{render_parts, Role};
 pub struct TimelineRequest {
     /// The conversation's durable events.
     pub events: Vec<Event>,
+    /// Ids of the boundaries the resolved chain accepts (`resolve`'s
+    /// `accepted`). When given, only these draw as completed dividers: a
+    /// tampered, forked or retired boundary never does, and a manual task
+    /// whose boundary was rejected shows as failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<Vec<String>>,
 }
 
 /// State of a divider.
@@ -135,7 +141,12 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             task_of_boundary.insert(b, &t.task_id);
         }
     }
-    for b in &recon.boundaries {
+    let accepted = |id: &str| {
+        req.accepted
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|x| x == id))
+    };
+    for b in recon.boundaries.iter().filter(|b| accepted(&b.id)) {
         let from = b
             .previous
             .as_ref()
@@ -155,13 +166,19 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             },
         );
     }
-    let boundary_ids: Vec<&str> = recon.boundaries.iter().map(|b| b.id.as_str()).collect();
+    let boundary_ids: Vec<&str> = recon
+        .boundaries
+        .iter()
+        .map(|b| b.id.as_str())
+        .filter(|id| accepted(id))
+        .collect();
     for t in tasks.values() {
         let (state, notice) = match t.state {
             TaskState::Requested => (DividerState::Pending, None),
             TaskState::Failed => (DividerState::Failed, Some(MEMBER_NOTICE.to_owned())),
             TaskState::Completed => match &t.boundary_id {
                 Some(b) if boundary_ids.contains(&b.as_str()) => continue, // shown by its boundary
+                Some(b) if !accepted(b) => (DividerState::Failed, Some(MEMBER_NOTICE.to_owned())),
                 _ => (DividerState::Completed, None),
             },
         };

@@ -148,15 +148,21 @@ pub struct Route {
     /// Chat id (the room or thread).
     #[serde(default)]
     pub chat: String,
-    /// Sender id (the member the conversation belongs to).
+    /// Sender id: the member the conversation belongs to (its owner).
     #[serde(default)]
     pub sender: String,
 }
 
 impl Route {
-    /// Whether a turn with these ids is on this route.
-    pub fn holds(&self, conversation: &str, chat: &str, sender: &str) -> bool {
-        self.conversation == conversation && self.chat == chat && self.sender == sender
+    /// Whether a turn of this conversation and chat (room) is on this route.
+    ///
+    /// The route binds the room, not the speaker: private and collaborative
+    /// rooms use the same projection (seed 002), so the turns of every member
+    /// of a room are on its route, each keeping its own `sender` in the
+    /// journal. The route's `sender` names the member the conversation
+    /// belongs to and is bound into frontiers, packets and boundaries.
+    pub fn holds(&self, conversation: &str, chat: &str) -> bool {
+        self.conversation == conversation && self.chat == chat
     }
 }
 

@@ -1,7 +1,8 @@
 //! `validate`: one entry point for everything that checks what others claim.
 //!
 //! A tagged request (`settle`, `resolve`, `declarations`, `stream`,
-//! `failure`) keeps the exported names to three: plan, validate, select.
+//! `failure`, `events`) keeps the exported names to three: plan, validate,
+//! select.
 
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
@@ -9,10 +10,12 @@ use serde::Serialize;
 use crate::agree::{agree, Agreement};
 use crate::boundary::Boundary;
 use crate::declaration::Declaration;
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
+use crate::event::Event;
 use crate::resolve::{resolve, Resolution, ResolveRequest};
 use crate::settle::{settle, SettleRequest};
 use crate::stream::{classify, decide, FailureInput, FailureReport, StreamDecision, StreamReport};
+use crate::turn::Route;
 
 /// Target and compactor declarations to compare.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -38,6 +41,18 @@ pub enum ValidateRequest {
     Stream(StreamReport),
     /// Classify a failure into notice and audit reason.
     Failure(FailureInput),
+    /// Check events before a journal appends them.
+    Events(Box<EventsCheck>),
+}
+
+/// Events a journal is about to append, and the route they must be on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventsCheck {
+    /// The conversation's route (its conversation and chat bind the turns).
+    pub route: Route,
+    /// The events, in append order.
+    pub events: Vec<Event>,
 }
 
 /// The answer to a validate request, tagged by `kind`.
@@ -60,6 +75,44 @@ pub enum ValidateResponse {
     },
     /// The classified failure.
     Failure(FailureReport),
+    /// The events may be appended.
+    Events {
+        /// How many were checked.
+        count: u64,
+    },
+}
+
+/// The journal contract's append check: every event decodes (the decoder
+/// names the offending path, `events[3].role`), every turn is on the route,
+/// and a declared content hash matches the content, so nothing appended can
+/// poison later calls.
+///
+/// # Errors
+/// `invalid_request` naming the event index, or `wrong_route`.
+pub fn check_events(c: &EventsCheck) -> Result<u64> {
+    crate::plan::check_route(&c.events, &c.route)?;
+    for (i, e) in c.events.iter().enumerate() {
+        let (turn_id, declared, parts) = match e {
+            Event::Message(m) | Event::LateDelivery(m) => (&m.turn_id, &m.content_hash, &m.parts),
+            _ => continue,
+        };
+        if turn_id.is_empty() {
+            return Err(Error::new(
+                Code::InvalidRequest,
+                format!("events[{i}].turnId must not be empty"),
+            ));
+        }
+        if let Some(h) = declared {
+            if *h != crate::turn::content_hash(parts) {
+                return Err(Error::new(
+                    Code::InvalidRequest,
+                    format!("events[{i}].contentHash does not match the event's parts"),
+                )
+                .with_ids([turn_id.clone()]));
+            }
+        }
+    }
+    Ok(c.events.len() as u64)
 }
 
 /// Run one validation.
@@ -79,5 +132,8 @@ pub fn validate(req: &ValidateRequest) -> Result<ValidateResponse> {
             decision: decide(s),
         },
         ValidateRequest::Failure(f) => ValidateResponse::Failure(classify(f)),
+        ValidateRequest::Events(c) => ValidateResponse::Events {
+            count: check_events(c)?,
+        },
     })
 }

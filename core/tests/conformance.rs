@@ -198,13 +198,13 @@ fn gen_plan() -> Vec<Value> {
         plan_req(&pc, turns(1, 30, 1_000), true),
         &refuse("prefix_over_bounds"),
     );
-    let mut ns = d.clone();
-    ns.summary.max_chars = 19_000;
+    let mut ns = turns(1, 21, 500);
+    ns.push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
     g.add(
         "refuse-not-smaller",
-        "refuse: a compaction whose projection is not smaller",
+        "refuse: a compaction whose projection is not smaller (pinned turns eat the headroom)",
         "plan",
-        plan_req(&ns, turns(1, 21, 1_000), true),
+        plan_req(&d, ns, true),
         &refuse("not_smaller"),
     );
     let mut bad = Declaration::new("same", "same");
@@ -285,7 +285,7 @@ fn gen_plan() -> Vec<Value> {
     );
     let mut fails = turns(1, 30, 1_000);
     for i in 0..3 {
-        fails.push(failure(&format!("r{i}"), None));
+        fails.push(failure_at(&format!("r{i}"), None, 30));
     }
     g.add(
         "paused-circuit-open",
@@ -296,7 +296,17 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/outcome", json!("paused")),
             ("/ok/reason", json!("circuitOpen")),
             ("/ok/consecutiveFailures", json!(3)),
+            ("/ok/retryIn", json!(10)),
         ],
+    );
+    let mut half_open = fails.clone();
+    half_open.extend(turns(31, 10, 1_000));
+    g.add(
+        "breaker-half-open",
+        "circuit breaker: after breakerRetryAfter new turns one automatic attempt goes through",
+        "plan",
+        plan_req(&d, half_open, true),
+        &[("/ok/outcome", json!("compact"))],
     );
     fails.truncate(32);
     g.add(
@@ -306,18 +316,7 @@ fn gen_plan() -> Vec<Value> {
         plan_req(&d, fails, true),
         &[("/ok/outcome", json!("compact"))],
     );
-    let mut off = d.clone();
-    off.enabled = false;
-    g.add(
-        "paused-disabled",
-        "a disabled declaration pauses",
-        "plan",
-        plan_req(&off, turns(1, 30, 1_000), false),
-        &[
-            ("/ok/outcome", json!("paused")),
-            ("/ok/reason", json!("disabled")),
-        ],
-    );
+    g.out.extend(disabled_vectors());
     let mut wrong = turns(1, 3, 10);
     let mut m = message(4, 0, "x", Role::User, text("x"));
     m.chat = "other".into();
@@ -328,6 +327,22 @@ fn gen_plan() -> Vec<Value> {
         "plan",
         plan_req(&d, wrong, false),
         &refuse("wrong_route"),
+    );
+    let mut room = turns(1, 30, 1_000);
+    for (i, e) in room.iter_mut().enumerate() {
+        if let Event::Message(m) = e {
+            m.sender = ["member-1", "member-2", "agent"][i % 3].into();
+        }
+    }
+    g.add(
+        "collaborative-room",
+        "the route binds the room: turns of several members of one chat compact together",
+        "plan",
+        plan_req(&d, room, true),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/input/turnCount", json!(20)),
+        ],
     );
     let mut conflict = turns(1, 3, 10);
     conflict.push(msg(1, "t1", Role::User, "different"));
@@ -341,8 +356,8 @@ fn gen_plan() -> Vec<Value> {
     // Token mode.
     let mut tk = Declaration::new("agent", "agent-compactor");
     tk.budget = Budget::default_tokens();
-    tk.summary.max_tokens = 300;
-    tk.summary.max_chars = 1_200;
+    tk.summary.max_tokens = Some(300);
+    tk.summary.max_chars = Some(1_200);
     let tok = |n: u64| -> Vec<Event> {
         (1..=n)
             .map(|s| {
@@ -408,6 +423,80 @@ fn gen_plan() -> Vec<Value> {
         "plan",
         tf,
         &refuse("divergent_hash"),
+    );
+    g.out
+}
+
+/// `enabled: false` and the mandatory safety compaction; the seed-002 defaults.
+fn disabled_vectors() -> Vec<Value> {
+    let mut g = Gen {
+        area: "plan",
+        out: Vec::new(),
+    };
+    let mut off = Declaration::new("agent", "agent-compactor");
+    off.budget = Budget::default_tokens();
+    off.enabled = false;
+    let tok = |n: u64| -> Vec<Event> {
+        (1..=n)
+            .map(|s| {
+                let mut m = message(
+                    s,
+                    0,
+                    &format!("t{s}"),
+                    if s % 2 == 1 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
+                    text(&format!("turn {s}")),
+                );
+                m.tokens = Some(100);
+                Event::Message(m)
+            })
+            .collect()
+    };
+    g.add(
+        "paused-disabled",
+        "a disabled declaration gives up eager compaction: paused between eager and the hard limit",
+        "plan",
+        plan_req(&off, tok(30), true),
+        &[
+            ("/ok/outcome", json!("paused")),
+            ("/ok/reason", json!("disabled")),
+        ],
+    );
+    g.add(
+        "disabled-safety-at-limit",
+        "safety compaction cannot be disabled: at the conversation budget a disabled declaration compacts",
+        "plan",
+        plan_req(&off, tok(34), true),
+        &[("/ok/outcome", json!("compact"))],
+    );
+    let mut def = off.clone();
+    def.enabled = true;
+    g.add(
+        "tokens-defaults-compact",
+        "seed 002's defaults leave the tail room: derived summary of 416 tokens, a real tail",
+        "plan",
+        plan_req(&def, tok(26), true),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/bounds/maxTokens", json!(416)),
+            ("/ok/packet/stats/retainedTailTurns", json!(11)),
+        ],
+    );
+    let mut greedy = def.clone();
+    greedy.summary.max_tokens = Some(2_000);
+    g.add(
+        "refuse-summary-leaves-no-tail",
+        "a declared summary reserve that leaves the tail no room is an invalid declaration naming the field",
+        "plan",
+        plan_req(&greedy, tok(3), false),
+        &[
+            ("/ok/outcome", json!("refuse")),
+            ("/ok/error/code", json!("invalid_declaration")),
+            ("/ok/error/ids/0", json!("summary.maxTokens")),
+        ],
     );
     g.out
 }
@@ -637,7 +726,7 @@ fn gen_validate() -> Vec<Value> {
         &rej("frontier_mismatch"),
     );
     let mut upgraded = three_links();
-    upgraded.decl.summary.max_chars = 600;
+    upgraded.decl.summary.max_chars = Some(600);
     g.add(
         "resolve-retired-epoch",
         "boundaries of a retired epoch are listed, ineligible, not fatal",
@@ -857,6 +946,14 @@ fn gen_select() -> Vec<Value> {
     let mut tk = Declaration::new("agent", "agent-compactor");
     tk.budget = Budget::default_tokens();
     let r = json!({"declaration": v(&tk), "route": v(&route()), "events": v(&turns(1, 12, 1_000)), "render": false});
+    let big = json!({"declaration": v(&chars_decl(20_000, 10_000)), "route": v(&route()), "events": v(&turns(1, 3, 1_000)), "limit": 900});
+    g.add(
+        "refuse-newest-turn-too-large",
+        "never a context without the member's newest turn: a latest turn over the room left fails closed",
+        "select",
+        big,
+        &[("/error/code", json!("tail_turn_too_large")), ("/error/ids/0", json!("t3"))],
+    );
     g.add(
         "tokens-limit",
         "token budgets: the conversation budget bounds the tail",
@@ -916,6 +1013,18 @@ fn gen_timeline() -> Vec<Value> {
             ("/ok/items/11/type", json!("divider")),
             ("/ok/items/11/kind", json!("automatic")),
             ("/ok/items/11/throughSeq", json!(11)),
+        ],
+    );
+    let first = s.boundaries()[0].id.clone();
+    g.add(
+        "only-accepted-boundaries",
+        "the timeline draws only the boundaries the resolved chain accepts",
+        "timeline",
+        json!({"events": v(&s.events), "accepted": [first]}),
+        &[
+            ("/ok/items/11/type", json!("divider")),
+            ("/ok/items/11/boundaryId", json!(s.boundaries()[0].id)),
+            ("/ok/items/23/type", json!("message")),
         ],
     );
     let mut r = s.events.clone();
@@ -1075,6 +1184,53 @@ fn gen_contract() -> Vec<Value> {
         out: vec![],
     };
     let bad = |code: &str| vec![("/error/code", json!(code))];
+    let ok_events = json!({"kind": "events", "route": v(&route()), "events": v(&turns(1, 3, 10))});
+    g.add(
+        "append-check-ok",
+        "journal contract: events are checked when they are appended",
+        "validate",
+        ok_events,
+        &[("/ok/kind", json!("events")), ("/ok/count", json!(3))],
+    );
+    let mut other_chat = turns(1, 2, 10);
+    if let Event::Message(m) = &mut other_chat[1] {
+        m.chat = "elsewhere".into();
+    }
+    g.add(
+        "append-check-wrong-route",
+        "journal contract: a turn of another chat is refused at append, nothing written",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": v(&other_chat)}),
+        &[
+            ("/error/code", json!("wrong_route")),
+            ("/error/ids/0", json!("t2")),
+        ],
+    );
+    let mut forged = turns(1, 1, 10);
+    if let Event::Message(m) = &mut forged[0] {
+        m.content_hash = Some("sha256:00".into());
+    }
+    g.add(
+        "append-check-content-hash",
+        "journal contract: a content hash that does not match the parts is refused at append",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": v(&forged)}),
+        &bad("invalid_request"),
+    );
+    g.add_raw(
+        "append-check-bad-event",
+        "journal contract: a malformed event is refused naming its path",
+        "validate",
+        "{\"kind\":\"events\",\"route\":{\"conversation\":\"c1\"},\"events\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+        &bad("invalid_request"),
+    );
+    g.add_raw(
+        "lone-surrogate",
+        "text JS produces: a lone UTF-16 surrogate (a client cutting an emoji in half) is refused, never hashed",
+        "validate",
+        "{\"kind\":\"events\",\"route\":{\"conversation\":\"c1\"},\"events\":[{\"type\":\"message\",\"conversation\":\"c1\",\"sourceSeq\":1,\"turnId\":\"t1\",\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"cut \\ud83d\"}]}]}",
+        &bad("invalid_request"),
+    );
     g.add_raw(
         "broken-json",
         "bad input gets a typed error, never a panic",

@@ -101,7 +101,7 @@ fn frontier_of_another_epoch_is_replaced_by_a_new_activation() {
     let d = chars_decl(10_000, 5_000);
     let f = activate(&d, turns(1, 3, 100));
     let mut d2 = d.clone();
-    d2.summary.max_chars = 600; // a policy change: new fingerprint, new epoch
+    d2.summary.max_chars = Some(600); // a policy change: new fingerprint, new epoch
     let mut r = request(&d2, turns(1, 3, 100));
     r.frontier = Some(f.clone());
     match plan(&r) {
@@ -360,12 +360,19 @@ fn prefix_over_bounds_is_refused() {
 
 #[test]
 fn compaction_that_would_not_shrink_is_refused() {
-    let mut d = chars_decl(20_000, 10_000);
-    d.summary.max_chars = 19_000; // the summary reserve alone is as large as the prefix
-    assert_eq!(
-        code_of(&plan(&compact_setup(&d, 21, 1_000))),
-        Some("not_smaller")
-    );
+    // Validation keeps retain + summary reserve below the trigger, but
+    // pinned turns can still eat the difference: 9,500 pinned + 10,500 of
+    // turns reach 20,000; folding the oldest 500 for a 691-character reserve
+    // would not shrink anything.
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 21, 500);
+    r.events
+        .push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
+    assert_eq!(code_of(&plan(&r)), Some("not_smaller"));
+    // A summary limit that leaves no room is refused by validation itself.
+    let mut big = chars_decl(20_000, 10_000);
+    big.summary.max_chars = Some(19_000);
+    assert_eq!(big.violations()[0].ids, vec!["summary.maxChars".to_owned()]);
 }
 
 #[test]
@@ -413,7 +420,6 @@ fn invalid_declaration_lists_every_violation() {
             "budget.retrievalShare",
             "budget.soft",
             "budget.target",
-            "summary.maxTokens"
         ]
     );
 }
@@ -457,45 +463,90 @@ fn manual_requests_are_checked_for_owner_session_and_content() {
 fn circuit_breaker_pauses_automatic_plans_after_repeated_failures() {
     let d = chars_decl(20_000, 10_000);
     let mut r = compact_setup(&d, 30, 1_000);
-    r.events.push(failure("run-1", None));
-    r.events.push(failure("run-2", None));
+    r.events.push(failure_at("run-1", None, 30));
+    r.events.push(failure_at("run-2", None, 30));
     assert!(
         matches!(plan(&r), PlanOutcome::Compact { .. }),
         "two failures < three"
     );
-    r.events.push(failure("run-3", None));
+    r.events.push(failure_at("run-3", None, 30));
     assert_eq!(
         plan(&r),
         PlanOutcome::Paused {
             reason: PauseReason::CircuitOpen,
-            consecutive_failures: 3
+            consecutive_failures: 3,
+            retry_in: Some(10),
         }
     );
     // Failures against another head (an earlier chain state) do not count.
     let mut other = compact_setup(&d, 30, 1_000);
     for i in 0..3 {
-        other.events.push(failure(&format!("old-{i}"), Some("b0")));
+        other
+            .events
+            .push(failure_at(&format!("old-{i}"), Some("b0"), 30));
     }
     assert!(matches!(plan(&other), PlanOutcome::Compact { .. }));
     // A manual request goes through the open breaker.
-    r.trigger = Trigger::Manual {
+    let mut manual = r.clone();
+    manual.trigger = Trigger::Manual {
         actor: "member-1".into(),
         session_busy: false,
     };
-    assert!(matches!(plan(&r), PlanOutcome::Compact { .. }));
+    assert!(matches!(plan(&manual), PlanOutcome::Compact { .. }));
 }
 
 #[test]
-fn disabled_declaration_pauses() {
-    let mut d = chars_decl(20_000, 10_000);
-    d.enabled = false;
+fn an_open_breaker_half_opens_after_new_turns_and_reopens_on_failure() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    for i in 0..3 {
+        r.events.push(failure_at(&format!("run-{i}"), None, 30));
+    }
+    // Nine new turns: still open, one to go.
+    r.events.extend(turns(31, 9, 1_000));
     assert!(matches!(
-        plan(&request(&d, turns(1, 30, 1_000))),
+        plan(&r),
+        PlanOutcome::Paused {
+            retry_in: Some(1),
+            ..
+        }
+    ));
+    // The tenth: half-open, one automatic attempt.
+    r.events.extend(turns(40, 1, 1_000));
+    assert!(matches!(plan(&r), PlanOutcome::Compact { .. }));
+    // That attempt fails: open again for another ten turns.
+    r.events.push(failure_at("run-4", None, 40));
+    assert!(matches!(
+        plan(&r),
+        PlanOutcome::Paused {
+            reason: PauseReason::CircuitOpen,
+            consecutive_failures: 4,
+            retry_in: Some(10),
+        }
+    ));
+}
+
+#[test]
+fn a_disabled_declaration_defers_to_the_hard_limit_but_never_disables_safety() {
+    let mut d = token_decl(CompactionMode::Eager);
+    d.enabled = false;
+    let f = activate(&d, token_turns(1));
+    let th = foldline_core::budget::Thresholds::of(&d);
+    // Past the eager trigger, below the conversation budget: paused, no warm.
+    let mut r = request(&d, token_turns(th.trigger / 100 + 1));
+    r.frontier = Some(f.clone());
+    assert!(th.trigger / 100 + 1 < th.limit / 100);
+    assert!(matches!(
+        plan(&r),
         PlanOutcome::Paused {
             reason: PauseReason::Disabled,
             ..
         }
     ));
+    // At the hard limit, safety compaction runs anyway.
+    let mut full = request(&d, token_turns(th.limit / 100 + 1));
+    full.frontier = Some(f);
+    assert!(matches!(plan(&full), PlanOutcome::Compact { .. }));
 }
 
 // ---- Token mode and warm candidates -------------------------------------
@@ -506,8 +557,8 @@ fn token_decl(mode: CompactionMode) -> Declaration {
     if let Budget::Tokens { mode: m, .. } = &mut d.budget {
         *m = mode;
     }
-    d.summary.max_tokens = 300;
-    d.summary.max_chars = 1_200;
+    d.summary.max_tokens = Some(300);
+    d.summary.max_chars = Some(1_200);
     d
 }
 
@@ -566,14 +617,14 @@ fn token_mode_reserves_headroom_for_the_summary_output() {
         retrieval_share: 0,
         soft: 900,
         eager: 1000,
-        target: 100,
+        target: 200,
         mode: CompactionMode::Eager,
     };
-    // C = 18,464; the frozen prefix is ~18,000 tokens, and with the summary's
+    // C = 18,464; the frozen prefix is ~17,400 tokens, and with the summary's
     // 1,500 tokens of output headroom and the margin it cannot fit the window.
-    d.summary.max_tokens = 1_500;
-    assert_eq!(code_of(&token_plan(&d, 190)), Some("prefix_over_bounds"));
-    d.summary.max_tokens = 300;
+    d.summary.max_tokens = Some(1_500);
+    assert_eq!(code_of(&token_plan(&d, 195)), Some("prefix_over_bounds"));
+    d.summary.max_tokens = Some(300);
     d.budget = Budget::Tokens {
         window: 40_000,
         reserved_output: 1_024,
@@ -581,7 +632,7 @@ fn token_mode_reserves_headroom_for_the_summary_output() {
         retrieval_share: 500,
         soft: 900,
         eager: 1000,
-        target: 100,
+        target: 200,
         mode: CompactionMode::Eager,
     };
     assert!(
@@ -640,8 +691,8 @@ fn a_content_hash_carried_with_the_event_is_used_not_recomputed() {
 #[test]
 fn absurd_sizes_in_the_input_never_panic() {
     let mut d = chars_decl(u64::MAX, u64::MAX - 1);
-    d.summary.max_chars = u64::MAX;
-    d.summary.max_tokens = u64::MAX;
+    d.summary.max_chars = Some(u64::MAX);
+    d.summary.max_tokens = Some(u64::MAX);
     d.prefix_bounds.max_chars = u64::MAX;
     d.amendment_max_chars = u64::MAX;
     let mut events = turns(1, 5, 100);

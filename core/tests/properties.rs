@@ -68,7 +68,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn frozen_plus_tail_plus_pinned_is_every_eligible_turn(shape in shape(), retain in 1_000u64..20_000, extra in 1u64..30_000) {
+    fn frozen_plus_tail_plus_pinned_is_every_eligible_turn(shape in shape(), retain in 1_024u64..20_000, extra in 700u64..30_000) {
         let d = chars_decl(retain + extra, retain);
         let events = build(&shape);
         let first = events.iter().find_map(|e| match e { Event::Message(m) if m.role != Role::System => Some(m.source_seq), _ => None });
@@ -162,9 +162,72 @@ proptest! {
                     prop_assert!(!t.starts_with_tool_result());
                 }
             }
+            // Fail closed rather than drop the newest turn: only when it does not fit.
+            Err(e) if e.code.as_str() == "tail_turn_too_large" => {
+                let newest = turns.iter().rfind(|t| !t.pinned).unwrap();
+                let pinned: u64 = turns.iter().filter(|t| t.pinned).map(|t| t.chars).sum();
+                prop_assert!(newest.chars + pinned > limit || e.ids.contains(&newest.turn_id));
+            }
             Err(e) => prop_assert_eq!(e.code.as_str(), "over_budget"),
         }
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Defaults are a contract: whatever declaration validation accepts can
+    /// compact a long conversation of ordinary turns, with summaries as long
+    /// as the bounds allow, and the context then fits with the newest turn.
+    #[test]
+    fn every_accepted_declaration_compacts_ordinary_turns(d in declaration(), sizes in prop::collection::vec(100usize..400, 1..8)) {
+        prop_assume!(d.violations().is_empty());
+        let th = foldline_core::budget::Thresholds::of(&d);
+        let bounds = d.summary_bounds();
+        let mut s = Sim::new(d.clone());
+        let mut compactions = 0;
+        // Ordinary turns until the second compaction (a summary folded into a
+        // summary), or far past the trigger.
+        let mut i = 0usize;
+        let mut total_chars = 0u64;
+        let trigger_chars = match d.budget {
+            foldline_core::declaration::Budget::Chars { .. } => th.trigger,
+            foldline_core::declaration::Budget::Tokens { .. } => th.trigger.saturating_mul(4),
+        };
+        // Turns grow with the budget (a few hundred per trigger at most), and
+        // stay under the least tail either metric guarantees (1,024 chars).
+        let scale = (trigger_chars / 40_000).max(1) as usize;
+        while compactions < 2 && total_chars < 8 * trigger_chars.max(1) {
+            let size = (sizes[i % sizes.len()] * scale).min(1_000);
+            s.say(1, size);
+            // Hashed once, as a journal does when the turn arrives.
+            if let Some(Event::Message(m)) = s.events.last_mut() {
+                m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
+            }
+            total_chars += size as u64;
+            i += 1;
+            match full_summary_step(&mut s, bounds.max_chars as usize) {
+                PlanOutcome::Compact { .. } => compactions += 1,
+                PlanOutcome::Skip { .. } | PlanOutcome::Warm { .. } => {}
+                o => prop_assert!(false, "turn {}: {:?} under {:?}", i, o, d.budget),
+            }
+        }
+        prop_assert!(compactions == 2, "no compaction in {} turns under {:?}", i, d.budget);
+        let r = s.resolve().unwrap();
+        let sel = select(&SelectRequest {
+            declaration: d.clone(), route: route(), frontier: r.frontier, head: r.head, amendment: r.amendment,
+            events: s.events.clone(), prompt: None, format: Format::Foldline, limit: None, render: true,
+        }).unwrap();
+        prop_assert!(sel.manifest.sizes.total <= th.limit);
+        prop_assert_eq!(sel.manifest.included.last().cloned(), Some(format!("t{}", s.next_seq - 1)));
+        prop_assert!(sel.manifest.omitted.is_empty(), "omitted {:?}", sel.manifest.omitted);
+    }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512), entry in 0usize..8) {
@@ -179,6 +242,88 @@ proptest! {
         let out = api::call(name, v.to_string().as_bytes());
         prop_assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
     }
+}
+
+/// One driver pass whose model writes a summary of `max` characters, the
+/// longest the bounds allow.
+fn full_summary_step(s: &mut Sim, max: usize) -> PlanOutcome {
+    loop {
+        let r = s.resolve().expect("resolve");
+        let mut req = request(&s.decl, s.events.clone());
+        req.frontier = r.frontier;
+        req.head = r.head;
+        req.amendment = r.amendment;
+        match plan(&req) {
+            PlanOutcome::Activate { frontier } => s.events.push(Event::Frontier(*frontier)),
+            PlanOutcome::Compact { packet, warm } => {
+                s.runs += 1;
+                let summary: String = format!("summary {} ", s.runs)
+                    .chars()
+                    .chain(std::iter::repeat('s'))
+                    .take(max)
+                    .collect();
+                let b = settle_ok(&packet, &format!("run-{}", s.runs), &summary);
+                s.packets.push(*packet.clone());
+                s.events.push(Event::Boundary(Box::new(b)));
+                return PlanOutcome::Compact { packet, warm };
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Declarations across both metrics, with and without declared summary limits.
+fn declaration() -> impl Strategy<Value = foldline_core::declaration::Declaration> {
+    use foldline_core::declaration::{Budget, CompactionMode, Declaration};
+    let chars = (1_000u64..100_000, 1_000u64..60_000)
+        .prop_map(|(trigger, retain)| Budget::Chars { trigger, retain });
+    let tokens = (
+        2_000u64..160_000,
+        0u64..4_000,
+        0u64..1_000,
+        0u64..900,
+        100u64..1000,
+        100u64..1000,
+        50u64..1000,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(
+                window,
+                reserved_output,
+                safety_margin,
+                retrieval_share,
+                soft,
+                eager,
+                target,
+                lazy,
+            )| Budget::Tokens {
+                window,
+                reserved_output,
+                safety_margin,
+                retrieval_share,
+                soft,
+                eager,
+                target,
+                mode: if lazy {
+                    CompactionMode::Lazy
+                } else {
+                    CompactionMode::Eager
+                },
+            },
+        );
+    (
+        prop_oneof![chars, tokens],
+        prop::option::of(100u64..10_000),
+        prop::option::of(50u64..3_000),
+    )
+        .prop_map(|(budget, max_chars, max_tokens)| {
+            let mut d = Declaration::new("agent", "agent-compactor");
+            d.budget = budget;
+            d.summary.max_chars = max_chars;
+            d.summary.max_tokens = max_tokens;
+            d
+        })
 }
 
 fn d_trigger(d: &foldline_core::declaration::Declaration) -> u64 {

@@ -260,6 +260,7 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
     s.events.push(failure("run-x", Some(&auto.id))); // automatic failure: audit only
     let t = timeline(&TimelineRequest {
         events: s.events.clone(),
+        accepted: None,
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = t
@@ -309,7 +310,14 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
     // A reload from the same events, in any order, gives the identical timeline.
     let mut shuffled = s.events.clone();
     shuffled.reverse();
-    assert_eq!(timeline(&TimelineRequest { events: shuffled }).unwrap(), t);
+    assert_eq!(
+        timeline(&TimelineRequest {
+            events: shuffled,
+            accepted: None
+        })
+        .unwrap(),
+        t
+    );
 }
 
 #[test]
@@ -326,6 +334,7 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
         .push(task("task-9", TaskState::Completed, 21, Some(&b.id)));
     let t = timeline(&TimelineRequest {
         events: s.events.clone(),
+        accepted: None,
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = t
@@ -339,6 +348,26 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
     );
     // Messages are not dividers and pinned turns are not chat messages.
     assert_eq!(t.items.len(), 21 + 1);
+    // The chain rejected that boundary (tampered, forked, another epoch):
+    // no completed divider, and its task shows as failed.
+    let rejected = timeline(&TimelineRequest {
+        events: s.events.clone(),
+        accepted: Some(Vec::new()),
+    })
+    .unwrap();
+    let dividers: Vec<&TimelineItem> = rejected
+        .items
+        .iter()
+        .filter(|i| matches!(i, TimelineItem::Divider { .. }))
+        .collect();
+    assert_eq!(dividers.len(), 1);
+    assert!(matches!(
+        dividers[0],
+        TimelineItem::Divider {
+            state: DividerState::Failed,
+            ..
+        }
+    ));
 }
 
 // ---- metadata turns: the host keeps content, foldline answers which to keep ----

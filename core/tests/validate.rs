@@ -224,7 +224,7 @@ fn wrong_route_and_stale_declaration_fail_closed() {
 fn retired_epoch_is_listed_and_an_upgrade_starts_a_new_frontier() {
     let mut s = three_links();
     let old = s.resolve().unwrap();
-    s.decl.summary.max_chars = 600; // a policy upgrade: new fingerprint
+    s.decl.summary.max_chars = Some(600); // a policy upgrade: new fingerprint
     let r = s.resolve().unwrap();
     assert!(r.head.is_none() && r.frontier.is_none());
     assert_eq!(r.retired_boundaries.len(), 3);

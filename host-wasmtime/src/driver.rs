@@ -479,6 +479,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
             .into_iter()
             .map(|s| s.event)
             .collect();
-        self.foldline.timeline(&TimelineRequest { events })
+        self.foldline.timeline(&TimelineRequest {
+            events,
+            accepted: None,
+        })
     }
 }

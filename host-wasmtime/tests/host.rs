@@ -19,7 +19,7 @@ fn small_decl() -> Declaration {
         trigger: 20_000,
         retain: 8_000,
     };
-    d.summary.max_chars = 1_500;
+    d.summary.max_chars = Some(1_500);
     d
 }
 

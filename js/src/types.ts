@@ -43,10 +43,13 @@ export interface Declaration {
   documents?: { ids?: string[]; budgetChars?: number };
   budget?: Budget;
   prefixBounds?: { maxTurns?: number; maxChars?: number };
+  /** Summary limits; absent limits derive from the budget (a quarter of the token target, at most 2,000 tokens; half the room between retain and trigger, at most 8,000 characters). */
   summary?: { maxChars?: number; maxTokens?: number; previewChars?: number };
   amendmentMaxChars?: number;
   instructions?: { mode: "append" | "replace"; text: string };
   maxConsecutiveFailures?: number;
+  /** New turns after the last failure before an open circuit breaker tries once more (default 10). */
+  breakerRetryAfter?: number;
 }
 
 export interface Message {
@@ -156,7 +159,7 @@ export type PlanOutcome =
   | { outcome: "skip"; record: SkipRecord }
   | { outcome: "compact"; packet: Packet; warm?: { packetId: string; valid: boolean; reason?: string } }
   | { outcome: "warm"; packet: Packet }
-  | { outcome: "paused"; reason: "disabled" | "circuitOpen"; consecutiveFailures: number }
+  | { outcome: "paused"; reason: "disabled" | "circuitOpen"; consecutiveFailures: number; retryIn?: number }
   | { outcome: "refuse"; error: ErrorValue; errors?: ErrorValue[] };
 
 export interface ModelOutput {

@@ -66,7 +66,7 @@ pub fn turns(first: u64, n: u64, size: usize) -> Vec<Event> {
 pub fn chars_decl(trigger: u64, retain: u64) -> Declaration {
     let mut d = Declaration::new("agent", "agent-compactor");
     d.budget = Budget::Chars { trigger, retain };
-    d.summary.max_chars = 500;
+    d.summary.max_chars = Some(500);
     d
 }
 
@@ -102,12 +102,17 @@ pub fn correction(turn: &str, seq: u64, body: &str) -> Event {
 }
 
 pub fn failure(run: &str, previous: Option<&str>) -> Event {
+    failure_at(run, previous, 0)
+}
+
+/// A failed automatic run recorded when the journal's head was `head_seq`.
+pub fn failure_at(run: &str, previous: Option<&str>, head_seq: u64) -> Event {
     Event::CompactionFailed(FailureEvent {
         run_id: run.into(),
         packet_id: "sha256:0".into(),
         previous_boundary_id: previous.map(Into::into),
         trigger: TriggerKind::Automatic,
-        head_seq: 0,
+        head_seq,
         reason: "timeout".into(),
     })
 }
