@@ -1,6 +1,14 @@
 // The driver: resolve → plan → persist the packet → call the model → settle →
 // append the boundary; and select for a model request. Same shape as the Rust
 // host's driver.
+//
+// Incremental: a compactor keeps a small state per conversation (the journal
+// position it has read to, the events, the verified resolution) and reads only
+// what is new; the chain is resolved again only when a chain event (frontier,
+// boundary, correction, late delivery) arrived. Safe under concurrency: calls
+// that may write are serialized per conversation, every write is a
+// compare-and-append at the position the plan was made from, fenced by the
+// writer lease's token, and the lease is renewed while a model call runs.
 
 import { plan, select, timeline, validate, FoldlineError } from "./index.js";
 import type {
@@ -8,7 +16,7 @@ import type {
   FailureKind, FailureReport, StreamReport, Boundary, Trigger,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
-import type { Model, ModelResult } from "./model/model.js";
+import { failureKindOf, type Model, type ModelResult } from "./model/model.js";
 
 export interface CompactorOptions {
   journal: Journal;
@@ -20,11 +28,11 @@ export interface CompactorOptions {
   route?: (conversationId: string) => Route;
   /** Owner of a conversation, for manual requests. */
   owner?: (conversationId: string) => string | undefined;
-  /** Writer-lease holder id and time to live. */
+  /** Writer-lease holder id and time to live (renewed while work runs). */
   holder?: string;
   leaseMs?: number;
-  /** Run ids (default: a counter with the holder's id). */
-  runId?: () => string;
+  /** Deadline of one model call (default 120,000 ms); a hanging model cannot hold the lease forever. */
+  modelTimeoutMs?: number;
   /** Receives the audit reason of each failure (never member-facing). */
   audit?: (conversationId: string, report: FailureReport) => void;
 }
@@ -44,46 +52,109 @@ export interface ContextOptions {
 }
 
 export interface Compactor {
-  /** On a new message: compact if the budget says so. */
+  /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */
   onMessage(conversationId: string): Promise<OnMessageResult>;
   /** A member's `/compact`. */
   compactNow(conversationId: string, actor: string, sessionBusy?: boolean): Promise<OnMessageResult>;
   /** The model-bound context. */
   context<M = unknown>(conversationId: string, options?: ContextOptions): Promise<Selection<M>>;
-  /** The chat timeline. */
+  /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
   timeline(conversationId: string): Promise<Timeline>;
   /** The resolved chain. */
   resolve(conversationId: string): Promise<Resolution>;
+}
+
+const PINNED_ROLES = new Set(["system", "developer", "document"]);
+const CHAIN_TYPES = new Set(["frontier", "boundary", "correction", "lateDelivery"]);
+
+/** What a compactor keeps of one conversation between calls. */
+interface State {
+  /** Journal position read to. */
+  seq: number;
+  /** Events plan and select need: pinned turns, turns after the head, corrections, failures, tasks. */
+  recent: Event[];
+  /** Frontiers, boundaries, corrections and late deliveries: what resolve needs. */
+  chain: Event[];
+  /** Every event, for the timeline. */
+  all: Event[];
+  /** The verified resolution, until a chain event arrives. */
+  res?: Resolution;
+  /** Reads run one after another. */
+  reading: Promise<unknown>;
+  /** Writers run one after another. */
+  writing: Promise<unknown>;
+}
+
+function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery" | "turnMeta" }> {
+  return e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta";
 }
 
 /** Build a compactor over a journal and a model. */
 export function createCompactor(o: CompactorOptions): Compactor {
   const routeOf = o.route ?? ((id: string) => ({ conversation: id, chat: "", sender: "" }));
   const holder = o.holder ?? `js-${Math.random().toString(36).slice(2)}`;
-  let runs = 0;
-  const nextRun = o.runId ?? (() => `${holder}-run-${++runs}`);
+  const leaseMs = o.leaseMs ?? 60_000;
+  const states = new Map<string, State>();
 
-  async function load(id: string): Promise<{ events: Event[]; res: Resolution }> {
-    const events = (await o.journal.readEvents(id)).map((s) => s.event);
-    const packets = await o.journal.listPackets(id);
-    // The chain needs only frontiers, boundaries and what can amend covered history.
-    const chain = events.filter((e) => e.type === "frontier" || e.type === "boundary" || e.type === "correction" || e.type === "lateDelivery");
-    const r = validate({
-      kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? null,
-      route: routeOf(id), events: chain, packets,
-    });
-    if (r.kind !== "resolved") throw new Error("unexpected validate answer");
-    // Plan and select need pinned turns, turns after the covered sequence,
-    // corrections and failures: their cost does not grow with covered history.
-    const covered = r.head?.coveredThroughSeq;
-    const pinnedRoles = new Set(["system", "developer", "document"]);
-    const recent = events.filter((e) => {
-      if (e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta") {
-        return e.pinned === true || pinnedRoles.has(e.role) || covered === undefined || e.sourceSeq > covered;
+  function state(id: string): State {
+    let s = states.get(id);
+    if (!s) {
+      s = { seq: 0, recent: [], chain: [], all: [], reading: Promise.resolve(), writing: Promise.resolve() };
+      states.set(id, s);
+    }
+    return s;
+  }
+
+  /** Read what is new since the last read, check it, and fold it into the state. */
+  function sync(id: string): Promise<State> {
+    const s = state(id);
+    const next = s.reading.then(async () => {
+      const fresh = await o.journal.readEvents(id, s.seq);
+      if (fresh.length === 0) return s;
+      // A journal written by someone else may hold a bad event: name its position.
+      try {
+        validate({ kind: "events", route: routeOf(id), events: fresh.map((f) => f.event) });
+      } catch (e) {
+        if (!(e instanceof FoldlineError)) throw e;
+        const at = /events\[(\d+)\]/.exec(e.message);
+        const pos = at ? fresh[Number(at[1])]?.seq : e.ids.length ? fresh.find((f) => isTurn(f.event) && e.ids.includes(f.event.turnId))?.seq : undefined;
+        throw new FoldlineError({
+          code: e.code, ids: e.ids,
+          message: `the journal of ${id} holds an event foldline cannot use${pos ? ` at position ${pos}` : ""}: ${e.message.replace(/^[a-z_]+: /, "")}`,
+        });
       }
-      return e.type !== "boundary" && e.type !== "frontier";
+      for (const { event } of fresh) {
+        s.all.push(event);
+        if (CHAIN_TYPES.has(event.type)) {
+          s.chain.push(event);
+          s.res = undefined;
+        }
+        if (event.type !== "boundary" && event.type !== "frontier") s.recent.push(event);
+      }
+      s.seq = fresh[fresh.length - 1].seq;
+      return s;
     });
-    return { events: recent, res: r };
+    s.reading = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The state, read to the journal's end, with its chain resolved. */
+  async function load(id: string): Promise<{ s: State; res: Resolution; events: Event[] }> {
+    const s = await sync(id);
+    if (!s.res) {
+      const r = validate({
+        kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? null,
+        route: routeOf(id), events: s.chain, packets: await o.journal.listPackets(id),
+      });
+      if (r.kind !== "resolved") throw new Error("unexpected validate answer");
+      s.res = r;
+      // What the new head covers never reaches plan or select again.
+      const covered = r.head?.coveredThroughSeq;
+      if (covered !== undefined) {
+        s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role) || e.sourceSeq > covered);
+      }
+    }
+    return { s, res: s.res, events: s.recent };
   }
 
   function headSeq(events: Event[]): number {
@@ -92,33 +163,61 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return max;
   }
 
-  /** Stream a summary; provisional text stays here. One buffered replay only before content. */
+  /** Append a batch at the position the state was read to, under the lease's fence. */
+  async function append(id: string, s: State, batch: Event[], fence: number): Promise<void> {
+    for (;;) {
+      try {
+        await o.journal.append(id, batch, { expectedSeq: s.seq, fence });
+        await sync(id);
+        return;
+      } catch (e) {
+        if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
+        // Messages arrived meanwhile: they cannot change what this batch
+        // extends, so append after them. A chain event means another writer
+        // moved the head: give up, the fork is refused.
+        const before = s.chain.length;
+        await sync(id);
+        if (s.chain.length !== before) {
+          throw new FoldlineError({ code: "fork", message: "another writer extended the chain head first; nothing was written" });
+        }
+      }
+    }
+  }
+
+  /** Stream a summary under a deadline; provisional text stays here. One buffered replay only before content. */
   async function summarize(packet: Packet): Promise<ModelResult | FailureReport> {
+    const deadline = AbortSignal.timeout(o.modelTimeoutMs ?? 120_000);
     let text = "";
     let done: ModelResult | undefined;
     let ended: StreamReport["ended"] = "complete";
+    let error: unknown;
     try {
-      for await (const c of o.model.stream(packet)) {
+      for await (const c of o.model.stream(packet, deadline)) {
         if (c.type === "delta") text += c.text; // provisional: never leaves the driver
         else done = { text, modelId: c.modelId, usage: c.usage, finishReason: c.finishReason };
       }
       if (!done) ended = "dropped";
-    } catch {
+    } catch (e) {
       ended = "dropped";
+      error = e;
     }
+    if (deadline.aborted) return classify("timeout", `no summary within ${o.modelTimeoutMs ?? 120_000} ms`);
     const d = validate({ kind: "stream", contentReceived: text.length > 0, ended, replaysUsed: 0 });
     if (d.kind !== "stream") throw new Error("unexpected validate answer");
     switch (d.decision.action) {
       case "settle":
         return done ?? classify("streamDropped", "no evidence");
       case "replayBuffered":
+        if (error !== undefined && failureKindOf(error) !== "other") return classify(failureKindOf(error), String(error));
         try {
-          return await o.model.complete(packet);
+          return await o.model.complete(packet, deadline);
         } catch (e) {
-          return classify("other", String(e));
+          return classify(deadline.aborted ? "timeout" : failureKindOf(e), String(e));
         }
       case "fail":
-        return d.decision.failure;
+        return error === undefined
+          ? d.decision.failure
+          : { ...d.decision.failure, auditReason: `${d.decision.failure.auditReason}: ${String(error)}` };
     }
   }
 
@@ -128,18 +227,30 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return { failure: r.failure, notice: r.notice, auditReason: r.auditReason };
   }
 
+  /** Run `fn` after every earlier writer of this conversation on this compactor. */
+  function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const s = state(id);
+    const next = s.writing.then(fn);
+    s.writing = next.catch(() => undefined);
+    return next;
+  }
+
   async function run(id: string, trigger: Trigger, taskId?: string): Promise<OnMessageResult> {
-    if (!(await o.journal.acquireLease(id, holder, o.leaseMs ?? 60_000))) return { status: "busy" };
+    const fence = await o.journal.acquireLease(id, holder, leaseMs);
+    if (fence === undefined) return { status: "busy" };
+    // Renewed while work runs, so a long model call keeps it.
+    const renew = setInterval(() => void o.journal.acquireLease(id, holder, leaseMs).catch(() => undefined), Math.max(1, Math.floor(leaseMs / 3)));
     try {
+      await endInterruptedTasks(id, fence);
       for (;;) {
-        const { events, res } = await load(id);
+        const { s, events, res } = await load(id);
         const outcome = plan({
           declaration: o.declaration, route: routeOf(id), owner: o.owner?.(id) ?? null,
           frontier: res.frontier, head: res.head, amendment: res.amendment, events, trigger,
         });
         switch (outcome.outcome) {
           case "activate":
-            await o.journal.append(id, { type: "frontier", ...outcome.frontier });
+            await append(id, s, [{ type: "frontier", ...outcome.frontier }], fence);
             continue;
           case "skip":
             return { status: "skipped", outcome };
@@ -149,61 +260,78 @@ export function createCompactor(o: CompactorOptions): Compactor {
             return { status: "warm", outcome };
           case "refuse":
             return { status: "refused", code: outcome.error.code, message: outcome.error.message };
-          case "compact": {
-            const packet = outcome.packet;
-            await o.journal.putPacket(id, packet); // persisted before dispatch: a retry reuses it
-            const runId = nextRun();
-            const head = headSeq(events);
-            if (taskId && trigger.kind === "manual") {
-              await o.journal.append(id, { type: "compactionTask", taskId, state: "requested", actor: trigger.actor, headSeq: head });
-            }
-            const answer = await summarize(packet);
-            if ("notice" in answer) return fail(id, packet, runId, answer, trigger, head, res, taskId);
-            try {
-              const s = validate({
-                kind: "settle", packet,
-                output: { packetId: packet.id, runId, modelId: answer.modelId, usage: answer.usage, finishReason: answer.finishReason, summary: answer.text },
-              });
-              if (s.kind !== "settled") throw new Error("unexpected validate answer");
-              await o.journal.append(id, { type: "boundary", ...s.boundary });
-              if (taskId && trigger.kind === "manual") {
-                await o.journal.append(id, {
-                  type: "compactionTask", taskId, state: "completed", actor: trigger.actor, headSeq: head, boundaryId: s.boundary.id,
-                });
-              }
-              return { status: "compacted", boundary: s.boundary };
-            } catch (e) {
-              const detail = e instanceof FoldlineError ? e.code : String(e);
-              return fail(id, packet, runId, classify("unusableSummary", detail), trigger, head, res, taskId);
-            }
-          }
+          case "compact":
+            return await compact(id, s, events, res, outcome.packet, trigger, fence, taskId);
         }
       }
     } finally {
+      clearInterval(renew);
       await o.journal.releaseLease(id, holder);
     }
   }
 
-  async function fail(
-    id: string, packet: Packet, runId: string, report: FailureReport, trigger: Trigger, head: number, res: Resolution,
-    taskId?: string,
-  ): Promise<OnMessageResult> {
-    await o.journal.append(id, {
-      type: "compactionFailed", runId, packetId: packet.id,
-      ...(res.head ? { previousBoundaryId: res.head.boundaryId } : {}),
-      trigger: trigger.kind, headSeq: head, reason: report.auditReason,
-    });
-    if (taskId && trigger.kind === "manual") {
-      await o.journal.append(id, { type: "compactionTask", taskId, state: "failed", actor: trigger.actor, headSeq: head });
+  /** A manual task whose holder crashed between `requested` and its end is ended as failed. */
+  async function endInterruptedTasks(id: string, fence: number): Promise<void> {
+    const s = await sync(id);
+    const open = new Map<string, Extract<Event, { type: "compactionTask" }>>();
+    for (const e of s.all) {
+      if (e.type !== "compactionTask") continue;
+      if (e.state === "requested") open.set(e.taskId, e);
+      else open.delete(e.taskId);
     }
+    if (open.size === 0) return;
+    await append(id, s, [...open.values()].map((t) => ({ ...t, state: "failed" as const })), fence);
+  }
+
+  async function compact(
+    id: string, s: State, events: Event[], res: Resolution, packet: Packet, trigger: Trigger, fence: number, taskId?: string,
+  ): Promise<OnMessageResult> {
+    await o.journal.putPacket(id, packet); // persisted before dispatch: a retry reuses it
+    const head = headSeq(events);
+    const attempt = 1 + events.filter((e) => e.type === "compactionFailed" && e.packetId === packet.id).length;
+    const runId = `run:${packet.id.slice(7, 23)}:${attempt}`; // derived, as in the Rust driver
+    const actor = trigger.kind === "manual" ? trigger.actor : undefined;
+    const task = (state: "requested" | "completed" | "failed", boundaryId?: string): Event => ({
+      type: "compactionTask", taskId: taskId ?? "", state, actor: actor ?? "", headSeq: head, ...(boundaryId ? { boundaryId } : {}),
+    });
+    if (taskId && actor) await append(id, s, [task("requested")], fence);
+    const answer = await summarize(packet);
+    let report: FailureReport;
+    if ("notice" in answer) {
+      report = answer;
+    } else {
+      try {
+        const v = validate({
+          kind: "settle", packet, expectedRunId: runId,
+          output: { packetId: packet.id, runId, modelId: answer.modelId, usage: answer.usage, finishReason: answer.finishReason, summary: answer.text },
+        });
+        if (v.kind !== "settled") throw new Error("unexpected validate answer");
+        // The boundary and its task event are one batch.
+        await append(id, s, [{ type: "boundary", ...v.boundary }, ...(taskId && actor ? [task("completed", v.boundary.id)] : [])], fence);
+        return { status: "compacted", boundary: v.boundary };
+      } catch (e) {
+        if (!(e instanceof FoldlineError) || ["fork", "conflict", "lease_lost"].includes(e.code)) throw e;
+        report = classify("unusableSummary", e.code);
+      }
+    }
+    // The audit record is committed before the failure returns.
+    await append(id, s, [
+      {
+        type: "compactionFailed", runId, packetId: packet.id,
+        ...(res.head ? { previousBoundaryId: res.head.boundaryId } : {}),
+        trigger: trigger.kind, headSeq: head, reason: report.auditReason,
+      },
+      ...(taskId && actor ? [task("failed")] : []),
+    ], fence);
     o.audit?.(id, report);
     return { status: "failed", notice: report.notice };
   }
 
+  let tasks = 0;
   return {
-    onMessage: (id) => run(id, { kind: "automatic" }),
+    onMessage: (id) => serial(id, () => run(id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>
-      run(id, { kind: "manual", actor, sessionBusy }, `task-${nextRun()}`),
+      serial(id, () => run(id, { kind: "manual", actor, sessionBusy }, `task-${holder}-${++tasks}-${Date.now()}`)),
     async context<M>(id: string, opts: ContextOptions = {}): Promise<Selection<M>> {
       const { events, res } = await load(id);
       return select<M>({
@@ -213,7 +341,14 @@ export function createCompactor(o: CompactorOptions): Compactor {
       });
     },
     async timeline(id) {
-      return timeline((await o.journal.readEvents(id)).map((s) => s.event));
+      const s = await sync(id);
+      let accepted: string[] = [];
+      try {
+        accepted = (await load(id)).res.accepted;
+      } catch (e) {
+        if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
+      }
+      return timeline(s.all, accepted);
     },
     async resolve(id) {
       return (await load(id)).res;

@@ -18,10 +18,12 @@ import type {
 export type * from "./types.js";
 export { createCompactor } from "./driver.js";
 export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions } from "./driver.js";
-export type { Journal, StoredEvent } from "./journal/journal.js";
+export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
+export { checkAppend } from "./journal/journal.js";
 export { MemoryJournal } from "./journal/memory.js";
 export { IndexedDbJournal } from "./journal/indexeddb.js";
 export type { Model, ModelResult, StreamChunk } from "./model/model.js";
+export { ModelError } from "./model/model.js";
 export { OpenAiCompatibleModel } from "./model/openai.js";
 export { contentHash, withContentHash, turnMeta } from "./hash.js";
 
@@ -109,9 +111,13 @@ export function select<M = unknown>(request: SelectRequest): Selection<M> {
   return unwrap(wasm.select(request) as Envelope<Selection<M>>);
 }
 
-/** The chat timeline: messages and dividers, derived only from durable events. */
-export function timeline(events: Event[]): Timeline {
-  return unwrap(wasm.timeline({ events }) as Envelope<Timeline>);
+/**
+ * The chat timeline: messages and dividers, derived only from durable events.
+ * With `accepted` (a resolution's `accepted` ids), only those boundaries draw
+ * as completed dividers.
+ */
+export function timeline(events: Event[], accepted?: string[]): Timeline {
+  return unwrap(wasm.timeline(accepted ? { events, accepted } : { events }) as Envelope<Timeline>);
 }
 
 /** Prompt trim of the model-bound copy of a member's message. */

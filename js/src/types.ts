@@ -10,7 +10,11 @@ export type Code =
   | "session_busy" | "not_owner" | "empty_summary" | "summary_too_long" | "summary_not_text"
   | "summary_truncated" | "run_mismatch" | "missing_link" | "fork" | "stale_declaration"
   | "divergent_hash" | "fabricated_run" | "non_advancing" | "frontier_mismatch"
-  | "amendment_too_large" | "needs_content" | "over_budget" | "overflow" | "unsupported_version";
+  | "amendment_too_large" | "needs_content" | "over_budget" | "overflow" | "unsupported_version"
+  /** The journal's head moved: a compare-and-append at an expected position lost the race. */
+  | "conflict"
+  /** The writer lease is held by another holder, or a fenced append came from a stale holder. */
+  | "lease_lost";
 
 /** A typed failure. */
 export interface ErrorValue { code: Code; message: string; ids?: string[] }
@@ -179,10 +183,13 @@ export type ValidateRequest =
   | ({ kind: "resolve" } & ResolveRequest)
   | { kind: "declarations"; target: Declaration; compactor: Declaration }
   | ({ kind: "stream" } & StreamReport)
-  | { kind: "failure"; failure: FailureKind; detail?: string };
+  | { kind: "failure"; failure: FailureKind; detail?: string }
+  | { kind: "events"; route: Route; events: Event[] };
 
 export interface Resolution {
   frontier: Frontier | null; head: ChainHead | null; amendment: Amendment | null;
+  /** Ids of the current chain's boundaries, oldest first. */
+  accepted: string[];
   retiredBoundaries: string[]; retiredFrontiers: string[];
 }
 
@@ -196,7 +203,8 @@ export type ValidateResponse =
   | ({ kind: "resolved" } & Resolution)
   | { kind: "declarations"; agree: boolean; disagreements: string[] }
   | { kind: "stream"; decision: StreamDecision }
-  | ({ kind: "failure" } & FailureReport);
+  | ({ kind: "failure" } & FailureReport)
+  | { kind: "events"; count: number };
 
 export type Format = "foldline" | "openai" | "anthropic" | "aiSdk";
 

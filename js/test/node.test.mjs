@@ -27,7 +27,7 @@ test("contentHash in JS equals the core's content hash of a turn", async () => {
   const parts = [{ type: "text", text: "héllo \"q\"\n\u0001 " + "x".repeat(3000) }, { type: "toolResult", callId: "c", content: "r" }];
   await journal.append("c1", { type: "message", conversation: "c1", sourceSeq: 1, turnId: "t1", role: "user", parts });
   const [stored] = await journal.readEvents("c1");
-  const decl = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 20000, retain: 100 }, summary: { maxChars: 10 } };
+  const decl = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 20000, retain: 1024 }, summary: { maxChars: 10 } };
   const withoutHash = { ...stored.event };
   delete withoutHash.contentHash;
   // The core computes the hash itself from the same parts; a manual compaction exposes it.

@@ -132,6 +132,101 @@ export function suite(f, makeJournal) {
       equal([d[0].kind, d[0].state], ["manual", "completed"]);
       check(d[0].taskId.startsWith("task-"), "task id");
     }],
+    ["overlapping onMessage calls never fork a conversation", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      for (let s = 1; s <= 16; s++) await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+      // Fire-and-forget, the common chat-client pattern.
+      const results = await Promise.all([1, 2, 3, 4, 5].map(() => c.onMessage("c1")));
+      equal(results.filter((r) => r.status === "compacted").length, 1, JSON.stringify(results));
+      await chat(c, journal, 17, 40);
+      const res = await c.resolve("c1");
+      const boundaries = (await journal.readEvents("c1")).filter((e) => e.event.type === "boundary");
+      equal(res.accepted.length, boundaries.length, "every boundary is on the one chain");
+      check(boundaries.length >= 2, "compacts again later");
+    }],
+    ["two compactors sharing a journal never fork it", async () => {
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration, holder: "a" });
+      const b = f.createCompactor({ journal, model: fakeModel(), declaration, holder: "b" });
+      for (let s = 1; s <= 60; s++) {
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        await Promise.all([a.onMessage("c1"), b.onMessage("c1")]);
+      }
+      const res = await a.resolve("c1");
+      const all = (await journal.readEvents("c1")).map((e) => e.event);
+      equal(res.accepted.length, all.filter((e) => e.type === "boundary").length, "one chain");
+      check(res.accepted.length >= 3, `compacted (${res.accepted.length})`);
+      equal(all.filter((e) => e.type === "message").length, 60, "nothing lost");
+      equal((await b.context("c1")).manifest.boundaryId, res.head.boundaryId);
+    }],
+    ["a malformed event is refused at append, naming the field; nothing is written", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      await chat(c, journal, 1, 3);
+      let caught;
+      try { await journal.append("c1", { role: "user", content: "hi" }); } catch (e) { caught = e; }
+      check(caught instanceof f.FoldlineError, String(caught));
+      equal(caught.code, "invalid_request");
+      check(caught.message.includes("type"), caught.message);
+      equal((await journal.readEvents("c1")).length, 4, "nothing written (3 messages + the frontier)");
+      await chat(c, journal, 4, 16);
+      check((await c.resolve("c1")).head, "the conversation goes on");
+    }],
+    ["a lone UTF-16 surrogate is refused at append, never hashed", async () => {
+      const journal = await makeJournal();
+      let caught;
+      try { await journal.append("c1", say(1, "user", "half an emoji \ud83d")); } catch (e) { caught = e; }
+      equal(caught && caught.code, "invalid_request");
+      check(caught.message.includes("surrogate"), caught.message);
+      equal((await journal.readEvents("c1")).length, 0, "nothing written");
+    }],
+    ["a hanging model times out and releases the conversation", async () => {
+      const journal = await makeJournal();
+      const hanging = {
+        async *stream(_p, signal) { await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))); },
+        async complete() { throw new Error("unreachable"); },
+      };
+      const audits = [];
+      const c = f.createCompactor({ journal, model: hanging, declaration, modelTimeoutMs: 50, audit: (_, r) => audits.push(r) });
+      const r = await chat(c, journal, 1, 16);
+      check(audits.length >= 1 && audits[0].failure === "timeout", JSON.stringify(audits));
+      check(["failed", "skipped", "paused"].includes(r.status), JSON.stringify(r));
+      const other = f.createCompactor({ journal, model: fakeModel(), declaration, holder: "other" });
+      equal((await other.compactNow("c1", "")).status, "refused", "the lease was released (refused for ownership, not busy)");
+    }],
+    ["a manual task interrupted by a crash ends as failed, never pending forever", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      await chat(c, journal, 1, 3);
+      await journal.append("c1", { type: "compactionTask", taskId: "task-crashed", state: "requested", actor: "m", headSeq: 3 });
+      equal((await c.timeline("c1")).items.filter((i) => i.type === "divider")[0].state, "pending");
+      await chat(c, journal, 4, 4);
+      const d = (await c.timeline("c1")).items.filter((i) => i.type === "divider");
+      equal([d[0].taskId, d[0].state], ["task-crashed", "failed"]);
+    }],
+    ["every default compacts a long conversation through the driver", async () => {
+      for (const [name, budget, size, n] of [
+        ["tokens 8192 (seed 002)", { kind: "tokens", window: 8192 }, 300, 120],
+        ["tokens 128k", { kind: "tokens", window: 128000 }, 4000, 120],
+        ["chars 80k/40k (seed 000)", { kind: "chars" }, 2000, 120],
+      ]) {
+        const journal = await makeJournal();
+        const c = f.createCompactor({ journal, model: fakeModel(), declaration: { targetId: "agent", compactorId: "agent-compactor", budget } });
+        let compacted = 0;
+        for (let s = 1; s <= n; s++) {
+          await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(size, "x")));
+          const r = await c.onMessage("c1");
+          check(!["refused", "failed"].includes(r.status), `${name}, message ${s}: ${JSON.stringify(r)}`);
+          if (r.status === "compacted") compacted++;
+        }
+        check(compacted >= 1, `${name}: compacted`);
+        const ctx = await c.context("c1", { format: "openai" });
+        check(ctx.manifest.sizes.total <= ctx.manifest.limit, `${name}: fits`);
+        equal(ctx.messages[ctx.messages.length - 1].content, `message ${n} `.padEnd(size, "x"), `${name}: newest turn verbatim`);
+        check(ctx.messages[0].content.startsWith("[untrusted-history-summary]"), `${name}: summary envelope`);
+      }
+    }],
     ["member compression runs in the core", async () => {
       const t = f.trimPrompt("Could you please explain how Rust lifetimes work?");
       equal(t.text, "Explain how Rust lifetimes work?");

@@ -1,6 +1,6 @@
 import type { Event, Packet } from "../types.js";
-import type { Journal, StoredEvent } from "./journal.js";
-import { withContentHash } from "../hash.js";
+import { FoldlineError } from "../index.js";
+import { chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type StoredEvent } from "./journal.js";
 
 function req<T>(r: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -19,20 +19,25 @@ function done(tx: IDBTransaction): Promise<void> {
 
 /**
  * A browser journal on IndexedDB: an append-only `events` store keyed by
- * (conversation, seq), `packets` by (conversation, id), `leases` by
- * conversation. Each append is one transaction, so a reload loses nothing.
+ * (conversation, seq), `slots` (one boundary per chain head), `packets` by
+ * (conversation, id), `leases` by conversation with a fencing token. Each
+ * append is one transaction — check position, fence and chain slots, then
+ * write — so a reload loses nothing and two tabs can never fork a chain.
  */
 export class IndexedDbJournal implements Journal {
   private constructor(private readonly db: IDBDatabase, private readonly now: () => number) {}
 
   /** Open (or create) the database. */
   static async open(name = "foldline", now: () => number = () => Date.now()): Promise<IndexedDbJournal> {
-    const r = indexedDB.open(name, 1);
-    r.onupgradeneeded = () => {
+    const r = indexedDB.open(name, 2);
+    r.onupgradeneeded = (ev) => {
       const db = r.result;
-      db.createObjectStore("events", { keyPath: ["conversation", "seq"] });
-      db.createObjectStore("packets", { keyPath: ["conversation", "id"] });
-      db.createObjectStore("leases", { keyPath: "conversation" });
+      if (ev.oldVersion < 1) {
+        db.createObjectStore("events", { keyPath: ["conversation", "seq"] });
+        db.createObjectStore("packets", { keyPath: ["conversation", "id"] });
+        db.createObjectStore("leases", { keyPath: "conversation" });
+      }
+      if (ev.oldVersion < 2) db.createObjectStore("slots", { keyPath: ["conversation", "slot"] });
     };
     return new IndexedDbJournal(await req(r), now);
   }
@@ -48,14 +53,35 @@ export class IndexedDbJournal implements Journal {
     return rows.map((r) => ({ seq: r.seq, event: r.event }));
   }
 
-  async append(conversationId: string, event: Event): Promise<number> {
-    event = await withContentHash(event); // hashed once, when it enters
-    const tx = this.db.transaction("events", "readwrite");
+  async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
+    const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
+    const tx = this.db.transaction(["events", "slots", "leases"], "readwrite");
     const store = tx.objectStore("events");
     const range = IDBKeyRange.bound([conversationId, 0], [conversationId, Number.MAX_SAFE_INTEGER]);
     const last = await req(store.openCursor(range, "prev"));
-    const seq = last ? (last.value as { seq: number }).seq + 1 : 1;
-    store.add({ conversation: conversationId, seq, event });
+    const head = last ? (last.value as { seq: number }).seq : 0;
+    const refuse = (e: FoldlineError) => {
+      tx.abort();
+      return e;
+    };
+    if (options.expectedSeq !== undefined && options.expectedSeq !== head) throw refuse(conflict(options.expectedSeq, head));
+    if (options.fence !== undefined) {
+      const lease = (await req(tx.objectStore("leases").get(conversationId))) as { token?: number } | undefined;
+      if (lease?.token !== undefined && lease.token !== options.fence) {
+        throw refuse(new FoldlineError({ code: "lease_lost", message: `a newer writer lease was granted (fence ${options.fence} is stale); nothing was written` }));
+      }
+    }
+    const slots = tx.objectStore("slots");
+    for (const e of batch) {
+      const slot = chainSlot(e);
+      if (slot === undefined) continue;
+      if (await req(slots.get([conversationId, slot]))) {
+        throw refuse(new FoldlineError({ code: "fork", message: "a boundary already extends this chain head; nothing was written" }));
+      }
+      slots.add({ conversation: conversationId, slot });
+    }
+    let seq = head;
+    for (const event of batch) store.add({ conversation: conversationId, seq: ++seq, event });
     await done(tx);
     return seq;
   }
@@ -79,25 +105,28 @@ export class IndexedDbJournal implements Journal {
     return rows.map((r) => r.packet);
   }
 
-  async acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<boolean> {
+  async acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<number | undefined> {
     const tx = this.db.transaction("leases", "readwrite");
     const store = tx.objectStore("leases");
-    const cur = (await req(store.get(conversationId))) as { holder: string; until: number } | undefined;
+    const cur = (await req(store.get(conversationId))) as { holder: string; until: number; token?: number } | undefined;
     const now = this.now();
     if (cur && cur.holder !== holder && cur.until > now) {
       await done(tx);
-      return false;
+      return undefined;
     }
-    store.put({ conversation: conversationId, holder, until: now + ttlMs });
+    const live = cur && cur.holder === holder && cur.until > now;
+    const token = live && cur.token !== undefined ? cur.token : (cur?.token ?? 0) + 1;
+    store.put({ conversation: conversationId, holder, until: now + ttlMs, token });
     await done(tx);
-    return true;
+    return token;
   }
 
   async releaseLease(conversationId: string, holder: string): Promise<void> {
     const tx = this.db.transaction("leases", "readwrite");
     const store = tx.objectStore("leases");
-    const cur = (await req(store.get(conversationId))) as { holder: string } | undefined;
-    if (cur?.holder === holder) store.delete(conversationId);
+    const cur = (await req(store.get(conversationId))) as { holder: string; token?: number } | undefined;
+    // Keep the token, so the next grant's is newer and this holder's fence goes stale.
+    if (cur?.holder === holder) store.put({ ...cur, holder: "", until: 0 });
     await done(tx);
   }
 }

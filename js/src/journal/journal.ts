@@ -1,25 +1,88 @@
 import type { Event, Packet } from "../types.js";
+import { FoldlineError, validate } from "../index.js";
+import { withContentHash } from "../hash.js";
 
 /** An event as the journal stores it: its position and the event. */
 export interface StoredEvent { seq: number; event: Event }
 
+/** Where and under which lease a batch may be appended. */
+export interface AppendOptions {
+  /**
+   * Compare-and-append: the batch is written only if the conversation's last
+   * position is exactly this; otherwise nothing is written and the journal
+   * throws `conflict`. Omitted, the batch goes at the end (source messages).
+   */
+  expectedSeq?: number;
+  /**
+   * The fencing token of the writer lease the batch is written under; the
+   * journal refuses it (`lease_lost`) once a newer lease was granted.
+   */
+  fence?: number;
+}
+
 /**
- * What foldline needs from a conversation journal. The journal is append-only:
- * foldline never edits or deletes an event.
+ * What foldline needs from a conversation journal — the journal contract
+ * (docs/journal.md). The journal is append-only: foldline never edits or
+ * deletes an event. Every implementation, including a user's own, must:
+ *
+ * - check events when they are appended ({@link checkAppend}): a typed error
+ *   naming the field, and nothing written;
+ * - append a batch atomically, and only at `expectedSeq` when given
+ *   (compare-and-append), so two writers can never both extend one head;
+ * - refuse a boundary whose chain slot (its previous boundary, or its
+ *   frontier for the first) is already taken (`fork`);
+ * - grant the writer lease to one holder at a time with a fencing token that
+ *   grows with every grant, and refuse a batch fenced by an older token.
  */
 export interface Journal {
   /** Events of a conversation with a journal position greater than `sinceSeq` (default: all), in order. */
   readEvents(conversationId: string, sinceSeq?: number): Promise<StoredEvent[]>;
-  /** Append one event; returns its position. */
-  append(conversationId: string, event: Event): Promise<number>;
+  /** Append a batch (or one event) atomically; returns the last position. */
+  append(conversationId: string, events: Event | Event[], options?: AppendOptions): Promise<number>;
   /** Store a packet document by its id (idempotent). */
   putPacket(conversationId: string, packet: Packet): Promise<void>;
   /** A stored packet, or undefined. */
   getPacket(conversationId: string, id: string): Promise<Packet | undefined>;
   /** Every stored packet of a conversation. */
   listPackets(conversationId: string): Promise<Packet[]>;
-  /** Take the per-conversation writer lease for `ttlMs`; false when another holder has it. */
-  acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Take (or renew, for the same holder) the per-conversation writer lease
+   * for `ttlMs`: its fencing token, or undefined while another holder has it.
+   */
+  acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<number | undefined>;
   /** Release the lease if `holder` has it. */
   releaseLease(conversationId: string, holder: string): Promise<void>;
+}
+
+/** The chain slot a boundary takes: one boundary per head, per epoch. */
+export function chainSlot(e: Event): string | undefined {
+  if (e.type !== "boundary") return undefined;
+  return `${e.declarationFingerprint}|${e.previous?.boundaryId ?? e.frontier.id}`;
+}
+
+/**
+ * The journal contract's append check, for journals to call before they
+ * write: every event decodes (a malformed one is named by its path, a lone
+ * UTF-16 surrogate is refused), its turns belong to `conversationId`, a
+ * declared content hash matches its parts. Returns the events with content
+ * hashes filled in (hashed once, when they enter).
+ */
+export async function checkAppend(conversationId: string, events: Event[]): Promise<Event[]> {
+  const out = await Promise.all(events.map((e) => withContentHash(e)));
+  out.forEach((e, i) => {
+    const chat = "chat" in e && typeof e.chat === "string" ? e.chat : "";
+    try {
+      validate({ kind: "events", route: { conversation: conversationId, chat, sender: "" }, events: [e] });
+    } catch (err) {
+      if (!(err instanceof FoldlineError)) throw err;
+      const message = err.message.replace(/^[a-z_]+: /, "").replace("events[0]", `events[${i}]`);
+      throw new FoldlineError({ code: err.code, message: `append refused, nothing written: ${message}`, ids: err.ids });
+    }
+  });
+  return out;
+}
+
+/** The error a journal throws when a compare-and-append loses the race. */
+export function conflict(expected: number, actual: number): FoldlineError {
+  return new FoldlineError({ code: "conflict", message: `expected the journal at position ${expected}, found ${actual}; nothing was written` });
 }

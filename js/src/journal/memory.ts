@@ -1,23 +1,44 @@
 import type { Event, Packet } from "../types.js";
-import type { Journal, StoredEvent } from "./journal.js";
-import { withContentHash } from "../hash.js";
+import { FoldlineError } from "../index.js";
+import { chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type StoredEvent } from "./journal.js";
 
-/** An in-memory journal: tests, demos, and clients that keep state elsewhere. */
+/** An in-memory journal: tests, demos, and clients that keep state elsewhere. Holds the journal contract. */
 export class MemoryJournal implements Journal {
   private events = new Map<string, StoredEvent[]>();
+  private slots = new Map<string, Set<string>>();
   private packets = new Map<string, Map<string, Packet>>();
-  private leases = new Map<string, { holder: string; until: number }>();
+  private leases = new Map<string, { holder: string; until: number; token: number }>();
+  private tokens = new Map<string, number>();
   constructor(private readonly now: () => number = () => Date.now()) {}
 
   async readEvents(conversationId: string, sinceSeq = 0): Promise<StoredEvent[]> {
-    return (this.events.get(conversationId) ?? []).filter((e) => e.seq > sinceSeq).map((e) => structuredClone(e));
-  }
-  async append(conversationId: string, event: Event): Promise<number> {
     const list = this.events.get(conversationId) ?? [];
-    const seq = list.length + 1;
-    list.push({ seq, event: structuredClone(await withContentHash(event)) });
+    // Positions are 1-based and dense: position n is list[n - 1].
+    return list.slice(Math.max(0, sinceSeq)).map((e) => structuredClone(e));
+  }
+  async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
+    const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
+    // From here on nothing awaits: the checks and the write are one step.
+    const list = this.events.get(conversationId) ?? [];
+    if (options.expectedSeq !== undefined && options.expectedSeq !== list.length) throw conflict(options.expectedSeq, list.length);
+    if (options.fence !== undefined && options.fence !== this.tokens.get(conversationId)) {
+      throw new FoldlineError({ code: "lease_lost", message: `a newer writer lease was granted (fence ${options.fence} is stale); nothing was written` });
+    }
+    const slots = this.slots.get(conversationId) ?? new Set<string>();
+    const taken = new Set<string>();
+    for (const e of batch) {
+      const slot = chainSlot(e);
+      if (slot === undefined) continue;
+      if (slots.has(slot) || taken.has(slot)) {
+        throw new FoldlineError({ code: "fork", message: "a boundary already extends this chain head; nothing was written" });
+      }
+      taken.add(slot);
+    }
+    for (const e of batch) list.push({ seq: list.length + 1, event: structuredClone(e) });
+    for (const s of taken) slots.add(s);
     this.events.set(conversationId, list);
-    return seq;
+    this.slots.set(conversationId, slots);
+    return list.length;
   }
   async putPacket(conversationId: string, packet: Packet): Promise<void> {
     const m = this.packets.get(conversationId) ?? new Map<string, Packet>();
@@ -31,12 +52,15 @@ export class MemoryJournal implements Journal {
   async listPackets(conversationId: string): Promise<Packet[]> {
     return [...(this.packets.get(conversationId)?.values() ?? [])].map((p) => structuredClone(p));
   }
-  async acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<boolean> {
+  async acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<number | undefined> {
     const l = this.leases.get(conversationId);
     const now = this.now();
-    if (l && l.holder !== holder && l.until > now) return false;
-    this.leases.set(conversationId, { holder, until: now + ttlMs });
-    return true;
+    if (l && l.holder !== holder && l.until > now) return undefined;
+    // The same live holder renews under its token; a new grant gets a new one.
+    const token = l && l.holder === holder && l.until > now ? l.token : (this.tokens.get(conversationId) ?? 0) + 1;
+    this.tokens.set(conversationId, token);
+    this.leases.set(conversationId, { holder, until: now + ttlMs, token });
+    return token;
   }
   async releaseLease(conversationId: string, holder: string): Promise<void> {
     if (this.leases.get(conversationId)?.holder === holder) this.leases.delete(conversationId);

@@ -17,3 +17,22 @@ export interface Model {
   stream(packet: Packet, signal?: AbortSignal): AsyncIterable<StreamChunk>;
   complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult>;
 }
+
+/**
+ * A model failure an adapter can tell apart, so the audit reason says what
+ * happened (a provider refusal, a timeout, a budget stop, a transport
+ * failure) while the member sees only the generic notice.
+ */
+export class ModelError extends Error {
+  constructor(readonly kind: "providerRefusal" | "timeout" | "budgetStop" | "other", message: string) {
+    super(message);
+    this.name = "ModelError";
+  }
+}
+
+/** The failure kind of anything a model call threw. */
+export function failureKindOf(e: unknown): "providerRefusal" | "timeout" | "budgetStop" | "other" {
+  if (e instanceof ModelError) return e.kind;
+  if (e instanceof Error && (e.name === "AbortError" || e.name === "TimeoutError")) return "timeout";
+  return "other";
+}

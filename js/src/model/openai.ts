@@ -1,3 +1,4 @@
+import { ModelError } from "./model.js";
 import type { Packet, Usage } from "../types.js";
 import type { Model, ModelResult, StreamChunk } from "./model.js";
 
@@ -50,7 +51,7 @@ export class OpenAiCompatibleModel implements Model {
 
   async complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult> {
     const res = await this.request(packet, false, signal);
-    if (!res.ok) throw new Error(`provider answered HTTP ${res.status}: ${(await res.text()).slice(0, 500)}`);
+    if (!res.ok) throw httpError(res.status, (await res.text()).slice(0, 500));
     const c = (await res.json()) as Completion;
     const choice = c.choices?.[0];
     return {
@@ -63,7 +64,7 @@ export class OpenAiCompatibleModel implements Model {
 
   async *stream(packet: Packet, signal?: AbortSignal): AsyncIterable<StreamChunk> {
     const res = await this.request(packet, true, signal);
-    if (!res.ok || !res.body) throw new Error(`provider answered HTTP ${res.status}`);
+    if (!res.ok || !res.body) throw httpError(res.status, res.ok ? "no body" : (await res.text()).slice(0, 500));
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
     let model = this.o.model;
@@ -94,4 +95,10 @@ export class OpenAiCompatibleModel implements Model {
     }
     throw new Error("the stream ended without [DONE]");
   }
+}
+
+/** A provider's HTTP failure, typed: 402/429 are budget stops, other 4xx refusals, 408/504 timeouts. */
+function httpError(status: number, body: string): ModelError {
+  const kind = status === 402 || status === 429 ? "budgetStop" : status === 408 || status === 504 ? "timeout" : status >= 400 && status < 500 ? "providerRefusal" : "other";
+  return new ModelError(kind, `provider answered HTTP ${status}: ${body}`);
 }
