@@ -79,6 +79,26 @@ pub struct Driver<J: Journal, M: Model> {
     /// Fault injection for crash tests: abort the process right after the
     /// packet is persisted (set from `FOLDLINE_FAULT=abort-after-packet`).
     pub abort_after_packet: bool,
+    /// Conversations a call of this driver is writing to: a second,
+    /// overlapping call answers [`Outcome::Busy`] instead of compacting the
+    /// same head again.
+    running: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// Marks a conversation as running on this driver until dropped (also on a
+/// panic), so overlapping calls never both compact one head.
+struct Running<'a> {
+    set: &'a std::sync::Mutex<std::collections::BTreeSet<String>>,
+    conversation: String,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.conversation);
+    }
 }
 
 fn default_route(id: &str) -> Route {
@@ -131,6 +151,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             route_of: default_route,
             clock: now_ms,
             abort_after_packet: false,
+            running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
@@ -139,12 +160,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
     }
 
     fn load(&self, conversation: &str) -> Result<(Vec<Event>, Resolution)> {
-        let events: Vec<Event> = self
-            .journal
-            .read_events(conversation, 0)?
-            .into_iter()
-            .map(|s| s.event)
-            .collect();
+        self.load_at(conversation).map(|(e, r, _)| (e, r))
+    }
+
+    /// The events plan and select need, the resolved chain, and the journal
+    /// position they were read at (where a batch planned from them goes).
+    fn load_at(&self, conversation: &str) -> Result<(Vec<Event>, Resolution, u64)> {
+        let stored = self.journal.read_events(conversation, 0)?;
+        let seq = stored.last().map(|s| s.seq).unwrap_or(0);
+        let events: Vec<Event> = stored.into_iter().map(|s| s.event).collect();
         let packets = self.journal.list_packets(conversation)?;
         // The chain needs only frontiers, boundaries and what can amend covered history.
         let chain: Vec<Event> = events
@@ -168,7 +192,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             packets,
         })))?;
         match r {
-            ValidateResponse::Resolved(res) => Ok((after_head(events, &res), *res)),
+            ValidateResponse::Resolved(res) => Ok((after_head(events, &res), *res, seq)),
             other => Err(HostError::MalformedOutput(format!(
                 "unexpected answer {other:?}"
             ))),
@@ -214,14 +238,83 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     fn run(&self, conversation: &str, trigger: Trigger, task: Option<String>) -> Result<Outcome> {
         if !self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(conversation.to_owned())
+        {
+            return Ok(Outcome::Busy);
+        }
+        let _running = Running {
+            set: &self.running,
+            conversation: conversation.to_owned(),
+        };
+        if !self
             .journal
             .acquire_lease(conversation, &self.holder, (self.clock)(), self.lease_ms)?
         {
             return Ok(Outcome::Busy);
         }
-        let result = self.run_locked(conversation, &trigger, task);
+        let result = self
+            .end_interrupted_tasks(conversation)
+            .and_then(|()| self.run_locked(conversation, &trigger, task));
         self.journal.release_lease(conversation, &self.holder)?;
         result
+    }
+
+    /// A manual task whose holder crashed between `requested` and its end
+    /// (the lease has expired, so it is not running) is ended as failed.
+    fn end_interrupted_tasks(&self, conversation: &str) -> Result<()> {
+        let stored = self.journal.read_events(conversation, 0)?;
+        let seq = stored.last().map(|s| s.seq).unwrap_or(0);
+        let mut open: std::collections::BTreeMap<String, TaskEvent> = Default::default();
+        for s in stored {
+            if let Event::CompactionTask(t) = s.event {
+                if t.state == TaskState::Requested {
+                    open.insert(t.task_id.clone(), t);
+                } else {
+                    open.remove(&t.task_id);
+                }
+            }
+        }
+        if open.is_empty() {
+            return Ok(());
+        }
+        let batch: Vec<Event> = open
+            .into_values()
+            .map(|t| {
+                Event::CompactionTask(TaskEvent {
+                    state: TaskState::Failed,
+                    ..t
+                })
+            })
+            .collect();
+        self.append_after(conversation, &batch, seq).map(|_| ())
+    }
+
+    /// Compare-and-append at `seq`, the position the batch was planned from.
+    /// When only messages arrived meanwhile the batch still extends the same
+    /// head and goes after them; a chain event means another writer moved the
+    /// head, and the batch is refused as a fork.
+    fn append_after(&self, conversation: &str, batch: &[Event], mut seq: u64) -> Result<u64> {
+        loop {
+            match self.journal.append_at(conversation, batch, seq) {
+                Err(HostError::Conflict { found, .. }) => {
+                    let moved = self.journal.read_events(conversation, seq)?;
+                    if moved
+                        .iter()
+                        .any(|s| matches!(s.event, Event::Boundary(_) | Event::Frontier(_)))
+                    {
+                        return Err(HostError::Core(foldline_core::Error::new(
+                            foldline_core::Code::Fork,
+                            "another writer extended the chain head first; nothing was written",
+                        )));
+                    }
+                    seq = moved.last().map(|s| s.seq).unwrap_or(found);
+                }
+                other => return other,
+            }
+        }
     }
 
     fn run_locked(
@@ -231,7 +324,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         task: Option<String>,
     ) -> Result<Outcome> {
         loop {
-            let (events, res) = self.load(conversation)?;
+            let (events, res, seq) = self.load_at(conversation)?;
             let outcome = self.foldline.plan(&PlanRequest {
                 declaration: self.declaration.clone(),
                 route: (self.route_of)(conversation),
@@ -245,15 +338,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
             })?;
             match outcome {
                 PlanOutcome::Activate { frontier } => {
-                    self.journal
-                        .append(conversation, &[Event::Frontier(*frontier)])?;
+                    self.append_after(conversation, &[Event::Frontier(*frontier)], seq)?;
                 }
                 PlanOutcome::Skip { record } => return Ok(Outcome::Skipped(record)),
                 PlanOutcome::Paused { .. } => return Ok(Outcome::Paused(outcome)),
                 PlanOutcome::Warm { packet } => return Ok(Outcome::Warm(packet.id)),
                 PlanOutcome::Refuse { error, .. } => return Ok(Outcome::Refused(error)),
                 PlanOutcome::Compact { packet, .. } => {
-                    return self.compact(conversation, &events, &res, *packet, trigger, task)
+                    return self.compact(conversation, &events, &res, seq, *packet, trigger, task)
                 }
             }
         }
@@ -264,6 +356,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         conversation: &str,
         events: &[Event],
         res: &Resolution,
+        seq: u64,
         packet: Packet,
         trigger: &Trigger,
         task: Option<String>,
@@ -303,16 +396,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
             })
         };
         if task.is_some() && actor.is_some() {
-            self.journal
-                .append(conversation, &[task_event(TaskState::Requested, None)])?;
+            self.append_after(conversation, &[task_event(TaskState::Requested, None)], seq)?;
         }
         let answer = match self.summarize(&packet)? {
             Ok(a) => a,
             Err(report) => {
                 return self.fail(
                     conversation,
-                    &packet,
-                    &run_id,
+                    (&packet, &run_id, seq),
                     res,
                     trigger,
                     head_seq,
@@ -339,7 +430,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 if task.is_some() && actor.is_some() {
                     batch.push(task_event(TaskState::Completed, Some(boundary.id.clone())));
                 }
-                self.journal.append(conversation, &batch)?;
+                self.append_after(conversation, &batch, seq)?;
                 Ok(Outcome::Compacted(boundary))
             }
             Ok(other) => Err(HostError::MalformedOutput(format!(
@@ -349,8 +440,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 let report = self.classify(FailureKind::UnusableSummary, e.code.as_str())?;
                 self.fail(
                     conversation,
-                    &packet,
-                    &run_id,
+                    (&packet, &run_id, seq),
                     res,
                     trigger,
                     head_seq,
@@ -366,8 +456,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     fn fail(
         &self,
         conversation: &str,
-        packet: &Packet,
-        run_id: &str,
+        (packet, run_id, seq): (&Packet, &str, u64),
         res: &Resolution,
         trigger: &Trigger,
         head_seq: u64,
@@ -386,7 +475,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         if let Trigger::Manual { .. } = trigger {
             batch.push(task_event(TaskState::Failed, None));
         }
-        self.journal.append(conversation, &batch)?;
+        self.append_after(conversation, &batch, seq)?;
         Ok(Outcome::Failed(report))
     }
 
@@ -473,6 +562,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The core's error, or a host error.
     pub fn timeline(&self, conversation: &str) -> Result<Timeline> {
+        // Only boundaries the resolved chain accepts draw as completed.
+        let accepted = match self.resolve(conversation) {
+            Ok(r) => r.accepted,
+            Err(HostError::Core(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        };
         let events = self
             .journal
             .read_events(conversation, 0)?
@@ -481,7 +576,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             .collect();
         self.foldline.timeline(&TimelineRequest {
             events,
-            accepted: None,
+            accepted: Some(accepted),
         })
     }
 }

@@ -41,6 +41,16 @@ pub enum HostError {
     /// The model call failed (the audit reason; members see a generic notice).
     #[error("model: {0}")]
     Model(String),
+    /// A compare-and-append lost the race: the journal's head moved.
+    #[error(
+        "conflict: expected the journal at position {expected}, found {found}; nothing was written"
+    )]
+    Conflict {
+        /// The position the batch was planned from.
+        expected: u64,
+        /// The journal's position.
+        found: u64,
+    },
 }
 
 impl HostError {
@@ -58,6 +68,7 @@ impl HostError {
             HostError::Io(_) => "io",
             HostError::Input(_) => "invalid_input",
             HostError::Model(_) => "model",
+            HostError::Conflict { .. } => "conflict",
         }
     }
 }

@@ -27,11 +27,21 @@ pub trait Journal {
     /// # Errors
     /// Storage failures.
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>>;
-    /// Append events atomically (all or none); returns the last position.
+    /// Append events atomically (all or none) at the end; returns the last
+    /// position.
     ///
     /// # Errors
-    /// Storage failures; a second boundary on one chain slot (a fork) is refused.
+    /// Events that fail the append check (`invalid_request`, `wrong_route`,
+    /// nothing written); storage failures; a second boundary on one chain
+    /// slot (a fork) is refused.
     fn append(&self, conversation: &str, events: &[Event]) -> Result<u64>;
+    /// Compare-and-append: as [`Journal::append`], but only if the
+    /// conversation's last position is `expected`.
+    ///
+    /// # Errors
+    /// [`HostError::Conflict`] when the head moved (nothing written), and
+    /// every error of [`Journal::append`].
+    fn append_at(&self, conversation: &str, events: &[Event], expected: u64) -> Result<u64>;
     /// Store a packet document (idempotent by id).
     ///
     /// # Errors
@@ -154,27 +164,38 @@ fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T> {
         .map_err(|e| HostError::Input(format!("stored {what} is not valid: {e}")))
 }
 
-impl Journal for SqliteJournal {
-    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
-        let conn = self.conn();
-        let mut st = conn.prepare_cached(
-            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq",
-        )?;
-        let rows = st.query_map(params![conversation, since as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, body) = row?;
-            out.push(StoredEvent {
-                seq: seq as u64,
-                event: decode(&body, "event")?,
-            });
+impl SqliteJournal {
+    /// The journal contract's append: check every event (the core's
+    /// `check_events`: shape, route, content hash), then write them in one
+    /// immediate transaction, at `expected` when given.
+    fn append_checked(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        expected: Option<u64>,
+    ) -> Result<u64> {
+        for (i, e) in events.iter().enumerate() {
+            let chat = match e {
+                Event::Message(m) | Event::LateDelivery(m) => m.chat.clone(),
+                Event::TurnMeta(t) => t.chat.clone(),
+                _ => String::new(),
+            };
+            foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+                route: foldline_core::turn::Route {
+                    conversation: conversation.to_owned(),
+                    chat,
+                    sender: String::new(),
+                },
+                events: vec![e.clone()],
+            })
+            .map_err(|mut err| {
+                err.message = format!(
+                    "append refused, nothing written: {}",
+                    err.message.replace("events[0]", &format!("events[{i}]"))
+                );
+                HostError::Core(err)
+            })?;
         }
-        Ok(out)
-    }
-
-    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut seq: i64 = tx.query_row(
@@ -182,6 +203,14 @@ impl Journal for SqliteJournal {
             params![conversation],
             |r| r.get(0),
         )?;
+        if let Some(expected) = expected {
+            if expected != seq as u64 {
+                return Err(HostError::Conflict {
+                    expected,
+                    found: seq as u64,
+                });
+            }
+        }
         for e in events {
             seq += 1;
             // Hash each turn once, when it enters the journal (natively, where
@@ -210,6 +239,35 @@ impl Journal for SqliteJournal {
         }
         tx.commit()?;
         Ok(seq as u64)
+    }
+}
+
+impl Journal for SqliteJournal {
+    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
+        let rows = st.query_map(params![conversation, since as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, body) = row?;
+            out.push(StoredEvent {
+                seq: seq as u64,
+                event: decode(&body, "event")?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
+        self.append_checked(conversation, events, None)
+    }
+
+    fn append_at(&self, conversation: &str, events: &[Event], expected: u64) -> Result<u64> {
+        self.append_checked(conversation, events, Some(expected))
     }
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {

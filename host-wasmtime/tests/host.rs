@@ -560,3 +560,159 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         foldline_core::canonical::encode(&native)
     );
 }
+
+/// Ordinary alternating turns of `size` characters, sources `from..=to`.
+fn ordinary(conv: &str, from: u64, to: u64, size: usize) -> Vec<foldline_core::event::Event> {
+    use foldline_core::event::{Event, Message};
+    use foldline_core::turn::{Part, Role};
+    (from..=to)
+        .map(|s| {
+            Event::Message(Message {
+                conversation: conv.into(),
+                chat: String::new(),
+                sender: String::new(),
+                source: String::new(),
+                source_seq: s,
+                index: 0,
+                turn_id: format!("t{s}"),
+                role: if s % 2 == 1 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                author_agent: None,
+                parts: vec![Part::Text {
+                    text: format!("message {s} about the plan for week {} ", s % 7)
+                        .chars()
+                        .chain(std::iter::repeat('x'))
+                        .take(size)
+                        .collect(),
+                }],
+                tokens: None,
+                pinned: false,
+                sensitive: false,
+                content_hash: None,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn overlapping_calls_on_one_driver_compact_one_head_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Arc::new(Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        Extractive,
+        small_decl(),
+    ));
+    d.journal.append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    let outcomes: Vec<Outcome> = (0..4)
+        .map(|_| {
+            let d = d.clone();
+            std::thread::spawn(move || d.on_message("c").unwrap())
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let compacted = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Compacted(_)))
+        .count();
+    assert!(compacted <= 1, "{outcomes:?}");
+    let r = d.resolve("c").expect("no fork");
+    assert_eq!(
+        r.accepted.len(),
+        r.head.map(|h| h.length).unwrap_or(0) as usize
+    );
+}
+
+#[test]
+fn a_bad_event_is_refused_at_append_and_nothing_is_written() {
+    let j = SqliteJournal::in_memory().unwrap();
+    let mut evs = ordinary("c", 1, 2, 50);
+    if let foldline_core::event::Event::Message(m) = &mut evs[1] {
+        m.content_hash = Some("sha256:forged".into());
+    }
+    let err = j.append("c", &evs).unwrap_err();
+    assert_eq!(err.code(), "invalid_request");
+    assert!(err.to_string().contains("events[1]"), "{err}");
+    let other = ordinary("elsewhere", 1, 1, 50);
+    assert_eq!(j.append("c", &other).unwrap_err().code(), "wrong_route");
+    assert!(j.read_events("c", 0).unwrap().is_empty());
+    // Compare-and-append: a batch planned at position 0 after the head moved is refused.
+    j.append("c", &ordinary("c", 1, 1, 50)).unwrap();
+    let e = j.append_at("c", &ordinary("c", 2, 2, 50), 0).unwrap_err();
+    assert_eq!(e.code(), "conflict");
+    assert_eq!(j.append_at("c", &ordinary("c", 2, 2, 50), 1).unwrap(), 2);
+}
+
+#[test]
+fn every_default_compacts_a_long_conversation_through_the_driver() {
+    for (name, budget, size, n) in [
+        ("chars 80k/40k (seed 000)", Budget::default(), 2_000, 120u64),
+        ("tokens 8192 (seed 002)", Budget::default_tokens(), 300, 120),
+        (
+            "tokens 128k",
+            match Budget::default_tokens() {
+                Budget::Tokens {
+                    reserved_output,
+                    safety_margin,
+                    retrieval_share,
+                    soft,
+                    eager,
+                    target,
+                    mode,
+                    ..
+                } => Budget::Tokens {
+                    window: 128_000,
+                    reserved_output,
+                    safety_margin,
+                    retrieval_share,
+                    soft,
+                    eager,
+                    target,
+                    mode,
+                },
+                b => b,
+            },
+            4_000,
+            120,
+        ),
+    ] {
+        let mut decl = Declaration::new("assistant", "assistant-compactor");
+        decl.budget = budget;
+        let d = Driver::new(
+            Foldline::embedded().unwrap(),
+            SqliteJournal::in_memory().unwrap(),
+            Extractive,
+            decl,
+        );
+        let mut compacted = 0;
+        for s in 1..=n {
+            d.journal.append("c", &ordinary("c", s, s, size)).unwrap();
+            match d.on_message("c").unwrap() {
+                Outcome::Compacted(_) => compacted += 1,
+                Outcome::Refused(e) => panic!("{name}, message {s}: {e:?}"),
+                Outcome::Failed(r) => panic!("{name}, message {s}: {r:?}"),
+                _ => {}
+            }
+        }
+        assert!(compacted >= 1, "{name}: compacted");
+        let sel = d.context("c", ContextOptions::default()).unwrap();
+        assert!(
+            sel.manifest.sizes.total <= sel.manifest.limit,
+            "{name}: fits"
+        );
+        assert_eq!(
+            sel.manifest.included.last().map(String::as_str),
+            Some(format!("t{n}").as_str()),
+            "{name}: newest turn"
+        );
+        assert!(
+            sel.manifest.boundary_id.is_some(),
+            "{name}: a summary stands in for the prefix"
+        );
+    }
+}
