@@ -121,7 +121,7 @@ fn errors_name_the_path_of_the_value() {
 fn unknown_fields_are_refused_with_the_known_ones() {
     let m = error_of("timeline", r#"{"events": [], "extra": 1}"#);
     assert!(
-        m.contains("unknown field `extra`, expected `events`"),
+        m.contains("unknown field `extra`, expected one of `events`, `accepted`"),
         "{m}"
     );
     let m = error_of(

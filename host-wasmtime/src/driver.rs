@@ -345,7 +345,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 PlanOutcome::Warm { packet } => return Ok(Outcome::Warm(packet.id)),
                 PlanOutcome::Refuse { error, .. } => return Ok(Outcome::Refused(error)),
                 PlanOutcome::Compact { packet, .. } => {
-                    return self.compact(conversation, &events, &res, seq, *packet, trigger, task)
+                    return self.compact(conversation, (&events, &res, seq), *packet, trigger, task)
                 }
             }
         }
@@ -354,9 +354,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     fn compact(
         &self,
         conversation: &str,
-        events: &[Event],
-        res: &Resolution,
-        seq: u64,
+        (events, res, seq): (&[Event], &Resolution, u64),
         packet: Packet,
         trigger: &Trigger,
         task: Option<String>,
