@@ -76,10 +76,15 @@ enum Command {
     },
     /// Run the driver once now, as a manual request by the owner.
     Compact,
-    /// Print the model-bound context as JSON.
+    /// Print the model-bound context as JSON: `{"messages": [...], "manifest":
+    /// {...}}` (what was included, omitted, sizes, hashes), or with
+    /// `--messages` the provider's message array alone, ready to send.
     Context {
         #[arg(long, value_enum, default_value = "foldline")]
         format: Fmt,
+        /// Print only the message array.
+        #[arg(long)]
+        messages: bool,
     },
     /// Print the timeline with its dividers.
     Timeline {
@@ -131,6 +136,24 @@ impl Model for AnyModel {
             AnyModel::Extractive(m) => m.complete(p),
             AnyModel::OpenAi(m) => m.complete(p),
         }
+    }
+}
+
+/// Print a line to stdout. A closed reader (`| head`, `jq -e`, a client that
+/// hung up) ends the program quietly with success, never a panic.
+macro_rules! out {
+    ($($t:tt)*) => { emit(format_args!($($t)*)) };
+}
+
+fn emit(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("foldline: io: cannot write to stdout: {e}");
+        std::process::exit(2);
     }
 }
 
@@ -200,7 +223,7 @@ fn route(conversation: &str) -> Route {
 }
 
 fn print_json(v: &impl serde::Serialize) -> Result<(), HostError> {
-    println!(
+    out!(
         "{}",
         serde_json::to_string_pretty(v).map_err(|e| HostError::Input(e.to_string()))?
     );
@@ -216,7 +239,7 @@ fn raw(cli: &Cli, entry: &str, r: &Raw) -> Result<ExitCode, HostError> {
         }
     }
     let out = load(cli)?.call_raw(entry, &input)?;
-    println!("{}", String::from_utf8_lossy(&out));
+    out!("{}", String::from_utf8_lossy(&out));
     Ok(if out.starts_with(b"{\"ok\"") {
         ExitCode::SUCCESS
     } else {
@@ -227,8 +250,8 @@ fn raw(cli: &Cli, entry: &str, r: &Raw) -> Result<ExitCode, HostError> {
 fn run(cli: Cli) -> Result<ExitCode, HostError> {
     if cli.version {
         let f = load(&cli)?;
-        println!("foldline {}", env!("CARGO_PKG_VERSION"));
-        println!("artifact {}", f.sha256());
+        out!("foldline {}", env!("CARGO_PKG_VERSION"));
+        out!("artifact {}", f.sha256());
         return Ok(ExitCode::SUCCESS);
     }
     let Some(command) = &cli.command else {
@@ -247,14 +270,14 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
                 other => other,
             })?;
             let n = import_events(&d, &conv, events, !no_compact)?;
-            println!("imported {n} events into {conv}");
+            out!("imported {n} events into {conv}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Compact => {
             let d = driver(&cli, cli.journal.clone())?;
             report(d.compact_now(&conv, "owner", false)?)
         }
-        Command::Context { format } => {
+        Command::Context { format, messages } => {
             let d = driver(&cli, cli.journal.clone())?;
             let format = match format {
                 Fmt::Foldline => Format::Foldline,
@@ -262,13 +285,18 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
                 Fmt::Anthropic => Format::Anthropic,
                 Fmt::AiSdk => Format::AiSdk,
             };
-            print_json(&d.context(
+            let selection = d.context(
                 &conv,
                 ContextOptions {
                     format,
                     ..Default::default()
                 },
-            )?)?;
+            )?;
+            if *messages {
+                print_json(&selection.messages)?;
+            } else {
+                print_json(&selection)?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Timeline { json } => {
@@ -286,16 +314,18 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             match d.resolve(&conv) {
                 Ok(r) => {
                     match r.head {
-                        Some(h) => println!(
+                        Some(h) => out!(
                             "intact: {} boundaries, covered through source {}, head {}",
-                            h.length, h.covered_through_seq, h.boundary_id
+                            h.length,
+                            h.covered_through_seq,
+                            h.boundary_id
                         ),
-                        None => println!("intact: no boundary yet"),
+                        None => out!("intact: no boundary yet"),
                     }
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(HostError::Core(e)) => {
-                    println!("broken: {} ({})", e.code, e.message);
+                    out!("broken: {} ({})", e.code, e.message);
                     Ok(ExitCode::from(1))
                 }
                 Err(e) => Err(e),
@@ -354,26 +384,26 @@ fn import_events(
 fn report(o: Outcome) -> Result<ExitCode, HostError> {
     match o {
         Outcome::Compacted(b) => {
-            println!(
+            out!(
                 "compacted through source {}: {} turns folded, context {} -> {} characters (boundary {})",
                 b.covered_through_seq, b.input.turn_count, b.stats.before.chars, b.stats.after.chars, b.id
             );
             Ok(ExitCode::SUCCESS)
         }
         Outcome::Refused(e) => {
-            println!("refused: {} ({})", e.code, e.message);
+            out!("refused: {} ({})", e.code, e.message);
             Ok(ExitCode::from(1))
         }
         Outcome::Failed(r) => {
-            println!("{} (audit: {})", r.notice, r.audit_reason);
+            out!("{} (audit: {})", r.notice, r.audit_reason);
             Ok(ExitCode::from(1))
         }
         Outcome::Busy => {
-            println!("busy: another writer holds this conversation");
+            out!("busy: another writer holds this conversation");
             Ok(ExitCode::from(1))
         }
         other => {
-            println!("{other:?}");
+            out!("{other:?}");
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -395,7 +425,7 @@ fn print_timeline(items: &[TimelineItem], width: usize) {
                 } else {
                     ""
                 };
-                println!("  #{source_seq:<4} {:<9} {short}{more}", role.as_str());
+                out!("  #{source_seq:<4} {:<9} {short}{more}", role.as_str());
             }
             TimelineItem::Divider {
                 kind,
@@ -415,7 +445,7 @@ fn print_timeline(items: &[TimelineItem], width: usize) {
                     DividerState::Pending => format!("{kind} compaction in progress (requested at #{through_seq})"),
                     DividerState::Failed => format!("{kind} compaction failed: {}", notice.as_deref().unwrap_or("")),
                 };
-                println!("  ──── {what} ────");
+                out!("  ──── {what} ────");
             }
         }
     }
@@ -438,8 +468,8 @@ fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
     import_events(&d, conv, events, true)?;
     let elapsed = started.elapsed();
     let t = d.timeline(conv)?;
-    println!("foldline demo — {} messages through the whole loop (offline: SQLite journal, extractive summarizer)", messages.len());
-    println!("artifact {}\n", d.foldline.sha256());
+    out!("foldline demo — {} messages through the whole loop (offline: SQLite journal, extractive summarizer)", messages.len());
+    out!("artifact {}\n", d.foldline.sha256());
     print_timeline(&t.items, 70);
     let r = d.resolve(conv)?;
     let ctx = d.context(conv, ContextOptions::default())?;
@@ -463,31 +493,55 @@ fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
             _ => None,
         })
         .collect();
-    println!("\ncompaction statistics");
-    println!(
+    out!("\ncompaction statistics");
+    out!(
         "  journal: {} messages, {all} characters (never edited)",
         messages.len()
     );
-    println!(
+    out!(
         "  boundaries: {} (chain {})",
         bs.len(),
         if r.head.is_some() { "intact" } else { "empty" }
     );
     for (i, b) in bs.iter().enumerate() {
-        println!(
+        out!(
             "    #{:<2} through source {:<4} {:>4} turns folded  context {:>6} -> {:>6} chars  ({})",
             i + 1, b.covered_through_seq, b.input.turn_count, b.stats.before.chars, b.stats.after.chars, b.run.model_id
         );
     }
-    println!(
+    out!(
         "  model-bound context now: {} messages, {} characters ({} of the {} budget), {} exact turns after the summary",
         ctx.manifest.message_count, ctx.manifest.sizes.total, ctx.manifest.sizes.total, ctx.manifest.limit, ctx.manifest.included.len()
     );
-    println!(
+    // What the model is actually sent: the envelope, then the exact tail.
+    out!("\nwhat the model is sent now");
+    if let Some(h) = &r.head {
+        let preview: String = h.summary.chars().take(320).collect();
+        out!("  1. user  [untrusted-history-summary] envelope, {} chars of summary covering sources 1..={}:", h.summary.chars().count(), h.covered_through_seq);
+        for line in preview.lines().take(6) {
+            out!("       | {line}");
+        }
+        if h.summary.chars().count() > 320 {
+            out!("       | …");
+        }
+    }
+    if let Some(first) = ctx.manifest.included.first() {
+        let tail = d.journal.read_events(conv, 0)?;
+        let seq = tail.iter().find_map(|s| match &s.event {
+            foldline_core::event::Event::Message(m) if &m.turn_id == first => Some(m.source_seq),
+            _ => None,
+        });
+        out!(
+            "  2. then {} exact turns, verbatim, from source {} ({first}) to the newest",
+            ctx.manifest.included.len(),
+            seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
+        );
+    }
+    out!(
         "  time: {:.2?} for {} driver passes",
         elapsed,
         messages.len()
     );
-    println!("  journal file: {}", path.display());
+    out!("  journal file: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -716,3 +716,49 @@ fn every_default_compacts_a_long_conversation_through_the_driver() {
         );
     }
 }
+
+#[test]
+fn a_closed_stdout_ends_the_program_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 60);
+    let ok = bin()
+        .args([
+            "--journal",
+            db.to_str().unwrap(),
+            "import",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    for args in [vec!["context", "--format", "openai"], vec!["timeline"]] {
+        // The reader hangs up before anything is written, like `| head -0`.
+        let mut child = bin()
+            .args(["--journal", db.to_str().unwrap()])
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // `--messages` prints the provider's message array alone.
+    let m = bin()
+        .args([
+            "--journal",
+            db.to_str().unwrap(),
+            "context",
+            "--format",
+            "openai",
+            "--messages",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
+    assert!(v.as_array().is_some_and(|a| !a.is_empty()), "{v}");
+}
