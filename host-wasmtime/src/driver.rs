@@ -83,6 +83,22 @@ pub struct Driver<J: Journal, M: Model> {
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
     running: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// What this driver has read of each conversation.
+    cache: std::sync::Mutex<std::collections::BTreeMap<String, Cached>>,
+}
+
+/// A driver's state of one conversation between calls.
+#[derive(Default)]
+struct Cached {
+    /// Journal position read to.
+    seq: u64,
+    /// Frontiers, boundaries, corrections, late deliveries: what resolve needs.
+    chain: Vec<Event>,
+    /// What plan and select need (pinned turns, turns after the head,
+    /// corrections, failures, tasks).
+    recent: Vec<Event>,
+    /// The verified resolution, until a chain event arrives.
+    res: Option<Resolution>,
 }
 
 /// Marks a conversation as running on this driver until dropped (also on a
@@ -114,15 +130,15 @@ fn default_route(id: &str) -> Route {
 /// history behind the boundary.
 fn after_head(events: Vec<Event>, res: &Resolution) -> Vec<Event> {
     let covered = res.head.as_ref().map(|h| h.covered_through_seq);
+    let start = res.frontier.as_ref().map(|f| f.start_seq);
+    let keep = |seq: u64| covered.is_none_or(|c| seq > c) && start.is_none_or(|s| seq >= s);
     events
         .into_iter()
         .filter(|e| match e {
             Event::Message(m) | Event::LateDelivery(m) => {
-                m.pinned || m.role.always_pinned() || covered.is_none_or(|c| m.source_seq > c)
+                m.pinned || m.role.always_pinned() || keep(m.source_seq)
             }
-            Event::TurnMeta(t) => {
-                t.pinned || t.role.always_pinned() || covered.is_none_or(|c| t.source_seq > c)
-            }
+            Event::TurnMeta(t) => t.pinned || t.role.always_pinned() || keep(t.source_seq),
             Event::Correction(_) | Event::CompactionFailed(_) | Event::CompactionTask(_) => true,
             Event::Boundary(_) | Event::Frontier(_) => false,
         })
@@ -152,6 +168,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             clock: now_ms,
             abort_after_packet: false,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+            cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         }
     }
 
@@ -165,38 +182,57 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     /// The events plan and select need, the resolved chain, and the journal
     /// position they were read at (where a batch planned from them goes).
+    ///
+    /// Incremental: only events after the cached position are read; the
+    /// chain is resolved again only when a chain event (frontier, boundary,
+    /// correction, late delivery) arrived; turns under the head or before the
+    /// frontier are dropped from the cache once the chain says so.
     fn load_at(&self, conversation: &str) -> Result<(Vec<Event>, Resolution, u64)> {
-        let stored = self.journal.read_events(conversation, 0)?;
-        let seq = stored.last().map(|s| s.seq).unwrap_or(0);
-        let events: Vec<Event> = stored.into_iter().map(|s| s.event).collect();
-        let packets = self.journal.list_packets(conversation)?;
-        // The chain needs only frontiers, boundaries and what can amend covered history.
-        let chain: Vec<Event> = events
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Frontier(_)
-                        | Event::Boundary(_)
-                        | Event::Correction(_)
-                        | Event::LateDelivery(_)
-                )
-            })
-            .cloned()
-            .collect();
-        let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
-            declaration: self.declaration.clone(),
-            compactor: self.compactor.clone(),
-            route: (self.route_of)(conversation),
-            events: chain,
-            packets,
-        })))?;
-        match r {
-            ValidateResponse::Resolved(res) => Ok((after_head(events, &res), *res, seq)),
-            other => Err(HostError::MalformedOutput(format!(
-                "unexpected answer {other:?}"
-            ))),
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let c = cache.entry(conversation.to_owned()).or_default();
+        let fresh = self.journal.read_events(conversation, c.seq)?;
+        if let Some(last) = fresh.last() {
+            c.seq = last.seq;
         }
+        for s in fresh {
+            if matches!(
+                s.event,
+                Event::Frontier(_)
+                    | Event::Boundary(_)
+                    | Event::Correction(_)
+                    | Event::LateDelivery(_)
+            ) {
+                c.chain.push(s.event.clone());
+                c.res = None;
+            }
+            if !matches!(s.event, Event::Boundary(_) | Event::Frontier(_)) {
+                c.recent.push(s.event);
+            }
+        }
+        let res = match &c.res {
+            Some(r) => r.clone(),
+            None => {
+                let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
+                    declaration: self.declaration.clone(),
+                    compactor: self.compactor.clone(),
+                    route: (self.route_of)(conversation),
+                    events: c.chain.clone(),
+                    packets: self.journal.list_packets(conversation)?,
+                })))?;
+                let r = match r {
+                    ValidateResponse::Resolved(res) => *res,
+                    other => {
+                        return Err(HostError::MalformedOutput(format!(
+                            "unexpected answer {other:?}"
+                        )))
+                    }
+                };
+                c.recent = after_head(std::mem::take(&mut c.recent), &r);
+                c.res = Some(r.clone());
+                r
+            }
+        };
+        Ok((c.recent.clone(), res, c.seq))
     }
 
     /// Resolve the chain (the `verify` of the command-line program).

@@ -256,7 +256,10 @@ impl Journal for SqliteJournal {
             let (seq, body) = row?;
             out.push(StoredEvent {
                 seq: seq as u64,
-                event: decode(&body, "event")?,
+                event: decode(
+                    &body,
+                    &format!("event at journal position {seq} of {conversation}"),
+                )?,
             });
         }
         Ok(out)

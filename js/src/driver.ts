@@ -148,10 +148,13 @@ export function createCompactor(o: CompactorOptions): Compactor {
       });
       if (r.kind !== "resolved") throw new Error("unexpected validate answer");
       s.res = r;
-      // What the new head covers never reaches plan or select again.
+      // What lies before the frontier or under the head never reaches plan
+      // or select again: their cost does not grow with covered history.
       const covered = r.head?.coveredThroughSeq;
-      if (covered !== undefined) {
-        s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role) || e.sourceSeq > covered);
+      const start = r.frontier?.startSeq;
+      if (covered !== undefined || start !== undefined) {
+        s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role)
+          || ((covered === undefined || e.sourceSeq > covered) && (start === undefined || e.sourceSeq >= start)));
       }
     }
     return { s, res: s.res, events: s.recent };
