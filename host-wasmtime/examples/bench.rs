@@ -79,6 +79,55 @@ fn median(mut f: impl FnMut(), budget: Duration, min_runs: usize) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// What the `foldline` program pays per message: append the member's turn,
+/// `on_message`, `context`, through the driver over a SQLite journal file on
+/// the seed-002 token defaults, after `history` turns were written to the
+/// journal before the driver started. Median seconds over `messages`.
+fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64) -> f64 {
+    use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
+    use foldline_wasmtime::journal::{Journal, SqliteJournal};
+    let path = dir.join(format!("driver-{history}.db"));
+    let _ = std::fs::remove_file(&path);
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::default_tokens();
+    let driver = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(&path).unwrap(),
+        foldline_wasmtime::model::Extractive,
+        d,
+    );
+    let say = |s: u64| {
+        let mut e = workload::turn(s);
+        if let Event::Message(m) = &mut e {
+            m.conversation = "c".into();
+            m.chat = String::new();
+            m.sender = String::new();
+        }
+        e
+    };
+    let mut s = 1;
+    while s <= history {
+        let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
+        driver.journal.append("c", &batch).unwrap();
+        s += 1_000;
+    }
+    driver.on_message("c").unwrap(); // the first call reads the history once
+    let mut samples = Vec::new();
+    let mut compactions = 0;
+    for s in history + 1..=history + messages {
+        let t = Instant::now();
+        driver.journal.append("c", &[say(s)]).unwrap();
+        if let Outcome::Compacted(_) = driver.on_message("c").unwrap() {
+            compactions += 1;
+        }
+        driver.context("c", ContextOptions::default()).unwrap();
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    assert!(compactions > 0, "the driver benchmark never compacted");
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let out = std::path::PathBuf::from(
@@ -209,7 +258,15 @@ fn main() {
 
     let inst = median(|| f.instantiate_only().unwrap(), budget, 50);
 
+    let (big, messages) = if quick { (20_000, 60) } else { (100_000, 300) };
+    let driver_1k = driver_per_message(&out, 1_000, messages);
+    let driver_big = driver_per_message(&out, big, messages);
+
     let r = json!({
+        "program_driver_1k_us": driver_1k * 1e6,
+        "program_driver_big_us": driver_big * 1e6,
+        "program_driver_history_big": big,
+        "program_driver_growth_100k_vs_1k": driver_big / driver_1k,
         "native_per_message_us": native * 1e6,
         "wasmtime_per_message_us": wasm * 1e6,
         "wasmtime_vs_native": wasm / native,

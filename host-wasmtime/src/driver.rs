@@ -558,13 +558,18 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 Some(evidence) => Ok(ModelResult { text, evidence }),
                 None => Err(self.classify(FailureKind::StreamDropped, "no evidence")?),
             },
-            StreamDecision::ReplayBuffered => match self.model.complete(packet) {
-                Ok(r) => Ok(r),
-                Err(reason) => Err(self.classify(FailureKind::Other, &reason)?),
+            // A typed failure (refusal, timeout, budget stop) is not a dropped
+            // connection: replaying it would only fail again.
+            StreamDecision::ReplayBuffered => match &r {
+                Err(e) if e.kind != FailureKind::Other => Err(self.classify(e.kind, &e.detail)?),
+                _ => match self.model.complete(packet) {
+                    Ok(r) => Ok(r),
+                    Err(e) => Err(self.classify(e.kind, &e.detail)?),
+                },
             },
             StreamDecision::Fail { mut failure } => {
-                if let Err(reason) = r {
-                    failure.audit_reason = format!("{}: {reason}", failure.audit_reason);
+                if let Err(e) = r {
+                    failure.audit_reason = format!("{}: {e}", failure.audit_reason);
                 }
                 Err(failure)
             }

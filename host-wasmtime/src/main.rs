@@ -125,13 +125,16 @@ impl Model for AnyModel {
         &self,
         p: &foldline_core::packet::Packet,
         sink: &mut dyn FnMut(StreamChunk),
-    ) -> Result<(), String> {
+    ) -> Result<(), foldline_wasmtime::model::ModelError> {
         match self {
             AnyModel::Extractive(m) => m.stream(p, sink),
             AnyModel::OpenAi(m) => m.stream(p, sink),
         }
     }
-    fn complete(&self, p: &foldline_core::packet::Packet) -> Result<ModelResult, String> {
+    fn complete(
+        &self,
+        p: &foldline_core::packet::Packet,
+    ) -> Result<ModelResult, foldline_wasmtime::model::ModelError> {
         match self {
             AnyModel::Extractive(m) => m.complete(p),
             AnyModel::OpenAi(m) => m.complete(p),

@@ -37,19 +37,71 @@ pub struct ModelResult {
     pub evidence: Evidence,
 }
 
-/// What foldline needs from a model. Errors are audit reasons.
+/// A model failure, typed so the audit record can tell a provider refusal
+/// from a timeout, a budget stop or a transport failure; members only ever
+/// see the generic notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError {
+    /// What kind of failure (`providerRefusal`, `timeout`, `budgetStop`, `other`).
+    pub kind: foldline_core::stream::FailureKind,
+    /// The audit detail.
+    pub detail: String,
+}
+
+impl ModelError {
+    /// A failure of `kind`.
+    pub fn new(kind: foldline_core::stream::FailureKind, detail: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    /// A provider's HTTP status, typed: 402 and 429 are budget stops, 408 and
+    /// 504 timeouts, other 4xx refusals, anything else `other`.
+    pub fn from_status(code: u16, body: &str) -> Self {
+        use foldline_core::stream::FailureKind as K;
+        let kind = match code {
+            402 | 429 => K::BudgetStop,
+            408 | 504 => K::Timeout,
+            400..=499 => K::ProviderRefusal,
+            _ => K::Other,
+        };
+        ModelError::new(kind, format!("provider answered HTTP {code}: {body}"))
+    }
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl From<String> for ModelError {
+    fn from(detail: String) -> Self {
+        ModelError::new(foldline_core::stream::FailureKind::Other, detail)
+    }
+}
+
+impl From<&str> for ModelError {
+    fn from(detail: &str) -> Self {
+        ModelError::from(detail.to_owned())
+    }
+}
+
+/// What foldline needs from a model. Errors are typed audit reasons.
 pub trait Model {
     /// Stream a summary of the packet into `sink`. An `Err` means the stream
     /// ended early (dropped or failed); what was sunk before it is provisional.
     ///
     /// # Errors
     /// The reason the stream ended early.
-    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), String>;
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError>;
     /// The same through a buffered call.
     ///
     /// # Errors
     /// The reason the call failed.
-    fn complete(&self, packet: &Packet) -> Result<ModelResult, String>;
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError>;
 }
 
 /// A deterministic extractive summarizer: the first sentence of each frozen
@@ -132,7 +184,7 @@ fn first_sentence(text: &str, max: usize) -> String {
 }
 
 impl Model for Extractive {
-    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), String> {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
         let r = self.complete(packet)?;
         for line in r.text.split_inclusive('\n') {
             sink(StreamChunk::Delta(line.to_owned()));
@@ -141,7 +193,7 @@ impl Model for Extractive {
         Ok(())
     }
 
-    fn complete(&self, packet: &Packet) -> Result<ModelResult, String> {
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
         let text = Extractive::summarize(packet);
         Ok(ModelResult {
             evidence: Evidence {
@@ -232,7 +284,7 @@ impl OpenAiModel {
         OpenAiModel { o, agent }
     }
 
-    fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, String> {
+    fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, ModelError> {
         let messages: Vec<serde_json::Value> = packet
             .messages
             .iter()
@@ -264,12 +316,16 @@ impl OpenAiModel {
         req.send_string(&body.to_string()).map_err(|e| match e {
             ureq::Error::Status(code, r) => {
                 let text = r.into_string().unwrap_or_default();
-                format!(
-                    "provider answered HTTP {code}: {}",
-                    text.chars().take(300).collect::<String>()
-                )
+                ModelError::from_status(code, &text.chars().take(300).collect::<String>())
             }
-            other => format!("transport: {other}"),
+            other => {
+                let detail = format!("transport: {other}");
+                if detail.contains("timed out") {
+                    ModelError::new(foldline_core::stream::FailureKind::Timeout, detail)
+                } else {
+                    ModelError::from(detail)
+                }
+            }
         })
     }
 
@@ -283,14 +339,23 @@ impl OpenAiModel {
 }
 
 impl Model for OpenAiModel {
-    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), String> {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
         let resp = self.post(packet, true)?;
         let reader = BufReader::new(resp.into_reader());
         let mut model = self.o.model.clone();
         let mut usage = None;
         let mut finish = String::new();
         for line in reader.lines() {
-            let line = line.map_err(|e| format!("stream dropped: {e}"))?;
+            let line = line.map_err(|e| {
+                let kind = if e.kind() == std::io::ErrorKind::TimedOut
+                    || e.kind() == std::io::ErrorKind::WouldBlock
+                {
+                    foldline_core::stream::FailureKind::Timeout
+                } else {
+                    foldline_core::stream::FailureKind::Other
+                };
+                ModelError::new(kind, format!("stream dropped: {e}"))
+            })?;
             let Some(data) = line.trim().strip_prefix("data:") else {
                 continue;
             };
@@ -303,8 +368,8 @@ impl Model for OpenAiModel {
                 }));
                 return Ok(());
             }
-            let c: Completion =
-                serde_json::from_str(data).map_err(|e| format!("bad stream chunk: {e}"))?;
+            let c: Completion = serde_json::from_str(data)
+                .map_err(|e| ModelError::from(format!("bad stream chunk: {e}")))?;
             if let Some(m) = c.model {
                 model = m;
             }
@@ -325,9 +390,11 @@ impl Model for OpenAiModel {
         Err("stream dropped: ended without [DONE]".into())
     }
 
-    fn complete(&self, packet: &Packet) -> Result<ModelResult, String> {
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
         let resp = self.post(packet, false)?;
-        let c: Completion = resp.into_json().map_err(|e| format!("bad response: {e}"))?;
+        let c: Completion = resp
+            .into_json()
+            .map_err(|e| ModelError::from(format!("bad response: {e}")))?;
         let choice = c.choices.first();
         Ok(ModelResult {
             text: choice

@@ -439,6 +439,12 @@ fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<
                         "data: {\"choices\":[{\"delta\":{\"content\":\"Partial\"}}]}\n\n".into(),
                     ))
                     .unwrap(),
+                "http-429" => req
+                    .respond(mk("rate limited".into()).with_status_code(429))
+                    .unwrap(),
+                "http-400" => req
+                    .respond(mk("content policy".into()).with_status_code(400))
+                    .unwrap(),
                 "buffered" => {
                     let s = "{\"model\":\"local-1\",\"choices\":[{\"message\":{\"content\":\"Buffered summary.\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3}}";
                     req.respond(mk(s.into())).unwrap();
@@ -761,4 +767,30 @@ fn a_closed_stdout_ends_the_program_quietly() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
     assert!(v.as_array().is_some_and(|a| !a.is_empty()), "{v}");
+}
+
+#[test]
+fn provider_failures_are_typed_in_the_audit_and_not_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    for (step, failure, file) in [
+        ("http-429", "budgetStop", "r.db"),
+        ("http-400", "providerRefusal", "s.db"),
+    ] {
+        // One request only: a typed failure is not a dropped stream to replay.
+        let (url, h) = openai_server(vec![step]);
+        let d = driver_with(&url, &dir.path().join(file));
+        match d.on_message("c").unwrap() {
+            Outcome::Failed(r) => {
+                assert_eq!(r.notice, "The chat could not be compacted.");
+                assert_eq!(
+                    serde_json::to_value(r.failure).unwrap(),
+                    serde_json::json!(failure),
+                    "{}",
+                    r.audit_reason
+                );
+            }
+            o => panic!("{o:?}"),
+        }
+        assert_eq!(h.join().unwrap(), [true]);
+    }
 }
