@@ -35,6 +35,16 @@ export interface CompactorOptions {
   modelTimeoutMs?: number;
   /** Receives the audit reason of each failure (never member-facing). */
   audit?: (conversationId: string, report: FailureReport) => void;
+  /**
+   * Warm candidates (seed 002, default on): between the soft and eager
+   * thresholds a candidate packet is persisted and summarized off the
+   * critical path, under its own lease; when compaction is due and the core
+   * finds the candidate still valid, its verified summary is used, so the
+   * message that needs compaction does not pay for the model call.
+   */
+  warmCandidates?: boolean;
+  /** Lease of a warm candidate's preparation (default 900,000 ms). */
+  warmLeaseMs?: number;
 }
 
 export type OnMessageResult =
@@ -83,6 +93,8 @@ interface State {
   reading: Promise<unknown>;
   /** Writers run one after another. */
   writing: Promise<unknown>;
+  /** The warm candidate: its packet, and its verified summary once ready. */
+  warm?: { packet: Packet; result?: ModelResult; preparing?: Promise<void> };
 }
 
 function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery" | "turnMeta" }> {
@@ -247,9 +259,11 @@ export function createCompactor(o: CompactorOptions): Compactor {
       await endInterruptedTasks(id, fence);
       for (;;) {
         const { s, events, res } = await load(id);
+        const warm = s.warm?.result ? s.warm : undefined;
         const outcome = plan({
           declaration: o.declaration, route: routeOf(id), owner: o.owner?.(id) ?? null,
           frontier: res.frontier, head: res.head, amendment: res.amendment, events, trigger,
+          warm: warm?.packet ?? null,
         });
         switch (outcome.outcome) {
           case "activate":
@@ -260,11 +274,22 @@ export function createCompactor(o: CompactorOptions): Compactor {
           case "paused":
             return { status: "paused", outcome };
           case "warm":
+            // One candidate per head: kept while it is prepared, judged by the
+            // core when compaction is due, dropped then either way.
+            if (o.warmCandidates !== false && !s.warm) {
+              s.warm = { packet: outcome.packet };
+              await o.journal.putPacket(id, outcome.packet); // persisted before the model sees it
+              s.warm.preparing = prepareWarm(id, s.warm); // off the critical path: not awaited
+            }
             return { status: "warm", outcome };
           case "refuse":
             return { status: "refused", code: outcome.error.code, message: outcome.error.message };
-          case "compact":
-            return await compact(id, s, events, res, outcome.packet, trigger, fence, taskId);
+          case "compact": {
+            // A valid warm candidate with a ready summary is used as is.
+            const ready = warm && outcome.warm?.valid && trigger.kind === "automatic" ? warm : undefined;
+            s.warm = undefined;
+            return await compact(id, s, events, res, ready?.packet ?? outcome.packet, trigger, fence, taskId, ready?.result);
+          }
         }
       }
     } finally {
@@ -286,8 +311,30 @@ export function createCompactor(o: CompactorOptions): Compactor {
     await append(id, s, [...open.values()].map((t) => ({ ...t, state: "failed" as const })), fence);
   }
 
+  /** Summarize a warm candidate under its own lease and keep the summary if settle accepts it. */
+  async function prepareWarm(id: string, w: NonNullable<State["warm"]>): Promise<void> {
+    const key = `${id}#warm`;
+    try {
+      if ((await o.journal.acquireLease(key, holder, o.warmLeaseMs ?? 900_000)) === undefined) return;
+      try {
+        const answer = await summarize(w.packet);
+        if ("notice" in answer) return; // the compaction that is due will try itself
+        validate({
+          kind: "settle", packet: w.packet,
+          output: { packetId: w.packet.id, runId: "warm-check", modelId: answer.modelId, usage: answer.usage, finishReason: answer.finishReason, summary: answer.text },
+        });
+        w.result = answer;
+      } finally {
+        await o.journal.releaseLease(key, holder);
+      }
+    } catch {
+      // A warm candidate is an optimization: any failure leaves it unprepared.
+    }
+  }
+
   async function compact(
     id: string, s: State, events: Event[], res: Resolution, packet: Packet, trigger: Trigger, fence: number, taskId?: string,
+    prepared?: ModelResult,
   ): Promise<OnMessageResult> {
     await o.journal.putPacket(id, packet); // persisted before dispatch: a retry reuses it
     const head = headSeq(events);
@@ -298,7 +345,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       type: "compactionTask", taskId: taskId ?? "", state, actor: actor ?? "", headSeq: head, ...(boundaryId ? { boundaryId } : {}),
     });
     if (taskId && actor) await append(id, s, [task("requested")], fence);
-    const answer = await summarize(packet);
+    const answer = prepared ?? (await summarize(packet));
     let report: FailureReport;
     if ("notice" in answer) {
       report = answer;

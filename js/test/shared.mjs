@@ -205,6 +205,35 @@ export function suite(f, makeJournal) {
       const d = (await c.timeline("c1")).items.filter((i) => i.type === "divider");
       equal([d[0].taskId, d[0].state], ["task-crashed", "failed"]);
     }],
+    ["a warm candidate is prepared off the critical path and used when compaction is due", async () => {
+      const journal = await makeJournal();
+      const model = fakeModel();
+      const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
+      const c = f.createCompactor({ journal, model, declaration: tokens });
+      let s = 0;
+      let r;
+      do {
+        s++;
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        r = await c.onMessage("c1");
+      } while (r.status !== "warm" && s < 200);
+      equal(r.status, "warm");
+      const warmId = r.outcome.packet.id;
+      // The candidate is summarized in the background; wait for it, as time passes between messages.
+      for (let i = 0; i < 100 && model.calls.stream === 0; i++) await new Promise((ok) => setTimeout(ok, 10));
+      await new Promise((ok) => setTimeout(ok, 20));
+      const calls = model.calls.stream;
+      check(calls >= 1, "the warm candidate was summarized");
+      check(await journal.getPacket("c1", warmId), "the warm packet is persisted");
+      do {
+        s++;
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        r = await c.onMessage("c1");
+      } while (r.status !== "compacted" && s < 200);
+      equal(r.status, "compacted");
+      equal(r.boundary.packetId, warmId, "the warm candidate became the boundary");
+      equal(model.calls.stream, calls, "the message that needed compaction made no model call");
+    }],
     ["every default compacts a long conversation through the driver", async () => {
       for (const [name, budget, size, n] of [
         ["tokens 8192 (seed 002)", { kind: "tokens", window: 8192 }, 300, 120],
