@@ -465,6 +465,17 @@ impl Declaration {
         errs
     }
 
+    /// The reciprocal compactor declaration of a target: the same pair,
+    /// budget and admissions under the compactor role. Drivers check the
+    /// pair's agreement on every resolve with this unless given the
+    /// compactor's own declaration.
+    pub fn reciprocal(&self) -> Declaration {
+        Declaration {
+            role: DeclarationRole::Compactor,
+            ..self.clone()
+        }
+    }
+
     /// The summary limits in force: declared, or derived from the budget.
     pub fn summary_bounds(&self) -> SummaryBounds {
         crate::budget::summary_bounds(self)

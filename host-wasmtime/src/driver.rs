@@ -64,7 +64,8 @@ pub struct Driver<J: Journal, M: Model> {
     pub model: M,
     /// The target declaration.
     pub declaration: Declaration,
-    /// The compactor declaration, checked for agreement on every resolve.
+    /// The compactor declaration, checked for agreement on every resolve
+    /// (default: the target's [`Declaration::reciprocal`]).
     pub compactor: Option<Declaration>,
     /// Writer-lease holder id.
     pub holder: String,
@@ -99,6 +100,9 @@ struct Cached {
     recent: Vec<Event>,
     /// The verified resolution, until a chain event arrives.
     res: Option<Resolution>,
+    /// Fingerprints of the declarations `res` was resolved under (the
+    /// driver's fields are public; a change re-resolves).
+    under: String,
 }
 
 /// Marks a conversation as running on this driver until dropped (also on a
@@ -155,12 +159,13 @@ fn now_ms() -> u64 {
 impl<J: Journal, M: Model> Driver<J, M> {
     /// A driver with default lease, route and clock.
     pub fn new(foldline: Foldline, journal: J, model: M, declaration: Declaration) -> Self {
+        let compactor = declaration.reciprocal();
         Driver {
             foldline,
             journal,
             model,
             declaration,
-            compactor: None,
+            compactor: Some(compactor),
             holder: format!("host-{}", std::process::id()),
             lease_ms: 120_000,
             owner: None,
@@ -190,6 +195,21 @@ impl<J: Journal, M: Model> Driver<J, M> {
     fn load_at(&self, conversation: &str) -> Result<(Vec<Event>, Resolution, u64)> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let c = cache.entry(conversation.to_owned()).or_default();
+        let under = format!(
+            "{}{}",
+            self.declaration.fingerprint(),
+            self.compactor
+                .as_ref()
+                .map(|d| d.fingerprint())
+                .unwrap_or_default()
+        );
+        if c.under != under {
+            // Another epoch may need turns this cache already dropped: read again.
+            *c = Cached {
+                under,
+                ..Cached::default()
+            };
+        }
         let fresh = self.journal.read_events(conversation, c.seq)?;
         if let Some(last) = fresh.last() {
             c.seq = last.seq;

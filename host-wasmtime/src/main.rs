@@ -34,6 +34,10 @@ struct Cli {
     /// A declaration file (JSON) instead of the default declaration.
     #[arg(long, global = true)]
     declaration: Option<PathBuf>,
+    /// The reciprocal compactor's declaration file (JSON); resolve checks that
+    /// the pair agrees (default: derived from the target declaration).
+    #[arg(long, global = true)]
+    compactor_declaration: Option<PathBuf>,
     /// A .wasm artifact instead of the embedded one.
     #[arg(long, global = true)]
     wasm: Option<PathBuf>,
@@ -212,6 +216,12 @@ fn driver(cli: &Cli, journal: PathBuf) -> Result<Driver<SqliteJournal, AnyModel>
         model,
         declaration(cli)?,
     );
+    if let Some(p) = &cli.compactor_declaration {
+        d.compactor = Some(
+            serde_json::from_str(&std::fs::read_to_string(p)?)
+                .map_err(|e| HostError::Input(format!("{}: {e}", p.display())))?,
+        );
+    }
     d.owner = Some("owner".into());
     d.abort_after_packet = std::env::var("FOLDLINE_FAULT").as_deref() == Ok("abort-after-packet");
     Ok(d)

@@ -794,3 +794,27 @@ fn provider_failures_are_typed_in_the_audit_and_not_replayed() {
         assert_eq!(h.join().unwrap(), [true]);
     }
 }
+
+#[test]
+fn the_reciprocal_declarations_are_checked_by_default() {
+    let mut d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        Extractive,
+        small_decl(),
+    );
+    d.journal.append("c", &ordinary("c", 1, 3, 50)).unwrap();
+    // Derived from the target: they agree.
+    d.resolve("c").unwrap();
+    // A compactor declaration that disagrees fails closed.
+    let mut other = small_decl().reciprocal();
+    other.privacy.admit_sensitive = true;
+    d.compactor = Some(other);
+    match d.resolve("c") {
+        Err(HostError::Core(e)) => {
+            assert_eq!(e.code.as_str(), "stale_declaration");
+            assert_eq!(e.ids, vec!["privacy".to_owned()]);
+        }
+        o => panic!("{o:?}"),
+    }
+}

@@ -22,7 +22,7 @@ export interface CompactorOptions {
   journal: Journal;
   model: Model;
   declaration: Declaration;
-  /** The compactor declaration, checked for agreement on every resolve. */
+  /** The compactor declaration, checked for agreement on every resolve (default: the target's, under the compactor role). */
   compactorDeclaration?: Declaration;
   /** Route of a conversation (default: `{ conversation: id }`). */
   route?: (conversationId: string) => Route;
@@ -155,7 +155,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const s = await sync(id);
     if (!s.res) {
       const r = validate({
-        kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? null,
+        kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? { ...o.declaration, role: "compactor" },
         route: routeOf(id), events: s.chain, packets: await o.journal.listPackets(id),
       });
       if (r.kind !== "resolved") throw new Error("unexpected validate answer");
