@@ -160,6 +160,33 @@ export function suite(f, makeJournal) {
       equal(all.filter((e) => e.type === "message").length, 60, "nothing lost");
       equal((await b.context("c1")).manifest.boundaryId, res.head.boundaryId);
     }],
+    ["a crash before the boundary is appended: the retry reuses the packet and appends one boundary", async () => {
+      const inner = await makeJournal();
+      let crashes = 1;
+      const journal = Object.create(inner);
+      journal.append = async (id, events, opts) => {
+        const batch = Array.isArray(events) ? events : [events];
+        if (crashes > 0 && batch.some((e) => e.type === "boundary")) {
+          crashes--;
+          throw new Error("injected crash before the boundary append");
+        }
+        return inner.append(id, events, opts);
+      };
+      for (const m of ["readEvents", "putPacket", "getPacket", "listPackets", "acquireLease", "releaseLease"]) journal[m] = inner[m].bind(inner);
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration, owner: () => "member" });
+      for (let s = 1; s <= 16; s++) await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+      let crashed;
+      try { await c.onMessage("c1"); } catch (e) { crashed = e; }
+      check(crashed && /injected crash/.test(crashed.message), String(crashed));
+      const packets = await inner.listPackets("c1");
+      equal(packets.length, 1, "the packet was persisted before the model call");
+      // Concurrent retries, automatic and manual, after the crash.
+      const results = await Promise.all([c.onMessage("c1"), c.compactNow("c1", "member"), c.onMessage("c1")]);
+      const boundaries = (await inner.readEvents("c1")).filter((e) => e.event.type === "boundary").map((e) => e.event);
+      check(boundaries.length >= 1, JSON.stringify(results));
+      equal(boundaries[0].packetId, packets[0].id, "the retry reused the persisted packet");
+      equal((await c.resolve("c1")).accepted.length, boundaries.length, "one chain, no fork");
+    }],
     ["a malformed event is refused at append, naming the field; nothing is written", async () => {
       const journal = await makeJournal();
       const c = f.createCompactor({ journal, model: fakeModel(), declaration });
