@@ -80,6 +80,12 @@ pub struct Driver<J: Journal, M: Model> {
     /// Fault injection for crash tests: abort the process right after the
     /// packet is persisted (set from `FOLDLINE_FAULT=abort-after-packet`).
     pub abort_after_packet: bool,
+    /// Warm candidates (seed 002): persist the candidate packet between the
+    /// soft and eager thresholds and use its summary, once
+    /// [`Driver::prepare_warm`] made one, when compaction is due (default on).
+    pub warm_candidates: bool,
+    /// Lease of a warm candidate's preparation (default 900,000 ms).
+    pub warm_lease_ms: u64,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -103,6 +109,9 @@ struct Cached {
     /// Fingerprints of the declarations `res` was resolved under (the
     /// driver's fields are public; a change re-resolves).
     under: String,
+    /// The warm candidate (persisted), and its verified summary once
+    /// [`Driver::prepare_warm`] has run.
+    warm: Option<(Packet, Option<ModelResult>)>,
 }
 
 /// Marks a conversation as running on this driver until dropped (also on a
@@ -172,6 +181,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             route_of: default_route,
             clock: now_ms,
             abort_after_packet: false,
+            warm_candidates: true,
+            warm_lease_ms: 900_000,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         }
@@ -318,14 +329,71 @@ impl<J: Journal, M: Model> Driver<J, M> {
         result
     }
 
+    fn with_cache<T>(&self, conversation: &str, f: impl FnOnce(&mut Cached) -> T) -> T {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        f(cache.entry(conversation.to_owned()).or_default())
+    }
+
+    /// Prepare the conversation's warm candidate, if one is waiting: summarize
+    /// its persisted packet under the candidate's own lease
+    /// (`warm_lease_ms`), check the summary with `settle`, and keep it for
+    /// the compaction that is due later, which then makes no model call. A
+    /// host runs this off the critical path (a server in the background; the
+    /// `foldline` program between messages). `Ok(false)`: nothing to prepare.
+    ///
+    /// # Errors
+    /// Journal and runtime failures; a model failure only leaves the
+    /// candidate unprepared.
+    pub fn prepare_warm(&self, conversation: &str) -> Result<bool> {
+        let Some(packet) = self.with_cache(conversation, |c| match &c.warm {
+            Some((p, None)) => Some(p.clone()),
+            _ => None,
+        }) else {
+            return Ok(false);
+        };
+        let key = format!("{conversation}#warm");
+        if !self
+            .journal
+            .acquire_lease(&key, &self.holder, (self.clock)(), self.warm_lease_ms)?
+        {
+            return Ok(false);
+        }
+        let result = self.summarize(&packet);
+        self.journal.release_lease(&key, &self.holder)?;
+        let Ok(answer) = result? else {
+            return Ok(false);
+        };
+        let checked = self.validate(ValidateRequest::Settle(Box::new(SettleRequest {
+            packet: packet.clone(),
+            output: ModelOutput {
+                packet_id: packet.id.clone(),
+                run_id: "warm-check".into(),
+                model_id: answer.evidence.model_id.clone(),
+                usage: answer.evidence.usage,
+                finish_reason: answer.evidence.finish_reason.clone(),
+                summary: answer.text.clone(),
+            },
+            expected_run_id: None,
+        })));
+        if checked.is_err() {
+            return Ok(false);
+        }
+        Ok(self.with_cache(conversation, |c| match &mut c.warm {
+            Some((p, slot)) if p.id == packet.id => {
+                *slot = Some(answer);
+                true
+            }
+            _ => false,
+        }))
+    }
+
     /// A manual task whose holder crashed between `requested` and its end
     /// (the lease has expired, so it is not running) is ended as failed.
     fn end_interrupted_tasks(&self, conversation: &str) -> Result<()> {
-        let stored = self.journal.read_events(conversation, 0)?;
-        let seq = stored.last().map(|s| s.seq).unwrap_or(0);
+        let (events, _, seq) = self.load_at(conversation)?;
         let mut open: std::collections::BTreeMap<String, TaskEvent> = Default::default();
-        for s in stored {
-            if let Event::CompactionTask(t) = s.event {
+        for e in events {
+            if let Event::CompactionTask(t) = e {
                 if t.state == TaskState::Requested {
                     open.insert(t.task_id.clone(), t);
                 } else {
@@ -381,6 +449,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
     ) -> Result<Outcome> {
         loop {
             let (events, res, seq) = self.load_at(conversation)?;
+            // A warm candidate with a verified summary is offered to plan.
+            let warm = self
+                .with_cache(conversation, |c| c.warm.clone())
+                .filter(|(_, r)| r.is_some());
             let outcome = self.foldline.plan(&PlanRequest {
                 declaration: self.declaration.clone(),
                 route: (self.route_of)(conversation),
@@ -390,7 +462,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 amendment: res.amendment.clone(),
                 events: events.clone(),
                 trigger: trigger.clone(),
-                warm: None,
+                warm: warm.as_ref().map(|(p, _)| p.clone()),
             })?;
             match outcome {
                 PlanOutcome::Activate { frontier } => {
@@ -398,10 +470,38 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
                 PlanOutcome::Skip { record } => return Ok(Outcome::Skipped(record)),
                 PlanOutcome::Paused { .. } => return Ok(Outcome::Paused(outcome)),
-                PlanOutcome::Warm { packet } => return Ok(Outcome::Warm(packet.id)),
+                PlanOutcome::Warm { packet } => {
+                    if self.warm_candidates && self.with_cache(conversation, |c| c.warm.is_none()) {
+                        // Persisted now; summarized by `prepare_warm`, off the critical path.
+                        self.journal.put_packet(conversation, &packet)?;
+                        self.with_cache(conversation, |c| c.warm = Some(((*packet).clone(), None)));
+                    }
+                    return Ok(Outcome::Warm(packet.id));
+                }
                 PlanOutcome::Refuse { error, .. } => return Ok(Outcome::Refused(error)),
-                PlanOutcome::Compact { packet, .. } => {
-                    return self.compact(conversation, (&events, &res, seq), *packet, trigger, task)
+                PlanOutcome::Compact {
+                    packet,
+                    warm: verdict,
+                } => {
+                    // One candidate per head: judged now, dropped either way.
+                    self.with_cache(conversation, |c| c.warm = None);
+                    // The candidate is used when the core finds it still valid.
+                    let (packet, prepared) = match (verdict, warm, trigger) {
+                        (Some(v), Some((p, Some(r))), Trigger::Automatic)
+                            if v.valid && v.packet_id == p.id =>
+                        {
+                            (p, Some(r))
+                        }
+                        _ => (*packet, None),
+                    };
+                    return self.compact(
+                        conversation,
+                        (&events, &res, seq),
+                        packet,
+                        trigger,
+                        task,
+                        prepared,
+                    );
                 }
             }
         }
@@ -414,6 +514,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         packet: Packet,
         trigger: &Trigger,
         task: Option<String>,
+        prepared: Option<ModelResult>,
     ) -> Result<Outcome> {
         // Persist before dispatch: a retry after a crash plans the same packet id.
         self.journal.put_packet(conversation, &packet)?;
@@ -452,7 +553,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
         if task.is_some() && actor.is_some() {
             self.append_after(conversation, &[task_event(TaskState::Requested, None)], seq)?;
         }
-        let answer = match self.summarize(&packet)? {
+        let summarized = match prepared {
+            Some(r) => Ok(r),
+            None => self.summarize(&packet)?,
+        };
+        let answer = match summarized {
             Ok(a) => a,
             Err(report) => {
                 return self.fail(

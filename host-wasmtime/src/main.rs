@@ -383,9 +383,17 @@ fn import_events(
         let is_message = matches!(e, foldline_core::event::Event::Message(_));
         d.journal.append(conv, std::slice::from_ref(&e))?;
         if is_message {
-            if let Outcome::Compacted(_) = d.on_message(conv)? {
-                boundaries += 1;
-                bar.set_message(format!("{boundaries} compactions"));
+            match d.on_message(conv)? {
+                Outcome::Compacted(_) => {
+                    boundaries += 1;
+                    bar.set_message(format!("{boundaries} compactions"));
+                }
+                // Between messages, as a live conversation would: the
+                // compaction that is due later uses the prepared summary.
+                Outcome::Warm(_) => {
+                    d.prepare_warm(conv)?;
+                }
+                _ => {}
             }
         }
         bar.inc(1);

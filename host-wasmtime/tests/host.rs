@@ -818,3 +818,109 @@ fn the_reciprocal_declarations_are_checked_by_default() {
         o => panic!("{o:?}"),
     }
 }
+
+/// The extractive summarizer, counting its calls.
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl foldline_wasmtime::model::Model for Counting {
+    fn stream(
+        &self,
+        p: &foldline_core::packet::Packet,
+        sink: &mut dyn FnMut(foldline_wasmtime::model::StreamChunk),
+    ) -> Result<(), foldline_wasmtime::model::ModelError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Extractive.stream(p, sink)
+    }
+    fn complete(
+        &self,
+        p: &foldline_core::packet::Packet,
+    ) -> Result<foldline_wasmtime::model::ModelResult, foldline_wasmtime::model::ModelError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Extractive.complete(p)
+    }
+}
+
+#[test]
+fn a_prepared_warm_candidate_is_used_when_compaction_is_due() {
+    let mut decl = Declaration::new("assistant", "assistant-compactor");
+    decl.budget = Budget::default_tokens();
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        Counting(std::sync::atomic::AtomicUsize::new(0)),
+        decl,
+    );
+    let mut s = 0;
+    let warm_id = loop {
+        s += 1;
+        d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
+        if let Outcome::Warm(id) = d.on_message("c").unwrap() {
+            break id;
+        }
+        assert!(s < 200, "never warm");
+    };
+    assert!(
+        d.journal.get_packet("c", &warm_id).unwrap().is_some(),
+        "persisted"
+    );
+    // Off the critical path (a server's background task; here, in between).
+    assert!(d.prepare_warm("c").unwrap());
+    let calls = d.model.0.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(calls, 1);
+    let b = loop {
+        s += 1;
+        d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
+        if let Outcome::Compacted(b) = d.on_message("c").unwrap() {
+            break b;
+        }
+        assert!(s < 300, "never compacted");
+    };
+    assert_eq!(
+        b.packet_id, warm_id,
+        "the warm candidate became the boundary"
+    );
+    assert_eq!(
+        d.model.0.load(std::sync::atomic::Ordering::SeqCst),
+        calls,
+        "no model call when due"
+    );
+    d.resolve("c").expect("the chain verifies");
+}
+
+#[test]
+fn an_interrupted_manual_task_ends_as_failed() {
+    use foldline_core::event::{Event, TaskEvent, TaskState};
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        Extractive,
+        small_decl(),
+    );
+    d.journal.append("c", &ordinary("c", 1, 3, 50)).unwrap();
+    d.journal
+        .append(
+            "c",
+            &[Event::CompactionTask(TaskEvent {
+                task_id: "crashed".into(),
+                state: TaskState::Requested,
+                actor: "owner".into(),
+                head_seq: 3,
+                boundary_id: None,
+            })],
+        )
+        .unwrap();
+    d.on_message("c").unwrap();
+    let t = d.timeline("c").unwrap();
+    let divider = t
+        .items
+        .iter()
+        .find(|i| matches!(i, foldline_core::timeline::TimelineItem::Divider { .. }))
+        .unwrap();
+    assert!(matches!(
+        divider,
+        foldline_core::timeline::TimelineItem::Divider {
+            state: foldline_core::timeline::DividerState::Failed,
+            ..
+        }
+    ));
+}
