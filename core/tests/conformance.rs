@@ -358,25 +358,6 @@ fn gen_plan() -> Vec<Value> {
     tk.budget = Budget::default_tokens();
     tk.summary.max_tokens = Some(300);
     tk.summary.max_chars = Some(1_200);
-    let tok = |n: u64| -> Vec<Event> {
-        (1..=n)
-            .map(|s| {
-                let mut m = message(
-                    s,
-                    0,
-                    &format!("t{s}"),
-                    if s % 2 == 1 {
-                        Role::User
-                    } else {
-                        Role::Assistant
-                    },
-                    text(&format!("turn {s}")),
-                );
-                m.tokens = Some(100);
-                Event::Message(m)
-            })
-            .collect()
-    };
     for (n, outcome) in [
         (10u64, "skip"),
         (19, "skip"),
@@ -389,7 +370,7 @@ fn gen_plan() -> Vec<Value> {
             &format!("tokens-eager-{n}"),
             "token mode eager: skip below soft, warm between soft and eager, compact at eager",
             "plan",
-            plan_req(&tk, tok(n), true),
+            plan_req(&tk, token_turns(n), true),
             &[("/ok/outcome", json!(outcome))],
         );
     }
@@ -402,7 +383,7 @@ fn gen_plan() -> Vec<Value> {
             &format!("tokens-lazy-{n}"),
             "token mode lazy: compact only when the conversation budget is full",
             "plan",
-            plan_req(&lazy, tok(n), true),
+            plan_req(&lazy, token_turns(n), true),
             &[("/ok/outcome", json!(outcome))],
         );
     }
@@ -436,30 +417,11 @@ fn disabled_vectors() -> Vec<Value> {
     let mut off = Declaration::new("agent", "agent-compactor");
     off.budget = Budget::default_tokens();
     off.enabled = false;
-    let tok = |n: u64| -> Vec<Event> {
-        (1..=n)
-            .map(|s| {
-                let mut m = message(
-                    s,
-                    0,
-                    &format!("t{s}"),
-                    if s % 2 == 1 {
-                        Role::User
-                    } else {
-                        Role::Assistant
-                    },
-                    text(&format!("turn {s}")),
-                );
-                m.tokens = Some(100);
-                Event::Message(m)
-            })
-            .collect()
-    };
     g.add(
         "paused-disabled",
         "a disabled declaration gives up eager compaction: paused between eager and the hard limit",
         "plan",
-        plan_req(&off, tok(30), true),
+        plan_req(&off, token_turns(30), true),
         &[
             ("/ok/outcome", json!("paused")),
             ("/ok/reason", json!("disabled")),
@@ -469,7 +431,7 @@ fn disabled_vectors() -> Vec<Value> {
         "disabled-safety-at-limit",
         "safety compaction cannot be disabled: at the conversation budget a disabled declaration compacts",
         "plan",
-        plan_req(&off, tok(34), true),
+        plan_req(&off, token_turns(34), true),
         &[("/ok/outcome", json!("compact"))],
     );
     let mut def = off.clone();
@@ -478,7 +440,7 @@ fn disabled_vectors() -> Vec<Value> {
         "tokens-defaults-compact",
         "seed 002's defaults leave the tail room: derived summary of 416 tokens, a real tail",
         "plan",
-        plan_req(&def, tok(26), true),
+        plan_req(&def, token_turns(26), true),
         &[
             ("/ok/outcome", json!("compact")),
             ("/ok/packet/bounds/maxTokens", json!(416)),
@@ -491,7 +453,7 @@ fn disabled_vectors() -> Vec<Value> {
         "refuse-summary-leaves-no-tail",
         "a declared summary reserve that leaves the tail no room is an invalid declaration naming the field",
         "plan",
-        plan_req(&greedy, tok(3), false),
+        plan_req(&greedy, token_turns(3), false),
         &[
             ("/ok/outcome", json!("refuse")),
             ("/ok/error/code", json!("invalid_declaration")),

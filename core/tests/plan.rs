@@ -562,22 +562,6 @@ fn token_decl(mode: CompactionMode) -> Declaration {
     d
 }
 
-/// Turns with host-supplied token counts of 100 each.
-fn token_turns(n: u64) -> Vec<Event> {
-    (1..=n)
-        .map(|s| {
-            let role = if s % 2 == 1 {
-                Role::User
-            } else {
-                Role::Assistant
-            };
-            let mut m = message(s, 0, &format!("t{s}"), role, text(&format!("turn {s}")));
-            m.tokens = Some(100);
-            Event::Message(m)
-        })
-        .collect()
-}
-
 fn token_plan(d: &Declaration, n: u64) -> PlanOutcome {
     let f = activate(d, token_turns(1));
     let mut r = request(d, token_turns(n));

@@ -247,29 +247,13 @@ proptest! {
 /// One driver pass whose model writes a summary of `max` characters, the
 /// longest the bounds allow.
 fn full_summary_step(s: &mut Sim, max: usize) -> PlanOutcome {
-    loop {
-        let r = s.resolve().expect("resolve");
-        let mut req = request(&s.decl, s.events.clone());
-        req.frontier = r.frontier;
-        req.head = r.head;
-        req.amendment = r.amendment;
-        match plan(&req) {
-            PlanOutcome::Activate { frontier } => s.events.push(Event::Frontier(*frontier)),
-            PlanOutcome::Compact { packet, warm } => {
-                s.runs += 1;
-                let summary: String = format!("summary {} ", s.runs)
-                    .chars()
-                    .chain(std::iter::repeat('s'))
-                    .take(max)
-                    .collect();
-                let b = settle_ok(&packet, &format!("run-{}", s.runs), &summary);
-                s.packets.push(*packet.clone());
-                s.events.push(Event::Boundary(Box::new(b)));
-                return PlanOutcome::Compact { packet, warm };
-            }
-            other => return other,
-        }
-    }
+    s.step_with(|runs, _| {
+        format!("summary {runs} ")
+            .chars()
+            .chain(std::iter::repeat('s'))
+            .take(max)
+            .collect()
+    })
 }
 
 /// Declarations across both metrics, with and without declared summary limits.

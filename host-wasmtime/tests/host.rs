@@ -654,38 +654,21 @@ fn a_bad_event_is_refused_at_append_and_nothing_is_written() {
     assert_eq!(j.append_at("c", &ordinary("c", 2, 2, 50), 1).unwrap(), 2);
 }
 
+/// Seed 002's token budget with another window.
+fn tokens_window(w: u64) -> Budget {
+    let mut b = Budget::default_tokens();
+    if let Budget::Tokens { window, .. } = &mut b {
+        *window = w;
+    }
+    b
+}
+
 #[test]
 fn every_default_compacts_a_long_conversation_through_the_driver() {
     for (name, budget, size, n) in [
         ("chars 80k/40k (seed 000)", Budget::default(), 2_000, 120u64),
         ("tokens 8192 (seed 002)", Budget::default_tokens(), 300, 120),
-        (
-            "tokens 128k",
-            match Budget::default_tokens() {
-                Budget::Tokens {
-                    reserved_output,
-                    safety_margin,
-                    retrieval_share,
-                    soft,
-                    eager,
-                    target,
-                    mode,
-                    ..
-                } => Budget::Tokens {
-                    window: 128_000,
-                    reserved_output,
-                    safety_margin,
-                    retrieval_share,
-                    soft,
-                    eager,
-                    target,
-                    mode,
-                },
-                b => b,
-            },
-            4_000,
-            120,
-        ),
+        ("tokens 128k", tokens_window(128_000), 4_000, 120),
     ] {
         let mut decl = Declaration::new("assistant", "assistant-compactor");
         decl.budget = budget;

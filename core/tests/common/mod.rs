@@ -43,6 +43,23 @@ pub fn msg(seq: u64, id: &str, role: Role, body: &str) -> Event {
     Event::Message(message(seq, 0, id, role, text(body)))
 }
 
+/// `n` short turns, alternating user/assistant, with host-supplied token
+/// counts of 100 each.
+pub fn token_turns(n: u64) -> Vec<Event> {
+    (1..=n)
+        .map(|s| {
+            let role = if s % 2 == 1 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let mut m = message(s, 0, &format!("t{s}"), role, text(&format!("turn {s}")));
+            m.tokens = Some(100);
+            Event::Message(m)
+        })
+        .collect()
+}
+
 /// `n` turns, alternating user/assistant, one per source sequence starting at
 /// `first`, each exactly `size` characters.
 pub fn turns(first: u64, n: u64, size: usize) -> Vec<Event> {
@@ -191,6 +208,11 @@ impl Sim {
 
     /// One driver pass; returns the final plan outcome.
     pub fn step(&mut self) -> PlanOutcome {
+        self.step_with(|runs, p| format!("summary {runs} through {}", p.covered_through_seq))
+    }
+
+    /// One driver pass whose model writes `summary(run number, packet)`.
+    pub fn step_with(&mut self, summary: impl Fn(u64, &Packet) -> String) -> PlanOutcome {
         loop {
             let r = self.resolve().expect("resolve");
             let mut req = request(&self.decl, self.events.clone());
@@ -201,11 +223,8 @@ impl Sim {
                 PlanOutcome::Activate { frontier } => self.events.push(Event::Frontier(*frontier)),
                 PlanOutcome::Compact { packet, .. } => {
                     self.runs += 1;
-                    let summary = format!(
-                        "summary {} through {}",
-                        self.runs, packet.covered_through_seq
-                    );
-                    let b = settle_ok(&packet, &format!("run-{}", self.runs), &summary);
+                    let text = summary(self.runs, &packet);
+                    let b = settle_ok(&packet, &format!("run-{}", self.runs), &text);
                     self.packets.push(*packet.clone());
                     self.events.push(Event::Boundary(Box::new(b)));
                     return PlanOutcome::Compact { packet, warm: None };
