@@ -93,6 +93,8 @@ interface State {
   reading: Promise<unknown>;
   /** Writers run one after another. */
   writing: Promise<unknown>;
+  /** Manual tasks requested and not yet ended. */
+  openTasks: Map<string, Extract<Event, { type: "compactionTask" }>>;
   /** The warm candidate: its packet, and its verified summary once ready. */
   warm?: { packet: Packet; result?: ModelResult; preparing?: Promise<void> };
 }
@@ -111,7 +113,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
   function state(id: string): State {
     let s = states.get(id);
     if (!s) {
-      s = { seq: 0, recent: [], chain: [], all: [], reading: Promise.resolve(), writing: Promise.resolve() };
+      s = { seq: 0, recent: [], chain: [], all: [], openTasks: new Map(), reading: Promise.resolve(), writing: Promise.resolve() };
       states.set(id, s);
     }
     return s;
@@ -142,6 +144,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
           s.res = undefined;
         }
         if (event.type !== "boundary" && event.type !== "frontier") s.recent.push(event);
+        if (event.type === "compactionTask") {
+          if (event.state === "requested") s.openTasks.set(event.taskId, event);
+          else s.openTasks.delete(event.taskId);
+        }
       }
       s.seq = fresh[fresh.length - 1].seq;
       return s;
@@ -301,12 +307,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
   /** A manual task whose holder crashed between `requested` and its end is ended as failed. */
   async function endInterruptedTasks(id: string, fence: number): Promise<void> {
     const s = await sync(id);
-    const open = new Map<string, Extract<Event, { type: "compactionTask" }>>();
-    for (const e of s.all) {
-      if (e.type !== "compactionTask") continue;
-      if (e.state === "requested") open.set(e.taskId, e);
-      else open.delete(e.taskId);
-    }
+    const open = s.openTasks;
     if (open.size === 0) return;
     await append(id, s, [...open.values()].map((t) => ({ ...t, state: "failed" as const })), fence);
   }
