@@ -222,6 +222,22 @@ export function suite(f, makeJournal) {
       const other = f.createCompactor({ journal, model: fakeModel(), declaration, holder: "other" });
       equal((await other.compactNow("c1", "")).status, "refused", "the lease was released (refused for ownership, not busy)");
     }],
+    ["provider failures are typed in the audit, and a refusal is not replayed", async () => {
+      for (const [status, failure] of [[429, "budgetStop"], [400, "providerRefusal"]]) {
+        const journal = await makeJournal();
+        let requests = 0;
+        const model = new f.OpenAiCompatibleModel({
+          baseUrl: "http://provider.invalid/v1", model: "m",
+          fetch: async () => { requests++; return new Response("no", { status }); },
+        });
+        const audits = [];
+        const c = f.createCompactor({ journal, model, declaration, audit: (_, r) => audits.push(r) });
+        await chat(c, journal, 1, 16);
+        check(audits.length >= 1, `${status}: audited`);
+        equal(audits[0].failure, failure, `${status}`);
+        equal(requests, audits.length, `${status}: one request per attempt, no buffered replay`);
+      }
+    }],
     ["a manual task interrupted by a crash ends as failed, never pending forever", async () => {
       const journal = await makeJournal();
       const c = f.createCompactor({ journal, model: fakeModel(), declaration });
