@@ -582,6 +582,21 @@ fn gen_validate() -> Vec<Value> {
             ("/ok/amendment", Value::Null),
         ],
     );
+    let accepted = s.resolve().unwrap().accepted;
+    let mut trusted = resolve_req(&s);
+    trusted["trusted"] = json!(accepted[..2]);
+    trusted["packets"] = v(&s.packets[2..].to_vec());
+    g.add(
+        "resolve-trusted",
+        "incremental resolve: boundaries the host verified are not re-settled; only the new one needs its packet",
+        "validate",
+        trusted,
+        &[
+            ("/ok/kind", json!("resolved")),
+            ("/ok/head/length", json!(3)),
+            ("/ok/accepted/2", json!(accepted[2])),
+        ],
+    );
     let mut rev = three_links();
     rev.events.reverse();
     g.add(

@@ -214,10 +214,44 @@ fn wrong_route_and_stale_declaration_fail_closed() {
         route: route(),
         events: s.events.clone(),
         packets: s.packets.clone(),
+        trusted: Vec::new(),
     });
     let e = r.unwrap_err();
     assert_eq!(e.code.as_str(), "stale_declaration");
     assert_eq!(e.ids, ["modelProfile"]);
+}
+
+#[test]
+fn trusted_boundaries_are_not_re_settled_but_their_links_still_hold() {
+    use foldline_core::resolve::{resolve, ResolveRequest};
+    let s = three_links();
+    let full = s.resolve().unwrap();
+    let req = |trusted: Vec<String>, packets| ResolveRequest {
+        declaration: s.decl.clone(),
+        compactor: None,
+        route: route(),
+        events: s.events.clone(),
+        packets,
+        trusted,
+    };
+    // Without packets, untrusted boundaries cannot show their run evidence.
+    assert_eq!(
+        err_code(resolve(&req(Vec::new(), Vec::new()))),
+        "fabricated_run"
+    );
+    // Trusting the first two, only the third needs its packet.
+    let third: Vec<_> = s.packets[2..].to_vec();
+    let r = resolve(&req(full.accepted[..2].to_vec(), third)).unwrap();
+    assert_eq!(r, full);
+    // Trust never covers a broken link: a fork still fails closed.
+    let mut forked_events = s.events.clone();
+    let twin = settle_ok(s.packets.last().unwrap(), "run-other", "another summary");
+    forked_events.push(Event::Boundary(Box::new(twin)));
+    let r = resolve(&ResolveRequest {
+        events: forked_events,
+        ..req(full.accepted.clone(), s.packets.clone())
+    });
+    assert_eq!(err_code(r), "fork");
 }
 
 #[test]

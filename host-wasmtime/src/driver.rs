@@ -106,6 +106,8 @@ struct Cached {
     recent: Vec<Event>,
     /// The verified resolution, until a chain event arrives.
     res: Option<Resolution>,
+    /// Boundaries this driver verified (resolve does not re-settle them).
+    trusted: std::collections::BTreeSet<String>,
     /// Fingerprints of the declarations `res` was resolved under (the
     /// driver's fields are public; a change re-resolves).
     under: String,
@@ -243,12 +245,23 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let res = match &c.res {
             Some(r) => r.clone(),
             None => {
+                // Boundaries verified before are trusted: only new ones are
+                // re-settled, so only their packets are read.
+                let mut packets = Vec::new();
+                for e in &c.chain {
+                    if let Event::Boundary(b) = e {
+                        if !c.trusted.contains(&b.id) {
+                            packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
+                        }
+                    }
+                }
                 let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
                     declaration: self.declaration.clone(),
                     compactor: self.compactor.clone(),
                     route: (self.route_of)(conversation),
                     events: c.chain.clone(),
-                    packets: self.journal.list_packets(conversation)?,
+                    packets,
+                    trusted: c.trusted.iter().cloned().collect(),
                 })))?;
                 let r = match r {
                     ValidateResponse::Resolved(res) => *res,
@@ -259,6 +272,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     }
                 };
                 c.recent = after_head(std::mem::take(&mut c.recent), &r);
+                c.trusted = r.accepted.iter().cloned().collect();
                 c.res = Some(r.clone());
                 r
             }

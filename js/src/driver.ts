@@ -93,6 +93,8 @@ interface State {
   reading: Promise<unknown>;
   /** Writers run one after another. */
   writing: Promise<unknown>;
+  /** Boundaries this compactor verified (resolve does not re-settle them). */
+  trusted: Set<string>;
   /** Manual tasks requested and not yet ended. */
   openTasks: Map<string, Extract<Event, { type: "compactionTask" }>>;
   /** The warm candidate: its packet, and its verified summary once ready. */
@@ -113,7 +115,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
   function state(id: string): State {
     let s = states.get(id);
     if (!s) {
-      s = { seq: 0, recent: [], chain: [], all: [], openTasks: new Map(), reading: Promise.resolve(), writing: Promise.resolve() };
+      s = { seq: 0, recent: [], chain: [], all: [], openTasks: new Map(), trusted: new Set(), reading: Promise.resolve(), writing: Promise.resolve() };
       states.set(id, s);
     }
     return s;
@@ -160,12 +162,17 @@ export function createCompactor(o: CompactorOptions): Compactor {
   async function load(id: string): Promise<{ s: State; res: Resolution; events: Event[] }> {
     const s = await sync(id);
     if (!s.res) {
+      // Boundaries verified before are trusted: only new ones are re-settled,
+      // so only their packets are read.
+      const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.trusted.has(e.id));
+      const packets = (await Promise.all(fresh.map((b) => o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
       const r = validate({
         kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? { ...o.declaration, role: "compactor" },
-        route: routeOf(id), events: s.chain, packets: await o.journal.listPackets(id),
+        route: routeOf(id), events: s.chain, packets, trusted: [...s.trusted],
       });
       if (r.kind !== "resolved") throw new Error("unexpected validate answer");
       s.res = r;
+      s.trusted = new Set(r.accepted);
       // What lies before the frontier or under the head never reaches plan
       // or select again: their cost does not grow with covered history.
       const covered = r.head?.coveredThroughSeq;

@@ -172,6 +172,8 @@ export interface ModelOutput {
 
 export interface ResolveRequest {
   declaration: Declaration; compactor?: Declaration | null; route: Route; events: Event[]; packets?: Packet[];
+  /** Boundary ids this host verified before: not re-settled (their packets are not needed); links still checked. */
+  trusted?: string[];
 }
 
 export interface StreamReport { contentReceived: boolean; ended: "complete" | "dropped" | "error"; replaysUsed?: number }

@@ -197,6 +197,7 @@ impl Sim {
             route: route(),
             events: self.events.clone(),
             packets: self.packets.clone(),
+            trusted: Vec::new(),
         })
     }
 
