@@ -33,6 +33,9 @@ pub const MIN_TAIL_TOKENS: u64 = 256;
 pub const MIN_TAIL_SHARE: u64 = 250;
 /// Share (per-mille) of the token target a derived summary may take.
 pub const SUMMARY_SHARE: u64 = 250;
+/// Characters held for the compactor's prompt and framing when checking that
+/// a compaction fits the prefix bounds.
+pub const PROMPT_HEADROOM_CHARS: u64 = 5_000;
 /// Most characters of a derived summary.
 pub const SUMMARY_MAX_CHARS: u64 = 8_000;
 /// Most tokens of a derived summary.
@@ -143,6 +146,21 @@ pub fn headroom_violations(decl: &Declaration) -> Vec<Error> {
             let tail = target
                 .saturating_sub(reserve_tokens)
                 .saturating_sub(docs_tokens);
+            // What a compaction at the trigger freezes, rendered for the
+            // compactor (four characters per estimated token, a quarter more
+            // for transcript framing, the previous summary and the prompt),
+            // must fit the prefix bounds, or every compaction would refuse.
+            let trigger = Thresholds::of(decl).trigger;
+            let frozen = trigger.saturating_sub(tail).saturating_mul(5);
+            let rendered = frozen
+                .saturating_add(bounds.max_chars)
+                .saturating_add(PROMPT_HEADROOM_CHARS);
+            if rendered > decl.prefix_bounds.max_chars {
+                return bad(
+                    "prefixBounds.maxChars",
+                    format!("a compaction at the trigger ({trigger} tokens) renders about {rendered} characters for the compactor, over prefixBounds.maxChars ({}); raise it or lower the window", decl.prefix_bounds.max_chars),
+                );
+            }
             let least = MIN_TAIL_TOKENS.max(permille(target, MIN_TAIL_SHARE));
             if tail < least {
                 let field = if decl.summary.max_tokens.is_some() {
@@ -322,6 +340,36 @@ mod tests {
             headroom_violations(&c)[0].ids,
             vec!["summary.maxChars".to_owned()]
         );
+    }
+
+    #[test]
+    fn a_budget_whose_compaction_cannot_fit_the_prefix_bounds_is_refused() {
+        // Found by the accepted-declarations property: a 121k window with no
+        // retrieval share freezes ~410,000 rendered characters at the trigger.
+        let mut d = Declaration::new("t", "c");
+        d.budget = Budget::Tokens {
+            window: 121_194,
+            reserved_output: 0,
+            safety_margin: 0,
+            retrieval_share: 0,
+            soft: 100,
+            eager: 872,
+            target: 50,
+            mode: CompactionMode::Eager,
+        };
+        assert_eq!(
+            headroom_violations(&d)[0].ids,
+            vec!["prefixBounds.maxChars".to_owned()]
+        );
+        d.prefix_bounds.max_chars = 600_000;
+        assert!(headroom_violations(&d).is_empty());
+        // The 128k default window fits the default bounds.
+        let mut big = Declaration::new("t", "c");
+        big.budget = Budget::default_tokens();
+        if let Budget::Tokens { window, .. } = &mut big.budget {
+            *window = 128_000;
+        }
+        assert!(headroom_violations(&big).is_empty());
     }
 
     #[test]
