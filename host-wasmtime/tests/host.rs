@@ -626,7 +626,8 @@ fn overlapping_calls_on_one_driver_compact_one_head_once() {
         .iter()
         .filter(|o| matches!(o, Outcome::Compacted(_)))
         .count();
-    assert!(compacted <= 1, "{outcomes:?}");
+    // The first call compacts; the others are Busy or find nothing to do.
+    assert_eq!(compacted, 1, "{outcomes:?}");
     let r = d.resolve("c").expect("no fork");
     assert_eq!(
         r.accepted.len(),
