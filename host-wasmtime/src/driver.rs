@@ -43,6 +43,19 @@ pub enum Outcome {
     Failed(FailureReport),
 }
 
+/// A manual compaction task (`/compact`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManualTask {
+    /// The task id, unique within the conversation.
+    pub id: String,
+    /// Who asked.
+    pub actor: String,
+    /// The conversation's owner (only the owner may compact by hand).
+    pub owner: Option<String>,
+    /// Whether an answer owns the session now.
+    pub session_busy: bool,
+}
+
 /// Options of a context request.
 #[derive(Debug, Clone, Default)]
 pub struct ContextOptions {
@@ -293,10 +306,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// Host failures (journal, runtime); refusals and model failures are outcomes.
     pub fn on_message(&self, conversation: &str) -> Result<Outcome> {
-        self.run(conversation, Trigger::Automatic, None)
+        self.run(conversation, Trigger::Automatic, None, &mut |_| {})
     }
 
-    /// A manual request (`/compact`) by `actor`.
+    /// A manual request (`/compact`) by `actor`, against the driver's
+    /// [`Driver::owner`].
     ///
     /// # Errors
     /// As [`Driver::on_message`].
@@ -306,29 +320,85 @@ impl<J: Journal, M: Model> Driver<J, M> {
         actor: &str,
         session_busy: bool,
     ) -> Result<Outcome> {
-        let task = format!("task-{}-{}", self.holder, (self.clock)());
+        let task = ManualTask {
+            id: format!("task-{}-{}", self.holder, (self.clock)()),
+            actor: actor.to_owned(),
+            owner: self.owner.clone(),
+            session_busy,
+        };
+        self.compact_task(conversation, &task, &mut |_| {})
+    }
+
+    /// A manual task with a caller-chosen id (a server hands the id to the
+    /// member before the work ends). `accepted` is called with the journal
+    /// position of the task's durable `requested` event once it is written;
+    /// a refusal (`not_owner`, `session_busy`, `nothing_to_fold`) returns
+    /// [`Outcome::Refused`] without writing anything, and [`Outcome::Busy`]
+    /// means another writer holds the conversation.
+    ///
+    /// # Errors
+    /// As [`Driver::on_message`].
+    pub fn compact_task(
+        &self,
+        conversation: &str,
+        task: &ManualTask,
+        accepted: &mut dyn FnMut(u64),
+    ) -> Result<Outcome> {
+        let trigger = Trigger::Manual {
+            actor: task.actor.clone(),
+            session_busy: task.session_busy,
+        };
         self.run(
             conversation,
-            Trigger::Manual {
-                actor: actor.to_owned(),
-                session_busy,
-            },
-            Some(task),
+            trigger,
+            Some((task.id.clone(), task.owner.clone())),
+            accepted,
         )
     }
 
-    fn run(&self, conversation: &str, trigger: Trigger, task: Option<String>) -> Result<Outcome> {
+    /// End the manual tasks of `conversation` whose run was interrupted (a
+    /// crash between `requested` and its end) with a durable `failed` event,
+    /// under the writer lease; a server calls this for its open tasks when it
+    /// starts again. `Ok(false)`: another writer holds the conversation.
+    ///
+    /// # Errors
+    /// Journal and runtime failures.
+    pub fn end_interrupted(&self, conversation: &str) -> Result<bool> {
+        let _running = match self.enter(conversation) {
+            Some(r) => r,
+            None => return Ok(false),
+        };
         if !self
-            .running
+            .journal
+            .acquire_lease(conversation, &self.holder, (self.clock)(), self.lease_ms)?
+        {
+            return Ok(false);
+        }
+        let result = self.end_interrupted_tasks(conversation);
+        self.journal.release_lease(conversation, &self.holder)?;
+        result.map(|()| true)
+    }
+
+    fn enter(&self, conversation: &str) -> Option<Running<'_>> {
+        self.running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(conversation.to_owned())
-        {
+            .then(|| Running {
+                set: &self.running,
+                conversation: conversation.to_owned(),
+            })
+    }
+
+    fn run(
+        &self,
+        conversation: &str,
+        trigger: Trigger,
+        task: Option<(String, Option<String>)>,
+        accepted: &mut dyn FnMut(u64),
+    ) -> Result<Outcome> {
+        let Some(_running) = self.enter(conversation) else {
             return Ok(Outcome::Busy);
-        }
-        let _running = Running {
-            set: &self.running,
-            conversation: conversation.to_owned(),
         };
         if !self
             .journal
@@ -338,7 +408,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         }
         let result = self
             .end_interrupted_tasks(conversation)
-            .and_then(|()| self.run_locked(conversation, &trigger, task));
+            .and_then(|()| self.run_locked(conversation, &trigger, task, accepted));
         self.journal.release_lease(conversation, &self.holder)?;
         result
     }
@@ -459,8 +529,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
         &self,
         conversation: &str,
         trigger: &Trigger,
-        task: Option<String>,
+        task: Option<(String, Option<String>)>,
+        accepted: &mut dyn FnMut(u64),
     ) -> Result<Outcome> {
+        let (task, owner) = match task {
+            Some((id, owner)) => (Some(id), owner),
+            None => (None, self.owner.clone()),
+        };
         loop {
             let (events, res, seq) = self.load_at(conversation)?;
             // A warm candidate with a verified summary is offered to plan.
@@ -470,7 +545,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             let outcome = self.foldline.plan(&PlanRequest {
                 declaration: self.declaration.clone(),
                 route: (self.route_of)(conversation),
-                owner: self.owner.clone(),
+                owner: owner.clone(),
                 frontier: res.frontier.clone(),
                 head: res.head.clone(),
                 amendment: res.amendment.clone(),
@@ -515,6 +590,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                         trigger,
                         task,
                         prepared,
+                        accepted,
                     );
                 }
             }
@@ -529,6 +605,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         trigger: &Trigger,
         task: Option<String>,
         prepared: Option<ModelResult>,
+        accepted: &mut dyn FnMut(u64),
     ) -> Result<Outcome> {
         // Persist before dispatch: a retry after a crash plans the same packet id.
         self.journal.put_packet(conversation, &packet)?;
@@ -565,7 +642,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
             })
         };
         if task.is_some() && actor.is_some() {
-            self.append_after(conversation, &[task_event(TaskState::Requested, None)], seq)?;
+            let at =
+                self.append_after(conversation, &[task_event(TaskState::Requested, None)], seq)?;
+            accepted(at);
         }
         let summarized = match prepared {
             Some(r) => Ok(r),

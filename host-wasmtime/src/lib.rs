@@ -9,7 +9,8 @@
 //! - [`journal`]: the journal trait and the embedded SQLite journal;
 //! - [`model`]: the model trait, the offline extractive summarizer and the
 //!   OpenAI-compatible adapter;
-//! - [`driver`]: resolve → plan → persist packet → model → settle → append.
+//! - [`driver`]: resolve → plan → persist packet → model → settle → append;
+//! - [`serve`]: `foldline serve`, the owner-scoped HTTP API over the driver.
 //!
 //! ```no_run
 //! use foldline_wasmtime::{runtime::Foldline, journal::SqliteJournal, model::Extractive, driver::Driver};
@@ -31,5 +32,6 @@ pub mod import;
 pub mod journal;
 pub mod model;
 pub mod runtime;
+pub mod serve;
 
 pub use error::{HostError, Result};

@@ -12,11 +12,9 @@ use foldline_core::timeline::{DividerState, TimelineItem};
 use foldline_core::turn::Route;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
-use foldline_wasmtime::model::{
-    Extractive, Model, ModelResult, OpenAiModel, OpenAiOptions, StreamChunk,
-};
+use foldline_wasmtime::model::{Extractive, Model, OpenAiModel, OpenAiOptions};
 use foldline_wasmtime::runtime::{Foldline, Limits};
-use foldline_wasmtime::{import, HostError};
+use foldline_wasmtime::{import, serve, HostError};
 
 #[derive(Parser)]
 #[command(
@@ -110,6 +108,41 @@ enum Command {
         #[arg(long, default_value_t = 400)]
         turns: usize,
     },
+    /// Serve the HTTP API (append, condense with task events, context,
+    /// timeline, verify, answers) for the members of a members file.
+    Serve(Serve),
+    /// Print the members-file entry of a bearer token read from stdin (only
+    /// its SHA-256 is stored).
+    HashToken {
+        /// The member id.
+        member: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct Serve {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: std::net::SocketAddr,
+    /// The members file: `{"members": [{"id", "tokenSha256"}]}`.
+    #[arg(long, env = "FOLDLINE_MEMBERS")]
+    members: PathBuf,
+    /// This server's writer name; keep it across restarts so a restarted
+    /// server ends the tasks it was running.
+    #[arg(long, default_value = "local")]
+    replica: String,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    body_limit: usize,
+    /// Longest a request may take, in seconds (task event streams excepted).
+    #[arg(long, default_value_t = 30)]
+    request_timeout: u64,
+    /// Manual compactions a member may start per minute.
+    #[arg(long, default_value_t = 6)]
+    condense_per_minute: u32,
+    /// How long an answer holds the session unless given back, in seconds.
+    #[arg(long, default_value_t = 300)]
+    answer_lease: u64,
 }
 
 #[derive(clap::Args)]
@@ -119,32 +152,8 @@ struct Raw {
     request: Option<PathBuf>,
 }
 
-enum AnyModel {
-    Extractive(Extractive),
-    OpenAi(OpenAiModel),
-}
-
-impl Model for AnyModel {
-    fn stream(
-        &self,
-        p: &foldline_core::packet::Packet,
-        sink: &mut dyn FnMut(StreamChunk),
-    ) -> Result<(), foldline_wasmtime::model::ModelError> {
-        match self {
-            AnyModel::Extractive(m) => m.stream(p, sink),
-            AnyModel::OpenAi(m) => m.stream(p, sink),
-        }
-    }
-    fn complete(
-        &self,
-        p: &foldline_core::packet::Packet,
-    ) -> Result<ModelResult, foldline_wasmtime::model::ModelError> {
-        match self {
-            AnyModel::Extractive(m) => m.complete(p),
-            AnyModel::OpenAi(m) => m.complete(p),
-        }
-    }
-}
+/// The model the program runs with, chosen by its options.
+type AnyModel = Box<dyn Model + Send + Sync>;
 
 /// Print a line to stdout. A closed reader (`| head`, `jq -e`, a client that
 /// hung up) ends the program quietly with success, never a panic.
@@ -202,13 +211,13 @@ fn declaration(cli: &Cli) -> Result<Declaration, HostError> {
 }
 
 fn driver(cli: &Cli, journal: PathBuf) -> Result<Driver<SqliteJournal, AnyModel>, HostError> {
-    let model = match &cli.openai_base_url {
-        Some(url) => AnyModel::OpenAi(OpenAiModel::new(OpenAiOptions::new(
+    let model: AnyModel = match &cli.openai_base_url {
+        Some(url) => Box::new(OpenAiModel::new(OpenAiOptions::new(
             url.clone(),
             cli.openai_model.clone(),
             None,
         ))),
-        None => AnyModel::Extractive(Extractive),
+        None => Box::new(Extractive),
     };
     let mut d = Driver::new(
         load(cli)?,
@@ -348,7 +357,42 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
         Command::Validate(r) => raw(&cli, "validate", r),
         Command::Select(r) => raw(&cli, "select", r),
         Command::Demo { turns } => demo(&cli, *turns),
+        Command::Serve(o) => serve(&cli, o),
+        Command::HashToken { member } => {
+            let mut token = String::new();
+            std::io::stdin().read_to_string(&mut token)?;
+            let token = token.trim_end_matches(['\r', '\n']);
+            if token.is_empty() {
+                return Err(HostError::Input("no token on stdin".into()));
+            }
+            out!(
+                "{}",
+                serde_json::json!({"id": member, "tokenSha256": serve::hash_token(token)})
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
+    let text = std::fs::read_to_string(&o.members)
+        .map_err(|e| HostError::Input(format!("{}: {e}", o.members.display())))?;
+    let members = serve::Members::parse(&text)?;
+    let mut config = serve::ServeConfig::new(o.listen, cli.journal.clone(), members);
+    config.replica = o.replica.clone();
+    config.body_limit = o.body_limit;
+    config.request_timeout = std::time::Duration::from_secs(o.request_timeout);
+    config.condense_per_minute = o.condense_per_minute;
+    config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
+    let d = driver(cli, cli.journal.clone())?;
+    serve::serve(
+        d,
+        config,
+        |addr| eprintln!("foldline serve: listening on http://{addr}"),
+        serve::signal(),
+    )?;
+    eprintln!("foldline serve: stopped; every task it ran has its terminal event");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn last_seq(j: &impl Journal, conv: &str) -> Result<u64, HostError> {

@@ -411,3 +411,14 @@ impl Model for OpenAiModel {
         })
     }
 }
+
+/// A boxed model is a model, so a host can pick one at run time
+/// (`Box<dyn Model + Send + Sync>`).
+impl<T: Model + ?Sized> Model for Box<T> {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
+        (**self).stream(packet, sink)
+    }
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
+        (**self).complete(packet)
+    }
+}

@@ -1,0 +1,143 @@
+//! `foldline serve`: the driver and journal behind an owner-scoped HTTP API.
+//!
+//! | Route | What |
+//! |---|---|
+//! | `POST /api/conversations/{id}/messages` | append OpenAI-style messages (checked; nothing written on bad input); the automatic compaction check runs after the answer, off the request's path |
+//! | `POST /api/conversations/{id}/condense` | the manual `/compact`: an exclusive durable task, `202` with its pointer, or `session_busy` / `not_owner` / `nothing_to_fold` / `busy` / `rate_limited` |
+//! | `GET /api/conversations/{id}/tasks/{task}/events` | Server-Sent Events of the task's durable events, resumable with `Last-Event-ID` |
+//! | `POST /api/conversations/{id}/answer`, `DELETE …/answer/{answer}` | an agent run takes and gives back the session: while it holds it, manual compaction answers `session_busy` and no compaction interleaves |
+//! | `GET …/context?format=`, `GET …/timeline`, `GET …/verify` | the model-bound context, the chat timeline, the chain check |
+//!
+//! Every route needs `Authorization: Bearer <token>` of a member
+//! ([`members`]); a conversation belongs to the member who first appended
+//! to it, and no other member can read, compact or answer in it.
+
+pub mod members;
+mod reply;
+mod routes;
+mod state;
+pub mod store;
+mod tasks;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use members::{hash_token, Members};
+pub use reply::ApiError;
+
+use crate::driver::Driver;
+use crate::error::{HostError, Result};
+use crate::journal::SqliteJournal;
+use crate::model::Model;
+
+/// The driver a server runs: the SQLite journal and any model.
+pub type ServeDriver = Driver<SqliteJournal, Box<dyn Model + Send + Sync>>;
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// The journal file (the server's ownership and task tables live in it too).
+    pub journal: PathBuf,
+    /// Who may call, by token hash.
+    pub members: Members,
+    /// This server's name as a writer (`serve:<replica>` holds leases): keep
+    /// it across restarts, so a restarted server ends the tasks it was running.
+    pub replica: String,
+    /// Largest request body, in bytes.
+    pub body_limit: usize,
+    /// Longest a request may take (streams of task events excepted).
+    pub request_timeout: Duration,
+    /// Manual compactions a member may start per minute.
+    pub condense_per_minute: u32,
+    /// How long an answer holds the session unless given back.
+    pub answer_lease: Duration,
+    /// How often a task's event stream looks at the journal for events
+    /// written by another process (this process's writes wake it at once).
+    pub poll: Duration,
+}
+
+impl ServeConfig {
+    /// Defaults: 1 MiB bodies, 30 s requests, 6 condense requests per member
+    /// per minute, 5-minute answers, 250 ms polls, replica `local`.
+    pub fn new(listen: SocketAddr, journal: PathBuf, members: Members) -> ServeConfig {
+        ServeConfig {
+            listen,
+            journal,
+            members,
+            replica: "local".into(),
+            body_limit: 1 << 20,
+            request_timeout: Duration::from_secs(30),
+            condense_per_minute: 6,
+            answer_lease: Duration::from_secs(300),
+            poll: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Run a server until `stop` resolves (the program passes [`signal`]): end
+/// the tasks a previous run left open, serve (`ready` gets the bound
+/// address), then stop accepting, let every running task write its terminal
+/// event, close the streams and return.
+///
+/// # Errors
+/// Binding the address, opening the journal, storage failures at start.
+pub fn serve(
+    driver: ServeDriver,
+    config: ServeConfig,
+    ready: impl FnOnce(SocketAddr) + Send + 'static,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let app = state::App::open(driver, config)?;
+        let app = Arc::new(app);
+        app.recover();
+        let listener = tokio::net::TcpListener::bind(app.config.listen).await?;
+        let addr = listener.local_addr()?;
+        ready(addr);
+        let stopping = app.stopping.clone();
+        let tracker = app.tracker.clone();
+        let router = routes::router(app.clone());
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                stop.await;
+                // Streams of running tasks go on until their terminal event.
+                stopping.cancel();
+                tracker.close();
+            })
+            .await;
+        // No new requests: let the running tasks end with their terminal events.
+        app.tracker.wait().await;
+        served.map_err(HostError::Io)
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,370 @@
+//! The routes: authentication, ownership, and one handler per endpoint.
+//! Driver and journal calls are blocking (SQLite, wasmtime), so each runs on
+//! tokio's blocking pool.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use foldline_core::format::Format;
+use foldline_core::turn::Route;
+use serde_json::json;
+use tower_http::timeout::TimeoutLayer;
+
+use super::reply::ApiError;
+use super::state::{lock, Answer, App};
+use super::tasks;
+use crate::driver::ContextOptions;
+use crate::error::HostError;
+use crate::journal::Journal;
+
+type Shared = State<Arc<App>>;
+
+/// The router of every endpoint.
+pub fn router(app: Arc<App>) -> Router {
+    let timed = Router::new()
+        .route("/api/conversations/{id}/messages", post(append))
+        .route("/api/conversations/{id}/condense", post(tasks::condense))
+        .route("/api/conversations/{id}/answer", post(answer_start))
+        .route(
+            "/api/conversations/{id}/answer/{answer}",
+            delete(answer_end),
+        )
+        .route("/api/conversations/{id}/context", get(context))
+        .route("/api/conversations/{id}/timeline", get(timeline))
+        .route("/api/conversations/{id}/verify", get(verify))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            app.config.request_timeout,
+        ));
+    Router::new()
+        .route(
+            "/api/conversations/{id}/tasks/{task}/events",
+            get(tasks::events),
+        )
+        .merge(timed)
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+        })
+        .layer(DefaultBodyLimit::max(app.config.body_limit))
+        .with_state(app)
+}
+
+/// The member a request's bearer token belongs to.
+pub struct Caller(pub String);
+
+impl FromRequestParts<Arc<App>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        match token.and_then(|t| app.config.members.authenticate(t)) {
+            Some(m) => Ok(Caller(m.to_owned())),
+            None => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a member's bearer token is needed: Authorization: Bearer <token>",
+            )),
+        }
+    }
+}
+
+/// A conversation id: 1 to 128 of `A-Z a-z 0-9 . _ : -`.
+pub fn check_id(id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -",
+        ))
+    }
+}
+
+/// Refuse anyone but the conversation's owner; `not_found` when it does not exist.
+pub fn owned(app: &App, conversation: &str, member: &str) -> Result<(), ApiError> {
+    check_id(conversation)?;
+    match app.store.owner(conversation)? {
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no conversation {conversation:?}"),
+        )),
+        Some(o) if o != member => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_owner",
+            "this conversation belongs to another member",
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Run blocking work on the blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        eprintln!("foldline serve: a request's work panicked: {e}");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the server failed; the details are in its log",
+        )
+    })?
+}
+
+fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
+    let body = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "the request body is larger than the server's limit",
+            )
+        } else {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", e.body_text())
+        }
+    })?;
+    String::from_utf8(body.to_vec()).map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            "the body is not UTF-8",
+        )
+    })
+}
+
+/// `POST …/messages`: one OpenAI-style message, or an array of them.
+async fn append(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    let text = body_text(body)?;
+    let text = if text.trim_start().starts_with('{') {
+        format!("[{text}]")
+    } else {
+        text
+    };
+    let a = app.clone();
+    let conv = id.clone();
+    let (seq, n) = blocking(move || {
+        let route = Route {
+            conversation: conv.clone(),
+            chat: String::new(),
+            sender: String::new(),
+        };
+        // Check before claiming, so bad input creates nothing.
+        let probe = crate::import::parse(&text, &route, 0)?;
+        if probe.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_input",
+                "no messages in the body",
+            ));
+        }
+        if probe
+            .iter()
+            .any(|e| !matches!(e, foldline_core::event::Event::Message(_)))
+        {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_input",
+                "send OpenAI-style messages ({\"role\", \"content\"}); the server numbers turns and writes every other event itself",
+            ));
+        }
+        if a.store.claim(&conv, &member)? != member {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "not_owner",
+                "this conversation belongs to another member",
+            ));
+        }
+        Ok(a.append(&conv, |after| crate::import::parse(&text, &route, after))?)
+    })
+    .await?;
+    app.wrote();
+    // The automatic check runs after the answer, off the request's path.
+    app.schedule(&id);
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"seq": seq, "appended": n})),
+    )
+        .into_response())
+}
+
+fn format_of(q: &BTreeMap<String, String>) -> Result<Format, ApiError> {
+    Ok(match q.get("format").map(String::as_str) {
+        None | Some("foldline") => Format::Foldline,
+        Some("openai") => Format::Openai,
+        Some("anthropic") => Format::Anthropic,
+        Some("ai-sdk") | Some("aiSdk") => Format::AiSdk,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_input",
+                format!("unknown format {other:?}: foldline, openai, anthropic or ai-sdk"),
+            ))
+        }
+    })
+}
+
+/// `GET …/context?format=…[&messages=true]`.
+async fn context(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let format = format_of(&q)?;
+    let only_messages = q.get("messages").is_some_and(|v| v == "true" || v == "1");
+    blocking(move || {
+        owned(&app, &id, &member)?;
+        let s = app.driver.context(
+            &id,
+            ContextOptions {
+                format,
+                ..ContextOptions::default()
+            },
+        )?;
+        Ok(if only_messages {
+            Json(serde_json::to_value(&s.messages).map_err(|e| HostError::Input(e.to_string()))?)
+                .into_response()
+        } else {
+            Json(s).into_response()
+        })
+    })
+    .await
+}
+
+/// `GET …/timeline`.
+async fn timeline(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    blocking(move || {
+        owned(&app, &id, &member)?;
+        Ok(Json(app.driver.timeline(&id)?).into_response())
+    })
+    .await
+}
+
+/// `GET …/verify`: `{"ok": true, "resolution"}` or `{"ok": false, "error"}`.
+async fn verify(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    blocking(move || {
+        owned(&app, &id, &member)?;
+        Ok(match app.driver.resolve(&id) {
+            Ok(r) => Json(json!({"ok": true, "resolution": r})).into_response(),
+            Err(HostError::Core(e)) => Json(json!({
+                "ok": false,
+                "error": {"code": e.code.as_str(), "message": e.message}
+            }))
+            .into_response(),
+            Err(e) => return Err(e.into()),
+        })
+    })
+    .await
+}
+
+/// `POST …/answer`: an agent run takes the session (the conversation's
+/// writer lease), so no compaction interleaves with it.
+async fn answer_start(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    blocking(move || {
+        owned(&app, &id, &member)?;
+        if app.answering(&id) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "busy",
+                "another answer holds the session",
+            ));
+        }
+        let answer = app.next_id("answer");
+        let ttl = app.config.answer_lease.as_millis() as u64;
+        if !app.driver.journal.acquire_lease(
+            &id,
+            &format!("answer:{answer}"),
+            (app.driver.clock)(),
+            ttl,
+        )? {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "busy",
+                "a compaction is running; ask again in a moment",
+            ));
+        }
+        lock(&app.answers).insert(
+            id.clone(),
+            Answer {
+                id: answer.clone(),
+                until: Instant::now() + app.config.answer_lease,
+            },
+        );
+        Ok((
+            StatusCode::CREATED,
+            Json(json!({"answer": answer, "expiresInMs": ttl})),
+        )
+            .into_response())
+    })
+    .await
+}
+
+/// `DELETE …/answer/{answer}`: give the session back.
+async fn answer_end(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path((id, answer)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let a = app.clone();
+    let conv = id.clone();
+    blocking(move || {
+        owned(&a, &conv, &member)?;
+        let mut answers = lock(&a.answers);
+        if answers.get(&conv).is_none_or(|x| x.id != answer) {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no answer {answer:?} holds this session"),
+            ));
+        }
+        answers.remove(&conv);
+        drop(answers);
+        a.driver
+            .journal
+            .release_lease(&conv, &format!("answer:{answer}"))?;
+        Ok(())
+    })
+    .await?;
+    // Messages that arrived during the answer may have made compaction due.
+    app.schedule(&id);
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

@@ -1,0 +1,234 @@
+//! The server's shared state: the driver, the ownership store, and what is
+//! in flight (append positions, compaction checks, answers, rate windows).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use foldline_core::event::Event;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::reply::ApiError;
+use super::store::Store;
+use super::{ServeConfig, ServeDriver};
+use crate::driver::Outcome;
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+
+/// Where a conversation's journal and turn numbering stand.
+#[derive(Default)]
+pub struct Position {
+    /// Journal position read to.
+    pub seq: u64,
+    /// Highest source sequence of a turn.
+    pub source_seq: u64,
+}
+
+/// An answer holding a conversation's session.
+pub struct Answer {
+    /// Its id.
+    pub id: String,
+    /// When it lapses unless given back.
+    pub until: Instant,
+}
+
+/// Shared by every request.
+pub struct App {
+    pub driver: ServeDriver,
+    pub store: Store,
+    pub config: ServeConfig,
+    /// Per conversation: appends are numbered one at a time.
+    positions: Mutex<BTreeMap<String, Arc<Mutex<Position>>>>,
+    /// Conversations with a compaction check running; `true`: another is due.
+    checks: Mutex<BTreeMap<String, bool>>,
+    pub answers: Mutex<BTreeMap<String, Answer>>,
+    rate: Mutex<BTreeMap<String, VecDeque<Instant>>>,
+    /// Running background work (compaction checks, manual tasks).
+    pub tracker: TaskTracker,
+    /// Cancelled when the server stops accepting requests.
+    pub stopping: CancellationToken,
+    /// Bumped on every write this process makes; wakes event streams.
+    pub written: tokio::sync::watch::Sender<u64>,
+    ids: AtomicU64,
+}
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl App {
+    pub fn open(mut driver: ServeDriver, config: ServeConfig) -> Result<App> {
+        driver.holder = format!("serve:{}", config.replica);
+        driver.owner = None;
+        let store = Store::open(&config.journal)?;
+        Ok(App {
+            driver,
+            store,
+            config,
+            positions: Mutex::default(),
+            checks: Mutex::default(),
+            answers: Mutex::default(),
+            rate: Mutex::default(),
+            tracker: TaskTracker::new(),
+            stopping: CancellationToken::new(),
+            written: tokio::sync::watch::channel(0).0,
+            ids: AtomicU64::new(0),
+        })
+    }
+
+    /// Wake the event streams.
+    pub fn wrote(&self) {
+        self.written.send_modify(|n| *n += 1);
+    }
+
+    /// A task id unique on this server: the clock and a counter.
+    pub fn next_id(&self, prefix: &str) -> String {
+        format!(
+            "{prefix}-{}-{}",
+            (self.driver.clock)(),
+            self.ids.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// End the tasks a previous run of this server left open (it stopped
+    /// between `requested` and the end): each gets a durable `failed` event.
+    pub fn recover(&self) {
+        let open = match self.store.open_tasks() {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("foldline serve: cannot list open tasks: {e}");
+                return;
+            }
+        };
+        for t in open {
+            match self.driver.end_interrupted(&t.conversation) {
+                Ok(true) => {
+                    let _ = self.store.set_task(&t.conversation, &t.task, "done", None);
+                }
+                Ok(false) => eprintln!(
+                    "foldline serve: task {} of {} is held by another writer; left to it",
+                    t.task, t.conversation
+                ),
+                Err(e) => eprintln!(
+                    "foldline serve: cannot end task {} of {}: {e}",
+                    t.task, t.conversation
+                ),
+            }
+        }
+    }
+
+    /// Append `events` made by `make(source_seq_before)`, numbered after the
+    /// conversation's last turn; compare-and-append, so another process's
+    /// appends only renumber this batch. Returns the new journal position.
+    pub fn append(
+        &self,
+        conversation: &str,
+        make: impl Fn(u64) -> Result<Vec<Event>>,
+    ) -> Result<(u64, usize)> {
+        let pos = lock(&self.positions)
+            .entry(conversation.to_owned())
+            .or_default()
+            .clone();
+        let mut pos = lock(&pos);
+        loop {
+            for s in self.driver.journal.read_events(conversation, pos.seq)? {
+                pos.seq = s.seq;
+                let turn = match &s.event {
+                    Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
+                    Event::TurnMeta(t) => Some(t.source_seq),
+                    _ => None,
+                };
+                pos.source_seq = pos.source_seq.max(turn.unwrap_or(0));
+            }
+            let events = make(pos.source_seq)?;
+            match self
+                .driver
+                .journal
+                .append_at(conversation, &events, pos.seq)
+            {
+                Ok(seq) => {
+                    // The next call reads what this one wrote (and learns its numbering).
+                    return Ok((seq, events.len()));
+                }
+                Err(HostError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Run the automatic compaction check of `conversation` in the
+    /// background; checks of one conversation never overlap, and one that
+    /// arrives while a check runs makes it run once more.
+    pub fn schedule(self: &Arc<Self>, conversation: &str) {
+        {
+            let mut checks = lock(&self.checks);
+            if let Some(again) = checks.get_mut(conversation) {
+                *again = true;
+                return;
+            }
+            checks.insert(conversation.to_owned(), false);
+        }
+        let app = self.clone();
+        let conversation = conversation.to_owned();
+        self.tracker.spawn_blocking(move || loop {
+            match app.driver.on_message(&conversation) {
+                Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => app.wrote(),
+                Ok(Outcome::Warm(_)) => {
+                    if let Err(e) = app.driver.prepare_warm(&conversation) {
+                        eprintln!("foldline serve: warm candidate of {conversation}: {e}");
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("foldline serve: compaction check of {conversation}: {e}"),
+            }
+            let mut checks = lock(&app.checks);
+            if checks.get(&conversation) == Some(&true) {
+                checks.insert(conversation.clone(), false);
+                continue;
+            }
+            checks.remove(&conversation);
+            break;
+        });
+    }
+
+    /// Whether an answer holds the session now.
+    pub fn answering(&self, conversation: &str) -> bool {
+        lock(&self.answers)
+            .get(conversation)
+            .is_some_and(|a| a.until > Instant::now())
+    }
+
+    /// Count a condense request of `member` against the per-minute limit.
+    pub fn take_condense(&self, member: &str) -> std::result::Result<(), ApiError> {
+        let now = Instant::now();
+        let mut rate = lock(&self.rate);
+        let w = rate.entry(member.to_owned()).or_default();
+        while w
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60))
+        {
+            w.pop_front();
+        }
+        if w.len() >= self.config.condense_per_minute as usize {
+            let wait = w
+                .front()
+                .map(|t| 60 - now.duration_since(*t).as_secs().min(59))
+                .unwrap_or(60);
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "at most {} manual compactions per minute; try again in {wait} s",
+                    self.config.condense_per_minute
+                ),
+            );
+            e.retry_after = Some(wait);
+            return Err(e);
+        }
+        w.push_back(now);
+        Ok(())
+    }
+}
