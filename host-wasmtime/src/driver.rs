@@ -588,9 +588,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
                         (&events, &res, seq),
                         packet,
                         trigger,
-                        task,
+                        (task, accepted),
                         prepared,
-                        accepted,
                     );
                 }
             }
@@ -603,9 +602,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
         (events, res, seq): (&[Event], &Resolution, u64),
         packet: Packet,
         trigger: &Trigger,
-        task: Option<String>,
+        (task, accepted): (Option<String>, &mut dyn FnMut(u64)),
         prepared: Option<ModelResult>,
-        accepted: &mut dyn FnMut(u64),
     ) -> Result<Outcome> {
         // Persist before dispatch: a retry after a crash plans the same packet id.
         self.journal.put_packet(conversation, &packet)?;

@@ -1,0 +1,549 @@
+//! `foldline serve` over real loopback HTTP: the program is started as a
+//! separate process, called with a real HTTP client, and its task events
+//! are read as a browser's EventSource would (`id:`/`event:`/`data:` blocks,
+//! resumed with `Last-Event-ID`). A crash is a SIGKILL; a stop is a SIGTERM.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use foldline_core::event::{Event, TaskState};
+use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::serve::hash_token;
+use serde_json::{json, Value};
+
+const ALICE: &str = "alice-token-1";
+const BOB: &str = "bob-token-2";
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Files of one test: a journal, a members file, a small declaration.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let members = json!({"members": [
+            {"id": "alice", "tokenSha256": hash_token(ALICE)},
+            {"id": "bob", "tokenSha256": hash_token(BOB)},
+        ]});
+        std::fs::write(dir.path().join("members.json"), members.to_string()).unwrap();
+        // Compacts after ~20,000 characters, keeps 8,000 exact.
+        let mut d =
+            foldline_core::declaration::Declaration::new("assistant", "assistant-compactor");
+        d.budget = foldline_core::declaration::Budget::Chars {
+            trigger: 20_000,
+            retain: 8_000,
+        };
+        d.summary.max_chars = Some(1_500);
+        std::fs::write(
+            dir.path().join("decl.json"),
+            serde_json::to_string(&d).unwrap(),
+        )
+        .unwrap();
+        Setup { dir }
+    }
+
+    fn journal(&self) -> std::path::PathBuf {
+        self.dir.path().join("j.db")
+    }
+
+    fn start(&self, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_foldline"))
+            .arg("--journal")
+            .arg(self.journal())
+            .arg("--declaration")
+            .arg(self.dir.path().join("decl.json"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--members"])
+            .arg(self.dir.path().join("members.json"))
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "the server stopped before listening"
+            );
+            if let Some(addr) = line.trim().strip_prefix("foldline serve: listening on ") {
+                let base = addr.to_owned();
+                std::thread::spawn(move || {
+                    let mut rest = String::new();
+                    let _ = err.read_to_string(&mut rest);
+                    eprint!("{rest}");
+                });
+                return Server { child, base };
+            }
+        }
+    }
+
+    /// Boundaries in the journal, and whether it holds the text anywhere.
+    fn boundaries(&self, conv: &str) -> usize {
+        SqliteJournal::open(self.journal())
+            .unwrap()
+            .read_events(conv, 0)
+            .unwrap()
+            .iter()
+            .filter(|s| matches!(s.event, Event::Boundary(_)))
+            .count()
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build()
+}
+
+/// Call the API: the status and the JSON answer (or `null`).
+fn call(method: &str, url: &str, token: Option<&str>, body: Option<&str>) -> (u16, Value) {
+    let mut r = agent().request(method, url);
+    if let Some(t) = token {
+        r = r.set("Authorization", &format!("Bearer {t}"));
+    }
+    let res = match body {
+        Some(b) => r.set("Content-Type", "application/json").send_string(b),
+        None => r.call(),
+    };
+    let resp = match res {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    let text = resp.into_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn code(v: &Value) -> &str {
+    v["error"]["code"].as_str().unwrap_or("")
+}
+
+/// One SSE event.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: u64,
+    event: String,
+    data: Value,
+}
+
+/// Read a task's event stream to its end, as EventSource does.
+fn events(url: &str, token: &str, last: Option<u64>) -> Vec<Sse> {
+    let mut r = agent()
+        .get(url)
+        .set("Authorization", &format!("Bearer {token}"))
+        .set("Accept", "text/event-stream");
+    if let Some(l) = last {
+        r = r.set("Last-Event-ID", &l.to_string());
+    }
+    let resp = r.call().unwrap();
+    assert_eq!(resp.content_type(), "text/event-stream");
+    let mut out = Vec::new();
+    let (mut id, mut event, mut data) = (None, String::new(), String::new());
+    for line in BufReader::new(resp.into_reader()).lines() {
+        let line = line.unwrap();
+        if line.is_empty() {
+            if !data.is_empty() {
+                out.push(Sse {
+                    id: id.take().unwrap(),
+                    event: std::mem::take(&mut event),
+                    data: serde_json::from_str(&std::mem::take(&mut data)).unwrap(),
+                });
+            }
+            continue;
+        }
+        if let Some(v) = line.strip_prefix("id:") {
+            id = Some(v.trim().parse().unwrap());
+        } else if let Some(v) = line.strip_prefix("event:") {
+            event = v.trim().to_owned();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data.push_str(v.trim_start());
+        }
+    }
+    out
+}
+
+/// A turn of the bundled demo conversation, ~150 characters.
+fn turn(i: usize) -> String {
+    foldline_wasmtime::import::demo_conversation(i + 1)[i].to_string()
+}
+
+/// How many demo turns hold about `chars` characters of content.
+fn turns_for(chars: usize) -> usize {
+    let all = foldline_wasmtime::import::demo_conversation(400);
+    let mut sum = 0;
+    for (i, m) in all.iter().enumerate() {
+        sum += m["content"].as_str().map_or(0, str::len);
+        if sum >= chars {
+            return i + 1;
+        }
+    }
+    all.len()
+}
+
+fn append_turns(base: &str, conv: &str, range: std::ops::Range<usize>) {
+    for i in range {
+        let (s, v) = call(
+            "POST",
+            &format!("{base}/api/conversations/{conv}/messages"),
+            Some(ALICE),
+            Some(&turn(i)),
+        );
+        assert_eq!(s, 201, "{v}");
+    }
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "waited for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An OpenAI-compatible endpoint whose answer the test sets: `ok`, `hang`
+/// (until set to something else) or `fail` (a 500 with provider text).
+fn fake_model(mode: Arc<Mutex<&'static str>>) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mode = mode.clone();
+            std::thread::spawn(move || {
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                while *mode.lock().unwrap() == "hang" {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let m = *mode.lock().unwrap();
+                let r = if m == "fail" {
+                    tiny_http::Response::from_string("SECRET-PROVIDER-DETAIL quota of org-42")
+                        .with_status_code(500)
+                } else {
+                    tiny_http::Response::from_string(
+                        "data: {\"model\":\"local-1\",\"choices\":[{\"delta\":{\"content\":\"Alice planned the launch; open question: the date.\"},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}\n\ndata: [DONE]\n\n",
+                    )
+                };
+                let _ = req.respond(r);
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn append_compacts_automatically_and_condense_streams_its_task_to_the_end() {
+    let setup = Setup::new();
+    let srv = setup.start(&[]);
+    let base = &srv.base;
+    let conv = format!("{base}/api/conversations/c1");
+    // Past the 20,000 trigger: the automatic check (after the answers, off
+    // the request path) appends a boundary.
+    let n = turns_for(30_000);
+    append_turns(base, "c1", 0..n);
+    wait_for("an automatic boundary", || setup.boundaries("c1") >= 1);
+    let (s, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
+    assert_eq!((s, v["ok"].as_bool()), (200, Some(true)), "{v}");
+
+    // Enough after the head for a manual fold, below the trigger.
+    append_turns(base, "c1", n..n + turns_for(5_000));
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let task = v["task"].as_str().unwrap().to_owned();
+    let url = format!("{base}{}", v["events"].as_str().unwrap());
+    let all = events(&url, ALICE, None);
+    let names: Vec<&str> = all.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(names, ["requested", "completed"], "{all:?}");
+    assert_eq!(all[0].data["task"], task.as_str());
+    assert_eq!(all[0].id, v["requestedSeq"].as_u64().unwrap());
+    let boundary = all[1].data["boundaryId"].as_str().unwrap().to_owned();
+    let journal = SqliteJournal::open(setup.journal()).unwrap();
+    let ids: Vec<String> = journal
+        .read_events("c1", 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| match s.event {
+            Event::Boundary(b) => Some(b.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.iter().filter(|i| **i == boundary).count(), 1);
+
+    // A reload resumes after the last id it saw, and sees only what it missed.
+    let resumed = events(&url, ALICE, Some(all[0].id));
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].event, "completed");
+    assert!(events(&url, ALICE, Some(all[1].id)).is_empty());
+
+    // The context starts with the summary envelope; the timeline shows the boundary.
+    let (s, ctx) = call(
+        "GET",
+        &format!("{conv}/context?format=openai"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(s, 200, "{ctx}");
+    let summary = ctx["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[untrusted-history-summary]"))
+        })
+        .count();
+    assert_eq!(summary, 1, "{ctx}");
+    let (s, t) = call("GET", &format!("{conv}/timeline"), Some(ALICE), None);
+    assert_eq!(s, 200);
+    assert!(t.to_string().contains(&boundary), "{t}");
+
+    // Nothing left to fold right after a manual compaction.
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!((s, code(&v)), (409, "nothing_to_fold"), "{v}");
+    assert_eq!(setup.boundaries("c1"), ids.len());
+    // Every head got one boundary: the chain verifies, no fork.
+    let (_, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["resolution"]["accepted"].as_array().unwrap().len(),
+        ids.len()
+    );
+}
+
+#[test]
+fn every_route_refuses_strangers_and_bad_input_with_stable_codes() {
+    let setup = Setup::new();
+    let srv = setup.start(&["--body-limit", "4000", "--condense-per-minute", "2"]);
+    let base = &srv.base;
+    let conv = format!("{base}/api/conversations/c2");
+    let n = turns_for(15_000);
+    append_turns(base, "c2", 0..n);
+    let before = SqliteJournal::open(setup.journal())
+        .unwrap()
+        .read_events("c2", 0)
+        .unwrap()
+        .len();
+
+    // No token, a wrong token, another member's token.
+    for (token, status, c) in [
+        (None, 401, "unauthorized"),
+        (Some("guess"), 401, "unauthorized"),
+        (Some(BOB), 403, "not_owner"),
+    ] {
+        for (m, path) in [
+            ("GET", "context"),
+            ("GET", "timeline"),
+            ("GET", "verify"),
+            ("POST", "condense"),
+            ("POST", "answer"),
+        ] {
+            let (s, v) = call(m, &format!("{conv}/{path}"), token, None);
+            assert_eq!((s, code(&v)), (status, c), "{m} {path} {v}");
+        }
+        let (s, v) = call("POST", &format!("{conv}/messages"), token, Some(&turn(0)));
+        assert_eq!((s, code(&v)), (status, c), "{v}");
+    }
+    // Nobody's conversation; a bad id.
+    let (s, v) = call(
+        "GET",
+        &format!("{base}/api/conversations/nope/context"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!((s, code(&v)), (404, "not_found"));
+    let (s, v) = call(
+        "GET",
+        &format!("{base}/api/conversations/a%20b/verify"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!((s, code(&v)), (400, "invalid_input"));
+
+    // Bad bodies write nothing.
+    for body in [
+        r#"{"role":"wizard","content":"x"}"#.to_owned(),
+        r#"{"type":"frontier"}"#.to_owned(),
+        "not json".to_owned(),
+        "[]".to_owned(),
+    ] {
+        let (s, v) = call(
+            "POST",
+            &format!("{conv}/messages"),
+            Some(ALICE),
+            Some(&body),
+        );
+        assert_eq!((s, code(&v)), (400, "invalid_input"), "{body}: {v}");
+    }
+    let big = json!({"role": "user", "content": "x".repeat(5000)}).to_string();
+    let (s, v) = call("POST", &format!("{conv}/messages"), Some(ALICE), Some(&big));
+    assert_eq!((s, code(&v)), (413, "body_too_large"), "{v}");
+    let after = SqliteJournal::open(setup.journal())
+        .unwrap()
+        .read_events("c2", 0)
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "a refused body wrote nothing");
+    let (s, v) = call(
+        "GET",
+        &format!("{conv}/context?format=xml"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!((s, code(&v)), (400, "invalid_input"));
+
+    // An answer owns the session: manual compaction is refused, messages still land.
+    let (s, a) = call("POST", &format!("{conv}/answer"), Some(ALICE), None);
+    assert_eq!(s, 201, "{a}");
+    let answer = a["answer"].as_str().unwrap();
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!((s, code(&v)), (409, "session_busy"), "{v}");
+    let (s, v) = call("POST", &format!("{conv}/answer"), Some(ALICE), None);
+    assert_eq!((s, code(&v)), (409, "busy"), "{v}");
+    append_turns(base, "c2", n..n + 1);
+    let (s, _) = call(
+        "DELETE",
+        &format!("{conv}/answer/{answer}"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(s, 204);
+    let (s, v) = call(
+        "DELETE",
+        &format!("{conv}/answer/{answer}"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!((s, code(&v)), (404, "not_found"));
+
+    // The per-member condense rate (2 a minute here); the first two count
+    // even when refused for another reason.
+    let mut last = (0, Value::Null);
+    for _ in 0..3 {
+        last = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    }
+    assert_eq!((last.0, code(&last.1)), (429, "rate_limited"), "{}", last.1);
+    assert_eq!(
+        setup.boundaries("c2"),
+        1,
+        "one of the two condense requests folded"
+    );
+}
+
+#[test]
+fn provider_text_stays_in_the_audit_and_a_member_sees_the_generic_notice() {
+    let setup = Setup::new();
+    let mode = Arc::new(Mutex::new("fail"));
+    let model = fake_model(mode.clone());
+    let srv = setup.start(&["--openai-base-url", &model]);
+    let base = &srv.base;
+    let conv = format!("{base}/api/conversations/c3");
+    append_turns(base, "c3", 0..turns_for(15_000));
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let url = format!("{base}{}", v["events"].as_str().unwrap());
+    let all = events(&url, ALICE, None);
+    assert_eq!(all.last().unwrap().event, "failed", "{all:?}");
+    assert_eq!(
+        all.last().unwrap().data["notice"],
+        "The chat could not be compacted."
+    );
+    for path in ["timeline", "context", "verify"] {
+        let (_, v) = call("GET", &format!("{conv}/{path}"), Some(ALICE), None);
+        assert!(!v.to_string().contains("SECRET"), "{path}: {v}");
+    }
+    let audit = SqliteJournal::open(setup.journal())
+        .unwrap()
+        .read_events("c3", 0)
+        .unwrap();
+    assert!(audit.iter().any(|s| matches!(&s.event,
+        Event::CompactionFailed(f) if f.reason.contains("SECRET-PROVIDER-DETAIL"))));
+}
+
+#[test]
+fn a_server_killed_in_the_middle_of_a_task_ends_it_on_restart_with_one_boundary() {
+    let setup = Setup::new();
+    let mode = Arc::new(Mutex::new("hang"));
+    let model = fake_model(mode.clone());
+    let srv = setup.start(&["--openai-base-url", &model]);
+    let base = srv.base.clone();
+    let conv = format!("{base}/api/conversations/c4");
+    // Below the 20,000 trigger: only the manual task calls the model.
+    append_turns(&base, "c4", 0..turns_for(15_000));
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let requested = v["requestedSeq"].as_u64().unwrap();
+    let path = v["events"].as_str().unwrap().to_owned();
+    drop(srv); // SIGKILL while the model call hangs
+
+    *mode.lock().unwrap() = "ok";
+    let srv = setup.start(&["--openai-base-url", &model]);
+    let url = format!("{}{path}", srv.base);
+    let rest = events(&url, ALICE, Some(requested));
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0].event, "failed");
+    assert_eq!(setup.boundaries("c4"), 0);
+    let conv = format!("{}/api/conversations/c4", srv.base);
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let all = events(
+        &format!("{}{}", srv.base, v["events"].as_str().unwrap()),
+        ALICE,
+        None,
+    );
+    assert_eq!(all.last().unwrap().event, "completed", "{all:?}");
+    assert_eq!(setup.boundaries("c4"), 1);
+    let (_, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
+    assert_eq!(v["ok"], true, "{v}");
+}
+
+#[test]
+fn a_stopped_server_finishes_its_running_task_before_it_exits() {
+    let setup = Setup::new();
+    let mode = Arc::new(Mutex::new("hang"));
+    let model = fake_model(mode.clone());
+    let mut srv = setup.start(&["--openai-base-url", &model]);
+    let conv = format!("{}/api/conversations/c5", srv.base);
+    append_turns(&srv.base, "c5", 0..turns_for(15_000));
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let url = format!("{}{}", srv.base, v["events"].as_str().unwrap());
+    let reader = std::thread::spawn(move || events(&url, ALICE, None));
+    std::thread::sleep(Duration::from_millis(300));
+    let term = Command::new("kill")
+        .args(["-TERM", &srv.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    std::thread::sleep(Duration::from_millis(300));
+    *mode.lock().unwrap() = "ok";
+    let all = reader.join().unwrap();
+    assert_eq!(all.last().unwrap().event, "completed", "{all:?}");
+    let status = srv.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let journal = SqliteJournal::open(setup.journal()).unwrap();
+    let ended =
+        journal.read_events("c5", 0).unwrap().iter().any(
+            |s| matches!(&s.event, Event::CompactionTask(t) if t.state == TaskState::Completed),
+        );
+    assert!(ended);
+}
