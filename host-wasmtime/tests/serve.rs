@@ -77,10 +77,10 @@ impl Setup {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(
-                err.read_line(&mut line).unwrap() > 0,
-                "the server stopped before listening"
-            );
+            if err.read_line(&mut line).unwrap_or(0) == 0 {
+                let status = child.wait();
+                panic!("the server stopped before listening: {status:?}");
+            }
             if let Some(addr) = line.trim().strip_prefix("foldline serve: listening on ") {
                 let base = addr.to_owned();
                 std::thread::spawn(move || {
