@@ -62,7 +62,7 @@ impl Setup {
     }
 
     fn start(&self, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_foldline"))
+        let child = Command::new(env!("CARGO_BIN_EXE_foldline"))
             .arg("--journal")
             .arg(self.journal())
             .arg("--declaration")
@@ -73,22 +73,27 @@ impl Setup {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
+        // Dropping the server kills and waits for the process, also on a panic.
+        let mut srv = Server {
+            child,
+            base: String::new(),
+        };
+        let mut err = BufReader::new(srv.child.stderr.take().unwrap());
         let mut line = String::new();
         loop {
             line.clear();
-            if err.read_line(&mut line).unwrap_or(0) == 0 {
-                let status = child.wait();
-                panic!("the server stopped before listening: {status:?}");
-            }
+            assert!(
+                err.read_line(&mut line).unwrap_or(0) > 0,
+                "the server stopped before listening"
+            );
             if let Some(addr) = line.trim().strip_prefix("foldline serve: listening on ") {
-                let base = addr.to_owned();
+                srv.base = addr.to_owned();
                 std::thread::spawn(move || {
                     let mut rest = String::new();
                     let _ = err.read_to_string(&mut rest);
                     eprint!("{rest}");
                 });
-                return Server { child, base };
+                return srv;
             }
         }
     }
