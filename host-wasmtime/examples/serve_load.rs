@@ -1,0 +1,220 @@
+//! A load test of `foldline serve` on loopback: many members, each with
+//! their own conversations, append concurrently over real HTTP while manual
+//! compactions run and their event streams are read to the end. Afterwards
+//! every conversation is checked: every message is in the journal (nothing
+//! lost), the chain verifies (no fork), every accepted task has exactly one
+//! terminal event. Prints one JSON object with throughput and latencies;
+//! exits 1 if an invariant broke.
+//!
+//! `cargo run -p foldline-wasmtime --example serve_load -- [--quick]`
+//! (quick: 4 members × 2 conversations × 120 messages; default: 8 × 4 × 400)
+
+use std::io::{BufRead, BufReader};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::event::{Event, TaskState};
+use foldline_wasmtime::driver::Driver;
+use foldline_wasmtime::import::demo_conversation;
+use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::model::{Extractive, Model};
+use foldline_wasmtime::runtime::Foldline;
+use foldline_wasmtime::serve::{self, hash_token, Members, ServeConfig};
+use serde_json::{json, Value};
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (members, convs, messages) = if quick { (4, 2, 120) } else { (8, 4, 400) };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let journal = dir.path().join("load.db");
+    let tokens: Vec<(String, String)> = (0..members)
+        .map(|m| (format!("member-{m}"), format!("token-{m}-secret")))
+        .collect();
+    let file = json!({"members": tokens.iter().map(|(id, t)| json!({"id": id, "tokenSha256": hash_token(t)})).collect::<Vec<_>>()});
+    let members_set = Members::parse(&file.to_string()).expect("members");
+    let mut decl = Declaration::new("assistant", "assistant-compactor");
+    decl.budget = Budget::Chars {
+        trigger: 20_000,
+        retain: 8_000,
+    };
+    decl.summary.max_chars = Some(1_500);
+    let model: Box<dyn Model + Send + Sync> = Box::new(Extractive);
+    let driver = Driver::new(
+        Foldline::embedded().expect("artifact"),
+        SqliteJournal::open(&journal).expect("journal"),
+        model,
+        decl,
+    );
+    let mut config = ServeConfig::new(
+        "127.0.0.1:0".parse().expect("addr"),
+        journal.clone(),
+        members_set,
+    );
+    config.condense_per_minute = 1_000;
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::spawn(move || {
+        serve::serve(
+            driver,
+            config,
+            move |a| {
+                let _ = addr_tx.send(a);
+            },
+            async move {
+                let _ = stop_rx.await;
+            },
+        )
+    });
+    let base = format!("http://{}", addr_rx.recv().expect("listening"));
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build();
+    let turns = demo_conversation(messages);
+    let latencies = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+    let tasks = Arc::new(Mutex::new(Vec::<(String, String, String)>::new()));
+    let start = Instant::now();
+    let workers: Vec<_> = tokens
+        .iter()
+        .cloned()
+        .map(|(member, token)| {
+            let (agent, base, turns) = (agent.clone(), base.clone(), turns.clone());
+            let (latencies, tasks) = (latencies.clone(), tasks.clone());
+            std::thread::spawn(move || {
+                for (i, turn) in turns.iter().enumerate().take(messages) {
+                    for c in 0..convs {
+                        let conv = format!("{member}-c{c}");
+                        let url = format!("{base}/api/conversations/{conv}");
+                        let t = Instant::now();
+                        let r = agent
+                            .post(&format!("{url}/messages"))
+                            .set("Authorization", &format!("Bearer {token}"))
+                            .send_string(&turn.to_string());
+                        let took = t.elapsed();
+                        assert_eq!(r.map(|r| r.status()).ok(), Some(201), "append {conv}");
+                        latencies.lock().unwrap().0.push(took);
+                        if i % 40 == 39 {
+                            let t = Instant::now();
+                            let r = agent
+                                .post(&format!("{url}/condense"))
+                                .set("Authorization", &format!("Bearer {token}"))
+                                .call();
+                            latencies.lock().unwrap().1.push(t.elapsed());
+                            if let Ok(r) = r {
+                                let v: Value = r.into_json().expect("json");
+                                let events =
+                                    format!("{base}{}", v["events"].as_str().unwrap_or(""));
+                                let resp = agent
+                                    .get(&events)
+                                    .set("Authorization", &format!("Bearer {token}"))
+                                    .call()
+                                    .expect("events");
+                                let mut last = String::new();
+                                for line in BufReader::new(resp.into_reader()).lines() {
+                                    let line = line.expect("stream");
+                                    if let Some(e) = line.strip_prefix("event:") {
+                                        last = e.trim().to_owned();
+                                    }
+                                }
+                                let task = v["task"].as_str().unwrap_or("").to_owned();
+                                tasks.lock().unwrap().push((conv.clone(), task, last));
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a client thread failed");
+    }
+    let elapsed = start.elapsed();
+    // Let the last automatic checks finish, then stop the server gracefully.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = stop_tx.send(());
+    server.join().expect("server thread").expect("server");
+
+    let j = SqliteJournal::open(&journal).expect("journal");
+    let f = Foldline::embedded().expect("artifact");
+    let check = Driver::new(f, j, Extractive, {
+        let mut d = Declaration::new("assistant", "assistant-compactor");
+        d.budget = Budget::Chars {
+            trigger: 20_000,
+            retain: 8_000,
+        };
+        d.summary.max_chars = Some(1_500);
+        d
+    });
+    let mut broken = Vec::new();
+    let mut boundaries = 0;
+    for (member, _) in &tokens {
+        for c in 0..convs {
+            let conv = format!("{member}-c{c}");
+            let events = check.journal.read_events(&conv, 0).expect("read");
+            let msgs = events
+                .iter()
+                .filter(|s| matches!(s.event, Event::Message(_)))
+                .count();
+            if msgs != messages {
+                broken.push(format!("{conv}: {msgs} of {messages} messages"));
+            }
+            let b = events
+                .iter()
+                .filter(|s| matches!(s.event, Event::Boundary(_)))
+                .count();
+            boundaries += b;
+            match check.resolve(&conv) {
+                Ok(r) if r.accepted.len() == b => {}
+                Ok(r) => broken.push(format!(
+                    "{conv}: {} of {b} boundaries accepted",
+                    r.accepted.len()
+                )),
+                Err(e) => broken.push(format!("{conv}: chain does not verify: {e}")),
+            }
+            for (tc, task, last) in tasks.lock().unwrap().iter() {
+                if *tc != conv {
+                    continue;
+                }
+                let ends = events
+                    .iter()
+                    .filter(|s| matches!(&s.event, Event::CompactionTask(t) if t.task_id == *task && t.state != TaskState::Requested))
+                    .count();
+                if ends != 1 || (last != "completed" && last != "failed") {
+                    broken.push(format!(
+                        "{conv}: task {task} has {ends} terminal events, stream ended at {last:?}"
+                    ));
+                }
+            }
+        }
+    }
+    let (mut appends, mut condenses) = latencies.lock().unwrap().clone();
+    appends.sort();
+    condenses.sort();
+    let out = json!({
+        "profile": if quick { "quick" } else { "full" },
+        "members": members,
+        "conversations": members * convs,
+        "messages": appends.len(),
+        "seconds": elapsed.as_secs_f64(),
+        "appends_per_second": appends.len() as f64 / elapsed.as_secs_f64(),
+        "append_p50_ms": percentile(&appends, 0.50),
+        "append_p99_ms": percentile(&appends, 0.99),
+        "condense_requests": condenses.len(),
+        "condense_p99_ms": percentile(&condenses, 0.99),
+        "tasks_streamed": tasks.lock().unwrap().len(),
+        "boundaries": boundaries,
+        "broken": broken,
+    });
+    println!("{out}");
+    if !out["broken"].as_array().is_some_and(|b| b.is_empty()) {
+        std::process::exit(1);
+    }
+}
