@@ -129,16 +129,21 @@ fn chain_slot(e: &Event) -> Option<String> {
     }
 }
 
+/// Open (or create) a SQLite file and apply `schema` to it.
+pub(crate) fn open_with(path: impl AsRef<Path>, schema: &str) -> Result<Mutex<Connection>> {
+    let conn = Connection::open(path)?;
+    conn.execute_batch(schema)?;
+    Ok(Mutex::new(conn))
+}
+
 impl SqliteJournal {
     /// Open or create the journal file.
     ///
     /// # Errors
     /// SQLite failures.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteJournal> {
-        let conn = Connection::open(path)?;
-        conn.execute_batch(SCHEMA)?;
         Ok(SqliteJournal {
-            conn: Mutex::new(conn),
+            conn: open_with(path, SCHEMA)?,
         })
     }
 

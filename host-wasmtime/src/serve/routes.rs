@@ -230,6 +230,20 @@ fn format_of(q: &BTreeMap<String, String>) -> Result<Format, ApiError> {
     })
 }
 
+/// Run `f` on the blocking pool once `member` is found to own the conversation.
+async fn as_owner(
+    app: Arc<App>,
+    member: String,
+    id: String,
+    f: impl FnOnce(&App, &str) -> Result<Response, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    blocking(move || {
+        owned(&app, &id, &member)?;
+        f(&app, &id)
+    })
+    .await
+}
+
 /// `GET …/context?format=…[&messages=true]`.
 async fn context(
     State(app): Shared,
@@ -239,10 +253,9 @@ async fn context(
 ) -> Result<Response, ApiError> {
     let format = format_of(&q)?;
     let only_messages = q.get("messages").is_some_and(|v| v == "true" || v == "1");
-    blocking(move || {
-        owned(&app, &id, &member)?;
+    as_owner(app, member, id, move |app, id| {
         let s = app.driver.context(
-            &id,
+            id,
             ContextOptions {
                 format,
                 ..ContextOptions::default()
@@ -264,9 +277,8 @@ async fn timeline(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    blocking(move || {
-        owned(&app, &id, &member)?;
-        Ok(Json(app.driver.timeline(&id)?).into_response())
+    as_owner(app, member, id, |app, id| {
+        Ok(Json(app.driver.timeline(id)?).into_response())
     })
     .await
 }
@@ -277,9 +289,8 @@ async fn verify(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    blocking(move || {
-        owned(&app, &id, &member)?;
-        Ok(match app.driver.resolve(&id) {
+    as_owner(app, member, id, |app, id| {
+        Ok(match app.driver.resolve(id) {
             Ok(r) => Json(json!({"ok": true, "resolution": r})).into_response(),
             Err(HostError::Core(e)) => Json(json!({
                 "ok": false,
@@ -299,9 +310,8 @@ async fn answer_start(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    blocking(move || {
-        owned(&app, &id, &member)?;
-        if app.answering(&id) {
+    as_owner(app, member, id, |app, id| {
+        if app.answering(id) {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "busy",
@@ -311,7 +321,7 @@ async fn answer_start(
         let answer = app.next_id("answer");
         let ttl = app.config.answer_lease.as_millis() as u64;
         if !app.driver.journal.acquire_lease(
-            &id,
+            id,
             &format!("answer:{answer}"),
             (app.driver.clock)(),
             ttl,
@@ -323,7 +333,7 @@ async fn answer_start(
             ));
         }
         lock(&app.answers).insert(
-            id.clone(),
+            id.to_owned(),
             Answer {
                 id: answer.clone(),
                 until: Instant::now() + app.config.answer_lease,

@@ -53,15 +53,13 @@ impl Store {
     /// # Errors
     /// Storage failures.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
-        let conn = Connection::open(path)?;
-        conn.execute_batch(SCHEMA)?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn: crate::journal::open_with(path, SCHEMA)?,
         })
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        super::state::lock(&self.conn)
     }
 
     /// The owner of a conversation, if it exists.
