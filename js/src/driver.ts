@@ -54,6 +54,18 @@ export type OnMessageResult =
   | { status: "refused"; code: string; message: string }
   | { status: "failed"; notice: string };
 
+/** A manual compaction task with a caller-chosen id (a server hands the id out before the work ends). */
+export interface ManualTask {
+  /** Unique within the conversation. */
+  id: string;
+  /** Who asked. */
+  actor: string;
+  /** Whether an answer owns the session now. */
+  sessionBusy?: boolean;
+  /** Called with the journal position of the task's durable `requested` event, once written. */
+  onAccepted?: (seq: number) => void;
+}
+
 export interface ContextOptions {
   format?: Format;
   prompt?: Part[];
@@ -66,6 +78,18 @@ export interface Compactor {
   onMessage(conversationId: string): Promise<OnMessageResult>;
   /** A member's `/compact`. */
   compactNow(conversationId: string, actor: string, sessionBusy?: boolean): Promise<OnMessageResult>;
+  /**
+   * A manual task: as `compactNow`, with the task's id chosen by the caller
+   * and `onAccepted` called once its `requested` event is durable. A refusal
+   * (`not_owner`, `session_busy`, `nothing_to_fold`) writes nothing.
+   */
+  compactTask(conversationId: string, task: ManualTask): Promise<OnMessageResult>;
+  /**
+   * End the manual tasks whose run was interrupted (a crash between
+   * `requested` and its end) with a durable `failed` event, under the writer
+   * lease. `false`: another writer holds the conversation (its task may be running).
+   */
+  endInterrupted(conversationId: string): Promise<boolean>;
   /** The model-bound context. */
   context<M = unknown>(conversationId: string, options?: ContextOptions): Promise<Selection<M>>;
   /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
@@ -192,12 +216,12 @@ export function createCompactor(o: CompactorOptions): Compactor {
   }
 
   /** Append a batch at the position the state was read to, under the lease's fence. */
-  async function append(id: string, s: State, batch: Event[], fence: number): Promise<void> {
+  async function append(id: string, s: State, batch: Event[], fence: number): Promise<number> {
     for (;;) {
       try {
-        await o.journal.append(id, batch, { expectedSeq: s.seq, fence });
+        const at = await o.journal.append(id, batch, { expectedSeq: s.seq, fence });
         await sync(id);
-        return;
+        return at;
       } catch (e) {
         if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
         // Messages arrived meanwhile: they cannot change what this batch
@@ -263,7 +287,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return next;
   }
 
-  async function run(id: string, trigger: Trigger, taskId?: string): Promise<OnMessageResult> {
+  async function run(id: string, trigger: Trigger, taskId?: string, onAccepted?: (seq: number) => void): Promise<OnMessageResult> {
     const fence = await o.journal.acquireLease(id, holder, leaseMs);
     if (fence === undefined) return { status: "busy" };
     // Renewed while work runs, so a long model call keeps it.
@@ -301,7 +325,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
             // A valid warm candidate with a ready summary is used as is.
             const ready = warm && outcome.warm?.valid && trigger.kind === "automatic" ? warm : undefined;
             s.warm = undefined;
-            return await compact(id, s, events, res, ready?.packet ?? outcome.packet, trigger, fence, taskId, ready?.result);
+            return await compact(id, s, events, res, ready?.packet ?? outcome.packet, trigger, fence, { taskId, onAccepted }, ready?.result);
           }
         }
       }
@@ -341,7 +365,8 @@ export function createCompactor(o: CompactorOptions): Compactor {
   }
 
   async function compact(
-    id: string, s: State, events: Event[], res: Resolution, packet: Packet, trigger: Trigger, fence: number, taskId?: string,
+    id: string, s: State, events: Event[], res: Resolution, packet: Packet, trigger: Trigger, fence: number,
+    { taskId, onAccepted }: { taskId?: string; onAccepted?: (seq: number) => void },
     prepared?: ModelResult,
   ): Promise<OnMessageResult> {
     await o.journal.putPacket(id, packet); // persisted before dispatch: a retry reuses it
@@ -352,7 +377,9 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const task = (state: "requested" | "completed" | "failed", boundaryId?: string): Event => ({
       type: "compactionTask", taskId: taskId ?? "", state, actor: actor ?? "", headSeq: head, ...(boundaryId ? { boundaryId } : {}),
     });
-    if (taskId && actor) await append(id, s, [task("requested")], fence);
+    if (taskId && actor) {
+      onAccepted?.(await append(id, s, [task("requested")], fence));
+    }
     const answer = prepared ?? (await summarize(packet));
     let report: FailureReport;
     if ("notice" in answer) {
@@ -390,6 +417,19 @@ export function createCompactor(o: CompactorOptions): Compactor {
     onMessage: (id) => serial(id, () => run(id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>
       serial(id, () => run(id, { kind: "manual", actor, sessionBusy }, `task-${holder}-${++tasks}-${Date.now()}`)),
+    compactTask: (id, t) =>
+      serial(id, () => run(id, { kind: "manual", actor: t.actor, sessionBusy: t.sessionBusy ?? false }, t.id, t.onAccepted)),
+    endInterrupted: (id) =>
+      serial(id, async () => {
+        const fence = await o.journal.acquireLease(id, holder, leaseMs);
+        if (fence === undefined) return false;
+        try {
+          await endInterruptedTasks(id, fence);
+          return true;
+        } finally {
+          await o.journal.releaseLease(id, holder);
+        }
+      }),
     async context<M>(id: string, opts: ContextOptions = {}): Promise<Selection<M>> {
       const { events, res } = await load(id);
       return select<M>({

@@ -17,7 +17,11 @@ import type {
 
 export type * from "./types.js";
 export { createCompactor } from "./driver.js";
-export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions } from "./driver.js";
+export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask } from "./driver.js";
+export { createHandler, MemoryOwners } from "./handler.js";
+export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
+export { fromOpenAiMessages } from "./convert.js";
+export type { OpenAiChatMessage } from "./convert.js";
 export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
 export { checkAppend } from "./journal/journal.js";
 export { MemoryJournal } from "./journal/memory.js";

@@ -1,8 +1,8 @@
 // A typed example of the public surface, checked by `tsc --noEmit`: a chat
 // client drawing dividers and an edge function building the context.
 import {
-  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError,
-  type Declaration, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
+  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError, createHandler, fromOpenAiMessages,
+  type Handler, type ExecutionContext, type Declaration, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
 } from "../../dist/index.js";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 
@@ -43,3 +43,17 @@ export const manifestOnly = (events: Event[]) =>
   select({ declaration, route: { conversation: "c" }, events, render: false }).manifest.included;
 
 export const planned: PlanOutcome = plan({ declaration, route: { conversation: "c" }, events: [] });
+
+// An edge worker serving the HTTP API of `foldline serve`.
+export function edgeWorker(model: Model, tokenSha256: string) {
+  const handler: Handler = createHandler({
+    journal: new MemoryJournal(), model, declaration,
+    members: [{ id: "alice", tokenSha256 }],
+  });
+  return { fetch: (req: Request, _env: unknown, ctx: ExecutionContext) => handler(req, ctx) };
+}
+
+export const imported: Event[] = fromOpenAiMessages(
+  [{ role: "user", content: "hi" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", function: { name: "f", arguments: "{}" } }] }],
+  { conversation: "c", afterSeq: 2 },
+);

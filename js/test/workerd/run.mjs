@@ -42,6 +42,13 @@ const modules = [
 const mf = new Miniflare({ modules, modulesRoot: "/w", compatibilityDate: "2025-01-01" });
 let failed = 0;
 try {
+  await runHandlerScenario();
+  console.log("ok - workerd: the fetch handler passes the foldline serve scenario over HTTP");
+} catch (e) {
+  failed++;
+  console.log(`not ok - workerd: the fetch handler passes the foldline serve scenario over HTTP\n  ${e && e.stack || e}`);
+}
+try {
   const res = await mf.dispatchFetch("http://localhost/");
   const text = await res.text();
   let results;
@@ -55,3 +62,47 @@ try {
   await mf.dispose();
 }
 process.exit(failed ? 1 : 0);
+
+/**
+ * The `foldline serve` scenario against `createHandler` running in workerd:
+ * every request goes over miniflare's HTTP into the worker; the worker keeps
+ * the journal between requests and answers three test-only control routes.
+ */
+async function runHandlerScenario() {
+  const { scenario } = await import("../handler-scenario.mjs");
+  const handlerWorker = `
+import * as f from "./dist/index.js";
+import wasmModule from "./pkg/foldline_bg.wasm";
+import { world } from "./test/handler-scenario.mjs";
+let w;
+export default {
+  async fetch(req, env, ctx) {
+    if (!w) { await f.init(wasmModule); w = await world(f); }
+    const url = new URL(req.url);
+    if (url.pathname === "/__test/journal") return Response.json(await w.journal.readEvents(url.searchParams.get("c")));
+    if (url.pathname === "/__test/mode") { w.setMode(url.searchParams.get("m")); return new Response("ok"); }
+    if (url.pathname === "/__test/crash") { w.crash(); return new Response("ok"); }
+    return w.fetch(req, ctx);
+  },
+};`;
+  const hmods = [
+    { type: "ESModule", path: "/w/worker.mjs", contents: handlerWorker },
+    ...modules.filter((m) => m.path !== "/w/worker.mjs"),
+    { type: "ESModule", path: "/w/test/handler-scenario.mjs", contents: await readFile(new URL("test/handler-scenario.mjs", root), "utf8") },
+  ];
+  const hmf = new Miniflare({ modules: hmods, modulesRoot: "/w", compatibilityDate: "2025-01-01" });
+  try {
+    const base = "http://localhost";
+    const control = async (p) => { const r = await hmf.dispatchFetch(`${base}${p}`); return r.json().catch(() => null); };
+    await scenario({
+      call: (method, path, token, body, headers = {}) => hmf.dispatchFetch(`${base}${path}`, {
+        method, body, headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      }),
+      journal: (c) => control(`/__test/journal?c=${encodeURIComponent(c)}`),
+      setMode: (m) => control(`/__test/mode?m=${m}`),
+      crash: () => control("/__test/crash"),
+    });
+  } finally {
+    await hmf.dispose();
+  }
+}

@@ -1,0 +1,393 @@
+// The HTTP surface of `foldline serve` as a `fetch` handler, for edge
+// workers, Deno, Bun or Node: the same routes, codes and task events as the
+// Rust server (docs/serve.md), over a journal and a model the host supplies.
+//
+//   export default { fetch: createHandler({ journal, model, declaration, members }) };
+
+import { createCompactor, type OnMessageResult } from "./driver.js";
+import { fromOpenAiMessages } from "./convert.js";
+import { FoldlineError } from "./index.js";
+import type { Journal } from "./journal/journal.js";
+import type { Model } from "./model/model.js";
+import type { Declaration, Event, FailureReport, Format } from "./types.js";
+
+/** A member: an id and the SHA-256 (lowercase hex) of their bearer token. */
+export interface Member { id: string; tokenSha256: string }
+
+/** Who owns each conversation (the member who first appended to it). */
+export interface Owners {
+  get(conversationId: string): Promise<string | undefined>;
+  /** The owner, making `member` the owner of a new conversation (atomically). */
+  claim(conversationId: string, member: string): Promise<string>;
+}
+
+/** Owners kept in memory (one isolate or process); a deployment with several uses a durable store. */
+export class MemoryOwners implements Owners {
+  private owners = new Map<string, string>();
+  async get(id: string): Promise<string | undefined> { return this.owners.get(id); }
+  async claim(id: string, member: string): Promise<string> {
+    if (!this.owners.has(id)) this.owners.set(id, member);
+    return this.owners.get(id)!;
+  }
+}
+
+export interface HandlerOptions {
+  journal: Journal;
+  model: Model;
+  declaration: Declaration;
+  compactorDeclaration?: Declaration;
+  /** Who may call, by token hash. */
+  members: Member[];
+  owners?: Owners;
+  /** Writer-lease holder and time to live. */
+  holder?: string;
+  leaseMs?: number;
+  modelTimeoutMs?: number;
+  /** Largest request body in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Manual compactions a member may start per minute (default 6). */
+  condensePerMinute?: number;
+  /** How long an answer holds the session unless given back (default 300,000 ms). */
+  answerLeaseMs?: number;
+  /** How often a task's event stream looks at the journal for another writer's events (default 250 ms). */
+  pollMs?: number;
+  /** Receives each failure's audit reason (never sent to a member). */
+  audit?: (conversationId: string, report: FailureReport) => void;
+}
+
+/** What edge runtimes pass beside the request: work that outlives the response. */
+export interface ExecutionContext { waitUntil(promise: Promise<unknown>): void }
+
+/** A `fetch` handler. */
+export type Handler = (request: Request, ctx?: ExecutionContext) => Promise<Response>;
+
+class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: number) {
+    super(message);
+  }
+}
+
+/** The HTTP status of a stable code (the same table as the Rust server). */
+function statusOf(code: string): number {
+  switch (code) {
+    case "unauthorized": return 401;
+    case "not_owner": return 403;
+    case "not_found": return 404;
+    case "body_too_large": return 413;
+    case "rate_limited": return 429;
+    case "session_busy": case "nothing_to_fold": case "busy": case "conflict": case "fork": case "lease_lost": return 409;
+    case "invalid_input": case "invalid_request": case "wrong_route": case "conflicting_turn": return 400;
+    default: return 422;
+  }
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+}
+
+function failure(e: unknown): Response {
+  if (e instanceof ApiError) {
+    return json(e.status, { error: { code: e.code, message: e.message } }, {
+      ...(e.status === 401 ? { "www-authenticate": "Bearer" } : {}),
+      ...(e.retryAfter !== undefined ? { "retry-after": String(e.retryAfter) } : {}),
+    });
+  }
+  if (e instanceof FoldlineError) return json(statusOf(e.code), { error: { code: e.code, message: e.message } });
+  console.error("foldline handler:", e);
+  return json(500, { error: { code: "internal", message: "the server failed; the details are in its log" } });
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Equal strings, compared in full (timing says nothing about a near match). */
+function same(a: string, b: string): boolean {
+  let d = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) d |= (a.charCodeAt(i) || 0) ^ (b.charCodeAt(i) || 0);
+  return d === 0;
+}
+
+const ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify)$/;
+const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
+const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
+const FORMATS: Record<string, Format> = { foldline: "foldline", openai: "openai", anthropic: "anthropic", "ai-sdk": "aiSdk", aiSdk: "aiSdk" };
+const NOTICE = "The chat could not be compacted.";
+
+/**
+ * A `fetch` handler with the routes of `foldline serve`: append, condense (a
+ * durable task answered `202` once its `requested` event is written),
+ * Server-Sent Events of a task resumable with `Last-Event-ID`, answers that
+ * hold the session, context, timeline and verify — every route behind a
+ * member's bearer token and owner-scoped.
+ */
+export function createHandler(o: HandlerOptions): Handler {
+  if (o.members.length === 0) throw new TypeError("createHandler: no members, so no request could ever be served");
+  for (const m of o.members) {
+    if (!/^[0-9a-f]{64}$/.test(m.tokenSha256)) throw new TypeError(`createHandler: member ${JSON.stringify(m.id)}: tokenSha256 must be 64 lowercase hex digits`);
+  }
+  const owners = o.owners ?? new MemoryOwners();
+  const ownerOf = new Map<string, string>();
+  const compactor = createCompactor({
+    journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
+    holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit,
+    owner: (id) => ownerOf.get(id),
+  });
+  const bodyLimit = o.bodyLimit ?? 1 << 20;
+  const perMinute = o.condensePerMinute ?? 6;
+  const answerLeaseMs = o.answerLeaseMs ?? 300_000;
+  const pollMs = o.pollMs ?? 250;
+  const numbering = new Map<string, { seq: number; sourceSeq: number; queue: Promise<unknown> }>();
+  const checks = new Map<string, boolean>();
+  const answers = new Map<string, { id: string; until: number }>();
+  const rate = new Map<string, number[]>();
+  const running = new Set<string>();
+  const wakers = new Set<() => void>();
+  let ids = 0;
+
+  const wrote = () => { for (const w of [...wakers]) w(); };
+  const later = (p: Promise<unknown>, ctx?: ExecutionContext) => {
+    const q = p.catch((e) => console.error("foldline handler:", e));
+    ctx?.waitUntil(q);
+  };
+
+  async function caller(req: Request): Promise<string> {
+    const h = req.headers.get("authorization") ?? "";
+    const token = h.startsWith("Bearer ") ? h.slice(7).trim() : undefined;
+    if (token) {
+      const hash = await sha256Hex(token);
+      let found: string | undefined;
+      for (const m of o.members) if (same(m.tokenSha256, hash)) found = m.id;
+      if (found) return found;
+    }
+    throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
+  }
+
+  function checkId(id: string): void {
+    if (!ID.test(id)) throw new ApiError(400, "invalid_input", "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -");
+  }
+
+  async function owned(id: string, member: string): Promise<void> {
+    checkId(id);
+    const owner = await owners.get(id);
+    if (owner === undefined) throw new ApiError(404, "not_found", `no conversation ${JSON.stringify(id)}`);
+    if (owner !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
+    ownerOf.set(id, owner);
+  }
+
+  async function body(req: Request): Promise<unknown> {
+    const declared = Number(req.headers.get("content-length") ?? "0");
+    const tooLarge = () => new ApiError(413, "body_too_large", "the request body is larger than the server's limit");
+    if (declared > bodyLimit) throw tooLarge();
+    const text = await req.text();
+    if (new TextEncoder().encode(text).length > bodyLimit) throw tooLarge();
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new ApiError(400, "invalid_input", `the body is not JSON: ${(e as Error).message}`);
+    }
+  }
+
+  /** Append, numbered after the last turn; compare-and-append, one append at a time per conversation. */
+  function append(id: string, messages: unknown[]): Promise<{ seq: number; appended: number }> {
+    let n = numbering.get(id);
+    if (!n) numbering.set(id, (n = { seq: 0, sourceSeq: 0, queue: Promise.resolve() }));
+    const pos = n;
+    const next = pos.queue.then(async () => {
+      for (;;) {
+        for (const s of await o.journal.readEvents(id, pos.seq)) {
+          pos.seq = s.seq;
+          const e = s.event;
+          if (e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta") pos.sourceSeq = Math.max(pos.sourceSeq, e.sourceSeq);
+        }
+        const events = fromOpenAiMessages(messages, { conversation: id, afterSeq: pos.sourceSeq });
+        try {
+          return { seq: await o.journal.append(id, events, { expectedSeq: pos.seq }), appended: events.length };
+        } catch (e) {
+          if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
+        }
+      }
+    });
+    pos.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The automatic check, after the answer; checks of one conversation never overlap, one more runs if asked meanwhile. */
+  function schedule(id: string, ctx?: ExecutionContext): void {
+    if (checks.has(id)) { checks.set(id, true); return; }
+    checks.set(id, false);
+    later((async () => {
+      try {
+        for (;;) {
+          const r = await compactor.onMessage(id);
+          if (r.status === "compacted" || r.status === "failed") wrote();
+          if (!checks.get(id)) break;
+          checks.set(id, false);
+        }
+      } finally {
+        checks.delete(id);
+      }
+    })(), ctx);
+  }
+
+  const answering = (id: string) => (answers.get(id)?.until ?? 0) > Date.now();
+
+  function takeCondense(member: string): void {
+    const now = Date.now();
+    const w = (rate.get(member) ?? []).filter((t) => now - t < 60_000);
+    rate.set(member, w);
+    if (w.length >= perMinute) {
+      const wait = Math.max(1, Math.ceil((60_000 - (now - w[0])) / 1000));
+      throw new ApiError(429, "rate_limited", `at most ${perMinute} manual compactions per minute; try again in ${wait} s`, wait);
+    }
+    w.push(now);
+  }
+
+  async function condense(id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+    await owned(id, member);
+    if (answering(id)) throw new ApiError(409, "session_busy", "an answer owns the session; compact after it ends");
+    takeCondense(member);
+    const task = `task-${Date.now()}-${++ids}`;
+    type First = { seq: number } | { result: OnMessageResult } | { error: unknown };
+    let settle!: (f: First) => void;
+    const first = new Promise<First>((r) => (settle = r));
+    const key = `${id}\n${task}`;
+    running.add(key);
+    const work = compactor.compactTask(id, { id: task, actor: member, onAccepted: (seq) => { wrote(); settle({ seq }); } })
+      .then((result) => { wrote(); settle({ result }); }, (error) => { wrote(); settle({ error }); })
+      .finally(() => running.delete(key));
+    later(work, ctx);
+    const f = await first;
+    if ("seq" in f) {
+      return json(202, { task, conversation: id, requestedSeq: f.seq, events: `/api/conversations/${id}/tasks/${task}/events` });
+    }
+    if ("error" in f) throw f.error;
+    const r = f.result;
+    if (r.status === "refused") throw new ApiError(statusOf(r.code), r.code, r.message);
+    if (r.status === "busy") throw new ApiError(409, "busy", "another writer is compacting this conversation; ask again in a moment");
+    throw new ApiError(409, "nothing_to_fold", `no compaction was due (${r.status})`);
+  }
+
+  async function events(req: Request, id: string, task: string): Promise<Response> {
+    const all = await o.journal.readEvents(id, 0);
+    const start = all.find((s) => s.event.type === "compactionTask" && s.event.taskId === task && s.event.state === "requested");
+    if (!start) throw new ApiError(404, "not_found", `no task ${JSON.stringify(task)} in this conversation`);
+    const sent = Number(req.headers.get("last-event-id") ?? "0") || 0;
+    let since = start.seq - 1;
+    let closed = false;
+    const enc = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        try {
+          for (;;) {
+            for (const s of await o.journal.readEvents(id, since)) {
+              since = s.seq;
+              const e = s.event as Event;
+              if (e.type !== "compactionTask" || e.taskId !== task) continue;
+              const data = e.state === "requested" ? { task, state: e.state, headSeq: e.headSeq }
+                : e.state === "completed" ? { task, state: e.state, boundaryId: e.boundaryId }
+                : { task, state: e.state, notice: NOTICE };
+              if (s.seq > sent) controller.enqueue(enc.encode(`id: ${s.seq}\nevent: ${e.state}\ndata: ${JSON.stringify(data)}\n\n`));
+              if (e.state !== "requested") { controller.close(); return; }
+            }
+            if (closed) return;
+            // Not running here: a writer that stopped mid-task is ended once its lease lapses.
+            if (!running.has(`${id}\n${task}`) && (await compactor.endInterrupted(id))) continue;
+            await new Promise<void>((resolve) => {
+              const done = () => { clearTimeout(t); wakers.delete(done); resolve(); };
+              const t = setTimeout(done, pollMs);
+              wakers.add(done);
+            });
+          }
+        } catch (e) {
+          console.error("foldline handler: task events:", e);
+          controller.error(e);
+        }
+      },
+      cancel() { closed = true; },
+    });
+    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+  }
+
+  async function route(req: Request, ctx?: ExecutionContext): Promise<Response> {
+    const url = new URL(req.url);
+    const member = await caller(req);
+    let m = EVENTS.exec(url.pathname);
+    if (m && req.method === "GET") {
+      const id = decodeURIComponent(m[1]);
+      await owned(id, member);
+      return events(req, id, decodeURIComponent(m[2]));
+    }
+    m = ANSWER.exec(url.pathname);
+    if (m && req.method === "DELETE") {
+      const [id, answer] = [decodeURIComponent(m[1]), decodeURIComponent(m[2])];
+      await owned(id, member);
+      if (answers.get(id)?.id !== answer) throw new ApiError(404, "not_found", `no answer ${JSON.stringify(answer)} holds this session`);
+      answers.delete(id);
+      await o.journal.releaseLease(id, `answer:${answer}`);
+      schedule(id, ctx);
+      return new Response(null, { status: 204 });
+    }
+    m = ROUTE.exec(url.pathname);
+    if (!m) throw new ApiError(404, "not_found", "no such endpoint");
+    const id = decodeURIComponent(m[1]);
+    switch (`${req.method} ${m[2]}`) {
+      case "POST messages": {
+        checkId(id);
+        const b = await body(req);
+        const list = Array.isArray(b) ? b : [b];
+        if (list.length === 0) throw new ApiError(400, "invalid_input", "no messages in the body");
+        try {
+          fromOpenAiMessages(list, { conversation: id }); // checked before anything is claimed or written
+        } catch (e) {
+          if (e instanceof FoldlineError) throw new ApiError(400, "invalid_input", e.message.replace(/^[a-z_]+: /, ""));
+          throw e;
+        }
+        if ((await owners.claim(id, member)) !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
+        const r = await append(id, list);
+        wrote();
+        schedule(id, ctx);
+        return json(201, r);
+      }
+      case "POST condense":
+        return condense(id, member, ctx);
+      case "POST answer": {
+        await owned(id, member);
+        if (answering(id)) throw new ApiError(409, "busy", "another answer holds the session");
+        const answer = `answer-${Date.now()}-${++ids}`;
+        if ((await o.journal.acquireLease(id, `answer:${answer}`, answerLeaseMs)) === undefined) {
+          throw new ApiError(409, "busy", "a compaction is running; ask again in a moment");
+        }
+        answers.set(id, { id: answer, until: Date.now() + answerLeaseMs });
+        return json(201, { answer, expiresInMs: answerLeaseMs });
+      }
+      case "GET context": {
+        await owned(id, member);
+        const f = url.searchParams.get("format") ?? "foldline";
+        const format = FORMATS[f];
+        if (!format) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
+        const s = await compactor.context(id, { format });
+        const only = ["true", "1"].includes(url.searchParams.get("messages") ?? "");
+        return json(200, only ? s.messages : s);
+      }
+      case "GET timeline":
+        await owned(id, member);
+        return json(200, await compactor.timeline(id));
+      case "GET verify": {
+        await owned(id, member);
+        try {
+          return json(200, { ok: true, resolution: await compactor.resolve(id) });
+        } catch (e) {
+          if (!(e instanceof FoldlineError)) throw e;
+          return json(200, { ok: false, error: { code: e.code, message: e.message } });
+        }
+      }
+      default:
+        throw new ApiError(404, "not_found", "no such endpoint");
+    }
+  }
+
+  return (req, ctx) => route(req, ctx).catch(failure);
+}

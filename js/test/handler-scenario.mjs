@@ -1,0 +1,258 @@
+// The scenario of `foldline serve`, run against the package's fetch handler:
+// in Node (the handler called directly) and in workerd (over miniflare's HTTP).
+// The Rust server passes the same scenario in host-wasmtime/tests/serve.rs.
+//
+// `world(f)` builds what a worker holds: a journal, a model whose answers
+// the test sets, members, and a handler; `crash()` replaces the handler by a
+// new one over the same journal while the old one's journal access dies (a
+// process that stopped mid-task). `scenario(api)` drives it over an `api`
+// of plain HTTP calls.
+
+export const ALICE = "alice-token-1";
+export const BOB = "bob-token-2";
+export const CAROL = "carol-token-3";
+
+async function sha256Hex(text) {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Demo turns, ~250–500 characters each, with a tool call and result every ninth. */
+export function turns(n) {
+  const topics = ["the train from Lisbon to Porto", "a budget of 1,400 euros", "vegetarian restaurants", "a day trip to the Douro valley", "museum hours"];
+  const out = [{ role: "system", content: "You are a careful travel assistant." }];
+  for (let i = 0; out.length < n; i++) {
+    const topic = topics[i % topics.length];
+    if (i % 9 === 8) {
+      out.push({ role: "assistant", content: null, tool_calls: [{ id: `call_${i}`, type: "function", function: { name: "run_code", arguments: `{"code":"budget_left(${1400 - i * 3})"}` } }] });
+      out.push({ role: "tool", tool_call_id: `call_${i}`, name: "run_code", content: `remaining budget: ${1400 - i * 3} euros\n${"ok\n".repeat(20)}` });
+    } else if (i % 2 === 0) {
+      out.push({ role: "user", content: `Turn ${i}: a question about ${topic}. ${"I read several posts about this and they disagree with each other. ".repeat(1 + (i % 4))}` });
+    } else {
+      out.push({ role: "assistant", content: `Turn ${i}: about ${topic}: ${"The options differ in price and timing; the cheaper one needs booking two weeks ahead. ".repeat(2 + (i % 5))}` });
+    }
+  }
+  return out.slice(0, n);
+}
+
+/** How many demo turns hold about `chars` characters. */
+export function turnsFor(chars) {
+  let sum = 0;
+  const all = turns(2000);
+  for (let i = 0; i < all.length; i++) {
+    sum += (all[i].content ?? "").length;
+    if (sum >= chars) return i + 1;
+  }
+  return all.length;
+}
+
+export const declaration = {
+  targetId: "assistant", compactorId: "assistant-compactor",
+  budget: { kind: "chars", trigger: 20000, retain: 8000 }, summary: { maxChars: 1500 },
+};
+
+export async function world(f) {
+  const journal = new f.MemoryJournal();
+  const owners = new f.MemoryOwners();
+  let mode = "ok";
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const model = {
+    async *stream() {
+      while (mode === "hang") await sleep(20);
+      if (mode === "fail") throw new f.ModelError("other", "SECRET-PROVIDER-DETAIL quota of org-42");
+      yield { type: "delta", text: "Alice planned the launch; open question: the date." };
+      yield { type: "done", modelId: "fake-1", usage: { inputTokens: 9, outputTokens: 9 }, finishReason: "stop" };
+    },
+    async complete() {
+      while (mode === "hang") await sleep(20);
+      if (mode === "fail") throw new f.ModelError("other", "SECRET-PROVIDER-DETAIL quota of org-42");
+      return { text: "Alice planned the launch.", modelId: "fake-1", usage: { inputTokens: 9, outputTokens: 5 }, finishReason: "stop" };
+    },
+  };
+  const members = [
+    { id: "alice", tokenSha256: await sha256Hex(ALICE) },
+    { id: "bob", tokenSha256: await sha256Hex(BOB) },
+    { id: "carol", tokenSha256: await sha256Hex(CAROL) },
+  ];
+  let generation = 0;
+  const make = () => {
+    const g = ++generation;
+    // The journal as this handler sees it: gone once the handler "crashed".
+    const alive = new Proxy(journal, {
+      get(target, prop) {
+        const v = target[prop];
+        if (typeof v !== "function") return v;
+        return (...args) => (g === generation ? v.apply(target, args) : Promise.reject(new Error("this handler crashed")));
+      },
+    });
+    return f.createHandler({
+      journal: alive, model, declaration, members, owners, leaseMs: 300, pollMs: 50,
+      bodyLimit: 4000, condensePerMinute: 4, holder: `handler-${g}`,
+    });
+  };
+  let handler = make();
+  return {
+    journal,
+    fetch: (req, ctx) => handler(req, ctx),
+    setMode: (m) => { mode = m; },
+    crash: () => { handler = make(); },
+  };
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error(`assertion failed: ${msg}`);
+}
+function eq(a, b, msg = "") {
+  const x = JSON.stringify(a), y = JSON.stringify(b);
+  if (x !== y) throw new Error(`${msg}\n  got:      ${x}\n  expected: ${y}`);
+}
+
+/** Parse a text/event-stream body as EventSource does. */
+export async function readEvents(res) {
+  eq(res.headers.get("content-type"), "text/event-stream", "content type");
+  const text = await res.text();
+  const out = [];
+  for (const block of text.split("\n\n")) {
+    let id, event, data = "";
+    for (const line of block.split("\n")) {
+      if (line.startsWith("id:")) id = Number(line.slice(3).trim());
+      else if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data += line.slice(5).trimStart();
+    }
+    if (data) out.push({ id, event, data: JSON.parse(data) });
+  }
+  return out;
+}
+
+/**
+ * `api.call(method, path, token?, body?, headers?)` → Response;
+ * `api.journal(conversation)` → the stored events; `api.setMode(m)`; `api.crash()`.
+ */
+export async function scenario(api) {
+  const call = async (method, path, token, body, headers = {}) => {
+    const res = await api.call(method, path, token, body, headers);
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* empty */ }
+    return { status: res.status, json, headers: res.headers };
+  };
+  const code = (r) => r.json?.error?.code;
+  const append = async (conv, from, to, token = ALICE) => {
+    const all = turns(to);
+    for (let i = from; i < to; i++) {
+      const r = await call("POST", `/api/conversations/${conv}/messages`, token, JSON.stringify(all[i]));
+      eq(r.status, 201, `append ${i}: ${JSON.stringify(r.json)}`);
+    }
+  };
+  const events = (path, token, last) => api.call("GET", path, token, undefined, last === undefined ? {} : { "last-event-id": String(last) }).then(readEvents);
+  const boundaries = async (conv) => (await api.journal(conv)).filter((s) => s.event.type === "boundary").map((s) => s.event.id);
+  const waitFor = async (what, fn) => {
+    const start = Date.now();
+    while (!(await fn())) {
+      if (Date.now() - start > 20_000) throw new Error(`waited for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  // 1. Automatic compaction, off the request path.
+  const n = turnsFor(30_000);
+  await append("c1", 0, n);
+  await waitFor("an automatic boundary", async () => (await boundaries("c1")).length >= 1);
+  let r = await call("GET", "/api/conversations/c1/verify", ALICE);
+  eq([r.status, r.json.ok], [200, true], "verify after automatic compaction");
+
+  // 2. Condense to completion; a reload resumes after its last id.
+  await append("c1", n, n + turnsFor(5_000));
+  r = await call("POST", "/api/conversations/c1/condense", ALICE);
+  eq(r.status, 202, `condense: ${JSON.stringify(r.json)}`);
+  const path = r.json.events;
+  const all = await events(path, ALICE);
+  eq(all.map((e) => e.event), ["requested", "completed"], "task events");
+  eq(all[0].id, r.json.requestedSeq, "the first id is the requested event's position");
+  const boundary = all[1].data.boundaryId;
+  eq((await boundaries("c1")).filter((b) => b === boundary).length, 1, "the task's boundary, once");
+  eq((await events(path, ALICE, all[0].id)).map((e) => e.event), ["completed"], "resumed");
+  eq((await events(path, ALICE, all[1].id)).length, 0, "nothing after the terminal event");
+  r = await call("GET", "/api/conversations/c1/context?format=openai", ALICE);
+  eq(r.status, 200, "context");
+  eq(r.json.messages.filter((m) => typeof m.content === "string" && m.content.startsWith("[untrusted-history-summary]")).length, 1, "one summary envelope");
+  r = await call("GET", "/api/conversations/c1/timeline", ALICE);
+  assert(JSON.stringify(r.json).includes(boundary), "the timeline shows the boundary");
+  r = await call("POST", "/api/conversations/c1/condense", ALICE);
+  eq([r.status, code(r)], [409, "nothing_to_fold"], "nothing left to fold");
+  r = await call("GET", "/api/conversations/c1/verify", ALICE);
+  eq(r.json.resolution.accepted.length, (await boundaries("c1")).length, "every boundary accepted, no fork");
+
+  // 3. Strangers and bad input.
+  const m2 = turnsFor(15_000);
+  await append("c2", 0, m2);
+  const before = (await api.journal("c2")).length;
+  for (const [token, status, c] of [[undefined, 401, "unauthorized"], ["guess", 401, "unauthorized"], [BOB, 403, "not_owner"]]) {
+    for (const [m, p] of [["GET", "context"], ["GET", "timeline"], ["GET", "verify"], ["POST", "condense"], ["POST", "answer"]]) {
+      r = await call(m, `/api/conversations/c2/${p}`, token);
+      eq([r.status, code(r)], [status, c], `${m} ${p} as ${token}`);
+    }
+    r = await call("POST", "/api/conversations/c2/messages", token, JSON.stringify(turns(1)[0]));
+    eq([r.status, code(r)], [status, c], `append as ${token}`);
+  }
+  eq(code(await call("GET", "/api/conversations/nope/context", ALICE)), "not_found", "nobody's conversation");
+  eq(code(await call("GET", "/api/conversations/a%20b/verify", ALICE)), "invalid_input", "a bad id");
+  for (const body of ['{"role":"wizard","content":"x"}', '{"type":"frontier"}', "not json", "[]"]) {
+    r = await call("POST", "/api/conversations/c2/messages", ALICE, body);
+    eq([r.status, code(r)], [400, "invalid_input"], body);
+  }
+  r = await call("POST", "/api/conversations/c2/messages", ALICE, JSON.stringify({ role: "user", content: "x".repeat(5000) }));
+  eq([r.status, code(r)], [413, "body_too_large"], "big body");
+  eq((await api.journal("c2")).length, before, "refused bodies wrote nothing");
+  eq(code(await call("GET", "/api/conversations/c2/context?format=xml", ALICE)), "invalid_input", "bad format");
+
+  // 4. An answer owns the session.
+  r = await call("POST", "/api/conversations/c2/answer", ALICE);
+  eq(r.status, 201, "answer");
+  const answer = r.json.answer;
+  eq(code(await call("POST", "/api/conversations/c2/condense", ALICE)), "session_busy", "condense during an answer");
+  eq(code(await call("POST", "/api/conversations/c2/answer", ALICE)), "busy", "a second answer");
+  await append("c2", m2, m2 + 1);
+  eq((await call("DELETE", `/api/conversations/c2/answer/${answer}`, ALICE)).status, 204, "answer ends");
+  eq(code(await call("DELETE", `/api/conversations/c2/answer/${answer}`, ALICE)), "not_found", "ended once");
+
+  // 5. The per-member condense rate (4 a minute here).
+  await append("c5", 0, turnsFor(15_000), CAROL);
+  let last;
+  for (let i = 0; i < 5; i++) last = await call("POST", "/api/conversations/c5/condense", CAROL);
+  eq([last.status, code(last)], [429, "rate_limited"], "fifth condense in a minute");
+  assert(Number(last.headers.get("retry-after")) > 0, "Retry-After");
+  eq((await boundaries("c5")).length, 1, "one of the four folded");
+
+  // 6. Provider text stays in the audit.
+  await api.setMode("fail");
+  await append("c3", 0, turnsFor(15_000));
+  r = await call("POST", "/api/conversations/c3/condense", ALICE);
+  eq(r.status, 202, `condense c3: ${JSON.stringify(r.json)}`);
+  const failed = await events(r.json.events, ALICE);
+  eq(failed.at(-1).event, "failed", "failed task");
+  eq(failed.at(-1).data.notice, "The chat could not be compacted.", "generic notice");
+  for (const p of ["timeline", "context", "verify"]) {
+    r = await call("GET", `/api/conversations/c3/${p}`, ALICE);
+    assert(!JSON.stringify(r.json).includes("SECRET"), `${p} leaks provider text`);
+  }
+  assert((await api.journal("c3")).some((s) => s.event.type === "compactionFailed" && s.event.reason.includes("SECRET-PROVIDER-DETAIL")), "audit keeps it");
+
+  // 7. A handler that stops mid-task: the next one ends the task, then one boundary.
+  await api.setMode("hang");
+  await append("c4", 0, turnsFor(15_000));
+  r = await call("POST", "/api/conversations/c4/condense", ALICE);
+  eq(r.status, 202, `condense c4: ${JSON.stringify(r.json)}`);
+  const requested = r.json.requestedSeq;
+  await api.crash();
+  await api.setMode("ok");
+  const rest = await events(r.json.events, ALICE, requested);
+  eq(rest.map((e) => e.event), ["failed"], "the interrupted task ends");
+  eq((await boundaries("c4")).length, 0, "no boundary from the stopped handler");
+  r = await call("POST", "/api/conversations/c4/condense", ALICE);
+  eq(r.status, 202, `condense c4 again: ${JSON.stringify(r.json)}`);
+  eq((await events(r.json.events, ALICE)).at(-1).event, "completed", "the new task completes");
+  eq((await boundaries("c4")).length, 1, "exactly one boundary");
+  r = await call("GET", "/api/conversations/c4/verify", ALICE);
+  eq(r.json.ok, true, "verify c4");
+}
