@@ -105,6 +105,9 @@ pub struct Driver<J: Journal, M: Model> {
     running: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// What this driver has read of each conversation.
     cache: std::sync::Mutex<std::collections::BTreeMap<String, Cached>>,
+    /// The fencing token of the writer lease each running call holds; every
+    /// append of that call is fenced by it.
+    fences: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 /// A driver's state of one conversation between calls.
@@ -200,6 +203,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             warm_lease_ms: 900_000,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         }
     }
 
@@ -368,14 +372,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Some(r) => r,
             None => return Ok(false),
         };
-        if !self
-            .journal
-            .acquire_lease(conversation, &self.holder, (self.clock)(), self.lease_ms)?
-        {
+        if !self.lease(conversation)? {
             return Ok(false);
         }
         let result = self.end_interrupted_tasks(conversation);
-        self.journal.release_lease(conversation, &self.holder)?;
+        self.unlease(conversation)?;
         result.map(|()| true)
     }
 
@@ -400,17 +401,74 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let Some(_running) = self.enter(conversation) else {
             return Ok(Outcome::Busy);
         };
-        if !self
-            .journal
-            .acquire_lease(conversation, &self.holder, (self.clock)(), self.lease_ms)?
-        {
+        if !self.lease(conversation)? {
             return Ok(Outcome::Busy);
         }
         let result = self
             .end_interrupted_tasks(conversation)
             .and_then(|()| self.run_locked(conversation, &trigger, task, accepted));
-        self.journal.release_lease(conversation, &self.holder)?;
+        self.unlease(conversation)?;
         result
+    }
+
+    /// Take the conversation's writer lease and keep its fencing token for
+    /// this call's appends; false when another writer holds it.
+    fn lease(&self, conversation: &str) -> Result<bool> {
+        let Some(fence) = self.journal.acquire_lease(
+            conversation,
+            &self.holder,
+            (self.clock)(),
+            self.lease_ms,
+        )?
+        else {
+            return Ok(false);
+        };
+        self.fences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(conversation.to_owned(), fence);
+        Ok(true)
+    }
+
+    fn unlease(&self, conversation: &str) -> Result<()> {
+        self.fences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(conversation);
+        self.journal.release_lease(conversation, &self.holder)
+    }
+
+    /// Run `work` (a model call) while a second thread renews the writer
+    /// lease every third of its time to live, so a long call keeps it; a
+    /// renewal that finds the lease taken stops, and the call's appends are
+    /// then refused by their stale fence.
+    fn renewing<T>(&self, key: &str, ttl_ms: u64, work: impl FnOnce() -> T) -> T {
+        let stop = (std::sync::Mutex::new(false), std::sync::Condvar::new());
+        let every = std::time::Duration::from_millis((ttl_ms / 3).max(1));
+        let (journal, holder, clock, stop) = (&self.journal, &self.holder, self.clock, &stop);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut stopped = stop.0.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    let (guard, _) = stop
+                        .1
+                        .wait_timeout(stopped, every)
+                        .unwrap_or_else(|p| p.into_inner());
+                    stopped = guard;
+                    if *stopped {
+                        return;
+                    }
+                    match journal.acquire_lease(key, holder, clock(), ttl_ms) {
+                        Ok(Some(_)) => {}
+                        _ => return,
+                    }
+                }
+            });
+            let out = work();
+            *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            stop.1.notify_all();
+            out
+        })
     }
 
     fn with_cache<T>(&self, conversation: &str, f: impl FnOnce(&mut Cached) -> T) -> T {
@@ -436,13 +494,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
             return Ok(false);
         };
         let key = format!("{conversation}#warm");
-        if !self
+        if self
             .journal
             .acquire_lease(&key, &self.holder, (self.clock)(), self.warm_lease_ms)?
+            .is_none()
         {
             return Ok(false);
         }
-        let result = self.summarize(&packet);
+        let result = self.renewing(&key, self.warm_lease_ms, || self.summarize(&packet));
         self.journal.release_lease(&key, &self.holder)?;
         let Ok(answer) = result? else {
             return Ok(false);
@@ -506,7 +565,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// head, and the batch is refused as a fork.
     fn append_after(&self, conversation: &str, batch: &[Event], mut seq: u64) -> Result<u64> {
         loop {
-            match self.journal.append_at(conversation, batch, seq) {
+            let fence = self
+                .fences
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(conversation)
+                .copied();
+            match self.journal.append_at(conversation, batch, seq, fence) {
                 Err(HostError::Conflict { found, .. }) => {
                     let moved = self.journal.read_events(conversation, seq)?;
                     if moved
@@ -646,7 +711,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         }
         let summarized = match prepared {
             Some(r) => Ok(r),
-            None => self.summarize(&packet)?,
+            None => self.renewing(conversation, self.lease_ms, || self.summarize(&packet))?,
         };
         let answer = match summarized {
             Ok(a) => a,

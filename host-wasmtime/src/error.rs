@@ -51,6 +51,13 @@ pub enum HostError {
         /// The journal's position.
         found: u64,
     },
+    /// The writer lease this batch was fenced by was granted to a newer
+    /// writer since: a stale holder's append is refused.
+    #[error("lease_lost: a newer writer lease was granted (fence {fence} is stale); nothing was written")]
+    LeaseLost {
+        /// The stale fencing token.
+        fence: u64,
+    },
 }
 
 impl HostError {
@@ -69,6 +76,7 @@ impl HostError {
             HostError::Input(_) => "invalid_input",
             HostError::Model(_) => "model",
             HostError::Conflict { .. } => "conflict",
+            HostError::LeaseLost { .. } => "lease_lost",
         }
     }
 }

@@ -21,7 +21,7 @@ pub struct StoredEvent {
 }
 
 /// What foldline needs from a journal.
-pub trait Journal {
+pub trait Journal: Send + Sync {
     /// Events with a position greater than `since`, in order.
     ///
     /// # Errors
@@ -36,12 +36,20 @@ pub trait Journal {
     /// slot (a fork) is refused.
     fn append(&self, conversation: &str, events: &[Event]) -> Result<u64>;
     /// Compare-and-append: as [`Journal::append`], but only if the
-    /// conversation's last position is `expected`.
+    /// conversation's last position is `expected` and, with `fence`, only if
+    /// no newer writer lease was granted since that fencing token.
     ///
     /// # Errors
-    /// [`HostError::Conflict`] when the head moved (nothing written), and
-    /// every error of [`Journal::append`].
-    fn append_at(&self, conversation: &str, events: &[Event], expected: u64) -> Result<u64>;
+    /// [`HostError::Conflict`] when the head moved, [`HostError::LeaseLost`]
+    /// when the fence is stale (nothing written either way), and every error
+    /// of [`Journal::append`].
+    fn append_at(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        expected: u64,
+        fence: Option<u64>,
+    ) -> Result<u64>;
     /// Store a packet document (idempotent by id).
     ///
     /// # Errors
@@ -57,7 +65,9 @@ pub trait Journal {
     /// # Errors
     /// Storage failures.
     fn list_packets(&self, conversation: &str) -> Result<Vec<Packet>>;
-    /// Take the writer lease until `now_ms + ttl_ms`; false when another holder has it.
+    /// Take (or renew, for the same live holder) the writer lease until
+    /// `now_ms + ttl_ms`: its fencing token, which grows with every new
+    /// grant, or `None` while another holder has it.
     ///
     /// # Errors
     /// Storage failures.
@@ -67,7 +77,7 @@ pub trait Journal {
         holder: &str,
         now_ms: u64,
         ttl_ms: u64,
-    ) -> Result<bool>;
+    ) -> Result<Option<u64>>;
     /// Release the lease if `holder` has it.
     ///
     /// # Errors
@@ -99,7 +109,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS events_chain_slot ON events(conversation, chai
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
 CREATE TABLE IF NOT EXISTS packets (conversation TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (conversation, id));
-CREATE TABLE IF NOT EXISTS leases (conversation TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS writer_leases (conversation TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL, fence INTEGER NOT NULL);
 ";
 
 fn type_of(e: &Event) -> &'static str {
@@ -178,6 +188,7 @@ impl SqliteJournal {
         conversation: &str,
         events: &[Event],
         expected: Option<u64>,
+        fence: Option<u64>,
     ) -> Result<u64> {
         for (i, e) in events.iter().enumerate() {
             let chat = match e {
@@ -208,6 +219,18 @@ impl SqliteJournal {
             params![conversation],
             |r| r.get(0),
         )?;
+        if let Some(fence) = fence {
+            let current: Option<i64> = tx
+                .query_row(
+                    "SELECT fence FROM writer_leases WHERE conversation = ?1",
+                    params![conversation],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if current != Some(fence as i64) {
+                return Err(HostError::LeaseLost { fence });
+            }
+        }
         if let Some(expected) = expected {
             if expected != seq as u64 {
                 return Err(HostError::Conflict {
@@ -271,11 +294,17 @@ impl Journal for SqliteJournal {
     }
 
     fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
-        self.append_checked(conversation, events, None)
+        self.append_checked(conversation, events, None, None)
     }
 
-    fn append_at(&self, conversation: &str, events: &[Event], expected: u64) -> Result<u64> {
-        self.append_checked(conversation, events, Some(expected))
+    fn append_at(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        expected: u64,
+        fence: Option<u64>,
+    ) -> Result<u64> {
+        self.append_checked(conversation, events, Some(expected), fence)
     }
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
@@ -313,33 +342,38 @@ impl Journal for SqliteJournal {
         holder: &str,
         now_ms: u64,
         ttl_ms: u64,
-    ) -> Result<bool> {
+    ) -> Result<Option<u64>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let cur: Option<(String, i64)> = tx
+        let cur: Option<(String, i64, i64)> = tx
             .query_row(
-                "SELECT holder, until_ms FROM leases WHERE conversation = ?1",
+                "SELECT holder, until_ms, fence FROM writer_leases WHERE conversation = ?1",
                 params![conversation],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
-        if let Some((h, until)) = cur {
-            if h != holder && until as u64 > now_ms {
-                return Ok(false);
-            }
-        }
+        let live = |until: i64| until as u64 > now_ms;
+        let fence = match &cur {
+            Some((h, until, _)) if h != holder && live(*until) => return Ok(None),
+            // The same live holder renews under its token.
+            Some((h, until, fence)) if h == holder && live(*until) => *fence,
+            // A new grant: a newer token, so the previous holder's appends are refused.
+            Some((_, _, fence)) => fence + 1,
+            None => 1,
+        };
         tx.execute(
-            "INSERT INTO leases (conversation, holder, until_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT(conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms",
-            params![conversation, holder, now_ms.saturating_add(ttl_ms) as i64],
+            "INSERT INTO writer_leases (conversation, holder, until_ms, fence) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms, fence = excluded.fence",
+            params![conversation, holder, now_ms.saturating_add(ttl_ms) as i64, fence],
         )?;
         tx.commit()?;
-        Ok(true)
+        Ok(Some(fence as u64))
     }
 
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
+        // The row stays, so the next grant's token is still newer.
         self.conn().execute(
-            "DELETE FROM leases WHERE conversation = ?1 AND holder = ?2",
+            "UPDATE writer_leases SET holder = '', until_ms = 0 WHERE conversation = ?1 AND holder = ?2",
             params![conversation, holder],
         )?;
         Ok(())

@@ -650,9 +650,14 @@ fn a_bad_event_is_refused_at_append_and_nothing_is_written() {
     assert!(j.read_events("c", 0).unwrap().is_empty());
     // Compare-and-append: a batch planned at position 0 after the head moved is refused.
     j.append("c", &ordinary("c", 1, 1, 50)).unwrap();
-    let e = j.append_at("c", &ordinary("c", 2, 2, 50), 0).unwrap_err();
+    let e = j
+        .append_at("c", &ordinary("c", 2, 2, 50), 0, None)
+        .unwrap_err();
     assert_eq!(e.code(), "conflict");
-    assert_eq!(j.append_at("c", &ordinary("c", 2, 2, 50), 1).unwrap(), 2);
+    assert_eq!(
+        j.append_at("c", &ordinary("c", 2, 2, 50), 1, None).unwrap(),
+        2
+    );
 }
 
 /// Seed 002's token budget with another window.
@@ -907,4 +912,141 @@ fn an_interrupted_manual_task_ends_as_failed() {
             ..
         }
     ));
+}
+
+#[test]
+fn the_writer_lease_fences_a_stale_holder() {
+    let j = SqliteJournal::in_memory().unwrap();
+    let a = j.acquire_lease("c", "a", 1_000, 100).unwrap().unwrap();
+    assert_eq!(j.acquire_lease("c", "b", 1_050, 100).unwrap(), None);
+    // The same live holder renews under its token.
+    assert_eq!(j.acquire_lease("c", "a", 1_050, 100).unwrap(), Some(a));
+    // Lapsed: a new grant gets a newer token, and the old one is refused.
+    let b = j.acquire_lease("c", "b", 1_200, 100).unwrap().unwrap();
+    assert!(b > a);
+    let e = j
+        .append_at("c", &ordinary("c", 1, 1, 50), 0, Some(a))
+        .unwrap_err();
+    assert_eq!(e.code(), "lease_lost");
+    assert!(j.read_events("c", 0).unwrap().is_empty(), "nothing written");
+    assert_eq!(
+        j.append_at("c", &ordinary("c", 1, 1, 50), 0, Some(b))
+            .unwrap(),
+        1
+    );
+    // A release keeps the counter: the next grant is newer still.
+    j.release_lease("c", "b").unwrap();
+    let c = j.acquire_lease("c", "a", 1_250, 100).unwrap().unwrap();
+    assert!(c > b);
+}
+
+/// The wall clock of the fencing tests: set by the test.
+static CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1_000_000);
+fn test_clock() -> u64 {
+    CLOCK.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The extractive summarizer, but only once `gate` opens; it says when it started.
+struct Gated {
+    started: std::sync::mpsc::SyncSender<()>,
+    gate: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl foldline_wasmtime::model::Model for Gated {
+    fn stream(
+        &self,
+        p: &foldline_core::packet::Packet,
+        sink: &mut dyn FnMut(foldline_wasmtime::model::StreamChunk),
+    ) -> Result<(), foldline_wasmtime::model::ModelError> {
+        let _ = self.started.try_send(());
+        let _ = self.gate.lock().unwrap().recv();
+        Extractive.stream(p, sink)
+    }
+    fn complete(
+        &self,
+        p: &foldline_core::packet::Packet,
+    ) -> Result<foldline_wasmtime::model::ModelResult, foldline_wasmtime::model::ModelError> {
+        Extractive.complete(p)
+    }
+}
+
+fn gated_driver(
+    db: &std::path::Path,
+    holder: &str,
+) -> (
+    Driver<SqliteJournal, Gated>,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (started_tx, started) = std::sync::mpsc::sync_channel(1);
+    let (open, gate) = std::sync::mpsc::channel();
+    let mut d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(db).unwrap(),
+        Gated {
+            started: started_tx,
+            gate: std::sync::Mutex::new(gate),
+        },
+        small_decl(),
+    );
+    d.holder = holder.into();
+    d.clock = test_clock;
+    (d, started, open)
+}
+
+#[test]
+fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    // Renewal: a 300 ms lease, a model call of ~1 s in real time, the
+    // clock moving with it; the other writer finds the lease still held.
+    let (mut a, started, open) = gated_driver(&db, "a");
+    a.lease_ms = 300;
+    a.journal.append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    let a = Arc::new(a);
+    let run = {
+        let a = a.clone();
+        std::thread::spawn(move || a.on_message("c").unwrap())
+    };
+    started.recv().unwrap();
+    for _ in 0..10 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        CLOCK.fetch_add(100, std::sync::atomic::Ordering::SeqCst);
+    }
+    let other = SqliteJournal::open(&db).unwrap();
+    assert_eq!(
+        other.acquire_lease("c", "b", test_clock(), 60_000).unwrap(),
+        None,
+        "renewed during the model call"
+    );
+    open.send(()).unwrap();
+    assert!(matches!(run.join().unwrap(), Outcome::Compacted(_)));
+
+    // Fencing: the holder's lease lapses without renewal (a long time to
+    // live, so the renewal is not due yet, and the clock jumps past it);
+    // another writer takes the lease; the stale holder's append is refused.
+    let (mut a, started, open) = gated_driver(&db, "a");
+    a.lease_ms = 60_000;
+    a.journal.append("c", &ordinary("c", 61, 120, 500)).unwrap();
+    let a = Arc::new(a);
+    let run = {
+        let a = a.clone();
+        std::thread::spawn(move || a.on_message("c"))
+    };
+    started.recv().unwrap();
+    CLOCK.fetch_add(120_000, std::sync::atomic::Ordering::SeqCst);
+    assert!(other
+        .acquire_lease("c", "b", test_clock(), 60_000)
+        .unwrap()
+        .is_some());
+    open.send(()).unwrap();
+    let e = run.join().unwrap().unwrap_err();
+    assert_eq!(e.code(), "lease_lost", "{e}");
+    let boundaries = other
+        .read_events("c", 0)
+        .unwrap()
+        .iter()
+        .filter(|s| matches!(s.event, foldline_core::event::Event::Boundary(_)))
+        .count();
+    assert_eq!(boundaries, 1, "the stale holder wrote nothing");
 }

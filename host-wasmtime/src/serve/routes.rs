@@ -320,12 +320,12 @@ async fn answer_start(
         }
         let answer = app.next_id("answer");
         let ttl = app.config.answer_lease.as_millis() as u64;
-        if !app.driver.journal.acquire_lease(
-            id,
-            &format!("answer:{answer}"),
-            (app.driver.clock)(),
-            ttl,
-        )? {
+        if app
+            .driver
+            .journal
+            .acquire_lease(id, &format!("answer:{answer}"), (app.driver.clock)(), ttl)?
+            .is_none()
+        {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "busy",

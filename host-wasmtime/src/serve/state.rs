@@ -147,7 +147,7 @@ impl App {
             match self
                 .driver
                 .journal
-                .append_at(conversation, &events, pos.seq)
+                .append_at(conversation, &events, pos.seq, None)
             {
                 Ok(seq) => {
                     // The next call reads what this one wrote (and learns its numbering).
