@@ -20,7 +20,7 @@ use foldline_wasmtime::import::demo_conversation;
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, Model};
 use foldline_wasmtime::runtime::Foldline;
-use foldline_wasmtime::serve::{self, hash_token, Members, ServeConfig};
+use foldline_wasmtime::serve::{self, hash_token, Location, Members, ServeConfig};
 use serde_json::{json, Value};
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -48,15 +48,11 @@ fn main() {
     };
     decl.summary.max_chars = Some(1_500);
     let model: Box<dyn Model + Send + Sync> = Box::new(Extractive);
-    let driver = Driver::new(
-        Foldline::embedded().expect("artifact"),
-        SqliteJournal::open(&journal).expect("journal"),
-        model,
-        decl,
-    );
+    let store: Box<dyn Journal> = Box::new(SqliteJournal::open(&journal).expect("journal"));
+    let driver = Driver::new(Foldline::embedded().expect("artifact"), store, model, decl);
     let mut config = ServeConfig::new(
         "127.0.0.1:0".parse().expect("addr"),
-        journal.clone(),
+        Location::Sqlite(journal.clone()),
         members_set,
     );
     config.condense_per_minute = 1_000;

@@ -449,14 +449,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
         std::thread::scope(|s| {
             s.spawn(move || {
                 let mut stopped = stop.0.lock().unwrap_or_else(|p| p.into_inner());
-                loop {
-                    let (guard, _) = stop
+                // The flag is checked before every wait: the work may have
+                // ended before this thread first took the lock.
+                while !*stopped {
+                    let (guard, waited) = stop
                         .1
                         .wait_timeout(stopped, every)
                         .unwrap_or_else(|p| p.into_inner());
                     stopped = guard;
-                    if *stopped {
-                        return;
+                    if *stopped || !waited.timed_out() {
+                        continue;
                     }
                     match journal.acquire_lease(key, holder, clock(), ttl_ms) {
                         Ok(Some(_)) => {}

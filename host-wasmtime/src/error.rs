@@ -32,6 +32,9 @@ pub enum HostError {
     /// The journal failed.
     #[error("journal: {0}")]
     Journal(#[from] rusqlite::Error),
+    /// A journal store other than SQLite failed (Postgres, its pool).
+    #[error("journal: {0}")]
+    Storage(String),
     /// A file could not be read or written.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
@@ -71,7 +74,7 @@ impl HostError {
             HostError::Trap(_) => "trap",
             HostError::MalformedOutput(_) => "malformed_output",
             HostError::Load(_) => "load_failed",
-            HostError::Journal(_) => "journal",
+            HostError::Journal(_) | HostError::Storage(_) => "journal",
             HostError::Io(_) => "io",
             HostError::Input(_) => "invalid_input",
             HostError::Model(_) => "model",

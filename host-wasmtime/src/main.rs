@@ -11,7 +11,8 @@ use foldline_core::format::Format;
 use foldline_core::timeline::{DividerState, TimelineItem};
 use foldline_core::turn::Route;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
-use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
+use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::model::{Extractive, Model, OpenAiModel, OpenAiOptions};
 use foldline_wasmtime::runtime::{Foldline, Limits};
 use foldline_wasmtime::{import, serve, HostError};
@@ -23,9 +24,10 @@ use foldline_wasmtime::{import, serve, HostError};
     disable_version_flag = true
 )]
 struct Cli {
-    /// The journal file (SQLite).
+    /// The journal: a SQLite file, or a PostgreSQL database
+    /// (`postgres://user@host:port/db`) that several programs and servers share.
     #[arg(long, global = true, default_value = "foldline.db")]
-    journal: PathBuf,
+    journal: String,
     /// The conversation id.
     #[arg(long, global = true, default_value = "default")]
     conversation: String,
@@ -210,7 +212,17 @@ fn declaration(cli: &Cli) -> Result<Declaration, HostError> {
     }
 }
 
-fn driver(cli: &Cli, journal: PathBuf) -> Result<Driver<SqliteJournal, AnyModel>, HostError> {
+/// The journal the program runs on.
+type AnyJournal = Box<dyn Journal>;
+
+fn open_journal(at: &Location) -> Result<AnyJournal, HostError> {
+    Ok(match at {
+        Location::Sqlite(p) => Box::new(SqliteJournal::open(p)?),
+        Location::Postgres(url) => Box::new(PgJournal::open(url)?),
+    })
+}
+
+fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, HostError> {
     let model: AnyModel = match &cli.openai_base_url {
         Some(url) => Box::new(OpenAiModel::new(OpenAiOptions::new(
             url.clone(),
@@ -221,7 +233,7 @@ fn driver(cli: &Cli, journal: PathBuf) -> Result<Driver<SqliteJournal, AnyModel>
     };
     let mut d = Driver::new(
         load(cli)?,
-        SqliteJournal::open(journal)?,
+        open_journal(&journal)?,
         model,
         declaration(cli)?,
     );
@@ -285,7 +297,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
         Command::Import { file, no_compact } => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
-            let d = driver(&cli, cli.journal.clone())?;
+            let d = driver(&cli, Location::parse(&cli.journal))?;
             let after = last_seq(&d.journal, &conv)?;
             let events = import::parse(&text, &route(&conv), after).map_err(|e| match e {
                 HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
@@ -296,11 +308,11 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Compact => {
-            let d = driver(&cli, cli.journal.clone())?;
+            let d = driver(&cli, Location::parse(&cli.journal))?;
             report(d.compact_now(&conv, "owner", false)?)
         }
         Command::Context { format, messages } => {
-            let d = driver(&cli, cli.journal.clone())?;
+            let d = driver(&cli, Location::parse(&cli.journal))?;
             let format = match format {
                 Fmt::Foldline => Format::Foldline,
                 Fmt::Openai => Format::Openai,
@@ -322,7 +334,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Timeline { json } => {
-            let d = driver(&cli, cli.journal.clone())?;
+            let d = driver(&cli, Location::parse(&cli.journal))?;
             let t = d.timeline(&conv)?;
             if *json {
                 print_json(&t)?;
@@ -332,7 +344,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify => {
-            let d = driver(&cli, cli.journal.clone())?;
+            let d = driver(&cli, Location::parse(&cli.journal))?;
             match d.resolve(&conv) {
                 Ok(r) => {
                     match r.head {
@@ -378,13 +390,13 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     let text = std::fs::read_to_string(&o.members)
         .map_err(|e| HostError::Input(format!("{}: {e}", o.members.display())))?;
     let members = serve::Members::parse(&text)?;
-    let mut config = serve::ServeConfig::new(o.listen, cli.journal.clone(), members);
+    let mut config = serve::ServeConfig::new(o.listen, Location::parse(&cli.journal), members);
     config.replica = o.replica.clone();
     config.body_limit = o.body_limit;
     config.request_timeout = std::time::Duration::from_secs(o.request_timeout);
     config.condense_per_minute = o.condense_per_minute;
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
-    let d = driver(cli, cli.journal.clone())?;
+    let d = driver(cli, Location::parse(&cli.journal))?;
     serve::serve(
         d,
         config,
@@ -407,7 +419,7 @@ fn last_seq(j: &impl Journal, conv: &str) -> Result<u64, HostError> {
 }
 
 fn import_events(
-    d: &Driver<SqliteJournal, AnyModel>,
+    d: &Driver<AnyJournal, AnyModel>,
     conv: &str,
     events: Vec<foldline_core::event::Event>,
     compact: bool,
@@ -518,14 +530,31 @@ fn print_timeline(items: &[TimelineItem], width: usize) {
 
 fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
     // The demo writes to its own journal unless --journal was given explicitly.
-    let path = if cli.journal == std::path::Path::new("foldline.db") {
-        std::env::temp_dir().join(format!("foldline-demo-{}.db", std::process::id()))
-    } else {
-        cli.journal.clone()
+    let (at, conv) = match Location::parse(&cli.journal) {
+        Location::Sqlite(p) => {
+            let p = if p == std::path::Path::new("foldline.db") {
+                std::env::temp_dir().join(format!("foldline-demo-{}.db", std::process::id()))
+            } else {
+                p
+            };
+            let _ = std::fs::remove_file(&p);
+            (Location::Sqlite(p), "demo".to_owned())
+        }
+        // A shared database keeps what is there: the demo gets its own conversation.
+        pg => {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            (pg, format!("demo-{}-{secs}", std::process::id()))
+        }
     };
-    let _ = std::fs::remove_file(&path);
-    let d = driver(cli, path.clone())?;
-    let conv = "demo";
+    let path = match &at {
+        Location::Sqlite(p) => p.display().to_string(),
+        Location::Postgres(u) => u.clone(),
+    };
+    let d = driver(cli, at)?;
+    let conv = conv.as_str();
     let messages = import::demo_conversation(turns);
     let text: String = messages.iter().map(|m| format!("{m}\n")).collect();
     let events = import::parse(&text, &route(conv), 0)?;
@@ -607,6 +636,6 @@ fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
         elapsed,
         messages.len()
     );
-    out!("  journal file: {}", path.display());
+    out!("  journal: {path} (conversation {conv})");
     Ok(ExitCode::SUCCESS)
 }

@@ -20,28 +20,29 @@ pub mod store;
 mod tasks;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use members::{hash_token, Members};
 pub use reply::ApiError;
+pub use store::Location;
 
 use crate::driver::Driver;
 use crate::error::{HostError, Result};
-use crate::journal::SqliteJournal;
+use crate::journal::Journal;
 use crate::model::Model;
 
-/// The driver a server runs: the SQLite journal and any model.
-pub type ServeDriver = Driver<SqliteJournal, Box<dyn Model + Send + Sync>>;
+/// The driver a server runs: any journal (SQLite or Postgres) and any model.
+pub type ServeDriver = Driver<Box<dyn Journal>, Box<dyn Model + Send + Sync>>;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// The journal file (the server's ownership and task tables live in it too).
-    pub journal: PathBuf,
+    /// Where the journal lives (the server's ownership, task and answer
+    /// tables live beside it).
+    pub journal: Location,
     /// Who may call, by token hash.
     pub members: Members,
     /// This server's name as a writer (`serve:<replica>` holds leases): keep
@@ -63,7 +64,7 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// Defaults: 1 MiB bodies, 30 s requests, 6 condense requests per member
     /// per minute, 5-minute answers, 250 ms polls, replica `local`.
-    pub fn new(listen: SocketAddr, journal: PathBuf, members: Members) -> ServeConfig {
+    pub fn new(listen: SocketAddr, journal: Location, members: Members) -> ServeConfig {
         ServeConfig {
             listen,
             journal,
@@ -91,13 +92,14 @@ pub fn serve(
     ready: impl FnOnce(SocketAddr) + Send + 'static,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    // Blocking storage calls run before the runtime starts, or on its
+    // blocking pool, never on its async workers.
+    let app = Arc::new(state::App::open(driver, config)?);
+    app.recover();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let app = state::App::open(driver, config)?;
-        let app = Arc::new(app);
-        app.recover();
         let listener = tokio::net::TcpListener::bind(app.config.listen).await?;
         let addr = listener.local_addr()?;
         ready(addr);

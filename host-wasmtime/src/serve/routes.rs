@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -20,7 +19,7 @@ use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 
 use super::reply::ApiError;
-use super::state::{lock, Answer, App};
+use super::state::App;
 use super::tasks;
 use crate::driver::ContextOptions;
 use crate::error::HostError;
@@ -311,34 +310,22 @@ async fn answer_start(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     as_owner(app, member, id, |app, id| {
-        if app.answering(id) {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "busy",
-                "another answer holds the session",
-            ));
-        }
+        let busy = |why: &str| ApiError::new(StatusCode::CONFLICT, "busy", why);
         let answer = app.next_id("answer");
+        let now = (app.driver.clock)();
         let ttl = app.config.answer_lease.as_millis() as u64;
-        if app
-            .driver
-            .journal
-            .acquire_lease(id, &format!("answer:{answer}"), (app.driver.clock)(), ttl)?
-            .is_none()
-        {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "busy",
-                "a compaction is running; ask again in a moment",
-            ));
+        let holder = format!("answer:{answer}");
+        if app.driver.journal.acquire_lease(id, &holder, now, ttl)?.is_none() {
+            return Err(busy(if app.answering(id)? {
+                "another answer holds the session"
+            } else {
+                "a compaction is running; ask again in a moment"
+            }));
         }
-        lock(&app.answers).insert(
-            id.to_owned(),
-            Answer {
-                id: answer.clone(),
-                until: Instant::now() + app.config.answer_lease,
-            },
-        );
+        if !app.store.start_answer(id, &answer, now, now + ttl)? {
+            app.driver.journal.release_lease(id, &holder)?;
+            return Err(busy("another answer holds the session"));
+        }
         Ok((
             StatusCode::CREATED,
             Json(json!({"answer": answer, "expiresInMs": ttl})),
@@ -358,16 +345,13 @@ async fn answer_end(
     let conv = id.clone();
     blocking(move || {
         owned(&a, &conv, &member)?;
-        let mut answers = lock(&a.answers);
-        if answers.get(&conv).is_none_or(|x| x.id != answer) {
+        if !a.store.end_answer(&conv, &answer)? {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
                 format!("no answer {answer:?} holds this session"),
             ));
         }
-        answers.remove(&conv);
-        drop(answers);
         a.driver
             .journal
             .release_lease(&conv, &format!("answer:{answer}"))?;

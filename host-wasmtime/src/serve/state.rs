@@ -27,14 +27,6 @@ pub struct Position {
     pub source_seq: u64,
 }
 
-/// An answer holding a conversation's session.
-pub struct Answer {
-    /// Its id.
-    pub id: String,
-    /// When it lapses unless given back.
-    pub until: Instant,
-}
-
 /// Shared by every request.
 pub struct App {
     pub driver: ServeDriver,
@@ -44,7 +36,6 @@ pub struct App {
     positions: Mutex<BTreeMap<String, Arc<Mutex<Position>>>>,
     /// Conversations with a compaction check running; `true`: another is due.
     checks: Mutex<BTreeMap<String, bool>>,
-    pub answers: Mutex<BTreeMap<String, Answer>>,
     rate: Mutex<BTreeMap<String, VecDeque<Instant>>>,
     /// Running background work (compaction checks, manual tasks).
     pub tracker: TaskTracker,
@@ -70,7 +61,6 @@ impl App {
             config,
             positions: Mutex::default(),
             checks: Mutex::default(),
-            answers: Mutex::default(),
             rate: Mutex::default(),
             tracker: TaskTracker::new(),
             stopping: CancellationToken::new(),
@@ -194,11 +184,12 @@ impl App {
         });
     }
 
-    /// Whether an answer holds the session now.
-    pub fn answering(&self, conversation: &str) -> bool {
-        lock(&self.answers)
-            .get(conversation)
-            .is_some_and(|a| a.until > Instant::now())
+    /// Whether an answer holds the session now (on any replica).
+    pub fn answering(&self, conversation: &str) -> Result<bool> {
+        Ok(self
+            .store
+            .answer(conversation, (self.driver.clock)())?
+            .is_some())
     }
 
     /// Count a condense request of `member` against the per-minute limit.

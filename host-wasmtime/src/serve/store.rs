@@ -1,14 +1,39 @@
-//! What the server keeps beside the journal, in the same SQLite file: who
-//! owns each conversation, and the pointers of manual tasks (so a task the
-//! server was running when it stopped is ended when it starts again, and a
-//! member reloading a page finds their task by its id).
+//! What the server keeps beside the journal, in the same database: who owns
+//! each conversation, the pointers of manual tasks (so a task a server was
+//! running when it stopped is ended when it starts again, and a member
+//! reloading a page finds their task by its id), and the answers holding a
+//! session — shared by every replica on a Postgres journal.
+//!
+//! Each query is written once (`$1` placeholders, `ON CONFLICT`, which
+//! SQLite and PostgreSQL both speak) and run on either backend.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::types::ValueRef;
 
-use crate::error::Result;
+use crate::error::{HostError, Result};
+use crate::journal::postgres::PgPool;
+
+/// Where a server's journal lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file (one machine).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database URL (any number of replicas).
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://…` or `postgresql://…` is a database; anything else a file.
+    pub fn parse(s: &str) -> Location {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Location::Postgres(s.to_owned())
+        } else {
+            Location::Sqlite(PathBuf::from(s))
+        }
+    }
+}
 
 /// A manual task's pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,41 +50,139 @@ pub struct TaskPointer {
     pub state: String,
 }
 
-/// Ownership and task pointers.
-pub struct Store {
-    conn: Mutex<Connection>,
+/// A query parameter or column value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Val {
+    Text(String),
+    Int(i64),
 }
 
-const SCHEMA: &str = "
+impl Val {
+    fn text(&self) -> String {
+        match self {
+            Val::Text(s) => s.clone(),
+            Val::Int(i) => i.to_string(),
+        }
+    }
+    fn int(&self) -> i64 {
+        match self {
+            Val::Int(i) => *i,
+            Val::Text(s) => s.parse().unwrap_or(0),
+        }
+    }
+}
+
+fn t(s: &str) -> Val {
+    Val::Text(s.to_owned())
+}
+
+enum Backend {
+    Sqlite(Mutex<rusqlite::Connection>),
+    Postgres(PgPool),
+}
+
+/// Ownership, task pointers and answers.
+pub struct Store {
+    db: Backend,
+}
+
+const SQLITE_SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
 PRAGMA busy_timeout = 10000;
-CREATE TABLE IF NOT EXISTS serve_owners (
-  conversation TEXT PRIMARY KEY,
-  member TEXT NOT NULL
-);
+CREATE TABLE IF NOT EXISTS serve_owners (conversation TEXT PRIMARY KEY, member TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS serve_tasks (
-  conversation TEXT NOT NULL,
-  task TEXT NOT NULL,
-  member TEXT NOT NULL,
-  requested_seq INTEGER NOT NULL DEFAULT 0,
-  state TEXT NOT NULL,
+  conversation TEXT NOT NULL, task TEXT NOT NULL, member TEXT NOT NULL,
+  requested_seq INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL,
   PRIMARY KEY (conversation, task)
 );
+CREATE TABLE IF NOT EXISTS serve_answers (conversation TEXT PRIMARY KEY, answer TEXT NOT NULL, until_ms INTEGER NOT NULL);
 ";
 
 impl Store {
-    /// Open (and create) the tables in the journal's file.
+    /// Open (and create) the tables where the journal lives (on Postgres the
+    /// journal's migration made them).
     ///
     /// # Errors
     /// Storage failures.
-    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+    pub fn open(at: &Location) -> Result<Store> {
         Ok(Store {
-            conn: crate::journal::open_with(path, SCHEMA)?,
+            db: match at {
+                Location::Sqlite(p) => {
+                    Backend::Sqlite(crate::journal::open_with(p, SQLITE_SCHEMA)?)
+                }
+                Location::Postgres(url) => {
+                    Backend::Postgres(crate::journal::postgres::connect(url)?)
+                }
+            },
         })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        super::state::lock(&self.conn)
+    /// Run a statement; the rows it changed.
+    fn exec(&self, sql: &str, params: &[Val]) -> Result<u64> {
+        match &self.db {
+            Backend::Sqlite(c) => {
+                let c = super::state::lock(c);
+                let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
+                Ok(c.execute(
+                    &sql.replace('$', "?"),
+                    rusqlite::params_from_iter(p.iter()),
+                )? as u64)
+            }
+            Backend::Postgres(pool) => {
+                let mut c = pool
+                    .get()
+                    .map_err(|e| HostError::Storage(format!("postgres pool: {e}")))?;
+                let p: Vec<Box<dyn postgres::types::ToSql + Sync>> =
+                    params.iter().map(pg_param).collect();
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                    p.iter().map(|b| b.as_ref()).collect();
+                Ok(c.execute(sql, &refs)?)
+            }
+        }
+    }
+
+    /// Run a query; its rows as values.
+    fn rows(&self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>> {
+        match &self.db {
+            Backend::Sqlite(c) => {
+                let c = super::state::lock(c);
+                let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
+                let mut st = c.prepare_cached(&sql.replace('$', "?"))?;
+                let n = st.column_count();
+                let rows = st.query_map(rusqlite::params_from_iter(p.iter()), |r| {
+                    (0..n)
+                        .map(|i| {
+                            Ok(match r.get_ref(i)? {
+                                ValueRef::Integer(v) => Val::Int(v),
+                                ValueRef::Text(b) => Val::Text(String::from_utf8_lossy(b).into()),
+                                _ => Val::Text(String::new()),
+                            })
+                        })
+                        .collect::<rusqlite::Result<Vec<Val>>>()
+                })?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            }
+            Backend::Postgres(pool) => {
+                let mut c = pool
+                    .get()
+                    .map_err(|e| HostError::Storage(format!("postgres pool: {e}")))?;
+                let p: Vec<Box<dyn postgres::types::ToSql + Sync>> =
+                    params.iter().map(pg_param).collect();
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                    p.iter().map(|b| b.as_ref()).collect();
+                Ok(c.query(sql, &refs)?
+                    .iter()
+                    .map(|r| {
+                        (0..r.len())
+                            .map(|i| match r.try_get::<_, i64>(i) {
+                                Ok(v) => Val::Int(v),
+                                Err(_) => Val::Text(r.try_get::<_, String>(i).unwrap_or_default()),
+                            })
+                            .collect()
+                    })
+                    .collect())
+            }
+        }
     }
 
     /// The owner of a conversation, if it exists.
@@ -68,13 +191,12 @@ impl Store {
     /// Storage failures.
     pub fn owner(&self, conversation: &str) -> Result<Option<String>> {
         Ok(self
-            .conn()
-            .query_row(
-                "SELECT member FROM serve_owners WHERE conversation = ?1",
-                params![conversation],
-                |r| r.get(0),
-            )
-            .optional()?)
+            .rows(
+                "SELECT member FROM serve_owners WHERE conversation = $1",
+                &[t(conversation)],
+            )?
+            .first()
+            .map(|r| r[0].text()))
     }
 
     /// The owner, making `member` the owner of a new conversation.
@@ -82,16 +204,11 @@ impl Store {
     /// # Errors
     /// Storage failures.
     pub fn claim(&self, conversation: &str, member: &str) -> Result<String> {
-        let conn = self.conn();
-        conn.execute(
-            "INSERT OR IGNORE INTO serve_owners (conversation, member) VALUES (?1, ?2)",
-            params![conversation, member],
+        self.exec(
+            "INSERT INTO serve_owners (conversation, member) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[t(conversation), t(member)],
         )?;
-        Ok(conn.query_row(
-            "SELECT member FROM serve_owners WHERE conversation = ?1",
-            params![conversation],
-            |r| r.get(0),
-        )?)
+        Ok(self.owner(conversation)?.unwrap_or_default())
     }
 
     /// Record a new task pointer (`pending`).
@@ -99,9 +216,9 @@ impl Store {
     /// # Errors
     /// Storage failures.
     pub fn add_task(&self, conversation: &str, task: &str, member: &str) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO serve_tasks (conversation, task, member, state) VALUES (?1, ?2, ?3, 'pending')",
-            params![conversation, task, member],
+        self.exec(
+            "INSERT INTO serve_tasks (conversation, task, member, state) VALUES ($1, $2, $3, 'pending')",
+            &[t(conversation), t(task), t(member)],
         )?;
         Ok(())
     }
@@ -117,11 +234,16 @@ impl Store {
         state: &str,
         requested_seq: Option<u64>,
     ) -> Result<()> {
-        self.conn().execute(
-            "UPDATE serve_tasks SET state = ?3, requested_seq = COALESCE(?4, requested_seq)
-             WHERE conversation = ?1 AND task = ?2",
-            params![conversation, task, state, requested_seq.map(|s| s as i64)],
-        )?;
+        match requested_seq {
+            Some(seq) => self.exec(
+                "UPDATE serve_tasks SET state = $3, requested_seq = $4 WHERE conversation = $1 AND task = $2",
+                &[t(conversation), t(task), t(state), Val::Int(seq as i64)],
+            )?,
+            None => self.exec(
+                "UPDATE serve_tasks SET state = $3 WHERE conversation = $1 AND task = $2",
+                &[t(conversation), t(task), t(state)],
+            )?,
+        };
         Ok(())
     }
 
@@ -131,38 +253,98 @@ impl Store {
     /// Storage failures.
     pub fn task(&self, conversation: &str, task: &str) -> Result<Option<TaskPointer>> {
         Ok(self
-            .conn()
-            .query_row(
+            .rows(
                 "SELECT conversation, task, member, requested_seq, state FROM serve_tasks
-                 WHERE conversation = ?1 AND task = ?2",
-                params![conversation, task],
-                row,
-            )
-            .optional()?)
+                 WHERE conversation = $1 AND task = $2",
+                &[t(conversation), t(task)],
+            )?
+            .first()
+            .map(|r| pointer(r)))
     }
 
-    /// Tasks that were pending or accepted and never ended here (the server
-    /// stopped while running them).
+    /// Tasks that were pending or accepted and never ended (a server stopped
+    /// while running them).
     ///
     /// # Errors
     /// Storage failures.
     pub fn open_tasks(&self) -> Result<Vec<TaskPointer>> {
-        let conn = self.conn();
-        let mut st = conn.prepare(
-            "SELECT conversation, task, member, requested_seq, state FROM serve_tasks
-             WHERE state IN ('pending', 'accepted') ORDER BY conversation, task",
-        )?;
-        let rows = st.query_map([], row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(self
+            .rows(
+                "SELECT conversation, task, member, requested_seq, state FROM serve_tasks
+                 WHERE state IN ('pending', 'accepted') ORDER BY conversation, task",
+                &[],
+            )?
+            .iter()
+            .map(|r| pointer(r))
+            .collect())
+    }
+
+    /// Record `answer` as holding the session until `until_ms`, unless a
+    /// live answer already does; true when recorded.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn start_answer(
+        &self,
+        conversation: &str,
+        answer: &str,
+        now_ms: u64,
+        until_ms: u64,
+    ) -> Result<bool> {
+        Ok(self.exec(
+            "INSERT INTO serve_answers (conversation, answer, until_ms) VALUES ($1, $2, $3)
+             ON CONFLICT (conversation) DO UPDATE SET answer = excluded.answer, until_ms = excluded.until_ms
+             WHERE serve_answers.until_ms <= $4",
+            &[t(conversation), t(answer), Val::Int(until_ms as i64), Val::Int(now_ms as i64)],
+        )? == 1)
+    }
+
+    /// The live answer holding the session, if any.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn answer(&self, conversation: &str, now_ms: u64) -> Result<Option<String>> {
+        Ok(self
+            .rows(
+                "SELECT answer FROM serve_answers WHERE conversation = $1 AND until_ms > $2",
+                &[t(conversation), Val::Int(now_ms as i64)],
+            )?
+            .first()
+            .map(|r| r[0].text()))
+    }
+
+    /// End `answer`; true when it held the session.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn end_answer(&self, conversation: &str, answer: &str) -> Result<bool> {
+        Ok(self.exec(
+            "UPDATE serve_answers SET until_ms = 0 WHERE conversation = $1 AND answer = $2 AND until_ms > 0",
+            &[t(conversation), t(answer)],
+        )? == 1)
     }
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskPointer> {
-    Ok(TaskPointer {
-        conversation: r.get(0)?,
-        task: r.get(1)?,
-        member: r.get(2)?,
-        requested_seq: r.get::<_, i64>(3)? as u64,
-        state: r.get(4)?,
-    })
+fn sqlite_param(v: &Val) -> Box<dyn rusqlite::ToSql> {
+    match v {
+        Val::Text(s) => Box::new(s.clone()),
+        Val::Int(i) => Box::new(*i),
+    }
+}
+
+fn pg_param(v: &Val) -> Box<dyn postgres::types::ToSql + Sync> {
+    match v {
+        Val::Text(s) => Box::new(s.clone()),
+        Val::Int(i) => Box::new(*i),
+    }
+}
+
+fn pointer(r: &[Val]) -> TaskPointer {
+    TaskPointer {
+        conversation: r[0].text(),
+        task: r[1].text(),
+        member: r[2].text(),
+        requested_seq: r[3].int() as u64,
+        state: r[4].text(),
+    }
 }

@@ -52,7 +52,7 @@ pub async fn condense(
                 "the server is stopping",
             ));
         }
-        if a.answering(&conv) {
+        if a.answering(&conv)? {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "session_busy",

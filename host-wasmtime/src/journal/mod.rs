@@ -11,6 +11,9 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{HostError, Result};
 
+pub mod postgres;
+pub use self::postgres::PgJournal;
+
 /// An event with its journal position.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {
@@ -112,7 +115,7 @@ CREATE TABLE IF NOT EXISTS packets (conversation TEXT NOT NULL, id TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS writer_leases (conversation TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL, fence INTEGER NOT NULL);
 ";
 
-fn type_of(e: &Event) -> &'static str {
+pub(crate) fn type_of(e: &Event) -> &'static str {
     match e {
         Event::Message(_) => "message",
         Event::LateDelivery(_) => "lateDelivery",
@@ -125,7 +128,7 @@ fn type_of(e: &Event) -> &'static str {
     }
 }
 
-fn chain_slot(e: &Event) -> Option<String> {
+pub(crate) fn chain_slot(e: &Event) -> Option<String> {
     match e {
         Event::Boundary(b) => Some(format!(
             "{}|{}",
@@ -174,15 +177,65 @@ impl SqliteJournal {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T> {
     serde_json::from_str(body)
         .map_err(|e| HostError::Input(format!("stored {what} is not valid: {e}")))
 }
 
+/// The journal contract's append check: every event passes the core's
+/// `check_events` (shape, route, content hash), named by its index in the
+/// batch; turns get their content hash here, once, when they enter.
+///
+/// # Errors
+/// The core's code, with "append refused, nothing written".
+pub(crate) fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Event>> {
+    let mut out = Vec::with_capacity(events.len());
+    for (i, e) in events.iter().enumerate() {
+        let chat = match e {
+            Event::Message(m) | Event::LateDelivery(m) => m.chat.clone(),
+            Event::TurnMeta(t) => t.chat.clone(),
+            _ => String::new(),
+        };
+        foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+            route: foldline_core::turn::Route {
+                conversation: conversation.to_owned(),
+                chat,
+                sender: String::new(),
+            },
+            events: vec![e.clone()],
+        })
+        .map_err(|mut err| {
+            err.message = format!(
+                "append refused, nothing written: {}",
+                err.message.replace("events[0]", &format!("events[{i}]"))
+            );
+            HostError::Core(err)
+        })?;
+        // Hash each turn once, when it enters the journal (natively, where
+        // SHA-256 runs on the CPU's SHA instructions).
+        let mut e = e.clone();
+        if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
+            if m.content_hash.is_none() {
+                m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
+            }
+        }
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// The refusal of a second boundary on one chain slot.
+pub(crate) fn fork() -> HostError {
+    HostError::Core(foldline_core::Error::new(
+        foldline_core::Code::Fork,
+        "another boundary already extends this chain position",
+    ))
+}
+
 impl SqliteJournal {
-    /// The journal contract's append: check every event (the core's
-    /// `check_events`: shape, route, content hash), then write them in one
-    /// immediate transaction, at `expected` when given.
+    /// The journal contract's append: check every event, then write them in
+    /// one immediate transaction, at `expected` when given, under `fence`
+    /// when given.
     fn append_checked(
         &self,
         conversation: &str,
@@ -190,28 +243,7 @@ impl SqliteJournal {
         expected: Option<u64>,
         fence: Option<u64>,
     ) -> Result<u64> {
-        for (i, e) in events.iter().enumerate() {
-            let chat = match e {
-                Event::Message(m) | Event::LateDelivery(m) => m.chat.clone(),
-                Event::TurnMeta(t) => t.chat.clone(),
-                _ => String::new(),
-            };
-            foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
-                route: foldline_core::turn::Route {
-                    conversation: conversation.to_owned(),
-                    chat,
-                    sender: String::new(),
-                },
-                events: vec![e.clone()],
-            })
-            .map_err(|mut err| {
-                err.message = format!(
-                    "append refused, nothing written: {}",
-                    err.message.replace("events[0]", &format!("events[{i}]"))
-                );
-                HostError::Core(err)
-            })?;
-        }
+        let events = check_batch(conversation, events)?;
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut seq: i64 = tx.query_row(
@@ -239,29 +271,15 @@ impl SqliteJournal {
                 });
             }
         }
-        for e in events {
+        for e in &events {
             seq += 1;
-            // Hash each turn once, when it enters the journal (natively, where
-            // SHA-256 runs on the CPU's SHA instructions).
-            let mut e = e.clone();
-            if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
-                if m.content_hash.is_none() {
-                    m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
-                }
-            }
-            let e = &e;
             let body = serde_json::to_string(e).map_err(|err| HostError::Input(err.to_string()))?;
             tx.execute(
                 "INSERT INTO events (conversation, seq, type, body, chain_slot) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![conversation, seq, type_of(e), body, chain_slot(e)],
             )
             .map_err(|err| match &err {
-                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
-                    HostError::Core(foldline_core::Error::new(
-                        foldline_core::Code::Fork,
-                        "another boundary already extends this chain position",
-                    ))
-                }
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => fork(),
                 _ => HostError::Journal(err),
             })?;
         }
@@ -377,5 +395,46 @@ impl Journal for SqliteJournal {
             params![conversation, holder],
         )?;
         Ok(())
+    }
+}
+
+/// A boxed journal is a journal, so a host can pick one at run time
+/// (`--journal foldline.db` or `--journal postgres://…`).
+impl<T: Journal + ?Sized> Journal for Box<T> {
+    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        (**self).read_events(conversation, since)
+    }
+    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
+        (**self).append(conversation, events)
+    }
+    fn append_at(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        expected: u64,
+        fence: Option<u64>,
+    ) -> Result<u64> {
+        (**self).append_at(conversation, events, expected, fence)
+    }
+    fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
+        (**self).put_packet(conversation, packet)
+    }
+    fn get_packet(&self, conversation: &str, id: &str) -> Result<Option<Packet>> {
+        (**self).get_packet(conversation, id)
+    }
+    fn list_packets(&self, conversation: &str) -> Result<Vec<Packet>> {
+        (**self).list_packets(conversation)
+    }
+    fn acquire_lease(
+        &self,
+        conversation: &str,
+        holder: &str,
+        now_ms: u64,
+        ttl_ms: u64,
+    ) -> Result<Option<u64>> {
+        (**self).acquire_lease(conversation, holder, now_ms, ttl_ms)
+    }
+    fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
+        (**self).release_lease(conversation, holder)
     }
 }

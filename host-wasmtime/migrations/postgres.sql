@@ -1,0 +1,68 @@
+-- The Postgres journal of foldline (applied by PgJournal::open under an
+-- advisory lock, so replicas starting together do not race; idempotent).
+-- Bodies are stored as the JSON text foldline wrote (not jsonb, which would
+-- reorder keys): what is read back is byte for byte what was appended.
+
+CREATE TABLE IF NOT EXISTS foldline_events (
+  conversation TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  type TEXT NOT NULL,
+  body TEXT NOT NULL,
+  chain_slot TEXT,
+  PRIMARY KEY (conversation, seq)
+);
+-- One boundary per chain head: a fork is refused by the database.
+CREATE UNIQUE INDEX IF NOT EXISTS foldline_events_chain_slot
+  ON foldline_events (conversation, chain_slot) WHERE chain_slot IS NOT NULL;
+
+-- Append-only: the database refuses UPDATE, DELETE and TRUNCATE of events.
+CREATE OR REPLACE FUNCTION foldline_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'the journal is append-only';
+END $$;
+DROP TRIGGER IF EXISTS foldline_events_no_change ON foldline_events;
+CREATE TRIGGER foldline_events_no_change BEFORE UPDATE OR DELETE ON foldline_events
+  FOR EACH ROW EXECUTE FUNCTION foldline_append_only();
+DROP TRIGGER IF EXISTS foldline_events_no_truncate ON foldline_events;
+CREATE TRIGGER foldline_events_no_truncate BEFORE TRUNCATE ON foldline_events
+  FOR EACH STATEMENT EXECUTE FUNCTION foldline_append_only();
+
+-- The last position of each conversation: its row lock orders appenders.
+CREATE TABLE IF NOT EXISTS foldline_heads (
+  conversation TEXT PRIMARY KEY,
+  seq BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS foldline_packets (
+  conversation TEXT NOT NULL,
+  id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (conversation, id)
+);
+
+-- The writer lease across replicas, with its fencing token.
+CREATE TABLE IF NOT EXISTS foldline_leases (
+  conversation TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  until_ms BIGINT NOT NULL,
+  fence BIGINT NOT NULL
+);
+
+-- What `foldline serve` keeps beside the journal.
+CREATE TABLE IF NOT EXISTS serve_owners (
+  conversation TEXT PRIMARY KEY,
+  member TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS serve_tasks (
+  conversation TEXT NOT NULL,
+  task TEXT NOT NULL,
+  member TEXT NOT NULL,
+  requested_seq BIGINT NOT NULL DEFAULT 0,
+  state TEXT NOT NULL,
+  PRIMARY KEY (conversation, task)
+);
+CREATE TABLE IF NOT EXISTS serve_answers (
+  conversation TEXT PRIMARY KEY,
+  answer TEXT NOT NULL,
+  until_ms BIGINT NOT NULL
+);
