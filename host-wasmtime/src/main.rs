@@ -12,9 +12,9 @@ use foldline_core::timeline::{DividerState, TimelineItem};
 use foldline_core::turn::Route;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
-use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::model::{Extractive, Model, OpenAiModel, OpenAiOptions};
 use foldline_wasmtime::runtime::{Foldline, Limits};
+use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::{import, serve, HostError};
 
 #[derive(Parser)]
@@ -145,6 +145,10 @@ struct Serve {
     /// How long an answer holds the session unless given back, in seconds.
     #[arg(long, default_value_t = 300)]
     answer_lease: u64,
+    /// The writer lease's time to live, in milliseconds (renewed while a
+    /// model call runs; a stopped replica's lease lapses after it).
+    #[arg(long, default_value_t = 120_000)]
+    lease_ms: u64,
 }
 
 #[derive(clap::Args)]
@@ -396,7 +400,8 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.request_timeout = std::time::Duration::from_secs(o.request_timeout);
     config.condense_per_minute = o.condense_per_minute;
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
-    let d = driver(cli, Location::parse(&cli.journal))?;
+    let mut d = driver(cli, Location::parse(&cli.journal))?;
+    d.lease_ms = o.lease_ms;
     serve::serve(
         d,
         config,

@@ -63,7 +63,9 @@ impl PgJournal {
     /// # Errors
     /// As [`connect`].
     pub fn open(url: &str) -> Result<PgJournal> {
-        Ok(PgJournal { pool: connect(url)? })
+        Ok(PgJournal {
+            pool: connect(url)?,
+        })
     }
 
     /// The journal over an existing pool.
@@ -194,7 +196,8 @@ impl Journal for PgJournal {
             "SELECT body FROM foldline_packets WHERE conversation = $1 AND id = $2",
             &[&conversation, &id],
         )?;
-        row.map(|r| decode(r.get::<_, &str>(0), "packet")).transpose()
+        row.map(|r| decode(r.get::<_, &str>(0), "packet"))
+            .transpose()
     }
 
     fn list_packets(&self, conversation: &str) -> Result<Vec<Packet>> {

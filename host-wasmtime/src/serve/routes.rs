@@ -315,7 +315,12 @@ async fn answer_start(
         let now = (app.driver.clock)();
         let ttl = app.config.answer_lease.as_millis() as u64;
         let holder = format!("answer:{answer}");
-        if app.driver.journal.acquire_lease(id, &holder, now, ttl)?.is_none() {
+        if app
+            .driver
+            .journal
+            .acquire_lease(id, &holder, now, ttl)?
+            .is_none()
+        {
             return Err(busy(if app.answering(id)? {
                 "another answer holds the session"
             } else {

@@ -123,10 +123,7 @@ impl Store {
             Backend::Sqlite(c) => {
                 let c = super::state::lock(c);
                 let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
-                Ok(c.execute(
-                    &sql.replace('$', "?"),
-                    rusqlite::params_from_iter(p.iter()),
-                )? as u64)
+                Ok(c.execute(&sql.replace('$', "?"), rusqlite::params_from_iter(p.iter()))? as u64)
             }
             Backend::Postgres(pool) => {
                 let mut c = pool

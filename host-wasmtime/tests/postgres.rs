@@ -1,0 +1,422 @@
+//! The Postgres journal against a real PostgreSQL server (started by the
+//! test from Debian's binaries): the journal contract, shared with SQLite;
+//! the database's own refusals; the driver; and `foldline serve` replicas
+//! racing on one conversation with a stopped replica's stale writes fenced.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::event::Event;
+use foldline_wasmtime::driver::{Driver, Outcome};
+use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
+use foldline_wasmtime::model::Extractive;
+use foldline_wasmtime::runtime::Foldline;
+use support::pg::Pg;
+
+fn small_decl() -> Declaration {
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::Chars {
+        trigger: 20_000,
+        retain: 8_000,
+    };
+    d.summary.max_chars = Some(1_500);
+    d
+}
+
+fn demo_events(conv: &str, turns: usize) -> Vec<Event> {
+    let text: String = foldline_wasmtime::import::demo_conversation(turns)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let route = foldline_core::turn::Route {
+        conversation: conv.into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    foldline_wasmtime::import::parse(&text, &route, 0).unwrap()
+}
+
+/// The journal contract (docs/journal.md), on any journal.
+fn contract(journal: Box<dyn Journal>) {
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        journal,
+        Extractive,
+        small_decl(),
+    );
+    let j = &d.journal;
+    // 1. Checked at append: a forged content hash is refused, nothing written.
+    let mut bad = demo_events("c", 2);
+    if let Event::Message(m) = &mut bad[1] {
+        m.content_hash = Some("sha256:forged".into());
+    }
+    let e = j.append("c", &bad).unwrap_err();
+    assert_eq!(e.code(), "invalid_request", "{e}");
+    assert!(e.to_string().contains("events[1]"), "{e}");
+    assert_eq!(
+        j.append("c", &demo_events("elsewhere", 1))
+            .unwrap_err()
+            .code(),
+        "wrong_route"
+    );
+    assert!(j.read_events("c", 0).unwrap().is_empty());
+    // 2. Compare-and-append.
+    let events = demo_events("c", 120);
+    assert_eq!(j.append("c", &events[..1]).unwrap(), 1);
+    assert_eq!(
+        j.append_at("c", &events[1..2], 0, None).unwrap_err().code(),
+        "conflict"
+    );
+    assert_eq!(
+        j.append_at("c", &events[1..], 1, None).unwrap(),
+        events.len() as u64
+    );
+    let read = j.read_events("c", 0).unwrap();
+    assert_eq!(read.len(), events.len());
+    assert!(read.iter().zip(1..).all(|(s, i)| s.seq == i));
+    assert_eq!(
+        j.read_events("c", 5).unwrap().first().map(|s| s.seq),
+        Some(6)
+    );
+    // Turns are hashed once, when they enter.
+    assert!(matches!(&read[0].event, Event::Message(m) if m.content_hash.is_some()));
+    // 3. The fenced lease.
+    let a = j.acquire_lease("c", "a", 1_000, 100).unwrap().unwrap();
+    assert_eq!(j.acquire_lease("c", "b", 1_050, 100).unwrap(), None);
+    assert_eq!(j.acquire_lease("c", "a", 1_060, 100).unwrap(), Some(a));
+    let b = j.acquire_lease("c", "b", 1_200, 100).unwrap().unwrap();
+    assert!(b > a);
+    let head = j.read_events("c", 0).unwrap().len() as u64;
+    let more = demo_events("c", 122);
+    let e = j
+        .append_at("c", &more[120..121], head, Some(a))
+        .unwrap_err();
+    assert_eq!(e.code(), "lease_lost");
+    j.release_lease("c", "b").unwrap();
+    assert!(j.acquire_lease("c", "a", 1_300, 100).unwrap().unwrap() > b);
+    j.release_lease("c", "a").unwrap();
+    // 4. One boundary per head: the driver compacts; the same boundary again is a fork.
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
+    let boundary = j
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .find(|s| matches!(s.event, Event::Boundary(_)))
+        .unwrap();
+    let before = j.read_events("c", 0).unwrap().len();
+    assert_eq!(j.append("c", &[boundary.event]).unwrap_err().code(), "fork");
+    assert_eq!(
+        j.read_events("c", 0).unwrap().len(),
+        before,
+        "nothing written"
+    );
+    // 5. Packets by id, idempotent.
+    let packets = j.list_packets("c").unwrap();
+    assert_eq!(packets.len(), 1);
+    j.put_packet("c", &packets[0]).unwrap();
+    assert_eq!(j.list_packets("c").unwrap().len(), 1);
+    assert_eq!(
+        j.get_packet("c", &packets[0].id).unwrap().as_ref(),
+        Some(&packets[0])
+    );
+    assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
+    d.resolve("c").expect("the chain verifies");
+}
+
+#[test]
+fn the_journal_contract_holds_on_sqlite_and_postgres() {
+    contract(Box::new(SqliteJournal::in_memory().unwrap()));
+    let pg = Pg::start();
+    contract(Box::new(PgJournal::open(&pg.database("contract")).unwrap()));
+}
+
+#[test]
+fn the_database_refuses_edits_of_the_journal() {
+    let pg = Pg::start();
+    let url = pg.database("edits");
+    let j = PgJournal::open(&url).unwrap();
+    // Opening again (another replica) applies the schema idempotently.
+    let _again = PgJournal::open(&url).unwrap();
+    j.append("c", &demo_events("c", 3)).unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    for sql in [
+        "UPDATE foldline_events SET body = '{}' WHERE seq = 1",
+        "DELETE FROM foldline_events WHERE seq = 1",
+        "TRUNCATE foldline_events",
+    ] {
+        let e = c.batch_execute(sql).unwrap_err();
+        assert!(
+            e.to_string().contains("append-only") || format!("{e:?}").contains("append-only"),
+            "{sql}: {e:?}"
+        );
+    }
+    assert_eq!(j.read_events("c", 0).unwrap().len(), 4);
+}
+
+#[test]
+fn the_driver_compacts_a_long_conversation_on_postgres() {
+    let pg = Pg::start();
+    let j = PgJournal::open(&pg.database("driver")).unwrap();
+    let d = Driver::new(Foldline::embedded().unwrap(), j, Extractive, small_decl());
+    let mut compacted = 0;
+    for e in demo_events("c", 400) {
+        d.journal.append("c", &[e]).unwrap();
+        if let Outcome::Compacted(_) = d.on_message("c").unwrap() {
+            compacted += 1;
+        }
+    }
+    assert!(compacted >= 5, "{compacted}");
+    let r = d.resolve("c").unwrap();
+    assert_eq!(r.accepted.len(), compacted);
+}
+
+struct Replica {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn replica(url: &str, dir: &std::path::Path, name: &str, extra: &[&str]) -> Replica {
+    use std::io::BufRead;
+    let child = Command::new(env!("CARGO_BIN_EXE_foldline"))
+        .args(["--journal", url, "--declaration"])
+        .arg(dir.join("decl.json"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--members"])
+        .arg(dir.join("members.json"))
+        .args(["--replica", name, "--lease-ms", "1000"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut r = Replica {
+        child,
+        base: String::new(),
+    };
+    let mut err = std::io::BufReader::new(r.child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap_or(0) > 0,
+            "replica {name} stopped before listening"
+        );
+        if let Some(addr) = line.trim().strip_prefix("foldline serve: listening on ") {
+            r.base = addr.to_owned();
+            std::thread::spawn(move || {
+                let mut rest = String::new();
+                let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+                eprint!("{rest}");
+            });
+            return r;
+        }
+    }
+}
+
+fn call(method: &str, url: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+    let r = ureq::request(method, url)
+        .timeout(Duration::from_secs(60))
+        .set("Authorization", "Bearer alice-token");
+    let res = match body {
+        Some(b) => r.send_string(b),
+        None => r.call(),
+    };
+    let resp = match res {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    (status, resp.into_json().unwrap_or(serde_json::Value::Null))
+}
+
+fn last_event(url: &str) -> String {
+    use std::io::BufRead;
+    let resp = ureq::get(url)
+        .timeout(Duration::from_secs(60))
+        .set("Authorization", "Bearer alice-token")
+        .call()
+        .unwrap();
+    let mut last = String::new();
+    for line in std::io::BufReader::new(resp.into_reader()).lines() {
+        if let Some(e) = line.unwrap().strip_prefix("event:") {
+            last = e.trim().to_owned();
+        }
+    }
+    last
+}
+
+/// An OpenAI-compatible endpoint whose first answer ("A stale summary.")
+/// waits until `gate` is created; later ones answer at once.
+fn gated_model(gate: std::path::PathBuf) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for (n, req) in server.incoming_requests().enumerate() {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                let text = if n == 0 {
+                    while !gate.exists() {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    "A stale summary."
+                } else {
+                    "A later summary."
+                };
+                let _ = req.respond(tiny_http::Response::from_string(format!(
+                    "data: {{\"model\":\"m\",\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+                )));
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn replicas_share_one_chain_and_a_stopped_replica_is_fenced_out() {
+    let pg = Pg::start();
+    let url = pg.database("replicas");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("members.json"),
+        serde_json::json!({"members": [{"id": "alice", "tokenSha256": foldline_wasmtime::serve::hash_token("alice-token")}]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("decl.json"),
+        serde_json::to_string(&small_decl()).unwrap(),
+    )
+    .unwrap();
+    let gate = dir.path().join("gate");
+    let model = gated_model(gate.clone());
+    // r1 summarizes through a model that waits; r2 and r3 offline.
+    let r1 = replica(&url, dir.path(), "r1", &["--openai-base-url", &model]);
+    let r2 = replica(&url, dir.path(), "r2", &[]);
+    let r3 = replica(&url, dir.path(), "r3", &[]);
+    let turns = foldline_wasmtime::import::demo_conversation(400);
+    let post = |r: &Replica, i: usize| {
+        let (s, v) = call(
+            "POST",
+            &format!("{}/api/conversations/c/messages", r.base),
+            Some(&turns[i].to_string()),
+        );
+        assert_eq!(s, 201, "{v}");
+    };
+    // Below the trigger, through every replica in turn.
+    for i in 0..40 {
+        post([&r1, &r2, &r3][i % 3], i);
+    }
+    // r1 takes a manual task; its model call waits; r1 is stopped (SIGSTOP)
+    // while it holds the lease.
+    let (s, v) = call(
+        "POST",
+        &format!("{}/api/conversations/c/condense", r1.base),
+        None,
+    );
+    assert_eq!(s, 202, "{v}");
+    let stale_task = v["events"].as_str().unwrap().to_owned();
+    let pid = r1.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    // The lease (1 s) lapses; r2 and r3 go on and compact automatically.
+    std::thread::sleep(Duration::from_millis(1_500));
+    for i in 40..220 {
+        post([&r2, &r3][i % 2], i);
+    }
+    let start = Instant::now();
+    loop {
+        let (_, v) = call(
+            "GET",
+            &format!("{}/api/conversations/c/verify", r3.base),
+            None,
+        );
+        if v["resolution"]["accepted"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no automatic compaction: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // r1 wakes up and its model answers: its fenced append is refused.
+    std::fs::write(&gate, "open").unwrap();
+    assert!(Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(last_event(&format!("{}{stale_task}", r2.base)), "failed");
+    // Manual tasks from the live replicas, and more messages from all.
+    for (k, i) in (220..320).enumerate() {
+        post([&r1, &r2, &r3][i % 3], i);
+        if k % 25 == 24 {
+            let r = [&r2, &r3][k % 2];
+            let (s, v) = call(
+                "POST",
+                &format!("{}/api/conversations/c/condense", r.base),
+                None,
+            );
+            if s == 202 {
+                let end = last_event(&format!("{}{}", r.base, v["events"].as_str().unwrap()));
+                assert!(end == "completed" || end == "failed", "{end}");
+            } else {
+                assert!(s == 409, "{s} {v}");
+            }
+        }
+    }
+    // A replica killed outright; the others go on.
+    drop(r3);
+    for i in 320..360 {
+        post([&r1, &r2][i % 2], i);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // One chain: every boundary accepted, every message once, in order.
+    let j = PgJournal::open(&url).unwrap();
+    let events = j.read_events("c", 0).unwrap();
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::Message(m) => Some(m.source_seq),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=360).collect::<Vec<u64>>(),
+        "every message once, numbered in order"
+    );
+    let boundaries = events
+        .iter()
+        .filter(|s| matches!(s.event, Event::Boundary(_)))
+        .count();
+    let (_, v) = call(
+        "GET",
+        &format!("{}/api/conversations/c/verify", r2.base),
+        None,
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["resolution"]["accepted"].as_array().unwrap().len(),
+        boundaries,
+        "every boundary on the one chain (no fork)"
+    );
+    assert!(boundaries >= 2, "{boundaries}");
+    // The stale replica wrote no boundary: none of them carries its summary.
+    assert!(!events
+        .iter()
+        .any(|s| matches!(&s.event, Event::Boundary(b) if b.summary.contains("stale"))));
+}

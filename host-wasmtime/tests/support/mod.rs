@@ -1,0 +1,2 @@
+//! Test support shared by integration tests.
+pub mod pg;

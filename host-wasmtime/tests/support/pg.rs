@@ -1,0 +1,133 @@
+//! A real PostgreSQL server for a test: Debian's binaries, a data folder
+//! and socket in a temp dir, a loopback port, `fsync` off; stopped (with
+//! its files removed) when dropped. PostgreSQL refuses to run as root, so
+//! as root the server runs as the `postgres` user.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running server.
+pub struct Pg {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+}
+
+fn bin_dir() -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("initdb").exists())
+        .collect();
+    found.sort();
+    found.pop().unwrap_or_else(|| {
+        panic!(
+            "PostgreSQL is needed for this test: apt-get install postgresql (scripts/setup does)"
+        )
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Run a PostgreSQL binary, as `postgres` when this process is root.
+fn run(bin: &Path, args: &[String]) {
+    let status = if is_root() {
+        let line = std::iter::once(bin.display().to_string())
+            .chain(args.iter().map(|a| format!("'{a}'")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Command::new("su")
+            .args(["postgres", "-s", "/bin/sh", "-c", &line])
+            .status()
+    } else {
+        Command::new(bin).args(args).status()
+    }
+    .expect("run a PostgreSQL binary");
+    assert!(status.success(), "{} {args:?} failed", bin.display());
+}
+
+impl Pg {
+    /// Start a fresh server.
+    pub fn start() -> Pg {
+        let bin = bin_dir();
+        let dir = tempfile::tempdir().expect("temp dir");
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["postgres:postgres", &dir.path().display().to_string()])
+                .status()
+                .expect("chown");
+            assert!(status.success());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let data = dir.path().join("data").display().to_string();
+        run(
+            &bin.join("initdb"),
+            &[
+                "-D".into(),
+                data.clone(),
+                "-U".into(),
+                "foldline".into(),
+                "--auth=trust".into(),
+                "-E".into(),
+                "UTF8".into(),
+                "--no-sync".into(),
+            ],
+        );
+        let opts = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            dir.path().display()
+        );
+        run(
+            &bin.join("pg_ctl"),
+            &[
+                "-D".into(),
+                data,
+                "-o".into(),
+                opts,
+                "-l".into(),
+                dir.path().join("log").display().to_string(),
+                "-w".into(),
+                "start".into(),
+            ],
+        );
+        Pg { dir, bin, port }
+    }
+
+    /// The URL of a new, empty database on this server.
+    pub fn database(&self, name: &str) -> String {
+        let mut c = postgres::Client::connect(
+            &format!("postgres://foldline@127.0.0.1:{}/postgres", self.port),
+            postgres::NoTls,
+        )
+        .expect("connect");
+        c.batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("create database");
+        format!("postgres://foldline@127.0.0.1:{}/{name}", self.port)
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        run(
+            &self.bin.join("pg_ctl"),
+            &[
+                "-D".into(),
+                self.dir.path().join("data").display().to_string(),
+                "-m".into(),
+                "immediate".into(),
+                "stop".into(),
+            ],
+        );
+    }
+}
