@@ -6,8 +6,11 @@
 //! terminal event. Prints one JSON object with throughput and latencies;
 //! exits 1 if an invariant broke.
 //!
-//! `cargo run -p foldline-wasmtime --example serve_load -- [--quick]`
-//! (quick: 4 members × 2 conversations × 120 messages; default: 8 × 4 × 400)
+//! `cargo run -p foldline-wasmtime --example serve_load -- [--quick] [--postgres [--replicas N]]`
+//! (quick: 4 members × 2 conversations × 120 messages; default: 8 × 4 × 400).
+//! With `--postgres` a PostgreSQL server is started for the run (Debian's
+//! binaries) and N server replicas share it; clients spread their requests
+//! over the replicas round-robin.
 
 use std::io::{BufRead, BufReader};
 use std::sync::{Arc, Mutex};
@@ -17,11 +20,15 @@ use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::{Event, TaskState};
 use foldline_wasmtime::driver::Driver;
 use foldline_wasmtime::import::demo_conversation;
+use foldline_wasmtime::journal::PgJournal;
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, Model};
 use foldline_wasmtime::runtime::Foldline;
 use foldline_wasmtime::serve::{self, hash_token, Location, Members, ServeConfig};
 use serde_json::{json, Value};
+
+#[path = "../tests/support/pg.rs"]
+mod pg;
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -32,45 +39,80 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let postgres = args.iter().any(|a| a == "--postgres");
+    let replicas: usize = args
+        .iter()
+        .position(|a| a == "--replicas")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    assert!(
+        postgres || replicas == 1,
+        "several replicas need --postgres: a SQLite file serves one machine"
+    );
     let (members, convs, messages) = if quick { (4, 2, 120) } else { (8, 4, 400) };
     let dir = tempfile::tempdir().expect("temp dir");
-    let journal = dir.path().join("load.db");
+    let server_pg = postgres.then(pg::Pg::start);
+    let location = match &server_pg {
+        Some(p) => Location::Postgres(p.database("load")),
+        None => Location::Sqlite(dir.path().join("load.db")),
+    };
+    let open = |at: &Location| -> Box<dyn Journal> {
+        match at {
+            Location::Sqlite(p) => Box::new(SqliteJournal::open(p).expect("journal")),
+            Location::Postgres(u) => Box::new(PgJournal::open(u).expect("journal")),
+        }
+    };
     let tokens: Vec<(String, String)> = (0..members)
         .map(|m| (format!("member-{m}"), format!("token-{m}-secret")))
         .collect();
     let file = json!({"members": tokens.iter().map(|(id, t)| json!({"id": id, "tokenSha256": hash_token(t)})).collect::<Vec<_>>()});
     let members_set = Members::parse(&file.to_string()).expect("members");
-    let mut decl = Declaration::new("assistant", "assistant-compactor");
-    decl.budget = Budget::Chars {
-        trigger: 20_000,
-        retain: 8_000,
+    let decl = || {
+        let mut d = Declaration::new("assistant", "assistant-compactor");
+        d.budget = Budget::Chars {
+            trigger: 20_000,
+            retain: 8_000,
+        };
+        d.summary.max_chars = Some(1_500);
+        d
     };
-    decl.summary.max_chars = Some(1_500);
-    let model: Box<dyn Model + Send + Sync> = Box::new(Extractive);
-    let store: Box<dyn Journal> = Box::new(SqliteJournal::open(&journal).expect("journal"));
-    let driver = Driver::new(Foldline::embedded().expect("artifact"), store, model, decl);
-    let mut config = ServeConfig::new(
-        "127.0.0.1:0".parse().expect("addr"),
-        Location::Sqlite(journal.clone()),
-        members_set,
-    );
-    config.condense_per_minute = 1_000;
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
-        serve::serve(
-            driver,
-            config,
-            move |a| {
-                let _ = addr_tx.send(a);
-            },
-            async move {
-                let _ = stop_rx.await;
-            },
-        )
-    });
-    let base = format!("http://{}", addr_rx.recv().expect("listening"));
+    let mut servers = Vec::new();
+    let mut bases = Vec::new();
+    for r in 0..replicas {
+        let model: Box<dyn Model + Send + Sync> = Box::new(Extractive);
+        let driver = Driver::new(
+            Foldline::embedded().expect("artifact"),
+            open(&location),
+            model,
+            decl(),
+        );
+        let mut config = ServeConfig::new(
+            "127.0.0.1:0".parse().expect("addr"),
+            location.clone(),
+            members_set.clone(),
+        );
+        config.condense_per_minute = 1_000;
+        config.replica = format!("r{r}");
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = std::thread::spawn(move || {
+            serve::serve(
+                driver,
+                config,
+                move |a| {
+                    let _ = addr_tx.send(a);
+                },
+                async move {
+                    let _ = stop_rx.await;
+                },
+            )
+        });
+        bases.push(format!("http://{}", addr_rx.recv().expect("listening")));
+        servers.push((server, stop_tx));
+    }
     let agent = ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(60))
         .build();
@@ -82,11 +124,12 @@ fn main() {
         .iter()
         .cloned()
         .map(|(member, token)| {
-            let (agent, base, turns) = (agent.clone(), base.clone(), turns.clone());
+            let (agent, bases, turns) = (agent.clone(), bases.clone(), turns.clone());
             let (latencies, tasks) = (latencies.clone(), tasks.clone());
             std::thread::spawn(move || {
                 for (i, turn) in turns.iter().enumerate().take(messages) {
                     for c in 0..convs {
+                        let base = &bases[(i + c) % bases.len()];
                         let conv = format!("{member}-c{c}");
                         let url = format!("{base}/api/conversations/{conv}");
                         let t = Instant::now();
@@ -135,20 +178,17 @@ fn main() {
     let elapsed = start.elapsed();
     // Let the last automatic checks finish, then stop the server gracefully.
     std::thread::sleep(Duration::from_millis(500));
-    let _ = stop_tx.send(());
-    server.join().expect("server thread").expect("server");
+    for (server, stop_tx) in servers {
+        let _ = stop_tx.send(());
+        server.join().expect("server thread").expect("server");
+    }
 
-    let j = SqliteJournal::open(&journal).expect("journal");
-    let f = Foldline::embedded().expect("artifact");
-    let check = Driver::new(f, j, Extractive, {
-        let mut d = Declaration::new("assistant", "assistant-compactor");
-        d.budget = Budget::Chars {
-            trigger: 20_000,
-            retain: 8_000,
-        };
-        d.summary.max_chars = Some(1_500);
-        d
-    });
+    let check = Driver::new(
+        Foldline::embedded().expect("artifact"),
+        open(&location),
+        Extractive,
+        decl(),
+    );
     let mut broken = Vec::new();
     let mut boundaries = 0;
     for (member, _) in &tokens {
@@ -196,6 +236,8 @@ fn main() {
     condenses.sort();
     let out = json!({
         "profile": if quick { "quick" } else { "full" },
+        "journal": if postgres { "postgres" } else { "sqlite" },
+        "replicas": replicas,
         "members": members,
         "conversations": members * convs,
         "messages": appends.len(),

@@ -185,10 +185,15 @@ pub fn demo_conversation(turns: usize) -> Vec<Value> {
         let topic = topics[i % topics.len()];
         if i % 9 == 8 {
             let id = format!("call_{i}");
+            // The budget shrinks by 3 a turn and starts over (no underflow
+            // in conversations longer than 466 turns).
+            let left = 1400 - (i * 3) % 1400;
             out.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": id, "type": "function", "function": {"name": "run_code", "arguments": format!("{{\"code\":\"budget_left({})\"}}", 1400 - i * 3)}}]}));
-            out.push(serde_json::json!({"role": "tool", "tool_call_id": id, "name": "run_code",
-                "content": format!("remaining budget: {} euros\n{}", 1400 - i * 3, "ok\n".repeat(20))}));
+                {"id": id, "type": "function", "function": {"name": "run_code", "arguments": format!("{{\"code\":\"budget_left({left})\"}}")}}]}));
+            out.push(
+                serde_json::json!({"role": "tool", "tool_call_id": id, "name": "run_code",
+                "content": format!("remaining budget: {left} euros\n{}", "ok\n".repeat(20))}),
+            );
         } else if i % 2 == 0 {
             out.push(serde_json::json!({"role": "user", "content": format!(
                 "Turn {i}: I have a question about {topic}. {} Can you help me decide?",
@@ -200,4 +205,18 @@ pub fn demo_conversation(turns: usize) -> Vec<Value> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_demo_conversation_has_any_length() {
+        // The tool turns' budget used to underflow after 466 turns.
+        let long = super::demo_conversation(2_000);
+        assert!(long.len() > 2_000);
+        assert_eq!(
+            super::demo_conversation(400)[..],
+            long[..super::demo_conversation(400).len()]
+        );
+    }
 }

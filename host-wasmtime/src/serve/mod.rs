@@ -99,7 +99,9 @@ pub fn serve(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let inner = app.clone();
+    let result = rt.block_on(async move {
+        let app = inner;
         let listener = tokio::net::TcpListener::bind(app.config.listen).await?;
         let addr = listener.local_addr()?;
         ready(addr);
@@ -117,7 +119,12 @@ pub fn serve(
         // No new requests: let the running tasks end with their terminal events.
         app.tracker.wait().await;
         served.map_err(HostError::Io)
-    })
+    });
+    // The storage clients (the Postgres client blocks on drop) are dropped
+    // here, after the runtime, never on one of its async workers.
+    drop(rt);
+    drop(app);
+    result
 }
 
 /// Resolves on SIGINT or SIGTERM.

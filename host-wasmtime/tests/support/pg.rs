@@ -39,19 +39,31 @@ fn is_root() -> bool {
 
 /// Run a PostgreSQL binary, as `postgres` when this process is root.
 fn run(bin: &Path, args: &[String]) {
-    let status = if is_root() {
+    assert!(try_run(bin, args), "{} {args:?} failed", bin.display());
+}
+
+fn try_run(bin: &Path, args: &[String]) -> bool {
+    let out = if is_root() {
         let line = std::iter::once(bin.display().to_string())
             .chain(args.iter().map(|a| format!("'{a}'")))
             .collect::<Vec<_>>()
             .join(" ");
         Command::new("su")
             .args(["postgres", "-s", "/bin/sh", "-c", &line])
-            .status()
+            .output()
     } else {
-        Command::new(bin).args(args).status()
+        Command::new(bin).args(args).output()
     }
     .expect("run a PostgreSQL binary");
-    assert!(status.success(), "{} {args:?} failed", bin.display());
+    if !out.status.success() {
+        eprintln!(
+            "{} failed:\n{}{}",
+            bin.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out.status.success()
 }
 
 impl Pg {
@@ -88,7 +100,7 @@ impl Pg {
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
             dir.path().display()
         );
-        run(
+        let started = try_run(
             &bin.join("pg_ctl"),
             &[
                 "-D".into(),
@@ -100,6 +112,11 @@ impl Pg {
                 "-w".into(),
                 "start".into(),
             ],
+        );
+        assert!(
+            started,
+            "PostgreSQL did not start: {}",
+            std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
         );
         Pg { dir, bin, port }
     }
