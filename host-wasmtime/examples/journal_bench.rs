@@ -8,15 +8,14 @@
 
 use std::time::{Duration, Instant};
 
-use foldline_core::declaration::{Budget, Declaration};
-use foldline_core::event::Event;
 use foldline_wasmtime::driver::{ContextOptions, Driver};
-use foldline_wasmtime::import::{demo_conversation, parse};
 use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
 use foldline_wasmtime::model::Extractive;
 use foldline_wasmtime::runtime::Foldline;
 use serde_json::json;
 
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
 #[path = "../tests/support/pg.rs"]
 mod pg;
 
@@ -25,34 +24,15 @@ fn median(mut v: Vec<Duration>) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1e6
 }
 
-fn events(conv: &str, n: usize) -> Vec<Event> {
-    let text: String = demo_conversation(n)
-        .iter()
-        .map(|m| format!("{m}\n"))
-        .collect();
-    let route = foldline_core::turn::Route {
-        conversation: conv.into(),
-        chat: String::new(),
-        sender: String::new(),
-    };
-    parse(&text, &route, 0).expect("demo")
-}
-
 /// (driver µs per message, append µs) on `journal`.
 fn measure(journal: Box<dyn Journal>, history: usize, messages: usize) -> (f64, f64) {
-    let mut decl = Declaration::new("assistant", "assistant-compactor");
-    decl.budget = Budget::Chars {
-        trigger: 20_000,
-        retain: 8_000,
-    };
-    decl.summary.max_chars = Some(1_500);
     let d = Driver::new(
         Foldline::embedded().expect("artifact"),
         journal,
         Extractive,
-        decl,
+        fixtures::small_decl(),
     );
-    let all = events("c", history + messages);
+    let all = fixtures::demo_events("c", history + messages);
     d.journal.append("c", &all[..history]).expect("history");
     d.on_message("c").expect("first read");
     let mut per = Vec::with_capacity(messages);
@@ -65,7 +45,7 @@ fn measure(journal: Box<dyn Journal>, history: usize, messages: usize) -> (f64, 
         d.context("c", ContextOptions::default()).expect("context");
         per.push(t.elapsed());
     }
-    let bare = events("b", messages);
+    let bare = fixtures::demo_events("b", messages);
     let mut appends = Vec::with_capacity(messages);
     for e in &bare {
         let t = Instant::now();

@@ -16,7 +16,6 @@ use std::io::{BufRead, BufReader};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::{Event, TaskState};
 use foldline_wasmtime::driver::Driver;
 use foldline_wasmtime::import::demo_conversation;
@@ -27,6 +26,9 @@ use foldline_wasmtime::runtime::Foldline;
 use foldline_wasmtime::serve::{self, hash_token, Location, Members, ServeConfig};
 use serde_json::{json, Value};
 
+#[path = "../tests/support/fixtures.rs"]
+#[allow(dead_code)]
+mod fixtures;
 #[path = "../tests/support/pg.rs"]
 mod pg;
 
@@ -70,15 +72,7 @@ fn main() {
         .collect();
     let file = json!({"members": tokens.iter().map(|(id, t)| json!({"id": id, "tokenSha256": hash_token(t)})).collect::<Vec<_>>()});
     let members_set = Members::parse(&file.to_string()).expect("members");
-    let decl = || {
-        let mut d = Declaration::new("assistant", "assistant-compactor");
-        d.budget = Budget::Chars {
-            trigger: 20_000,
-            retain: 8_000,
-        };
-        d.summary.max_chars = Some(1_500);
-        d
-    };
+    let decl = fixtures::small_decl;
     let mut servers = Vec::new();
     let mut bases = Vec::new();
     for r in 0..replicas {

@@ -1,6 +1,10 @@
 //! Integration tests of the wasmtime host on real SQLite files.
+
+mod support;
+
 use std::process::Command;
 use std::sync::Arc;
+use support::fixtures::{demo_events, small_decl};
 
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
@@ -11,30 +15,6 @@ use foldline_wasmtime::{import, HostError};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foldline"))
-}
-
-fn small_decl() -> Declaration {
-    let mut d = Declaration::new("assistant", "assistant-compactor");
-    d.budget = Budget::Chars {
-        trigger: 20_000,
-        retain: 8_000,
-    };
-    d.summary.max_chars = Some(1_500);
-    d
-}
-
-/// The bundled demo conversation as journal events of conversation `conv`.
-fn demo_events(conv: &str, turns: usize) -> Vec<foldline_core::event::Event> {
-    let text: String = import::demo_conversation(turns)
-        .iter()
-        .map(|m| format!("{m}\n"))
-        .collect();
-    let route = foldline_core::turn::Route {
-        conversation: conv.into(),
-        chat: String::new(),
-        sender: String::new(),
-    };
-    import::parse(&text, &route, 0).unwrap()
 }
 
 fn write_conversation(dir: &std::path::Path, turns: usize) -> std::path::PathBuf {

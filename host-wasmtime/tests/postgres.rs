@@ -5,39 +5,17 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::Event;
 use foldline_wasmtime::driver::{Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
 use foldline_wasmtime::model::Extractive;
 use foldline_wasmtime::runtime::Foldline;
+use support::fixtures::{demo_events, small_decl};
 use support::pg::Pg;
-
-fn small_decl() -> Declaration {
-    let mut d = Declaration::new("assistant", "assistant-compactor");
-    d.budget = Budget::Chars {
-        trigger: 20_000,
-        retain: 8_000,
-    };
-    d.summary.max_chars = Some(1_500);
-    d
-}
-
-fn demo_events(conv: &str, turns: usize) -> Vec<Event> {
-    let text: String = foldline_wasmtime::import::demo_conversation(turns)
-        .iter()
-        .map(|m| format!("{m}\n"))
-        .collect();
-    let route = foldline_core::turn::Route {
-        conversation: conv.into(),
-        chat: String::new(),
-        sender: String::new(),
-    };
-    foldline_wasmtime::import::parse(&text, &route, 0).unwrap()
-}
+use support::server::Server;
 
 /// The journal contract (docs/journal.md), on any journal.
 fn contract(journal: Box<dyn Journal>) {
@@ -173,52 +151,15 @@ fn the_driver_compacts_a_long_conversation_on_postgres() {
     assert_eq!(r.accepted.len(), compacted);
 }
 
-struct Replica {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn replica(url: &str, dir: &std::path::Path, name: &str, extra: &[&str]) -> Replica {
-    use std::io::BufRead;
-    let child = Command::new(env!("CARGO_BIN_EXE_foldline"))
-        .args(["--journal", url, "--declaration"])
+fn replica(url: &str, dir: &std::path::Path, name: &str, extra: &[&str]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_foldline"));
+    cmd.args(["--journal", url, "--declaration"])
         .arg(dir.join("decl.json"))
         .args(["serve", "--listen", "127.0.0.1:0", "--members"])
         .arg(dir.join("members.json"))
         .args(["--replica", name, "--lease-ms", "1000"])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut r = Replica {
-        child,
-        base: String::new(),
-    };
-    let mut err = std::io::BufReader::new(r.child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap_or(0) > 0,
-            "replica {name} stopped before listening"
-        );
-        if let Some(addr) = line.trim().strip_prefix("foldline serve: listening on ") {
-            r.base = addr.to_owned();
-            std::thread::spawn(move || {
-                let mut rest = String::new();
-                let _ = std::io::Read::read_to_string(&mut err, &mut rest);
-                eprint!("{rest}");
-            });
-            return r;
-        }
-    }
+        .args(extra);
+    support::server::start(cmd)
 }
 
 fn call(method: &str, url: &str, body: Option<&str>) -> (u16, serde_json::Value) {
@@ -301,7 +242,7 @@ fn replicas_share_one_chain_and_a_stopped_replica_is_fenced_out() {
     let r2 = replica(&url, dir.path(), "r2", &[]);
     let r3 = replica(&url, dir.path(), "r3", &[]);
     let turns = foldline_wasmtime::import::demo_conversation(400);
-    let post = |r: &Replica, i: usize| {
+    let post = |r: &Server, i: usize| {
         let (s, v) = call(
             "POST",
             &format!("{}/api/conversations/c/messages", r.base),

@@ -3,30 +3,21 @@
 //! are read as a browser's EventSource would (`id:`/`event:`/`data:` blocks,
 //! resumed with `Last-Event-ID`). A crash is a SIGKILL; a stop is a SIGTERM.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod support;
 
 use foldline_core::event::{Event, TaskState};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::serve::hash_token;
 use serde_json::{json, Value};
+use support::server::Server;
 
 const ALICE: &str = "alice-token-1";
 const BOB: &str = "bob-token-2";
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Files of one test: a journal, a members file, a small declaration.
 struct Setup {
@@ -62,40 +53,15 @@ impl Setup {
     }
 
     fn start(&self, args: &[&str]) -> Server {
-        let child = Command::new(env!("CARGO_BIN_EXE_foldline"))
-            .arg("--journal")
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_foldline"));
+        cmd.arg("--journal")
             .arg(self.journal())
             .arg("--declaration")
             .arg(self.dir.path().join("decl.json"))
             .args(["serve", "--listen", "127.0.0.1:0", "--members"])
             .arg(self.dir.path().join("members.json"))
-            .args(args)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Dropping the server kills and waits for the process, also on a panic.
-        let mut srv = Server {
-            child,
-            base: String::new(),
-        };
-        let mut err = BufReader::new(srv.child.stderr.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                err.read_line(&mut line).unwrap_or(0) > 0,
-                "the server stopped before listening"
-            );
-            if let Some(addr) = line.trim().strip_prefix("foldline serve: listening on ") {
-                srv.base = addr.to_owned();
-                std::thread::spawn(move || {
-                    let mut rest = String::new();
-                    let _ = err.read_to_string(&mut rest);
-                    eprint!("{rest}");
-                });
-                return srv;
-            }
-        }
+            .args(args);
+        support::server::start(cmd)
     }
 
     /// Boundaries in the journal, and whether it holds the text anywhere.

@@ -30,29 +30,43 @@ pub trait Journal: Send + Sync {
     /// # Errors
     /// Storage failures.
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>>;
-    /// Append events atomically (all or none) at the end; returns the last
-    /// position.
+    /// The one write: append events atomically (all or none), checked
+    /// first ([`check_batch`]); at position `expected` when given
+    /// (compare-and-append) and, with `fence`, only if no newer writer lease
+    /// was granted since that fencing token. Returns the last position.
     ///
     /// # Errors
-    /// Events that fail the append check (`invalid_request`, `wrong_route`,
-    /// nothing written); storage failures; a second boundary on one chain
-    /// slot (a fork) is refused.
-    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64>;
-    /// Compare-and-append: as [`Journal::append`], but only if the
-    /// conversation's last position is `expected` and, with `fence`, only if
-    /// no newer writer lease was granted since that fencing token.
+    /// Events that fail the append check (`invalid_request`, `wrong_route`);
+    /// [`HostError::Conflict`] when the head moved; [`HostError::LeaseLost`]
+    /// when the fence is stale; `fork` for a second boundary on one chain
+    /// slot; storage failures. Nothing is written on any error.
+    fn append_batch(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        expected: Option<u64>,
+        fence: Option<u64>,
+    ) -> Result<u64>;
+    /// Append at the end (a new message).
     ///
     /// # Errors
-    /// [`HostError::Conflict`] when the head moved, [`HostError::LeaseLost`]
-    /// when the fence is stale (nothing written either way), and every error
-    /// of [`Journal::append`].
+    /// As [`Journal::append_batch`].
+    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
+        self.append_batch(conversation, events, None, None)
+    }
+    /// Compare-and-append at `expected`, fenced by `fence` when given.
+    ///
+    /// # Errors
+    /// As [`Journal::append_batch`].
     fn append_at(
         &self,
         conversation: &str,
         events: &[Event],
         expected: u64,
         fence: Option<u64>,
-    ) -> Result<u64>;
+    ) -> Result<u64> {
+        self.append_batch(conversation, events, Some(expected), fence)
+    }
     /// Store a packet document (idempotent by id).
     ///
     /// # Errors
@@ -232,11 +246,30 @@ pub(crate) fn fork() -> HostError {
     ))
 }
 
-impl SqliteJournal {
-    /// The journal contract's append: check every event, then write them in
-    /// one immediate transaction, at `expected` when given, under `fence`
-    /// when given.
-    fn append_checked(
+impl Journal for SqliteJournal {
+    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
+        let rows = st.query_map(params![conversation, since as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, body) = row?;
+            out.push(StoredEvent {
+                seq: seq as u64,
+                event: decode(
+                    &body,
+                    &format!("event at journal position {seq} of {conversation}"),
+                )?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn append_batch(
         &self,
         conversation: &str,
         events: &[Event],
@@ -285,44 +318,6 @@ impl SqliteJournal {
         }
         tx.commit()?;
         Ok(seq as u64)
-    }
-}
-
-impl Journal for SqliteJournal {
-    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
-        let conn = self.conn();
-        let mut st = conn.prepare_cached(
-            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq",
-        )?;
-        let rows = st.query_map(params![conversation, since as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, body) = row?;
-            out.push(StoredEvent {
-                seq: seq as u64,
-                event: decode(
-                    &body,
-                    &format!("event at journal position {seq} of {conversation}"),
-                )?,
-            });
-        }
-        Ok(out)
-    }
-
-    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
-        self.append_checked(conversation, events, None, None)
-    }
-
-    fn append_at(
-        &self,
-        conversation: &str,
-        events: &[Event],
-        expected: u64,
-        fence: Option<u64>,
-    ) -> Result<u64> {
-        self.append_checked(conversation, events, Some(expected), fence)
     }
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
@@ -404,17 +399,14 @@ impl<T: Journal + ?Sized> Journal for Box<T> {
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
         (**self).read_events(conversation, since)
     }
-    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
-        (**self).append(conversation, events)
-    }
-    fn append_at(
+    fn append_batch(
         &self,
         conversation: &str,
         events: &[Event],
-        expected: u64,
+        expected: Option<u64>,
         fence: Option<u64>,
     ) -> Result<u64> {
-        (**self).append_at(conversation, events, expected, fence)
+        (**self).append_batch(conversation, events, expected, fence)
     }
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
         (**self).put_packet(conversation, packet)

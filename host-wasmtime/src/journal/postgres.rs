@@ -81,8 +81,30 @@ impl PgJournal {
     fn conn(&self) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>> {
         self.pool.get().map_err(pool_error)
     }
+}
 
-    fn append_checked(
+impl Journal for PgJournal {
+    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        let rows = self.conn()?.query(
+            "SELECT seq, body FROM foldline_events WHERE conversation = $1 AND seq > $2 ORDER BY seq",
+            &[&conversation, &(since as i64)],
+        )?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.get(0);
+                let body: &str = r.get(1);
+                Ok(StoredEvent {
+                    seq: seq as u64,
+                    event: decode(
+                        body,
+                        &format!("event at journal position {seq} of {conversation}"),
+                    )?,
+                })
+            })
+            .collect()
+    }
+
+    fn append_batch(
         &self,
         conversation: &str,
         events: &[Event],
@@ -144,42 +166,6 @@ impl PgJournal {
         )?;
         tx.commit()?;
         Ok(seq as u64)
-    }
-}
-
-impl Journal for PgJournal {
-    fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
-        let rows = self.conn()?.query(
-            "SELECT seq, body FROM foldline_events WHERE conversation = $1 AND seq > $2 ORDER BY seq",
-            &[&conversation, &(since as i64)],
-        )?;
-        rows.iter()
-            .map(|r| {
-                let seq: i64 = r.get(0);
-                let body: &str = r.get(1);
-                Ok(StoredEvent {
-                    seq: seq as u64,
-                    event: decode(
-                        body,
-                        &format!("event at journal position {seq} of {conversation}"),
-                    )?,
-                })
-            })
-            .collect()
-    }
-
-    fn append(&self, conversation: &str, events: &[Event]) -> Result<u64> {
-        self.append_checked(conversation, events, None, None)
-    }
-
-    fn append_at(
-        &self,
-        conversation: &str,
-        events: &[Event],
-        expected: u64,
-        fence: Option<u64>,
-    ) -> Result<u64> {
-        self.append_checked(conversation, events, Some(expected), fence)
     }
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {

@@ -121,20 +121,12 @@ impl Store {
     fn exec(&self, sql: &str, params: &[Val]) -> Result<u64> {
         match &self.db {
             Backend::Sqlite(c) => {
-                let c = super::state::lock(c);
                 let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
-                Ok(c.execute(&sql.replace('$', "?"), rusqlite::params_from_iter(p.iter()))? as u64)
+                let n = super::state::lock(c)
+                    .execute(&sql.replace('$', "?"), rusqlite::params_from_iter(p.iter()))?;
+                Ok(n as u64)
             }
-            Backend::Postgres(pool) => {
-                let mut c = pool
-                    .get()
-                    .map_err(|e| HostError::Storage(format!("postgres pool: {e}")))?;
-                let p: Vec<Box<dyn postgres::types::ToSql + Sync>> =
-                    params.iter().map(pg_param).collect();
-                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                    p.iter().map(|b| b.as_ref()).collect();
-                Ok(c.execute(sql, &refs)?)
-            }
+            Backend::Postgres(pool) => with_pg(pool, params, |c, p| Ok(c.execute(sql, p)?)),
         }
     }
 
@@ -159,15 +151,8 @@ impl Store {
                 })?;
                 Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
             }
-            Backend::Postgres(pool) => {
-                let mut c = pool
-                    .get()
-                    .map_err(|e| HostError::Storage(format!("postgres pool: {e}")))?;
-                let p: Vec<Box<dyn postgres::types::ToSql + Sync>> =
-                    params.iter().map(pg_param).collect();
-                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                    p.iter().map(|b| b.as_ref()).collect();
-                Ok(c.query(sql, &refs)?
+            Backend::Postgres(pool) => with_pg(pool, params, |c, p| {
+                Ok(c.query(sql, p)?
                     .iter()
                     .map(|r| {
                         (0..r.len())
@@ -178,7 +163,7 @@ impl Store {
                             .collect()
                     })
                     .collect())
-            }
+            }),
         }
     }
 
@@ -329,11 +314,27 @@ fn sqlite_param(v: &Val) -> Box<dyn rusqlite::ToSql> {
     }
 }
 
-fn pg_param(v: &Val) -> Box<dyn postgres::types::ToSql + Sync> {
-    match v {
-        Val::Text(s) => Box::new(s.clone()),
-        Val::Int(i) => Box::new(*i),
-    }
+/// Run `f` on a pooled Postgres connection with `params` bound.
+fn with_pg<T>(
+    pool: &PgPool,
+    params: &[Val],
+    f: impl FnOnce(&mut postgres::Client, &[&(dyn postgres::types::ToSql + Sync)]) -> Result<T>,
+) -> Result<T> {
+    let mut c = pool
+        .get()
+        .map_err(|e| HostError::Storage(format!("postgres pool: {e}")))?;
+    let owned: Vec<Box<dyn postgres::types::ToSql + Sync>> = params
+        .iter()
+        .map(|v| -> Box<dyn postgres::types::ToSql + Sync> {
+            match v {
+                Val::Text(s) => Box::new(s.clone()),
+                Val::Int(i) => Box::new(*i),
+            }
+        })
+        .collect();
+    let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+        owned.iter().map(|b| b.as_ref()).collect();
+    f(&mut c, &refs)
 }
 
 fn pointer(r: &[Val]) -> TaskPointer {

@@ -1,2 +1,5 @@
-//! Test support shared by integration tests.
+//! Test support shared by integration tests (each test binary uses part of it).
+#![allow(dead_code)]
+pub mod fixtures;
 pub mod pg;
+pub mod server;
