@@ -99,6 +99,12 @@ pub struct Driver<J: Journal, M: Model> {
     pub warm_candidates: bool,
     /// Lease of a warm candidate's preparation (default 900,000 ms).
     pub warm_lease_ms: u64,
+    /// How long a model call keeps the writer lease renewed (default
+    /// 120,000 ms). A call can't be interrupted, but past this deadline its
+    /// lease is left to lapse: another writer may take the conversation, and
+    /// the late call's appends are refused by their stale fence. A model
+    /// that hangs cannot hold a conversation forever.
+    pub model_timeout_ms: u64,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -201,6 +207,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             abort_after_packet: false,
             warm_candidates: true,
             warm_lease_ms: 900_000,
+            model_timeout_ms: 120_000,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
@@ -439,12 +446,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
     }
 
     /// Run `work` (a model call) while a second thread renews the writer
-    /// lease every third of its time to live, so a long call keeps it; a
-    /// renewal that finds the lease taken stops, and the call's appends are
-    /// then refused by their stale fence.
+    /// lease every third of its time to live, so a long call keeps it, until
+    /// [`Driver::model_timeout_ms`]; a renewal that finds the lease taken, or
+    /// the deadline passed, stops, and the call's appends are then refused by
+    /// their stale fence once another writer took the lease.
     fn renewing<T>(&self, key: &str, ttl_ms: u64, work: impl FnOnce() -> T) -> T {
         let stop = (std::sync::Mutex::new(false), std::sync::Condvar::new());
         let every = std::time::Duration::from_millis((ttl_ms / 3).max(1));
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_millis(self.model_timeout_ms);
         let (journal, holder, clock, stop) = (&self.journal, &self.holder, self.clock, &stop);
         std::thread::scope(|s| {
             s.spawn(move || {
@@ -459,6 +469,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     stopped = guard;
                     if *stopped || !waited.timed_out() {
                         continue;
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        return;
                     }
                     match journal.acquire_lease(key, holder, clock(), ttl_ms) {
                         Ok(Some(_)) => {}

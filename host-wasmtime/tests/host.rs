@@ -1030,3 +1030,45 @@ fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
         .count();
     assert_eq!(boundaries, 1, "the stale holder wrote nothing");
 }
+
+fn wall_clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_hanging_model_lets_the_lease_lapse_after_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    // Real time here: the lease (300 ms) is renewed only until the model's
+    // deadline (400 ms); the model answers after ~1.5 s.
+    let (mut a, started, open) = gated_driver(&db, "a");
+    a.clock = wall_clock;
+    a.lease_ms = 300;
+    a.model_timeout_ms = 400;
+    a.journal.append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    let a = Arc::new(a);
+    let run = {
+        let a = a.clone();
+        std::thread::spawn(move || a.on_message("c"))
+    };
+    started.recv().unwrap();
+    let other = SqliteJournal::open(&db).unwrap();
+    let now = wall_clock;
+    let took = std::time::Instant::now();
+    while other
+        .acquire_lease("c", "b", now(), 60_000)
+        .unwrap()
+        .is_none()
+    {
+        assert!(
+            took.elapsed() < std::time::Duration::from_secs(5),
+            "the lease never lapsed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    open.send(()).unwrap();
+    assert_eq!(run.join().unwrap().unwrap_err().code(), "lease_lost");
+}
