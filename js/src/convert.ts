@@ -69,3 +69,86 @@ export function fromOpenAiMessages(
     } satisfies Event;
   });
 }
+
+/** An Anthropic Messages API message (text, tool use and tool results). */
+export interface AnthropicMessage {
+  role: "user" | "assistant";
+  content:
+    | string
+    | Array<
+        | { type: "text"; text: string }
+        | { type: "tool_use"; id: string; name: string; input: unknown }
+        | { type: "tool_result"; tool_use_id: string; content?: string | Array<{ type: "text"; text: string }>; is_error?: boolean }
+      >;
+}
+
+/**
+ * Anthropic messages (and the request's separate `system` prompt) as the
+ * OpenAI chat shape `fromOpenAiMessages` numbers: text and `tool_use` blocks
+ * of a turn stay together; `tool_result` blocks become tool messages.
+ */
+export function anthropicToOpenAi(messages: readonly AnthropicMessage[], system?: string): OpenAiChatMessage[] {
+  const out: OpenAiChatMessage[] = system ? [{ role: "system", content: system }] : [];
+  messages.forEach((m, i) => {
+    if (typeof m.content === "string") {
+      out.push({ role: m.role, content: m.content });
+      return;
+    }
+    if (!Array.isArray(m.content)) refuse(`item ${i + 1}`, "content must be a string or an array of blocks");
+    const text: string[] = [];
+    const calls: NonNullable<OpenAiChatMessage["tool_calls"]> = [];
+    const results: OpenAiChatMessage[] = [];
+    for (const b of m.content) {
+      if (b.type === "text") text.push(b.text);
+      else if (b.type === "tool_use") calls.push({ id: b.id, type: "function", function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
+      else if (b.type === "tool_result") {
+        const content = typeof b.content === "string" ? b.content : (b.content ?? []).map((c) => c.text).join("\n");
+        results.push({ role: "tool", tool_call_id: b.tool_use_id, content: b.is_error ? `[error] ${content}` : content });
+      } else refuse(`item ${i + 1}`, `unsupported block ${JSON.stringify((b as { type?: unknown }).type)}`);
+    }
+    out.push(...results);
+    if (text.length || calls.length) {
+      out.push({ role: m.role, content: text.length ? text.join("\n") : null, ...(calls.length ? { tool_calls: calls } : {}) });
+    }
+  });
+  return out;
+}
+
+/** A Vercel AI SDK `ModelMessage` (text, tool calls and tool results). */
+export type AiSdkMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string | Array<{ type: "text"; text: string } | { type: string }> }
+  | { role: "assistant"; content: string | Array<{ type: "text"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown } | { type: string }> }
+  | { role: "tool"; content: Array<{ type: "tool-result"; toolCallId: string; toolName: string; output: { type: string; value?: unknown } }> };
+
+/** AI SDK `ModelMessage`s as the OpenAI chat shape `fromOpenAiMessages` numbers. */
+export function aiSdkToOpenAi(messages: readonly AiSdkMessage[]): OpenAiChatMessage[] {
+  const out: OpenAiChatMessage[] = [];
+  messages.forEach((m, i) => {
+    const place = `item ${i + 1}`;
+    if (m.role === "system") {
+      out.push({ role: "system", content: m.content });
+    } else if (m.role === "tool") {
+      for (const r of m.content) {
+        const v = r.output?.value;
+        const text = typeof v === "string" ? v : JSON.stringify(v ?? null);
+        out.push({ role: "tool", tool_call_id: r.toolCallId, name: r.toolName, content: r.output?.type?.startsWith("error") ? `[error] ${text}` : text });
+      }
+    } else if (typeof m.content === "string") {
+      out.push({ role: m.role, content: m.content });
+    } else if (Array.isArray(m.content)) {
+      const text: string[] = [];
+      const calls: NonNullable<OpenAiChatMessage["tool_calls"]> = [];
+      for (const p of m.content) {
+        if (p.type === "text" && "text" in p) text.push(p.text);
+        else if (p.type === "tool-call" && "toolCallId" in p) calls.push({ id: p.toolCallId, type: "function", function: { name: p.toolName, arguments: JSON.stringify(p.input ?? {}) } });
+        else if (p.type === "reasoning") continue; // model-private: not part of the history a summary keeps
+        else refuse(place, `unsupported part ${JSON.stringify(p.type)} (text, tool calls and tool results are imported)`);
+      }
+      out.push({ role: m.role, content: text.length ? text.join("\n") : null, ...(calls.length ? { tool_calls: calls } : {}) });
+    } else {
+      refuse(place, "content must be a string or an array of parts");
+    }
+  });
+  return out;
+}

@@ -12,10 +12,11 @@
 
 import { plan, select, timeline, validate, FoldlineError } from "./index.js";
 import type {
-  Declaration, Event, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
+  Code, Declaration, Event, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
   FailureKind, FailureReport, StreamReport, Boundary, Trigger,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
+import { aiSdkToOpenAi, anthropicToOpenAi, fromOpenAiMessages, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
 import { failureKindOf, type Model, type ModelResult } from "./model/model.js";
 
 export interface CompactorOptions {
@@ -45,13 +46,25 @@ export interface CompactorOptions {
   warmCandidates?: boolean;
   /** Lease of a warm candidate's preparation (default 900,000 ms). */
   warmLeaseMs?: number;
+  /**
+   * Count a text's tokens (js-tiktoken, gpt-tokenizer, a provider's counter):
+   * `append` records each turn's count, so token budgets use real counts
+   * instead of the four-characters-a-token estimate.
+   */
+  countTokens?: (text: string) => number;
 }
+
+/** Messages `append` takes: OpenAI chat (default), Anthropic, or AI SDK `ModelMessage`s. */
+export type AppendMessages =
+  | { format?: "openai"; messages: OpenAiChatMessage | readonly OpenAiChatMessage[] }
+  | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string }
+  | { format: "ai-sdk"; messages: AiSdkMessage | readonly AiSdkMessage[] };
 
 export type OnMessageResult =
   | { status: "busy" }
   | { status: "skipped" | "paused" | "warm"; outcome: PlanOutcome }
   | { status: "compacted"; boundary: Boundary }
-  | { status: "refused"; code: string; message: string }
+  | { status: "refused"; code: Code; message: string }
   | { status: "failed"; notice: string };
 
 /** A manual compaction task with a caller-chosen id (a server hands the id out before the work ends). */
@@ -74,6 +87,14 @@ export interface ContextOptions {
 }
 
 export interface Compactor {
+  /**
+   * Append messages to the journal as the conversation's next turns
+   * (numbered after its last one; checked, nothing written on bad input;
+   * compare-and-append, so concurrent appends never collide). OpenAI chat
+   * messages directly, or `{ format: "anthropic" | "ai-sdk", messages }`.
+   * Returns the journal position and the events written.
+   */
+  append(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }>;
   /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */
   onMessage(conversationId: string): Promise<OnMessageResult>;
   /** A member's `/compact`. */
@@ -117,6 +138,10 @@ interface State {
   reading: Promise<unknown>;
   /** Writers run one after another. */
   writing: Promise<unknown>;
+  /** Appends of messages run one after another (not behind a compaction). */
+  appending: Promise<unknown>;
+  /** Highest source sequence of a turn read so far. */
+  sourceSeq: number;
   /** Boundaries this compactor verified (resolve does not re-settle them). */
   trusted: Set<string>;
   /** Manual tasks requested and not yet ended. */
@@ -139,7 +164,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
   function state(id: string): State {
     let s = states.get(id);
     if (!s) {
-      s = { seq: 0, recent: [], chain: [], all: [], openTasks: new Map(), trusted: new Set(), reading: Promise.resolve(), writing: Promise.resolve() };
+      s = {
+        seq: 0, sourceSeq: 0, recent: [], chain: [], all: [], openTasks: new Map(), trusted: new Set(),
+        reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
+      };
       states.set(id, s);
     }
     return s;
@@ -165,6 +193,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       }
       for (const { event } of fresh) {
         s.all.push(event);
+        if (isTurn(event) && event.sourceSeq > s.sourceSeq) s.sourceSeq = event.sourceSeq;
         if (CHAIN_TYPES.has(event.type)) {
           s.chain.push(event);
           s.res = undefined;
@@ -412,8 +441,51 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return { status: "failed", notice: report.notice };
   }
 
+  function counted(events: Event[]): Event[] {
+    const count = o.countTokens;
+    if (!count) return events;
+    return events.map((e) => {
+      if (e.type !== "message") return e;
+      let tokens = 0;
+      for (const p of e.parts) {
+        tokens += p.type === "text" ? count(p.text) : p.type === "toolCall" ? count(p.name) + count(p.arguments) : count(p.content);
+      }
+      return { ...e, tokens };
+    });
+  }
+
+  async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }> {
+    const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
+      ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
+      : (input as AppendMessages);
+    const list = <T,>(m: T | readonly T[]): readonly T[] => (Array.isArray(m) ? m : [m as T]);
+    const openai = spec.format === "anthropic" ? anthropicToOpenAi(list(spec.messages), spec.system)
+      : spec.format === "ai-sdk" ? aiSdkToOpenAi(list(spec.messages))
+      : list(spec.messages);
+    if (openai.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
+    fromOpenAiMessages(openai, { conversation: id }); // checked before anything is read or written
+    const s = state(id);
+    const next = s.appending.then(async () => {
+      for (;;) {
+        await sync(id);
+        const events = counted(fromOpenAiMessages(openai, { conversation: id, afterSeq: s.sourceSeq }));
+        try {
+          const seq = await o.journal.append(id, events, { expectedSeq: s.seq });
+          await sync(id);
+          return { seq, events };
+        } catch (e) {
+          // Another writer appended meanwhile: number after it and try again.
+          if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
+        }
+      }
+    });
+    s.appending = next.catch(() => undefined);
+    return next;
+  }
+
   let tasks = 0;
   return {
+    append: appendMessages,
     onMessage: (id) => serial(id, () => run(id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>
       serial(id, () => run(id, { kind: "manual", actor, sessionBusy }, `task-${holder}-${++tasks}-${Date.now()}`)),
@@ -434,7 +506,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       const { events, res } = await load(id);
       return select<M>({
         declaration: o.declaration, route: routeOf(id), frontier: res.frontier, head: res.head,
-        amendment: res.amendment, events, prompt: opts.prompt ?? null, format: opts.format ?? "foldline",
+        amendment: res.amendment, events, prompt: opts.prompt ?? null, format: opts.format === "ai-sdk" ? "aiSdk" : opts.format ?? "foldline",
         limit: opts.limit ?? null, render: opts.render ?? true,
       });
     },

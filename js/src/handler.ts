@@ -5,7 +5,7 @@
 //   export default { fetch: createHandler({ journal, model, declaration, members }) };
 
 import { createCompactor, type OnMessageResult } from "./driver.js";
-import { fromOpenAiMessages } from "./convert.js";
+import { fromOpenAiMessages, type OpenAiChatMessage } from "./convert.js";
 import { FoldlineError } from "./index.js";
 import type { Journal } from "./journal/journal.js";
 import type { Model } from "./model/model.js";
@@ -139,7 +139,6 @@ export function createHandler(o: HandlerOptions): Handler {
   const perMinute = o.condensePerMinute ?? 6;
   const answerLeaseMs = o.answerLeaseMs ?? 300_000;
   const pollMs = o.pollMs ?? 250;
-  const numbering = new Map<string, { seq: number; sourceSeq: number; queue: Promise<unknown> }>();
   const checks = new Map<string, boolean>();
   const answers = new Map<string, { id: string; until: number }>();
   const rate = new Map<string, number[]>();
@@ -188,30 +187,6 @@ export function createHandler(o: HandlerOptions): Handler {
     } catch (e) {
       throw new ApiError(400, "invalid_input", `the body is not JSON: ${(e as Error).message}`);
     }
-  }
-
-  /** Append, numbered after the last turn; compare-and-append, one append at a time per conversation. */
-  function append(id: string, messages: unknown[]): Promise<{ seq: number; appended: number }> {
-    let n = numbering.get(id);
-    if (!n) numbering.set(id, (n = { seq: 0, sourceSeq: 0, queue: Promise.resolve() }));
-    const pos = n;
-    const next = pos.queue.then(async () => {
-      for (;;) {
-        for (const s of await o.journal.readEvents(id, pos.seq)) {
-          pos.seq = s.seq;
-          const e = s.event;
-          if (e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta") pos.sourceSeq = Math.max(pos.sourceSeq, e.sourceSeq);
-        }
-        const events = fromOpenAiMessages(messages, { conversation: id, afterSeq: pos.sourceSeq });
-        try {
-          return { seq: await o.journal.append(id, events, { expectedSeq: pos.seq }), appended: events.length };
-        } catch (e) {
-          if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
-        }
-      }
-    });
-    pos.queue = next.catch(() => undefined);
-    return next;
   }
 
   /** The automatic check, after the answer; checks of one conversation never overlap, one more runs if asked meanwhile. */
@@ -346,10 +321,10 @@ export function createHandler(o: HandlerOptions): Handler {
           throw e;
         }
         if ((await owners.claim(id, member)) !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
-        const r = await append(id, list);
+        const r = await compactor.append(id, list as OpenAiChatMessage[]);
         wrote();
         schedule(id, ctx);
-        return json(201, r);
+        return json(201, { seq: r.seq, appended: r.events.length });
       }
       case "POST condense":
         return condense(id, member, ctx);

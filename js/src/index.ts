@@ -17,11 +17,13 @@ import type {
 
 export type * from "./types.js";
 export { createCompactor } from "./driver.js";
-export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask } from "./driver.js";
+export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask, AppendMessages } from "./driver.js";
 export { createHandler, MemoryOwners } from "./handler.js";
 export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
-export { fromOpenAiMessages } from "./convert.js";
-export type { OpenAiChatMessage } from "./convert.js";
+export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi } from "./convert.js";
+export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
+export { modelFromFunction } from "./model/function.js";
+export type { FunctionAnswer } from "./model/function.js";
 export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
 export { checkAppend } from "./journal/journal.js";
 export { MemoryJournal } from "./journal/memory.js";
@@ -51,6 +53,15 @@ export type WasmSource =
   | BufferSource | WebAssembly.Module | URL | string | Response | Promise<Response>;
 
 let ready: Promise<void> | undefined;
+let loaded = false;
+
+/** The loaded core, or `not_initialized` before `init()` has finished. */
+function core(): typeof wasm {
+  if (!loaded) {
+    throw new FoldlineError({ code: "not_initialized", message: "call `await init()` (edge runtimes: `await init(wasmModule)`) before any other foldline call" });
+  }
+  return wasm;
+}
 
 /**
  * Load the WebAssembly core once. Without an argument it fetches the `.wasm`
@@ -81,7 +92,10 @@ export function init(source?: WasmSource): Promise<void> {
     if (v.abi.major !== ABI_MAJOR) {
       throw new FoldlineError({ code: "unsupported_version", message: `ABI major ${v.abi.major}, expected ${ABI_MAJOR}` });
     }
+    loaded = true;
   })();
+  // A failed load can be retried.
+  ready.catch(() => { ready = undefined; });
   return ready;
 }
 
@@ -90,7 +104,7 @@ export const ABI_MAJOR = 1;
 
 /** Crate, ruleset and ABI versions of the loaded core. */
 export function version(): { crate: string; ruleset: string; abi: { major: number; minor: number } } {
-  return JSON.parse(wasm.version());
+  return JSON.parse(core().version());
 }
 
 type Envelope<T> = { ok: T } | { error: ErrorValue };
@@ -102,17 +116,18 @@ function unwrap<T>(e: Envelope<T>): T {
 
 /** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */
 export function plan(request: PlanRequest): PlanOutcome {
-  return unwrap(wasm.plan(request) as Envelope<PlanOutcome>);
+  return unwrap(core().plan(request) as Envelope<PlanOutcome>);
 }
 
 /** `validate`: settle, resolve, declarations, stream decisions, failure classification. */
 export function validate(request: ValidateRequest): ValidateResponse {
-  return unwrap(wasm.validate(request) as Envelope<ValidateResponse>);
+  return unwrap(core().validate(request) as Envelope<ValidateResponse>);
 }
 
 /** `select`: the model-bound context and its manifest. */
 export function select<M = unknown>(request: SelectRequest): Selection<M> {
-  return unwrap(wasm.select(request) as Envelope<Selection<M>>);
+  const r = request.format === "ai-sdk" ? { ...request, format: "aiSdk" as const } : request;
+  return unwrap(core().select(r) as Envelope<Selection<M>>);
 }
 
 /**
@@ -121,25 +136,25 @@ export function select<M = unknown>(request: SelectRequest): Selection<M> {
  * as completed dividers.
  */
 export function timeline(events: Event[], accepted?: string[]): Timeline {
-  return unwrap(wasm.timeline(accepted ? { events, accepted } : { events }) as Envelope<Timeline>);
+  return unwrap(core().timeline(accepted ? { events, accepted } : { events }) as Envelope<Timeline>);
 }
 
 /** Prompt trim of the model-bound copy of a member's message. */
 export function trimPrompt(text: string): TrimResult {
-  return unwrap(wasm.trimPrompt({ text }) as Envelope<TrimResult>);
+  return unwrap(core().trimPrompt({ text }) as Envelope<TrimResult>);
 }
 
 /** Tool-result compression of the model-bound copy. */
 export function compressToolResult(request: ToolResultRequest): ToolResultResponse {
-  return unwrap(wasm.compressToolResult(request) as Envelope<ToolResultResponse>);
+  return unwrap(core().compressToolResult(request) as Envelope<ToolResultResponse>);
 }
 
 /** The settings projection, plain-speak fragment and self-inspection answer. */
 export function settingsProjection(request: SettingsRequest): SettingsResponse {
-  return unwrap(wasm.settingsProjection(request) as Envelope<SettingsResponse>);
+  return unwrap(core().settingsProjection(request) as Envelope<SettingsResponse>);
 }
 
 /** Any entry point, JSON string in and canonical JSON string out (the conformance path). */
 export function callJson(entry: string, request: string): string {
-  return wasm.call(entry, request);
+  return core().call(entry, request);
 }

@@ -14,7 +14,9 @@ export type Code =
   /** The journal's head moved: a compare-and-append at an expected position lost the race. */
   | "conflict"
   /** The writer lease is held by another holder, or a fenced append came from a stale holder. */
-  | "lease_lost";
+  | "lease_lost"
+  /** A call before `init()` finished loading the core. */
+  | "not_initialized";
 
 /** A typed failure. */
 export interface ErrorValue { code: Code; message: string; ids?: string[] }
@@ -208,7 +210,8 @@ export type ValidateResponse =
   | ({ kind: "failure" } & FailureReport)
   | { kind: "events"; count: number };
 
-export type Format = "foldline" | "openai" | "anthropic" | "aiSdk";
+/** An output format; `"ai-sdk"` (the spelling of the README and the program) is accepted for `"aiSdk"`. */
+export type Format = "foldline" | "openai" | "anthropic" | "aiSdk" | "ai-sdk";
 
 export interface SelectRequest {
   declaration: Declaration; route: Route; frontier?: Frontier | null; head?: ChainHead | null;

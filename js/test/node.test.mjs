@@ -68,3 +68,22 @@ test("the README's chat-client example runs as written", async () => {
   check(drawn.some(([k, t]) => k === "divider" && /^automatic compaction · completed · \d+ turns$/.test(t)), JSON.stringify(drawn.filter(([k]) => k === "divider")));
   check(drawn.filter(([k]) => k !== "divider").length >= 16, `${drawn.length} items`);
 });
+
+test("a call before init() answers not_initialized", async () => {
+  // A second instance of the package module: its init() has not run.
+  const fresh = await import(`../dist/index.js?fresh=${Date.now()}`);
+  let caught;
+  try { fresh.plan({ declaration, route: { conversation: "c" }, events: [] }); } catch (e) { caught = e; }
+  check(caught instanceof fresh.FoldlineError, `typed: ${caught}`);
+  check(caught.code === "not_initialized", caught.code);
+});
+
+test("npm pack ships the build, the .wasm, the README and the licenses, and nothing else", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts=false"], { cwd: new URL("..", import.meta.url), encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  const files = JSON.parse(out)[0].files.map((x) => x.path).sort();
+  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE", "package.json", "dist/index.js", "dist/index.d.ts", "dist/handler.js", "pkg/foldline_bg.wasm", "pkg/foldline.js"]) {
+    check(files.includes(f), `${f} in ${files.join(", ")}`);
+  }
+  check(!files.some((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("node_modules/")), `only what users need: ${files.join(", ")}`);
+});

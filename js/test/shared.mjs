@@ -308,5 +308,60 @@ export function suite(f, makeJournal) {
       const s = f.settingsProjection({ availability: { surface: true, promptTrim: true }, preferences: {} });
       equal(s.state.promptTrim.offReason, "masterOff");
     }],
+    ["append numbers OpenAI, Anthropic and AI SDK messages as the next turns, with countTokens", async () => {
+      const journal = await makeJournal();
+      const words = (t) => t.split(/\s+/).filter(Boolean).length;
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration, countTokens: words });
+      await c.append("c1", [{ role: "system", content: "You are terse." }, { role: "user", content: "What is the weather in Porto?" }]);
+      await c.append("c1", {
+        format: "anthropic",
+        messages: [
+          { role: "assistant", content: [{ type: "text", text: "Let me look." }, { type: "tool_use", id: "tu1", name: "weather", input: { city: "Porto" } }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "tu1", content: "sunny, 24 C" }] },
+        ],
+      });
+      await c.append("c1", {
+        format: "ai-sdk",
+        messages: [
+          { role: "assistant", content: [{ type: "tool-call", toolCallId: "tc2", toolName: "forecast", input: { days: 2 } }] },
+          { role: "tool", content: [{ type: "tool-result", toolCallId: "tc2", toolName: "forecast", output: { type: "error-text", value: "quota" } }] },
+          { role: "assistant", content: "Sunny today; no forecast." },
+        ],
+      });
+      const stored = (await journal.readEvents("c1")).map((s) => s.event);
+      equal(stored.map((e) => e.sourceSeq), [1, 2, 3, 4, 5, 6, 7], "numbered in order, across formats");
+      equal(stored.map((e) => e.role), ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"], "roles");
+      equal(stored[2].parts.map((p) => p.type), ["text", "toolCall"], "text and tool call stay one turn");
+      equal(stored[2].parts[1], { type: "toolCall", callId: "tu1", name: "weather", arguments: '{"city":"Porto"}' }, "tool call as data");
+      equal(stored[3].parts[0].callId, "tu1", "tool result answers its call");
+      equal(stored[5].parts[0].content, "[error] quota", "an error result says so");
+      equal(stored[1].tokens, 6, "countTokens recorded");
+      check(stored.every((e) => typeof e.contentHash === "string"), "hashed when they entered");
+    }],
+    ["append refuses a bad message and writes nothing", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      let caught;
+      try { await c.append("c1", [{ role: "user", content: "ok" }, { role: "wizard", content: "x" }]); } catch (e) { caught = e; }
+      equal(caught?.code, "invalid_request", "code");
+      check(/item 2/.test(caught.message), `names the item: ${caught.message}`);
+      equal((await journal.readEvents("c1")).length, 0, "nothing written");
+    }],
+    ["modelFromFunction compacts, and context takes the ai-sdk spelling", async () => {
+      const journal = await makeJournal();
+      const seen = [];
+      const model = f.modelFromFunction(async (packet) => { seen.push(packet.messages.length); return `Summary of ${packet.input.turnCount} turns.`; });
+      const c = f.createCompactor({ journal, model, declaration });
+      for (let i = 1; i <= 40; i++) {
+        await c.append("c1", { role: i % 2 ? "user" : "assistant", content: `message ${i} `.padEnd(200, "x") });
+        await c.onMessage("c1");
+      }
+      const r = await c.resolve("c1");
+      check(r.accepted.length >= 1, "compacted");
+      check(seen.length >= 1 && seen[0] > 0, "the function got the packet's messages");
+      const a = await c.context("c1", { format: "ai-sdk" });
+      const b = await c.context("c1", { format: "aiSdk" });
+      equal(a.messages, b.messages, "ai-sdk is aiSdk");
+    }],
   ];
 }

@@ -1,8 +1,8 @@
 // A typed example of the public surface, checked by `tsc --noEmit`: a chat
 // client drawing dividers and an edge function building the context.
 import {
-  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError, createHandler, fromOpenAiMessages,
-  type Handler, type ExecutionContext, type Declaration, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
+  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError, createHandler, fromOpenAiMessages, modelFromFunction,
+  type Handler, type ExecutionContext, type Declaration, type Code, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
 } from "../../dist/index.js";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 
@@ -57,3 +57,21 @@ export const imported: Event[] = fromOpenAiMessages(
   [{ role: "user", content: "hi" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", function: { name: "f", arguments: "{}" } }] }],
   { conversation: "c", afterSeq: 2 },
 );
+
+// A chat loop from OpenAI-shaped messages with a real-looking token counter
+// and a model from a plain function.
+export async function chatLoop(count: (text: string) => number): Promise<number> {
+  const compactor = createCompactor({
+    journal: new MemoryJournal(), declaration, countTokens: count,
+    model: modelFromFunction(async (packet) => `summary of ${packet.input.turnCount} turns`),
+  });
+  const appended = await compactor.append("c", [{ role: "user", content: "hi" }]);
+  await compactor.append("c", { format: "anthropic", system: "be brief", messages: [{ role: "assistant", content: "hello" }] });
+  await compactor.append("c", { format: "ai-sdk", messages: [{ role: "assistant", content: "again" }] });
+  const r = await compactor.onMessage("c");
+  if (r.status === "refused") {
+    const code: Code = r.code;
+    return code.length;
+  }
+  return appended.seq;
+}
