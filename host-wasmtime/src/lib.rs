@@ -33,5 +33,6 @@ pub mod journal;
 pub mod model;
 pub mod runtime;
 pub mod serve;
+pub mod summarizer;
 
 pub use error::{HostError, Result};

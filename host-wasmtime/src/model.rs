@@ -104,16 +104,32 @@ pub trait Model {
     fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError>;
 }
 
-/// A deterministic extractive summarizer: the first sentence of each frozen
-/// turn (and the previous summary), bounded by the packet's summary limit.
+/// The offline default: a deterministic extractive summarizer
+/// ([`crate::summarizer`]) that covers the whole folded range and keeps the
+/// facts later turns need (numbers, names, decisions, open questions, tool
+/// outcomes), carrying the previous summary's facts forward on their merit.
 /// No network, no randomness: the same packet gives the same summary.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Extractive;
 
-/// Model id the extractive summarizer reports.
-pub const EXTRACTIVE_MODEL: &str = "foldline-extractive-1";
-
 impl Extractive {
+    /// Summarize a packet.
+    pub fn summarize(packet: &Packet) -> String {
+        crate::summarizer::summarize(packet)
+    }
+}
+
+/// The offline summarizer before session 4, kept as the baseline of the
+/// summary evaluation (`tests/eval/run`): the first sentence of each frozen
+/// turn from the oldest on, the first third of the previous summary, and
+/// "(+N more turns)" when the bounds run out.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FirstSentences;
+
+/// Model id the extractive summarizer reports.
+pub const EXTRACTIVE_MODEL: &str = "foldline-extractive-2";
+
+impl FirstSentences {
     /// Summarize a packet.
     pub fn summarize(packet: &Packet) -> String {
         // Within both limits: the token estimate of the text must fit maxTokens too.
@@ -183,29 +199,55 @@ fn first_sentence(text: &str, max: usize) -> String {
     }
 }
 
-impl Model for Extractive {
+/// An offline summarizer's answer, streamed line by line.
+fn offline(text: String, model_id: &str, packet: &Packet) -> ModelResult {
+    ModelResult {
+        evidence: Evidence {
+            model_id: model_id.into(),
+            usage: Usage {
+                input_tokens: packet.input.tokens,
+                output_tokens: foldline_core::turn::estimate_tokens(text.chars().count() as u64),
+            },
+            finish_reason: "stop".into(),
+        },
+        text,
+    }
+}
+
+fn stream_lines(r: ModelResult, sink: &mut dyn FnMut(StreamChunk)) {
+    for line in r.text.split_inclusive('\n') {
+        sink(StreamChunk::Delta(line.to_owned()));
+    }
+    sink(StreamChunk::Done(r.evidence));
+}
+
+impl Model for FirstSentences {
     fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
-        let r = self.complete(packet)?;
-        for line in r.text.split_inclusive('\n') {
-            sink(StreamChunk::Delta(line.to_owned()));
-        }
-        sink(StreamChunk::Done(r.evidence));
+        stream_lines(self.complete(packet)?, sink);
         Ok(())
     }
 
     fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
-        let text = Extractive::summarize(packet);
-        Ok(ModelResult {
-            evidence: Evidence {
-                model_id: EXTRACTIVE_MODEL.into(),
-                usage: Usage {
-                    input_tokens: packet.input.tokens,
-                    output_tokens: foldline_core::turn::estimate_tokens(text.chars().count() as u64),
-                },
-                finish_reason: "stop".into(),
-            },
-            text,
-        })
+        Ok(offline(
+            FirstSentences::summarize(packet),
+            "foldline-first-sentences-1",
+            packet,
+        ))
+    }
+}
+
+impl Model for Extractive {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
+        stream_lines(self.complete(packet)?, sink);
+        Ok(())
+    }
+
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
+        Ok(offline(
+            Extractive::summarize(packet),
+            EXTRACTIVE_MODEL,
+            packet,
+        ))
     }
 }
 

@@ -1072,3 +1072,54 @@ fn a_hanging_model_lets_the_lease_lapse_after_its_deadline() {
     open.send(()).unwrap();
     assert_eq!(run.join().unwrap().unwrap_err().code(), "lease_lost");
 }
+
+#[test]
+fn the_offline_summary_covers_the_whole_range_and_keeps_old_facts() {
+    use foldline_core::event::Event;
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        Extractive,
+        small_decl(),
+    );
+    // Filler turns, with three facts: one in the first turn, one near the
+    // end of the first folded range, one much later.
+    let filler = "we chatted about this and that for a while, nothing in particular really";
+    let text = |i: u64| match i {
+        1 => "My sister Zanzibar moved to Lisbon on 4471 Rua Augusta.".to_owned(),
+        40 => "We decided the launch date is March 9902, final.".to_owned(),
+        160 => "Remember the code word Quixote for the vault.".to_owned(),
+        _ => format!("turn {i}: {filler}. {filler}. {filler}. {filler}."),
+    };
+    let mut summaries = Vec::new();
+    for i in 1..=400u64 {
+        let mut e = ordinary("c", i, i, 10);
+        if let Event::Message(m) = &mut e[0] {
+            m.parts = vec![foldline_core::turn::Part::Text { text: text(i) }];
+        }
+        d.journal.append("c", &e).unwrap();
+        if let Outcome::Compacted(b) = d.on_message("c").unwrap() {
+            assert!(b.summary.chars().count() <= 1_500);
+            summaries.push(b.summary.clone());
+        }
+    }
+    assert!(summaries.len() >= 4, "{}", summaries.len());
+    // The first summary keeps the first turn's facts and the last ones it folded.
+    assert!(
+        summaries[0].contains("Zanzibar") && summaries[0].contains("4471"),
+        "{}",
+        summaries[0]
+    );
+    assert!(summaries[0].contains("9902"), "{}", summaries[0]);
+    // Later summaries carry old facts forward instead of decaying them.
+    let last = summaries.last().unwrap();
+    for fact in ["Zanzibar", "9902", "Quixote"] {
+        assert!(last.contains(fact), "{fact} lost: {last}");
+    }
+    // Who said it.
+    assert!(
+        last.lines()
+            .all(|l| l.starts_with("user: ") || l.starts_with("assistant: ")),
+        "{last}"
+    );
+}
