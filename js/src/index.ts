@@ -48,9 +48,19 @@ export class FoldlineError extends Error {
   }
 }
 
+declare global {
+  // So these types compile without the DOM lib (Node's own types lack the
+  // WebAssembly namespace); merges with lib.dom's declaration where present.
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace WebAssembly {
+    // eslint-disable-next-line @typescript-eslint/no-empty-interface
+    interface Module {}
+  }
+}
+
 /** What `init` accepts: bytes, a URL or Response (or a promise of one), or a compiled module. */
 export type WasmSource =
-  | BufferSource | WebAssembly.Module | URL | string | Response | Promise<Response>;
+  | ArrayBuffer | ArrayBufferView | WebAssembly.Module | URL | string | Response | Promise<Response>;
 
 let ready: Promise<void> | undefined;
 let loaded = false;

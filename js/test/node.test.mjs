@@ -82,7 +82,7 @@ test("npm pack ships the build, the .wasm, the README and the licenses, and noth
   const { execFileSync } = await import("node:child_process");
   const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts=false"], { cwd: new URL("..", import.meta.url), encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   const files = JSON.parse(out)[0].files.map((x) => x.path).sort();
-  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE", "package.json", "dist/index.js", "dist/index.d.ts", "dist/handler.js", "pkg/foldline_bg.wasm", "pkg/foldline.js"]) {
+  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE", "package.json", "dist/index.js", "dist/index.d.ts", "dist/handler.js", "pkg/foldline_bg.wasm", "pkg/foldline.js", "types/foldline_bg.wasm.d.ts"]) {
     check(files.includes(f), `${f} in ${files.join(", ")}`);
   }
   check(!files.some((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("node_modules/")), `only what users need: ${files.join(", ")}`);

@@ -75,3 +75,7 @@ export async function chatLoop(count: (text: string) => number): Promise<number>
   }
   return appended.seq;
 }
+
+// The README's edge example: the typed `.wasm` subpath.
+import wasmModule from "foldline/foldline_bg.wasm";
+export const loadAtTheEdge = (): Promise<void> => init(wasmModule);
