@@ -12,7 +12,7 @@
 
 import { plan, select, timeline, validate, FoldlineError } from "./index.js";
 import type {
-  Code, Declaration, Event, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
+  Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
   FailureKind, FailureReport, StreamReport, Boundary, Trigger,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
@@ -112,7 +112,7 @@ export interface Compactor {
    */
   endInterrupted(conversationId: string): Promise<boolean>;
   /** The model-bound context. */
-  context<M = unknown>(conversationId: string, options?: ContextOptions): Promise<Selection<M>>;
+  context<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F }): Promise<Selection<MessagesOf[F]>>;
   /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
   timeline(conversationId: string): Promise<Timeline>;
   /** The resolved chain. */
@@ -502,13 +502,14 @@ export function createCompactor(o: CompactorOptions): Compactor {
           await o.journal.releaseLease(id, holder);
         }
       }),
-    async context<M>(id: string, opts: ContextOptions = {}): Promise<Selection<M>> {
+    async context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}): Promise<Selection<MessagesOf[F]>> {
       const { events, res } = await load(id);
-      return select<M>({
+      // `select` takes either spelling of the AI SDK format.
+      return select({
         declaration: o.declaration, route: routeOf(id), frontier: res.frontier, head: res.head,
-        amendment: res.amendment, events, prompt: opts.prompt ?? null, format: opts.format === "ai-sdk" ? "aiSdk" : opts.format ?? "foldline",
+        amendment: res.amendment, events, prompt: opts.prompt ?? null, format: opts.format ?? "foldline",
         limit: opts.limit ?? null, render: opts.render ?? true,
-      });
+      }) as Selection<MessagesOf[F]>;
     },
     async timeline(id) {
       const s = await sync(id);

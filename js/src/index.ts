@@ -11,7 +11,7 @@ import initWasm, * as wasm from "../pkg/foldline.js";
 import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
 import type {
   Code, ErrorValue, PlanRequest, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
-  Selection, Timeline, Event, TrimResult, ToolResultRequest, ToolResultResponse, SettingsRequest,
+  Selection, Timeline, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
   SettingsResponse,
 } from "./types.js";
 
@@ -135,9 +135,9 @@ export function validate(request: ValidateRequest): ValidateResponse {
 }
 
 /** `select`: the model-bound context and its manifest. */
-export function select<M = unknown>(request: SelectRequest): Selection<M> {
+export function select<F extends Format = "foldline">(request: SelectRequest & { format?: F }): Selection<MessagesOf[F]> {
   const r = request.format === "ai-sdk" ? { ...request, format: "aiSdk" as const } : request;
-  return unwrap(core().select(r) as Envelope<Selection<M>>);
+  return unwrap(core().select(r) as Envelope<Selection<MessagesOf[F]>>);
 }
 
 /**

@@ -234,6 +234,42 @@ export interface ContextMessage {
 
 export interface Selection<M = unknown> { messages?: M; manifest: Manifest }
 
+/** OpenAI chat messages as `context`/`select` render them (assignable to the `openai` package's `ChatCompletionMessageParam`). */
+export type OpenAiMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: Array<{ id: string; type: "function"; function: { name: string; arguments: string } }> }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/** Anthropic messages as rendered: the system text apart, then the turns. */
+export interface AnthropicRendered {
+  system: string;
+  messages: Array<{
+    role: "user" | "assistant";
+    content: string | Array<
+      | { type: "text"; text: string }
+      | { type: "tool_use"; id: string; name: string; input: unknown }
+      | { type: "tool_result"; tool_use_id: string; content: string; is_error?: boolean }
+    >;
+  }>;
+}
+
+/** AI SDK model messages as rendered (assignable to the `ai` package's `ModelMessage`). */
+export type AiSdkRendered =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string | Array<{ type: "text"; text: string }> }
+  | { role: "assistant"; content: string | Array<{ type: "text"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }> }
+  | { role: "tool"; content: Array<{ type: "tool-result"; toolCallId: string; toolName: string; output: { type: "text" | "error-text"; value: string } }> };
+
+/** What `messages` holds in each format. */
+export interface MessagesOf {
+  foldline: ContextMessage[];
+  openai: OpenAiMessage[];
+  anthropic: AnthropicRendered;
+  aiSdk: AiSdkRendered[];
+  "ai-sdk": AiSdkRendered[];
+}
+
 export type TimelineItem =
   | {
       type: "message"; turnId: string; sourceSeq: number; role: Role; text: string; late?: boolean;

@@ -79,3 +79,17 @@ export async function chatLoop(count: (text: string) => number): Promise<number>
 // The README's edge example: the typed `.wasm` subpath.
 import wasmModule from "foldline/foldline_bg.wasm";
 export const loadAtTheEdge = (): Promise<void> => init(wasmModule);
+
+// Format-typed context: each format's messages, assignable to the provider
+// packages' own types without casts; a type argument that is not a format
+// does not compile.
+import type { ModelMessage } from "ai";
+export async function typedFormats(model: Model): Promise<[ModelMessage[], string, number]> {
+  const compactor = createCompactor({ journal: new MemoryJournal(), model, declaration });
+  const ai: ModelMessage[] = (await compactor.context("c", { format: "ai-sdk" })).messages ?? [];
+  const anthropic = (await compactor.context("c", { format: "anthropic" })).messages;
+  const own = (await compactor.context("c")).messages ?? [];
+  // @ts-expect-error: a message type is not a format
+  await compactor.context<ModelMessage[]>("c", { format: "openai" });
+  return [ai, anthropic?.system ?? "", own.length];
+}
