@@ -23,6 +23,8 @@ export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "
 export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi } from "./convert.js";
 export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
+export { modelFromAiSdk } from "./model/aisdk.js";
+export type { AiSdkLanguageModel } from "./model/aisdk.js";
 export type { FunctionAnswer } from "./model/function.js";
 export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
 export { checkAppend } from "./journal/journal.js";

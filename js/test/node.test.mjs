@@ -87,3 +87,34 @@ test("npm pack ships the build, the .wasm, the README and the licenses, and noth
   }
   check(!files.some((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("node_modules/")), `only what users need: ${files.join(", ")}`);
 });
+
+test("an AI SDK LanguageModel summarizes through modelFromAiSdk", async () => {
+  const { MockLanguageModelV4, convertArrayToReadableStream } = await import("ai/test");
+  const model = new MockLanguageModelV4({
+    modelId: "mock-1",
+    doStream: async () => ({
+      stream: convertArrayToReadableStream([
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "Alice planned " },
+        { type: "text-delta", id: "t", delta: "the launch." },
+        { type: "text-end", id: "t" },
+        { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage: { inputTokens: { total: 90 }, outputTokens: { total: 4 } } },
+      ]),
+    }),
+  });
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: f.modelFromAiSdk(model), declaration });
+  let compacted;
+  for (let i = 1; i <= 40 && !compacted; i++) {
+    await c.append("c1", { role: i % 2 ? "user" : "assistant", content: `message ${i} `.padEnd(200, "x") });
+    const r = await c.onMessage("c1");
+    if (r.status === "compacted") compacted = r.boundary;
+  }
+  check(compacted, "compacted");
+  check(compacted.summary === "Alice planned the launch.", compacted.summary);
+  check(compacted.run.modelId === "mock-1", compacted.run.modelId);
+  check(compacted.run.usage.outputTokens === 4, JSON.stringify(compacted.run.usage));
+  // The compactor's system prompt went as instructions, the transcript as user turns.
+  const prompt = model.doStreamCalls[0].prompt;
+  check(prompt[0].role === "system" && prompt.slice(1).every((m) => m.role === "user"), JSON.stringify(prompt.map((m) => m.role)));
+});

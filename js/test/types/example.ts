@@ -1,7 +1,7 @@
 // A typed example of the public surface, checked by `tsc --noEmit`: a chat
 // client drawing dividers and an edge function building the context.
 import {
-  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError, createHandler, fromOpenAiMessages, modelFromFunction,
+  init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError, createHandler, fromOpenAiMessages, modelFromFunction, modelFromAiSdk,
   type Handler, type ExecutionContext, type Declaration, type Code, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
 } from "../../dist/index.js";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
@@ -93,3 +93,7 @@ export async function typedFormats(model: Model): Promise<[ModelMessage[], strin
   await compactor.context<ModelMessage[]>("c", { format: "openai" });
   return [ai, anthropic?.system ?? "", own.length];
 }
+
+// Any AI SDK LanguageModel is a model.
+import { MockLanguageModelV4 } from "ai/test";
+export const aiSdkModel: Model = modelFromAiSdk(new MockLanguageModelV4({ modelId: "m" }));

@@ -1,0 +1,63 @@
+// A model from the Vercel AI SDK: any `LanguageModel` of any provider the AI
+// SDK supports. `ai` is an optional peer dependency, loaded on first use.
+
+import type { Packet } from "../types.js";
+import { ModelError, type Model, type ModelResult, type StreamChunk } from "./model.js";
+
+/** The part of an AI SDK `LanguageModel` this adapter relies on (kept structural, so these types need no `ai`). */
+export interface AiSdkLanguageModel { readonly modelId: string; readonly provider: string }
+
+interface AiModule {
+  generateText(o: unknown): Promise<{ text: string; finishReason: string; usage: { inputTokens?: number; outputTokens?: number }; response?: { modelId?: string } }>;
+  streamText(o: unknown): {
+    textStream: AsyncIterable<string>;
+    finishReason: PromiseLike<string>;
+    usage: PromiseLike<{ inputTokens?: number; outputTokens?: number }>;
+    response: PromiseLike<{ modelId?: string }>;
+  };
+}
+
+let ai: Promise<AiModule> | undefined;
+function load(): Promise<AiModule> {
+  const name = "ai";
+  ai ??= (import(name) as Promise<AiModule>).catch((e) => {
+    ai = undefined;
+    throw new ModelError("other", `modelFromAiSdk needs the "ai" package (npm install ai): ${String(e)}`);
+  });
+  return ai;
+}
+
+/** The packet as an AI SDK call: the compactor's system prompt as `instructions`, the rest as user messages. */
+function call(model: AiSdkLanguageModel, packet: Packet, signal?: AbortSignal) {
+  const instructions = packet.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
+  const messages = packet.messages.filter((m) => m.role !== "system").map((m) => ({ role: "user" as const, content: m.content }));
+  return { model, instructions, messages, abortSignal: signal, maxRetries: 0 };
+}
+
+/**
+ * A `Model` from an AI SDK `LanguageModel` (`openai("gpt-4o-mini")`,
+ * `anthropic(…)`, a gateway model, a mock): streams through `streamText`,
+ * the buffered replay through `generateText`, with the compactor's deadline.
+ */
+export function modelFromAiSdk(model: AiSdkLanguageModel): Model {
+  return {
+    async *stream(packet: Packet, signal?: AbortSignal): AsyncIterable<StreamChunk> {
+      const { streamText } = await load();
+      const r = streamText(call(model, packet, signal));
+      for await (const text of r.textStream) if (text) yield { type: "delta", text };
+      const [usage, finishReason, response] = await Promise.all([r.usage, r.finishReason, r.response]);
+      yield {
+        type: "done", modelId: response.modelId ?? model.modelId, finishReason,
+        usage: { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 },
+      };
+    },
+    async complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult> {
+      const { generateText } = await load();
+      const r = await generateText(call(model, packet, signal));
+      return {
+        text: r.text, modelId: r.response?.modelId ?? model.modelId, finishReason: r.finishReason,
+        usage: { inputTokens: r.usage.inputTokens ?? 0, outputTokens: r.usage.outputTokens ?? 0 },
+      };
+    },
+  };
+}
