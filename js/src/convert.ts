@@ -3,7 +3,7 @@
 // conversion as the `foldline` program's `import` and `foldline serve`.
 
 import { FoldlineError } from "./index.js";
-import type { Event, Part, Role } from "./types.js";
+import type { AiSdkRendered, Event, Part, Role } from "./types.js";
 
 /** An OpenAI chat-completions message (text content; tool calls and results). */
 export interface OpenAiChatMessage {
@@ -151,4 +151,22 @@ export function aiSdkToOpenAi(messages: readonly AiSdkMessage[]): OpenAiChatMess
     }
   });
   return out;
+}
+
+/**
+ * A rendered AI SDK context as the arguments `generateText`/`streamText`
+ * take since ai v7, which refuses system messages inside `messages`: the
+ * pinned system text as `instructions`, the turns as `messages`.
+ */
+export function aiSdkPrompt(messages: readonly AiSdkRendered[]): {
+  instructions: string;
+  messages: Array<Exclude<AiSdkRendered, { role: "system" }>>;
+} {
+  const system: string[] = [];
+  const rest: Array<Exclude<AiSdkRendered, { role: "system" }>> = [];
+  for (const m of messages) {
+    if (m.role === "system") system.push(m.content);
+    else rest.push(m);
+  }
+  return { instructions: system.join("\n\n"), messages: rest };
 }

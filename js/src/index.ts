@@ -20,7 +20,7 @@ export { createCompactor } from "./driver.js";
 export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask, AppendMessages } from "./driver.js";
 export { createHandler, MemoryOwners } from "./handler.js";
 export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
-export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi } from "./convert.js";
+export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi, aiSdkPrompt } from "./convert.js";
 export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";

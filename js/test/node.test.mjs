@@ -118,3 +118,26 @@ test("an AI SDK LanguageModel summarizes through modelFromAiSdk", async () => {
   const prompt = model.doStreamCalls[0].prompt;
   check(prompt[0].role === "system" && prompt.slice(1).every((m) => m.role === "user"), JSON.stringify(prompt.map((m) => m.role)));
 });
+
+test("an AI SDK context goes straight into streamText through aiSdkPrompt", async () => {
+  const { streamText } = await import("ai");
+  const { MockLanguageModelV4, convertArrayToReadableStream } = await import("ai/test");
+  const model = new MockLanguageModelV4({
+    doStream: async () => ({
+      stream: convertArrayToReadableStream([
+        { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "ok" }, { type: "text-end", id: "t" },
+        { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage: { inputTokens: { total: 1 }, outputTokens: { total: 1 } } },
+      ]),
+    }),
+  });
+  const c = f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration });
+  await c.append("c1", [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello?" }]);
+  const ctx = await c.context("c1", { format: "ai-sdk" });
+  const p = f.aiSdkPrompt(ctx.messages);
+  check(p.instructions === "Be brief.", p.instructions);
+  const r = streamText({ model, ...p });
+  let text = "";
+  for await (const t of r.textStream) text += t;
+  check(text === "ok", text);
+  check(model.doStreamCalls[0].prompt.at(-1).role === "user", JSON.stringify(model.doStreamCalls[0].prompt));
+});
