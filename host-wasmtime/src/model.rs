@@ -173,13 +173,7 @@ impl FirstSentences {
             }
             out.push_str(l);
         }
-        if out.trim().is_empty() {
-            out = "(nothing to summarize)".into();
-        }
-        out.chars()
-            .filter(|c| !c.is_control() || *c == '\n')
-            .take(max)
-            .collect()
+        crate::summarizer::finish(out, max)
     }
 }
 

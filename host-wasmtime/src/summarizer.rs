@@ -257,16 +257,24 @@ pub fn summarize(packet: &Packet) -> String {
             take(i, &mut chosen, &mut used);
         }
     }
-    let mut out = facts
+    let out = facts
         .iter()
         .zip(&chosen)
         .filter(|(_, c)| **c)
         .map(|(f, _)| line(f))
         .collect::<Vec<_>>()
         .join("\n");
-    if out.trim().is_empty() {
-        out = "(nothing to summarize)".into();
-    }
+    finish(out, max)
+}
+
+/// A summary as the bounds allow it: never empty, no control characters
+/// but newlines, at most `max` characters.
+pub(crate) fn finish(out: String, max: usize) -> String {
+    let out = if out.trim().is_empty() {
+        "(nothing to summarize)".to_owned()
+    } else {
+        out
+    };
     out.chars()
         .filter(|c| !c.is_control() || *c == '\n')
         .take(max)
