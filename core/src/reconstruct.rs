@@ -13,7 +13,7 @@ use crate::boundary::Boundary;
 use crate::error::{Code, Error, Result};
 use crate::event::{Correction, Event, FailureEvent, Message, TaskEvent, TurnMeta};
 use crate::frontier::Frontier;
-use crate::turn::{content_hash, estimate_tokens, parts_chars, Turn};
+use crate::turn::{content_hash, estimate_tokens, parts_chars, Part, Turn};
 
 /// Everything a set of events says, folded.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +35,25 @@ pub struct Reconstruction {
 /// Fold events into a [`Reconstruction`].
 ///
 /// # Errors
+/// A correction replaces what a turn says, not what it did: the original's
+/// tool calls and results that the correction does not carry stay (after the
+/// corrected parts), so a call and its result are never split.
+fn corrected_parts(fix: &[Part], original: &[Part]) -> Vec<Part> {
+    let id = |p: &Part| match p {
+        Part::ToolCall { call_id, .. } | Part::ToolResult { call_id, .. } => Some(call_id.clone()),
+        Part::Text { .. } => None,
+    };
+    let carried: Vec<String> = fix.iter().filter_map(id).collect();
+    let mut out = fix.to_vec();
+    out.extend(
+        original
+            .iter()
+            .filter(|p| id(p).is_some_and(|i| !carried.contains(&i)))
+            .cloned(),
+    );
+    out
+}
+
 /// `conflicting_turn` when two events disagree about one turn or correction.
 pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
     let mut messages: BTreeMap<&str, (&Message, bool)> = BTreeMap::new();
@@ -104,8 +123,12 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
     let mut turns = Vec::with_capacity(messages.len());
     for (id, (m, late)) in &messages {
         let fix = latest.remove(id);
+        let merged;
         let (parts, host_tokens, corrected, known_hash) = match fix {
-            Some(c) => (&c.parts, c.tokens, c.parts != m.parts, None),
+            Some(c) => {
+                merged = corrected_parts(&c.parts, &m.parts);
+                (&merged, c.tokens, merged != m.parts, None)
+            }
             None => (&m.parts, m.tokens, false, m.content_hash.as_ref()),
         };
         let chars = parts_chars(parts);
@@ -208,4 +231,40 @@ fn conflict(what: &str, id: &str) -> Error {
         format!("two events claim {what} {id:?} with different content"),
     )
     .with_ids([id.to_owned()])
+}
+
+#[cfg(test)]
+mod correction_tests {
+    use super::corrected_parts;
+    use crate::turn::Part;
+
+    #[test]
+    fn a_correction_keeps_the_tool_calls_it_does_not_carry() {
+        let call = Part::ToolCall {
+            call_id: "c1".into(),
+            name: "weather".into(),
+            arguments: "{}".into(),
+        };
+        let original = vec![
+            Part::Text {
+                text: "Let me look.".into(),
+            },
+            call.clone(),
+        ];
+        let fix = vec![Part::Text {
+            text: "Let me check the forecast.".into(),
+        }];
+        assert_eq!(
+            corrected_parts(&fix, &original),
+            vec![
+                Part::Text {
+                    text: "Let me check the forecast.".into()
+                },
+                call.clone()
+            ]
+        );
+        // A correction that carries the call keeps it once.
+        let both = vec![Part::Text { text: "x".into() }, call.clone()];
+        assert_eq!(corrected_parts(&both, &original), both);
+    }
 }

@@ -10,7 +10,8 @@
 //! - the exact tail is a suffix of the conversation, in order;
 //! - the summary appears at most once, as the user-role
 //!   `untrusted-history-summary` envelope;
-//! - a tool result never reaches the model without its call;
+//! - a tool result never reaches the model without its call (also after a
+//!   correction of the turn that made the call);
 //! - the timeline draws only boundaries the chain accepts.
 //!
 //! Short profile in CI (600 turns); `FOLDLINE_JOURNEY_TURNS=20000` for a long one.
@@ -201,21 +202,29 @@ fn a_long_conversation_keeps_every_seed_outcome_at_every_step() {
     let script = demo_events("c", turns);
     let mut journal: Vec<String> = Vec::new();
     let (mut compacted, mut failed, mut manual) = (0, 0, 0);
-    let mut users: Vec<String> = Vec::new();
+    let (mut users, mut callers): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for (step, e) in script.into_iter().enumerate() {
         d.journal.append("c", std::slice::from_ref(&e)).unwrap();
-        // A member corrects one of their recent messages, now and then.
+        // Corrections now and then: of a member's recent message, or of an
+        // assistant turn that called a tool (its text changes; its call stays).
         if let Event::Message(m) = &e {
             if m.role == Role::User {
                 users.push(m.turn_id.clone());
             }
+            if m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })) {
+                callers.push(m.turn_id.clone());
+            }
         }
-        if step % 97 == 96 && users.len() >= 2 {
+        let target = match (step / 97) % 2 {
+            0 => users.iter().rev().nth(1),
+            _ => callers.last(),
+        };
+        if let (true, Some(target)) = (step % 97 == 96, target) {
             d.journal
                 .append(
                     "c",
                     &[Event::Correction(Correction {
-                        turn_id: users[users.len() - 2].clone(),
+                        turn_id: target.clone(),
                         correction_seq: step as u64,
                         parts: vec![Part::Text {
                             text: format!("corrected at step {step}: the budget is 1,200 euros."),
