@@ -1,8 +1,10 @@
 /* @ts-self-types="./foldline.d.ts" */
 
 /**
- * Any entry point with a JSON string; answers the canonical JSON string,
- * byte-identical to every other runtime.
+ * Any entry point (`plan`, `validate`, `select`, `timeline`, `trimPrompt`,
+ * `compressToolResult`, `settings`) with a JSON string; answers the
+ * canonical JSON envelope `{ ok }` or `{ error }`, byte-identical to every
+ * other runtime.
  * @param {string} entry
  * @param {string} request
  * @returns {string}
@@ -32,76 +34,6 @@ export function call(entry, request) {
 }
 
 /**
- * Tool-result compression of the model-bound copy.
- * @param {any} request
- * @returns {any}
- */
-export function compressToolResult(request) {
-    const ret = wasm.compressToolResult(request);
-    return ret;
-}
-
-/**
- * `plan`: when to compact and what to freeze. Answers `{ ok }` or `{ error }`.
- * @param {any} request
- * @returns {any}
- */
-export function plan(request) {
-    const ret = wasm.plan(request);
-    return ret;
-}
-
-/**
- * `select`: the model-bound context.
- * @param {any} request
- * @returns {any}
- */
-export function select(request) {
-    const ret = wasm.select(request);
-    return ret;
-}
-
-/**
- * Settings projection, plain-speak fragment and self-inspection answer.
- * @param {any} request
- * @returns {any}
- */
-export function settingsProjection(request) {
-    const ret = wasm.settingsProjection(request);
-    return ret;
-}
-
-/**
- * `timeline`: messages and dividers.
- * @param {any} request
- * @returns {any}
- */
-export function timeline(request) {
-    const ret = wasm.timeline(request);
-    return ret;
-}
-
-/**
- * Prompt trim of a member's message.
- * @param {any} request
- * @returns {any}
- */
-export function trimPrompt(request) {
-    const ret = wasm.trimPrompt(request);
-    return ret;
-}
-
-/**
- * `validate`: settle, resolve, declarations, stream, failure.
- * @param {any} request
- * @returns {any}
- */
-export function validate(request) {
-    const ret = wasm.validate(request);
-    return ret;
-}
-
-/**
  * Crate, ruleset and ABI versions as a JSON string.
  * @returns {string}
  */
@@ -120,25 +52,6 @@ export function version() {
 function __wbg_get_imports() {
     const import0 = {
         __proto__: null,
-        __wbg___wbindgen_string_get_7ce8eee7fd327545: function(arg0, arg1) {
-            const obj = arg1;
-            const ret = typeof(obj) === 'string' ? obj : undefined;
-            var ptr1 = isLikeNone(ret) ? 0 : passStringToWasm0(ret, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-            var len1 = WASM_VECTOR_LEN;
-            getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 1, len1, true);
-            getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 0, ptr1, true);
-        },
-        __wbg___wbindgen_throw_4c88d8bf264fd984: function(arg0, arg1) {
-            throw new Error(getStringFromWasm0(arg0, arg1));
-        },
-        __wbg_parse_c3f72b5a24f83c01: function() { return handleError(function (arg0, arg1) {
-            const ret = JSON.parse(getStringFromWasm0(arg0, arg1));
-            return ret;
-        }, arguments); },
-        __wbg_stringify_0a0fbf2ef722380a: function() { return handleError(function (arg0) {
-            const ret = JSON.stringify(arg0);
-            return ret;
-        }, arguments); },
         __wbindgen_init_externref_table: function() {
             const table = wasm.__wbindgen_externrefs;
             table.set(0, undefined);
@@ -154,20 +67,6 @@ function __wbg_get_imports() {
     };
 }
 
-function addToExternrefTable0(obj) {
-    const idx = wasm.__externref_table_alloc();
-    wasm.__wbindgen_externrefs.set(idx, obj);
-    return idx;
-}
-
-let cachedDataViewMemory0 = null;
-function getDataViewMemory0() {
-    if (cachedDataViewMemory0 === null || cachedDataViewMemory0.buffer.detached === true || (cachedDataViewMemory0.buffer.detached === undefined && cachedDataViewMemory0.buffer !== wasm.memory.buffer)) {
-        cachedDataViewMemory0 = new DataView(wasm.memory.buffer);
-    }
-    return cachedDataViewMemory0;
-}
-
 function getStringFromWasm0(ptr, len) {
     ptr = ptr >>> 0;
     return decodeText(getUint8ArrayMemory0().subarray(ptr, ptr + len));
@@ -179,19 +78,6 @@ function getUint8ArrayMemory0() {
         cachedUint8ArrayMemory0 = new Uint8Array(wasm.memory.buffer);
     }
     return cachedUint8ArrayMemory0;
-}
-
-function handleError(f, args) {
-    try {
-        return f.apply(this, args);
-    } catch (e) {
-        const idx = addToExternrefTable0(e);
-        wasm.__wbindgen_exn_store(idx);
-    }
-}
-
-function isLikeNone(x) {
-    return x === undefined || x === null;
 }
 
 function passStringToWasm0(arg, malloc, realloc) {
@@ -265,7 +151,6 @@ function __wbg_finalize_init(instance, module) {
     wasmInstance = instance;
     wasm = instance.exports;
     wasmModule = module;
-    cachedDataViewMemory0 = null;
     cachedUint8ArrayMemory0 = null;
     wasm.__wbindgen_start();
     return wasm;

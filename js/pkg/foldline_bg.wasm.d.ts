@@ -2,23 +2,14 @@
 /* eslint-disable */
 export const memory: WebAssembly.Memory;
 export const call: (a: number, b: number, c: number, d: number) => [number, number];
-export const compressToolResult: (a: any) => any;
 export const foldline_abi_major: () => number;
 export const foldline_abi_minor: () => number;
 export const foldline_alloc: (a: number) => number;
 export const foldline_call: (a: number, b: number, c: number, d: number) => bigint;
 export const foldline_free: (a: number, b: number) => void;
-export const plan: (a: any) => any;
-export const select: (a: any) => any;
-export const settingsProjection: (a: any) => any;
-export const timeline: (a: any) => any;
-export const trimPrompt: (a: any) => any;
-export const validate: (a: any) => any;
 export const version: () => [number, number];
+export const __wbindgen_externrefs: WebAssembly.Table;
 export const __wbindgen_malloc: (a: number, b: number) => number;
 export const __wbindgen_realloc: (a: number, b: number, c: number, d: number) => number;
 export const __wbindgen_free: (a: number, b: number, c: number) => void;
-export const __wbindgen_exn_store: (a: number) => void;
-export const __externref_table_alloc: () => number;
-export const __wbindgen_externrefs: WebAssembly.Table;
 export const __wbindgen_start: () => void;

@@ -121,25 +121,41 @@ export function version(): { crate: string; ruleset: string; abi: { major: numbe
 
 type Envelope<T> = { ok: T } | { error: ErrorValue };
 
-function unwrap<T>(e: Envelope<T>): T {
+/**
+ * One core call: the request crosses as JSON text and the answer comes back
+ * as JSON text, parsed here. The core never calls back into JavaScript
+ * during a call — Node 20's V8 crashes (a fatal "unreachable code" in
+ * `Deoptimizer::DoComputeBuiltinContinuation`) when optimized code that
+ * inlined a call into WebAssembly is deoptimized by objects created while
+ * that call runs, which is what parsing the answer inside the call did.
+ */
+function call<T>(entry: string, request: unknown): T {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(request);
+  } catch (e) {
+    throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
+  }
+  if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
+  const e = JSON.parse(core().call(entry, text)) as Envelope<T>;
   if ("error" in e) throw new FoldlineError(e.error);
   return e.ok;
 }
 
 /** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */
 export function plan(request: PlanRequest): PlanOutcome {
-  return unwrap(core().plan(request) as Envelope<PlanOutcome>);
+  return call<PlanOutcome>("plan", request);
 }
 
 /** `validate`: settle, resolve, declarations, stream decisions, failure classification. */
 export function validate(request: ValidateRequest): ValidateResponse {
-  return unwrap(core().validate(request) as Envelope<ValidateResponse>);
+  return call<ValidateResponse>("validate", request);
 }
 
 /** `select`: the model-bound context and its manifest. */
 export function select<F extends Format = "foldline">(request: SelectRequest & { format?: F }): Selection<MessagesOf[F]> {
   const r = request.format === "ai-sdk" ? { ...request, format: "aiSdk" as const } : request;
-  return unwrap(core().select(r) as Envelope<Selection<MessagesOf[F]>>);
+  return call<Selection<MessagesOf[F]>>("select", r);
 }
 
 /**
@@ -148,22 +164,22 @@ export function select<F extends Format = "foldline">(request: SelectRequest & {
  * as completed dividers.
  */
 export function timeline(events: Event[], accepted?: string[]): Timeline {
-  return unwrap(core().timeline(accepted ? { events, accepted } : { events }) as Envelope<Timeline>);
+  return call<Timeline>("timeline", accepted ? { events, accepted } : { events });
 }
 
 /** Prompt trim of the model-bound copy of a member's message. */
 export function trimPrompt(text: string): TrimResult {
-  return unwrap(core().trimPrompt({ text }) as Envelope<TrimResult>);
+  return call<TrimResult>("trimPrompt", { text });
 }
 
 /** Tool-result compression of the model-bound copy. */
 export function compressToolResult(request: ToolResultRequest): ToolResultResponse {
-  return unwrap(core().compressToolResult(request) as Envelope<ToolResultResponse>);
+  return call<ToolResultResponse>("compressToolResult", request);
 }
 
 /** The settings projection, plain-speak fragment and self-inspection answer. */
 export function settingsProjection(request: SettingsRequest): SettingsResponse {
-  return unwrap(core().settingsProjection(request) as Envelope<SettingsResponse>);
+  return call<SettingsResponse>("settings", request);
 }
 
 /** Any entry point, JSON string in and canonical JSON string out (the conformance path). */

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import { readFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import * as f from "../dist/index.js";
 import { suite, chat, declaration, fakeModel, check } from "./shared.mjs";
 
@@ -141,3 +142,19 @@ test("an AI SDK context goes straight into streamText through aiSdkPrompt", asyn
   check(text === "ok", text);
   check(model.doStreamCalls[0].prompt.at(-1).role === "user", JSON.stringify(model.doStreamCalls[0].prompt));
 });
+
+// Node 20's V8 aborted the process ("unreachable code" in
+// Deoptimizer::DoComputeBuiltinContinuation) a few thousand appends into a
+// chat: the core parsed its answer into JS objects while an optimized caller
+// that inlined the WebAssembly call was on the stack. Each run is its own
+// process, so an abort fails the test instead of killing the runner.
+for (const every of [0, 50]) {
+  test(`3,000 appends${every ? ` with a check every ${every}` : ""} run to the end in this Node (${process.version})`, () => {
+    const script = new URL("./long/append-loop.mjs", import.meta.url).pathname;
+    const r = spawnSync(process.execPath, [script, "3000", String(every)], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`exit ${r.status ?? r.signal}: ${r.stderr.slice(0, 600)}`);
+    const out = JSON.parse(r.stdout);
+    if (out.total > out.limit) throw new Error(`context ${out.total} over its limit ${out.limit}`);
+    if (every && out.compacted === 0) throw new Error("a 3,000-message chat never compacted");
+  });
+}

@@ -3,11 +3,11 @@
 //! The same module serves two kinds of host:
 //!
 //! - **JavaScript** (browsers, Node, edge workers) through the wasm-bindgen
-//!   exports in [`js`]: `plan`, `validate`, `select`, `timeline`, `trimPrompt`,
-//!   `compressToolResult`, `settingsProjection`, `call` and `version`. Values
-//!   cross as JSON text (the host's `JSON.stringify` / `JSON.parse`), so
-//!   every runtime reaches the one decoder; every answer is an envelope
-//!   `{ ok }` or `{ error: { code, message, ids } }`, never a thrown trap.
+//!   exports in [`js`]: `call(entry, json)` and `version()`. Values cross as
+//!   JSON text (the host's `JSON.stringify` / `JSON.parse`, outside the
+//!   call), so every runtime reaches the one decoder; every answer is an
+//!   envelope `{ ok }` or `{ error: { code, message, ids } }`, never a
+//!   thrown trap.
 //! - **wasmtime** through the raw ABI in [`abi`]: allocate, call with JSON
 //!   bytes, read the result, free. The host stubs the JS imports as traps;
 //!   the raw ABI never reaches them.
