@@ -2,7 +2,7 @@
 // `tool_calls`, `tool_call_id`) as foldline journal events — the same
 // conversion as the `foldline` program's `import` and `foldline serve`.
 
-import { FoldlineError } from "./index.js";
+import { FoldlineError } from "./core.js";
 import type { AiSdkRendered, Event, Part, Role } from "./types.js";
 
 /** An OpenAI chat-completions message (text content; tool calls and results). */

@@ -10,7 +10,7 @@
 // compare-and-append at the position the plan was made from, fenced by the
 // writer lease's token, and the lease is renewed while a model call runs.
 
-import { plan, select, timeline, validate, FoldlineError } from "./index.js";
+import { plan, select, timeline, validate, FoldlineError } from "./core.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
   FailureKind, FailureReport, StreamReport, Boundary, Trigger,

@@ -6,7 +6,7 @@
 
 import { createCompactor, type OnMessageResult } from "./driver.js";
 import { fromOpenAiMessages, type OpenAiChatMessage } from "./convert.js";
-import { FoldlineError } from "./index.js";
+import { FoldlineError } from "./core.js";
 import type { Journal } from "./journal/journal.js";
 import type { Model } from "./model/model.js";
 import type { Declaration, Event, FailureReport, Format } from "./types.js";

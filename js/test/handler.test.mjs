@@ -1,6 +1,6 @@
 // The fetch handler's scenario in Node: the handler is called directly.
 import { test } from "node:test";
-import * as f from "../dist/index.js";
+import * as f from "../dist/node.js";
 import { world, scenario } from "./handler-scenario.mjs";
 
 await f.init();

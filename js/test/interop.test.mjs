@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import { createServer } from "node:http";
 import { writeFile } from "node:fs/promises";
-import * as f from "../dist/index.js";
+import * as f from "../dist/node.js";
 import { declaration, say, equal, check } from "./shared.mjs";
 
 await f.init();

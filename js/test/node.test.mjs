@@ -2,7 +2,7 @@ import { test } from "node:test";
 import { readFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import * as f from "../dist/index.js";
+import * as f from "../dist/node.js";
 import { suite, chat, declaration, fakeModel, check } from "./shared.mjs";
 
 await f.init();
@@ -70,13 +70,16 @@ test("the README's chat-client example runs as written", async () => {
   check(drawn.filter(([k]) => k !== "divider").length >= 16, `${drawn.length} items`);
 });
 
-test("a call before init() answers not_initialized", async () => {
-  // A second instance of the package module: its init() has not run.
-  const fresh = await import(`../dist/index.js?fresh=${Date.now()}`);
-  let caught;
-  try { fresh.plan({ declaration, route: { conversation: "c" }, events: [] }); } catch (e) { caught = e; }
-  check(caught instanceof fresh.FoldlineError, `typed: ${caught}`);
-  check(caught.code === "not_initialized", caught.code);
+test("a call before init() answers not_initialized", () => {
+  // A process of its own: in this one, init() has run.
+  const entry = new URL("../dist/node.js", import.meta.url).href;
+  const script = `const f = await import(${JSON.stringify(entry)});
+    try { f.plan({ declaration: { targetId: "a", compactorId: "b" }, route: { conversation: "c" }, events: [] }); }
+    catch (e) { console.log(JSON.stringify({ typed: e instanceof f.FoldlineError, code: e.code })); }`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+  const out = JSON.parse(r.stdout || "{}");
+  check(out.typed === true, `typed: ${r.stdout} ${r.stderr}`);
+  check(out.code === "not_initialized", out.code);
 });
 
 test("npm pack ships the build, the .wasm, the README and the licenses, and nothing else", async () => {

@@ -1,5 +1,5 @@
 import type { Event, Packet } from "../types.js";
-import { FoldlineError, validate } from "../index.js";
+import { FoldlineError, validate } from "../core.js";
 import { withContentHash } from "../hash.js";
 
 /** An event as the journal stores it: its position and the event. */

@@ -1,5 +1,5 @@
 import type { Event, Packet } from "../types.js";
-import { FoldlineError } from "../index.js";
+import { FoldlineError } from "../core.js";
 import { chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type StoredEvent } from "./journal.js";
 
 /** An in-memory journal: tests, demos, and clients that keep state elsewhere. Holds the journal contract. */

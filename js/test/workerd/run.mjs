@@ -17,7 +17,7 @@ async function modulesUnder(dir, prefix) {
 }
 
 const worker = `
-import * as f from "./dist/index.js";
+import * as f from "./dist/browser.js";
 import wasmModule from "./pkg/foldline_bg.wasm";
 import { suite } from "./test/shared.mjs";
 export default {
@@ -71,7 +71,7 @@ process.exit(failed ? 1 : 0);
 async function runHandlerScenario() {
   const { scenario } = await import("../handler-scenario.mjs");
   const handlerWorker = `
-import * as f from "./dist/index.js";
+import * as f from "./dist/browser.js";
 import wasmModule from "./pkg/foldline_bg.wasm";
 import { world } from "./test/handler-scenario.mjs";
 let w;

@@ -1,0 +1,116 @@
+// foldline for JavaScript: the API every platform entry shares. The entries
+// (`node.ts`, `browser.ts`, `index.ts`, chosen by the package's `exports`
+// conditions) add only `init`, each with its platform's way to find the
+// bundled .wasm.
+//
+// Every call answers a typed value or throws a FoldlineError with the core's
+// stable code; nothing traps.
+
+import { core } from "./load.js";
+import { FoldlineError } from "./error.js";
+import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
+import type {
+  Code, ErrorValue, PlanRequest, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
+  Selection, Timeline, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
+  SettingsResponse,
+} from "./types.js";
+
+export type * from "./types.js";
+export { createCompactor } from "./driver.js";
+export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask, AppendMessages } from "./driver.js";
+export { createHandler, MemoryOwners } from "./handler.js";
+export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
+export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi, aiSdkPrompt } from "./convert.js";
+export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
+export { modelFromFunction } from "./model/function.js";
+export { modelFromAiSdk } from "./model/aisdk.js";
+export type { AiSdkLanguageModel } from "./model/aisdk.js";
+export type { FunctionAnswer } from "./model/function.js";
+export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
+export { checkAppend } from "./journal/journal.js";
+export { MemoryJournal } from "./journal/memory.js";
+export { IndexedDbJournal } from "./journal/indexeddb.js";
+export type { Model, ModelResult, StreamChunk } from "./model/model.js";
+export { ModelError } from "./model/model.js";
+export { OpenAiCompatibleModel } from "./model/openai.js";
+export { contentHash, withContentHash, turnMeta } from "./hash.js";
+
+/** SHA-256 of the bundled `.wasm`, `sha256:<hex>`; the wasmtime host reports the same. */
+export const artifactSha256: string = ARTIFACT_SHA256;
+
+export { FoldlineError } from "./error.js";
+export type { WasmSource } from "./load.js";
+export { ABI_MAJOR } from "./load.js";
+
+/** Crate, ruleset and ABI versions of the loaded core. */
+export function version(): { crate: string; ruleset: string; abi: { major: number; minor: number } } {
+  return JSON.parse(core().version());
+}
+
+type Envelope<T> = { ok: T } | { error: ErrorValue };
+
+/**
+ * One core call: the request crosses as JSON text and the answer comes back
+ * as JSON text, parsed here. The core never calls back into JavaScript
+ * during a call — Node 20's V8 crashes (a fatal "unreachable code" in
+ * `Deoptimizer::DoComputeBuiltinContinuation`) when optimized code that
+ * inlined a call into WebAssembly is deoptimized by objects created while
+ * that call runs, which is what parsing the answer inside the call did.
+ */
+function call<T>(entry: string, request: unknown): T {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(request);
+  } catch (e) {
+    throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
+  }
+  if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
+  const e = JSON.parse(core().call(entry, text)) as Envelope<T>;
+  if ("error" in e) throw new FoldlineError(e.error);
+  return e.ok;
+}
+
+/** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */
+export function plan(request: PlanRequest): PlanOutcome {
+  return call<PlanOutcome>("plan", request);
+}
+
+/** `validate`: settle, resolve, declarations, stream decisions, failure classification. */
+export function validate(request: ValidateRequest): ValidateResponse {
+  return call<ValidateResponse>("validate", request);
+}
+
+/** `select`: the model-bound context and its manifest. */
+export function select<F extends Format = "foldline">(request: SelectRequest & { format?: F }): Selection<MessagesOf[F]> {
+  const r = request.format === "ai-sdk" ? { ...request, format: "aiSdk" as const } : request;
+  return call<Selection<MessagesOf[F]>>("select", r);
+}
+
+/**
+ * The chat timeline: messages and dividers, derived only from durable events.
+ * With `accepted` (a resolution's `accepted` ids), only those boundaries draw
+ * as completed dividers.
+ */
+export function timeline(events: Event[], accepted?: string[]): Timeline {
+  return call<Timeline>("timeline", accepted ? { events, accepted } : { events });
+}
+
+/** Prompt trim of the model-bound copy of a member's message. */
+export function trimPrompt(text: string): TrimResult {
+  return call<TrimResult>("trimPrompt", { text });
+}
+
+/** Tool-result compression of the model-bound copy. */
+export function compressToolResult(request: ToolResultRequest): ToolResultResponse {
+  return call<ToolResultResponse>("compressToolResult", request);
+}
+
+/** The settings projection, plain-speak fragment and self-inspection answer. */
+export function settingsProjection(request: SettingsRequest): SettingsResponse {
+  return call<SettingsResponse>("settings", request);
+}
+
+/** Any entry point, JSON string in and canonical JSON string out (the conformance path). */
+export function callJson(entry: string, request: string): string {
+  return core().call(entry, request);
+}

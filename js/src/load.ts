@@ -1,0 +1,68 @@
+// Loading the WebAssembly core once, from whatever the platform entry found:
+// bytes, a URL or Response, or a compiled module.
+
+import initWasm, * as wasm from "../pkg/foldline.js";
+import { FoldlineError } from "./error.js";
+
+declare global {
+  // So these types compile without the DOM lib (Node's own types lack the
+  // WebAssembly namespace); merges with lib.dom's declaration where present.
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace WebAssembly {
+    // eslint-disable-next-line @typescript-eslint/no-empty-interface
+    interface Module {}
+  }
+}
+
+/** What `init` accepts: bytes, a URL or Response (or a promise of one), or a compiled module. */
+export type WasmSource =
+  | ArrayBuffer | ArrayBufferView | WebAssembly.Module | URL | string | Response | Promise<Response>;
+
+/** The ABI major version this package speaks. */
+export const ABI_MAJOR = 1;
+
+let ready: Promise<void> | undefined;
+let loaded = false;
+
+/** What the package calls of the loaded core. */
+export interface Core {
+  /** Any entry point: JSON text in, the canonical JSON envelope out. */
+  call(entry: string, request: string): string;
+  /** Crate, ruleset and ABI versions as JSON text. */
+  version(): string;
+}
+
+/** The loaded core, or `not_initialized` before `init()` has finished. */
+export function core(): Core {
+  if (!loaded) {
+    throw new FoldlineError({ code: "not_initialized", message: "call `await init()` (edge runtimes: `await init(wasmModule)`) before any other foldline call" });
+  }
+  return wasm;
+}
+
+/**
+ * Load the core once: from `source`, or else from what the platform's
+ * `fallback` finds. A failed load can be retried.
+ */
+export function load(source: WasmSource | undefined, fallback: () => Promise<WasmSource>): Promise<void> {
+  ready ??= (async () => {
+    const input: unknown = source ?? (await fallback());
+    if (input instanceof WebAssembly.Module || ArrayBuffer.isView(input) || input instanceof ArrayBuffer) {
+      // Bytes or a module: compile (off the main thread) and instantiate
+      // directly. The glue's async path probes the global Request/Response,
+      // which in Node loads the whole fetch implementation (~20 ms of cold
+      // start) for nothing.
+      const module = input instanceof WebAssembly.Module ? input : await WebAssembly.compile(input as BufferSource);
+      wasm.initSync({ module });
+    } else {
+      await initWasm({ module_or_path: input as never });
+    }
+    const v = JSON.parse(wasm.version()) as { abi: { major: number } };
+    if (v.abi.major !== ABI_MAJOR) {
+      throw new FoldlineError({ code: "unsupported_version", message: `ABI major ${v.abi.major}, expected ${ABI_MAJOR}` });
+    }
+    loaded = true;
+  })();
+  ready.catch(() => { ready = undefined; });
+  return ready;
+}

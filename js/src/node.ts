@@ -1,0 +1,57 @@
+// The Node entry (`exports` condition "node"): reads the bundled .wasm from
+// disk, also from inside a server bundle.
+//
+//   import { init, createCompactor } from "foldline";
+//   await init();
+
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FoldlineError } from "./error.js";
+import { load, type WasmSource } from "./load.js";
+
+export * from "./core.js";
+
+const FILE = "foldline_bg.wasm";
+
+/** Where the .wasm may be, in order: the package, beside a bundle, the installed package, beside the main script. */
+function candidates(): string[] {
+  const out: string[] = [];
+  const here = import.meta.url as string | undefined; // empty in a CommonJS bundle
+  if (here) {
+    out.push(fileURLToPath(new URL(`../pkg/${FILE}`, here)), fileURLToPath(new URL(FILE, here)));
+    try {
+      out.push(createRequire(here).resolve(`foldline/${FILE}`));
+    } catch {
+      // not installed beside a bundle
+    }
+  }
+  if (process.argv[1]) out.push(join(dirname(process.argv[1]), FILE));
+  out.push(join(process.cwd(), "node_modules", "foldline", "pkg", FILE));
+  return [...new Set(out)];
+}
+
+async function fromDisk(): Promise<Uint8Array> {
+  const tried = candidates();
+  for (const path of tried) {
+    try {
+      return await readFile(path);
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+    }
+  }
+  throw new FoldlineError({
+    code: "not_initialized",
+    message: `${FILE} not found (looked in ${tried.join(", ")}): copy node_modules/foldline/pkg/${FILE} beside your bundle, or pass it: init(await readFile(path))`,
+  });
+}
+
+/**
+ * Load the WebAssembly core once. Without an argument it reads the `.wasm`
+ * from the package (or, in a server bundle, from beside the bundle or the
+ * installed package); with one, from those bytes or that module.
+ */
+export function init(source?: WasmSource): Promise<void> {
+  return load(source, fromDisk);
+}
