@@ -1,0 +1,108 @@
+// The journey (journey.mjs) through the real JS driver in three runtimes —
+// Node with the memory journal, Chromium with the IndexedDB journal, workerd
+// with the memory journal — each asserting the seeds' outcomes after every
+// step; then the runtimes must agree byte for byte on the final journal and
+// context. Short profile here (600 turns); FOLDLINE_JOURNEY_TURNS=5000 for a
+// long one.
+import { createServer } from "node:http";
+import { readFile, readdir } from "node:fs/promises";
+import { extname, join, normalize } from "node:path";
+import { chromium } from "playwright-core";
+import { Miniflare } from "miniflare";
+import * as f from "../../dist/node.js";
+import { journey } from "./journey.mjs";
+
+const turns = Number(process.env.FOLDLINE_JOURNEY_TURNS ?? 600);
+const root = new URL("../..", import.meta.url); // js/
+const results = {};
+let failed = 0;
+async function runtime(name, fn) {
+  const t = performance.now();
+  try {
+    results[name] = await fn();
+    console.log(`ok - journey: ${turns} turns in ${name} (${Math.round(performance.now() - t)} ms): ${JSON.stringify(results[name])}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - journey: ${turns} turns in ${name}\n  ${String(e && e.stack || e).split("\n").slice(0, 8).join("\n  ")}`);
+  }
+}
+
+await runtime("Node (memory journal)", async () => {
+  await f.init();
+  return journey(f, new f.MemoryJournal(), { turns });
+});
+
+await runtime("Chromium (IndexedDB journal)", async () => {
+  const base = root.pathname;
+  const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
+  const server = createServer(async (req, res) => {
+    const path = normalize(join(base, decodeURIComponent(new URL(req.url, "http://x").pathname)));
+    if (!path.startsWith(base)) return res.writeHead(403).end();
+    let body;
+    try {
+      body = await readFile(path);
+    } catch {
+      return res.writeHead(404).end();
+    }
+    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`http://127.0.0.1:${server.address().port}/test/browser/index.html`);
+    return await page.evaluate(async (turns) => {
+      const f = await import("/dist/browser.js");
+      const { journey } = await import("/test/journey/journey.mjs");
+      await f.init(new URL("/pkg/foldline_bg.wasm", location.href));
+      return journey(f, await f.IndexedDbJournal.open(`journey-${Math.random()}`), { turns });
+    }, turns);
+  } finally {
+    await browser.close();
+    server.close();
+  }
+});
+
+await runtime("workerd (memory journal)", async () => {
+  const modules = [];
+  async function under(dir) {
+    for (const e of await readdir(new URL(dir, root), { withFileTypes: true })) {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) await under(rel);
+      else if (/\.m?js$/.test(e.name)) modules.push({ type: "ESModule", path: `/w/${rel}`, contents: await readFile(new URL(rel, root), "utf8") });
+    }
+  }
+  await under("dist");
+  await under("pkg");
+  modules.push({ type: "ESModule", path: "/w/test/journey/journey.mjs", contents: await readFile(new URL("test/journey/journey.mjs", root), "utf8") });
+  modules.push({ type: "CompiledWasm", path: "/w/pkg/foldline_bg.wasm", contents: await readFile(new URL("pkg/foldline_bg.wasm", root)) });
+  const worker = `
+import * as f from "./dist/browser.js";
+import wasm from "./pkg/foldline_bg.wasm";
+import { journey } from "./test/journey/journey.mjs";
+export default {
+  async fetch() {
+    await f.init(wasm);
+    try { return Response.json(await journey(f, new f.MemoryJournal(), { turns: ${turns} })); }
+    catch (e) { return new Response(String(e && e.stack || e), { status: 500 }); }
+  },
+};`;
+  const mf = new Miniflare({ modules: [{ type: "ESModule", path: "/w/worker.mjs", contents: worker }, ...modules], modulesRoot: "/w", compatibilityDate: "2025-01-01" });
+  try {
+    const res = await mf.dispatchFetch("http://localhost/");
+    const text = await res.text();
+    if (!res.ok) throw new Error(text);
+    return JSON.parse(text);
+  } finally {
+    await mf.dispose();
+  }
+});
+
+const digests = Object.entries(results).map(([name, r]) => [name, JSON.stringify(r)]);
+if (digests.length === 3 && new Set(digests.map(([, d]) => d)).size === 1) {
+  console.log("ok - journey: Node, Chromium and workerd wrote byte-identical journals and contexts");
+} else {
+  failed++;
+  console.log(`not ok - journey: the runtimes disagree\n  ${digests.map(([n, d]) => `${n}: ${d}`).join("\n  ")}`);
+}
+process.exit(failed ? 1 : 0);
