@@ -150,6 +150,11 @@ interface State {
   warm?: { packet: Packet; result?: ModelResult; preparing?: Promise<void> };
 }
 
+/** A failure's audit detail: its message, as the Rust host records a model error's detail. */
+function detailOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
 function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery" | "turnMeta" }> {
   return e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta";
 }
@@ -289,16 +294,16 @@ export function createCompactor(o: CompactorOptions): Compactor {
       case "settle":
         return done ?? classify("streamDropped", "no evidence");
       case "replayBuffered":
-        if (error !== undefined && failureKindOf(error) !== "other") return classify(failureKindOf(error), String(error));
+        if (error !== undefined && failureKindOf(error) !== "other") return classify(failureKindOf(error), detailOf(error));
         try {
           return await o.model.complete(packet, deadline);
         } catch (e) {
-          return classify(deadline.aborted ? "timeout" : failureKindOf(e), String(e));
+          return classify(deadline.aborted ? "timeout" : failureKindOf(e), detailOf(e));
         }
       case "fail":
         return error === undefined
           ? d.decision.failure
-          : { ...d.decision.failure, auditReason: `${d.decision.failure.auditReason}: ${String(error)}` };
+          : { ...d.decision.failure, auditReason: `${d.decision.failure.auditReason}: ${detailOf(error)}` };
     }
   }
 
@@ -407,7 +412,9 @@ export function createCompactor(o: CompactorOptions): Compactor {
       type: "compactionTask", taskId: taskId ?? "", state, actor: actor ?? "", headSeq: head, ...(boundaryId ? { boundaryId } : {}),
     });
     if (taskId && actor) {
-      onAccepted?.(await append(id, s, [task("requested")], fence));
+      // Written whether or not the caller listens (an optional call would skip its arguments).
+      const at = await append(id, s, [task("requested")], fence);
+      onAccepted?.(at);
     }
     const answer = prepared ?? (await summarize(packet));
     let report: FailureReport;

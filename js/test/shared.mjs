@@ -131,6 +131,10 @@ export function suite(f, makeJournal) {
       equal(d.length, 1);
       equal([d[0].kind, d[0].state], ["manual", "completed"]);
       check(d[0].taskId.startsWith("task-"), "task id");
+      // The task's `requested` event is durable before its end, whether or
+      // not the caller listens for it (the cross-driver journey found it missing).
+      const tasks = (await journal.readEvents("c1")).map((s) => s.event).filter((e) => e.type === "compactionTask");
+      equal(tasks.map((t) => t.state), ["requested", "completed"]);
     }],
     ["overlapping onMessage calls never fork a conversation", async () => {
       const journal = await makeJournal();

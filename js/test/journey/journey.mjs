@@ -79,7 +79,7 @@ function fail(step, why) {
 /** Every seed outcome, checked against the journal as it is now. Answers the journal's events as JSON lines. */
 async function check(f, c, journal, id, before, step) {
   const stored = await journal.readEvents(id, 0);
-  const now = stored.map((s) => JSON.stringify(s.event));
+  const now = stored.map((s) => canonical(withoutDefaults(s.event)));
   if (now.length < before.length || before.some((e, i) => e !== now[i])) fail(step, "the journal was edited");
   const events = stored.map((s) => s.event);
   // The chain verifies; no head has two boundaries.
@@ -124,6 +124,35 @@ async function check(f, c, journal, id, before, step) {
   return now;
 }
 
+/** The canonical encoding (keys sorted, no whitespace): the same bytes the Rust host writes for the same value. */
+export function canonical(v) {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * An event without its default-valued members (`""`, `0`, `false`, `null`,
+ * `[]`): the JS driver omits them where the Rust host writes them out, and
+ * decoding gives absent members exactly those values, so two journals that
+ * agree after this agree in meaning.
+ */
+export function withoutDefaults(v) {
+  if (Array.isArray(v)) return v.map(withoutDefaults);
+  if (v !== null && typeof v === "object") {
+    const out = {};
+    for (const [k, x] of Object.entries(v)) {
+      if (x === "" || x === 0 || x === false || x === null || x === undefined || (Array.isArray(x) && x.length === 0)) continue;
+      out[k] = withoutDefaults(x);
+    }
+    return out;
+  }
+  return v;
+}
+
 async function sha256(text) {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
   return [...d].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -133,7 +162,7 @@ async function sha256(text) {
  * Run the journey over `journal` with package module `f`; answers counts and
  * the digests of the final journal and context (runtime-independent).
  */
-export async function journey(f, journal, { turns = 600, id = "journey" } = {}) {
+export async function journey(f, journal, { turns = 600, id = "journey", dump = false } = {}) {
   const model = flakyModel(f);
   const compactor = () => f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey", owner: () => "owner" });
   let c = compactor();
@@ -167,5 +196,5 @@ export async function journey(f, journal, { turns = 600, id = "journey" } = {}) 
   if (counts.compacted < Math.floor(turns / 200)) throw new Error(`only ${counts.compacted} compactions`);
   if (counts.failed < 1) throw new Error("the failing model was never exercised");
   const ctx = await c.context(id, { format: "openai" });
-  return { ...counts, events: before.length, journal: await sha256(before.join("\n")), context: await sha256(JSON.stringify(ctx)) };
+  return { ...counts, events: before.length, journal: await sha256(before.join("\n")), context: await sha256(canonical(ctx)), lines: dump ? before : undefined };
 }

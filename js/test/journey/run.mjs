@@ -2,8 +2,11 @@
 // Node with the memory journal, Chromium with the IndexedDB journal, workerd
 // with the memory journal — each asserting the seeds' outcomes after every
 // step; then the runtimes must agree byte for byte on the final journal and
-// context. Short profile here (600 turns); FOLDLINE_JOURNEY_TURNS=5000 for a
-// long one.
+// context. With FOLDLINE_JOURNEY_RUST naming the Rust host's journey program
+// (host-wasmtime/examples/journey.rs; `tests/run` sets it), the Rust driver on
+// SQLite runs the same script and must agree too. Short profile here (600
+// turns); FOLDLINE_JOURNEY_TURNS=5000 for a long one.
+import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
 import { readFile, readdir } from "node:fs/promises";
 import { extname, join, normalize } from "node:path";
@@ -98,9 +101,15 @@ export default {
   }
 });
 
-const digests = Object.entries(results).map(([name, r]) => [name, JSON.stringify(r)]);
-if (digests.length === 3 && new Set(digests.map(([, d]) => d)).size === 1) {
-  console.log("ok - journey: Node, Chromium and workerd wrote byte-identical journals and contexts");
+const rust = process.env.FOLDLINE_JOURNEY_RUST;
+if (rust) await runtime("the Rust driver (SQLite, wasmtime)", () => JSON.parse(execFileSync(rust, [String(turns)], { encoding: "utf8" })));
+else console.log("# journey: FOLDLINE_JOURNEY_RUST not set, the Rust driver is not compared (tests/run sets it)");
+
+const sorted = (r) => JSON.stringify(Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1))));
+const digests = Object.entries(results).map(([name, r]) => [name, sorted(r)]);
+const expected = rust ? 4 : 3;
+if (digests.length === expected && new Set(digests.map(([, d]) => d)).size === 1) {
+  console.log(`ok - journey: ${digests.map(([n]) => n.split(" (")[0]).join(", ")} wrote the same journal and byte-identical contexts`);
 } else {
   failed++;
   console.log(`not ok - journey: the runtimes disagree\n  ${digests.map(([n, d]) => `${n}: ${d}`).join("\n  ")}`);
