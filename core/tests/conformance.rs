@@ -1,11 +1,16 @@
 //! Conformance vectors: generation (reviewed checks) and the native runner.
 //!
 //! `FOLDLINE_WRITE_VECTORS=1 cargo test -p foldline-core --test conformance`
-//! regenerates `tests/vectors/*.json`: each vector names the DESIGN.md rule it
-//! covers, its request, the response the native core gives, and hand-written
-//! checks that the response must satisfy — the recorded response is accepted
-//! only when every check holds. Without the variable the test is the native
-//! runner: it replays every vector and prints the conformance line.
+//! regenerates `tests/vectors/*.json`: each vector names the rule it covers,
+//! its request, the response the native core gives, and hand-written checks
+//! that the response must satisfy — the recorded response is accepted only
+//! when every check holds. Regeneration never silently accepts a change of
+//! meaning: a vector whose recorded response would change (or that would be
+//! added or dropped) is listed with the first JSON pointer where old and new
+//! differ, and nothing is written unless `FOLDLINE_ACCEPT_VECTORS` names
+//! every such vector (comma-separated, or `all`). Without the variables the
+//! test is the native runner: it replays every vector and prints the
+//! conformance line.
 mod common;
 
 use common::*;
@@ -1279,13 +1284,34 @@ fn native_conformance() {
             gen_member,
             gen_contract,
         ];
+        let accepted = std::env::var("FOLDLINE_ACCEPT_VECTORS").unwrap_or_default();
+        let accepts =
+            |name: &str| accepted == "all" || accepted.split(',').any(|a| a.trim() == name);
+        let mut writes = Vec::new();
+        let mut refused = Vec::new();
         for (area, gen) in AREAS.iter().zip(gens) {
+            let path = vectors_dir().join(format!("{area}.json"));
+            let old: Vec<Value> = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
             let vs = gen();
-            std::fs::write(
-                vectors_dir().join(format!("{area}.json")),
-                serde_json::to_string_pretty(&vs).unwrap() + "\n",
-            )
-            .unwrap();
+            for change in vector_changes(&old, &vs) {
+                println!("vector change: {change}");
+                let name = change.split(':').next().unwrap_or_default().to_owned();
+                if !accepts(&name) {
+                    refused.push(name);
+                }
+            }
+            writes.push((path, vs));
+        }
+        assert!(
+            refused.is_empty(),
+            "regeneration would change what these vectors record: {refused:?} (see the changes above); \
+             rerun with FOLDLINE_ACCEPT_VECTORS=<names, comma-separated> once each change is meant"
+        );
+        for (path, vs) in writes {
+            std::fs::write(path, serde_json::to_string_pretty(&vs).unwrap() + "\n").unwrap();
         }
     }
     let mut passed = 0;
@@ -1325,6 +1351,94 @@ fn native_conformance() {
     );
     assert!(failed.is_empty(), "failing vectors: {failed:?}");
     assert!(passed >= 150, "only {passed} vectors");
+}
+
+/// What regeneration would change: `name: how`, one per vector whose
+/// recorded request or response differs, or that is new or gone.
+fn vector_changes(old: &[Value], new: &[Value]) -> Vec<String> {
+    let by_name = |vs: &[Value]| -> std::collections::BTreeMap<String, Value> {
+        vs.iter()
+            .map(|v| (v["name"].as_str().unwrap_or_default().to_owned(), v.clone()))
+            .collect()
+    };
+    let (old, new) = (by_name(old), by_name(new));
+    let mut out = Vec::new();
+    for (name, v) in &new {
+        match old.get(name) {
+            None => out.push(format!("{name}: new vector")),
+            Some(o) => {
+                for key in ["request", "raw", "expected"] {
+                    if let Some(at) = first_difference(&o[key], &v[key], String::new()) {
+                        let show = |x: &Value| {
+                            let p = if at.is_empty() {
+                                x
+                            } else {
+                                x.pointer(&at).unwrap_or(&Value::Null)
+                            };
+                            p.to_string().chars().take(160).collect::<String>()
+                        };
+                        out.push(format!(
+                            "{name}: {key}{at} was {} and would be {}",
+                            show(&o[key]),
+                            show(&v[key])
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.extend(
+        old.keys()
+            .filter(|n| !new.contains_key(*n))
+            .map(|n| format!("{n}: dropped")),
+    );
+    out
+}
+
+/// The JSON pointer of the first place where `a` and `b` differ.
+fn first_difference(a: &Value, b: &Value, at: String) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                first_difference(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    here,
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, format!("{at}/{i}"))),
+        _ if a == b => None,
+        _ => Some(at),
+    }
+}
+
+#[test]
+fn regeneration_names_each_change_of_meaning() {
+    let old = vec![
+        json!({"name": "plan/a", "request": {"x": 1}, "expected": {"ok": {"outcome": "skip", "n": [1, 2]}}}),
+        json!({"name": "plan/b", "request": {}, "expected": {"ok": 1}}),
+    ];
+    let mut new = old.clone();
+    new[0]["expected"]["ok"]["n"][1] = json!(3);
+    new.remove(1);
+    new.push(json!({"name": "plan/c", "request": {}, "expected": {"ok": 2}}));
+    let changes = vector_changes(&old, &new);
+    assert_eq!(
+        changes,
+        [
+            "plan/a: expected/ok/n/1 was 2 and would be 3",
+            "plan/c: new vector",
+            "plan/b: dropped"
+        ]
+    );
+    assert!(vector_changes(&old, &old).is_empty());
 }
 
 #[test]
