@@ -115,13 +115,13 @@ fn answer(p: &Packet) -> ModelResult {
 impl Model for Flaky {
     fn stream(&self, p: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-        if n % 5 == 0 {
+        if n.is_multiple_of(5) {
             return Err(ModelError::new(
                 FailureKind::ProviderRefusal,
                 "refused by the provider",
             ));
         }
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             return Err(ModelError::from("connection reset"));
         }
         let a = answer(p);

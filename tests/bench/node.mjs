@@ -43,7 +43,17 @@ for (let i = 0; i < (quick ? 5 : 15); i++) {
   colds.push(Number(r.stdout.trim()));
 }
 colds.sort((a, b) => a - b);
+
+// Prompt trim of a 1.2 MB paste through the package, beside a plain JS regex
+// pass doing a similar sentence split and word removal over the same text.
+const para = "I was just wondering if maybe you could possibly help me understand the error in the build log below, thanks in advance for your help. The build fails at step 3 when the linker cannot find libfoo.so, and honestly I think it might be because of the path. ";
+const paste = para.repeat(Math.ceil(1_200_000 / para.length));
+const trim = median(() => f.trimPrompt(paste), quick ? 3 : 8);
+const regex = median(() => paste.split(/(?<=[.!?])\s+/).map((s) => s.replace(/\b(just|maybe|possibly|honestly|really|basically)\b\s*/gi, "").replace(/^i was (just )?wondering if /i, "")).join(" "), quick ? 3 : 8);
+
 console.log(JSON.stringify({
+  node_trim_1200k_ms: trim,
+  regex_pass_1200k_ms: regex,
   node_per_message_us: perMessage * 1e3,
   node_full_w1_select_us: fullSelect * 1e3,
   node_full_w1_manifest_only_us: manifestOnly * 1e3,

@@ -174,21 +174,25 @@ pub fn trim(req: &TrimRequest) -> TrimResult {
         .map(|s| s.text.clone())
         .collect();
     let mut sentences = sentences(segs);
+    // Whether each sentence carries a negation, judged once: no rule's
+    // phrase holds a negation word, so removing one never changes it.
+    let negated: Vec<bool> = sentences.iter().map(|s| negated(s)).collect();
+    let free = |i: &usize| !negated[*i];
     let mut fired: Vec<&'static str> = Vec::new();
 
     for rule in RULES {
         let hit = match rule.place {
-            Place::SentenceStart => sentences.iter_mut().fold(false, |hit, s| {
+            Place::SentenceStart => (0..sentences.len()).filter(free).fold(false, |hit, i| {
                 // Phrases can stack ("Please, could you please ..."): repeat.
                 let mut any = false;
-                while apply_start(s, rule) {
+                while apply_start(&mut sentences[i], rule) {
                     any = true;
                 }
                 any | hit
             }),
-            Place::Anywhere => sentences
-                .iter_mut()
-                .fold(false, |hit, s| apply_anywhere(s, rule) | hit),
+            Place::Anywhere => (0..sentences.len()).filter(free).fold(false, |hit, i| {
+                apply_anywhere(&mut sentences[i], rule) | hit
+            }),
             Place::ClosingSentence => apply_closing(&mut sentences, rule),
         };
         if hit {
@@ -243,63 +247,80 @@ pub fn trim(req: &TrimRequest) -> TrimResult {
     }
 }
 
-/// Split into protected and free segments.
+/// Split into protected and free segments, in one pass over the bytes:
+/// only the bytes that can open a protected span are looked at closely,
+/// and free text is copied in runs, not character by character.
 fn segments(text: &str) -> Vec<Seg> {
-    let mut out = Vec::new();
-    let mut free = String::new();
-    let mut i = 0;
     let b = text.as_bytes();
-    let push_free = |free: &mut String, out: &mut Vec<Seg>| {
-        if !free.is_empty() {
-            out.push(Seg {
-                text: std::mem::take(free),
-                protected: false,
-            });
+    let mut out = Vec::new();
+    let (mut free_from, mut i) = (0, 0);
+    // An opener whose closer does not occur later never closes again: no
+    // second scan to the end for each later opener of the same kind.
+    let (mut no_curly, mut no_guillemet) = (false, false);
+    while i < b.len() {
+        // Openers are ASCII or UTF-8 lead bytes: stepping a byte at a time
+        // never looks inside a character for one.
+        if !matches!(b[i], b'`' | b'"' | 0xE2 | 0xC2 | b'h' | b'w') {
+            i += 1;
+            continue;
         }
-    };
-    while i < text.len() {
         let rest = &text[i..];
-        let end = if let Some(r) = rest.strip_prefix("```") {
-            Some(r.find("```").map(|j| j + 6).unwrap_or(rest.len()))
-        } else if let Some(r) = rest.strip_prefix('`') {
-            r.find('`').map(|j| j + 2)
-        } else if let Some(r) = rest.strip_prefix('"') {
-            r.find('"').map(|j| j + 2)
-        } else if rest.starts_with('“') {
-            rest.find('”').map(|j| j + '”'.len_utf8())
-        } else if rest.starts_with('«') {
-            rest.find('»').map(|j| j + '»'.len_utf8())
-        } else if (rest.starts_with("http://")
-            || rest.starts_with("https://")
-            || rest.starts_with("www."))
-            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
-        {
-            Some(rest.find(char::is_whitespace).unwrap_or(rest.len()))
-        } else {
-            None
+        let end = match b[i] {
+            b'`' if rest.starts_with("```") => {
+                Some(rest[3..].find("```").map_or(rest.len(), |j| j + 6))
+            }
+            b'`' => rest[1..].find('`').map(|j| j + 2),
+            b'"' => rest[1..].find('"').map(|j| j + 2),
+            0xE2 if !no_curly && rest.starts_with('“') => {
+                let end = rest.find('”').map(|j| j + '”'.len_utf8());
+                no_curly = end.is_none();
+                end
+            }
+            0xC2 if !no_guillemet && rest.starts_with('«') => {
+                let end = rest.find('»').map(|j| j + '»'.len_utf8());
+                no_guillemet = end.is_none();
+                end
+            }
+            b'h' | b'w'
+                if (rest.starts_with("http://")
+                    || rest.starts_with("https://")
+                    || rest.starts_with("www."))
+                    && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) =>
+            {
+                Some(rest.find(char::is_whitespace).unwrap_or(rest.len()))
+            }
+            _ => None,
         };
         match end {
             Some(n) => {
-                push_free(&mut free, &mut out);
+                if free_from < i {
+                    out.push(Seg {
+                        text: text[free_from..i].to_owned(),
+                        protected: false,
+                    });
+                }
                 out.push(Seg {
                     text: rest[..n].to_owned(),
                     protected: true,
                 });
                 i += n;
+                free_from = i;
             }
-            None => {
-                let c = rest.chars().next().unwrap_or(' ');
-                free.push(c);
-                i += c.len_utf8();
-            }
+            None => i += 1,
         }
     }
-    push_free(&mut free, &mut out);
+    if free_from < text.len() {
+        out.push(Seg {
+            text: text[free_from..].to_owned(),
+            protected: false,
+        });
+    }
     out
 }
 
 /// Group segments into sentences; a sentence ends after `.`, `!`, `?`, `;`
-/// or a newline in free text (with the whitespace that follows).
+/// or a newline in free text (with the `.`, `!`, `?` and whitespace that
+/// follow).
 fn sentences(segs: Vec<Seg>) -> Vec<Vec<Seg>> {
     let mut out: Vec<Vec<Seg>> = Vec::new();
     let mut cur: Vec<Seg> = Vec::new();
@@ -308,29 +329,33 @@ fn sentences(segs: Vec<Seg>) -> Vec<Vec<Seg>> {
             cur.push(seg);
             continue;
         }
-        let mut piece = String::new();
-        let mut chars = seg.text.chars().peekable();
-        while let Some(c) = chars.next() {
-            piece.push(c);
-            if matches!(c, '.' | '!' | '?' | ';' | '\n') {
-                while let Some(&n) = chars.peek() {
-                    if matches!(n, '.' | '!' | '?') || n.is_whitespace() {
-                        piece.push(n);
-                        chars.next();
-                    } else {
-                        break;
-                    }
+        let t = seg.text.as_str();
+        let mut from = 0;
+        let mut i = 0;
+        while let Some(j) = t.as_bytes()[i..]
+            .iter()
+            .position(|c| matches!(c, b'.' | b'!' | b'?' | b';' | b'\n'))
+        {
+            // The terminator, then what follows it.
+            let mut end = i + j + 1;
+            for c in t[end..].chars() {
+                if matches!(c, '.' | '!' | '?') || c.is_whitespace() {
+                    end += c.len_utf8();
+                } else {
+                    break;
                 }
-                cur.push(Seg {
-                    text: std::mem::take(&mut piece),
-                    protected: false,
-                });
-                out.push(std::mem::take(&mut cur));
             }
-        }
-        if !piece.is_empty() {
             cur.push(Seg {
-                text: piece,
+                text: t[from..end].to_owned(),
+                protected: false,
+            });
+            out.push(std::mem::take(&mut cur));
+            from = end;
+            i = end;
+        }
+        if from < t.len() {
+            cur.push(Seg {
+                text: t[from..].to_owned(),
                 protected: false,
             });
         }
@@ -353,17 +378,37 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '\'' || c == '’'
 }
 
+/// Whether a sentence carries a negation (any case), without copying it.
 fn negated(s: &[Seg]) -> bool {
-    let t = free_text(s);
-    t.split(|c: char| !is_word_char(c))
-        .any(|w| NEGATIONS.contains(&w) || w.ends_with("n't") || w.ends_with("n’t"))
+    let negation = |w: &str| {
+        let b = w.as_bytes();
+        // Every negation word starts with n, w or c; "…n't" holds an apostrophe.
+        (matches!(
+            b.first().map(u8::to_ascii_lowercase),
+            Some(b'n' | b'w' | b'c')
+        ) && NEGATIONS
+            .iter()
+            .any(|n| n.len() == w.len() && w.eq_ignore_ascii_case(n)))
+            || ((w.contains('\'') || w.contains('’')) && {
+                let w = w.to_ascii_lowercase();
+                w.ends_with("n't") || w.ends_with("n’t")
+            })
+    };
+    s.iter()
+        .filter(|x| !x.protected)
+        .any(|x| x.text.split(|c: char| !is_word_char(c)).any(negation))
 }
 
 /// Case-insensitive match of a lower-case ASCII phrase at the start of `text`,
 /// ending at a word boundary. Returns the matched byte length.
 fn match_at(text: &str, phrase: &str) -> Option<usize> {
     let n = phrase.len();
-    if text.len() < n || !text.is_char_boundary(n) || !text[..n].eq_ignore_ascii_case(phrase) {
+    let first = |s: &str| s.as_bytes().first().map(u8::to_ascii_lowercase);
+    if text.len() < n
+        || first(text) != first(phrase)
+        || !text.is_char_boundary(n)
+        || !text[..n].eq_ignore_ascii_case(phrase)
+    {
         return None;
     }
     let next = text[n..].chars().next();
@@ -374,10 +419,8 @@ fn match_at(text: &str, phrase: &str) -> Option<usize> {
     }
 }
 
+/// Remove a phrase of `rule` that opens the (negation-free) sentence.
 fn apply_start(s: &mut [Seg], rule: &Rule) -> bool {
-    if negated(s) {
-        return false;
-    }
     let alone = s.len() == 1;
     let Some(first) = s.first_mut() else {
         return false;
@@ -409,10 +452,8 @@ fn apply_start(s: &mut [Seg], rule: &Rule) -> bool {
     false
 }
 
+/// Remove `rule`'s words anywhere in the (negation-free) sentence.
 fn apply_anywhere(s: &mut [Seg], rule: &Rule) -> bool {
-    if negated(s) {
-        return false;
-    }
     let mut hit = false;
     let total_words: usize = s
         .iter()
@@ -423,33 +464,44 @@ fn apply_anywhere(s: &mut [Seg], rule: &Rule) -> bool {
         return false;
     }
     for seg in s.iter_mut().filter(|x| !x.protected) {
-        let mut out = String::with_capacity(seg.text.len());
         let t = seg.text.as_str();
-        let mut i = 0;
-        let mut changed = false;
-        while i < t.len() {
-            let prev_ok = i == 0 || !t[..i].chars().next_back().is_some_and(is_word_char);
-            let found = if prev_ok {
+        let b = t.as_bytes();
+        let mut out = String::new();
+        let (mut copied, mut i) = (0, 0);
+        while i < b.len() {
+            // A phrase can only start at an ASCII letter that some phrase
+            // starts with, at the start of a word.
+            let first = b[i].to_ascii_lowercase();
+            let candidate = first.is_ascii_lowercase()
+                && rule
+                    .phrases
+                    .iter()
+                    .any(|p| p.as_bytes().first() == Some(&first))
+                && (i == 0 || !t[..i].chars().next_back().is_some_and(is_word_char));
+            let found = if candidate {
                 rule.phrases.iter().find_map(|p| match_at(&t[i..], p))
             } else {
                 None
             };
-            let after_comma = t[..i].trim_end().ends_with(',');
             match found {
                 // Remove the word and one following space; a sentence-initial
                 // word, one followed by punctuation or one after a comma stays.
-                Some(n) if t[i + n..].starts_with(' ') && i > 0 && !after_comma => {
+                Some(n)
+                    if t[i + n..].starts_with(' ')
+                        && i > 0
+                        && !t[..i].trim_end().ends_with(',') =>
+                {
+                    out.push_str(&t[copied..i]);
                     i += n + 1;
-                    changed = true;
+                    copied = i;
                 }
-                _ => {
-                    let c = t[i..].chars().next().unwrap_or(' ');
-                    out.push(c);
-                    i += c.len_utf8();
-                }
+                // Not a phrase start: step a byte (a phrase never starts
+                // inside a character, whose bytes are not ASCII letters).
+                _ => i += 1,
             }
         }
-        if changed {
+        if copied > 0 {
+            out.push_str(&t[copied..]);
             seg.text = out;
             hit = true;
         }
