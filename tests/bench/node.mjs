@@ -51,7 +51,42 @@ const paste = para.repeat(Math.ceil(1_200_000 / para.length));
 const trim = median(() => f.trimPrompt(paste), quick ? 3 : 8);
 const regex = median(() => paste.split(/(?<=[.!?])\s+/).map((s) => s.replace(/\b(just|maybe|possibly|honestly|really|basically)\b\s*/gi, "").replace(/^i was (just )?wondering if /i, "")).join(" "), quick ? 3 : 8);
 
+// The peer's workload through the real JS path: the W1 messages appended to a
+// compactor (MemoryJournal, a token budget of 10,000 as the peer's, a fake
+// model), then per new message what a host does — append, onMessage, context
+// in OpenAI format — and context alone.
+const w1 = JSON.parse(await readFile(`${dir}/w1-openai-messages.json`, "utf8"));
+const compactor = f.createCompactor({
+  journal: new f.MemoryJournal(),
+  model: f.modelFromFunction(async (p) => `Summary of ${p.input.turnCount} turns.`),
+  declaration: { targetId: "assistant", compactorId: "assistant-compactor", budget: { kind: "tokens", window: 10_000 } },
+});
+for (const m of w1) {
+  await compactor.append("w1", m);
+  if (m.role !== "tool") await compactor.onMessage("w1");
+}
+async function medianAsync(fn, minRuns) {
+  const samples = [];
+  const start = performance.now();
+  while (samples.length < minRuns || performance.now() - start < budgetMs) {
+    const t = performance.now();
+    await fn();
+    samples.push(performance.now() - t);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[samples.length >> 1];
+}
+let next = 0;
+const driverMessage = await medianAsync(async () => {
+  await compactor.append("w1", { role: next % 2 ? "assistant" : "user", content: `follow-up ${next++} about the trip`.padEnd(300, ".") });
+  await compactor.onMessage("w1");
+  await compactor.context("w1", { format: "openai" });
+}, 20);
+const driverContext = await medianAsync(() => compactor.context("w1", { format: "openai" }), 20);
+
 console.log(JSON.stringify({
+  node_driver_w1_message_us: driverMessage * 1e3,
+  node_driver_w1_context_us: driverContext * 1e3,
   node_trim_1200k_ms: trim,
   regex_pass_1200k_ms: regex,
   node_per_message_us: perMessage * 1e3,
