@@ -11,6 +11,10 @@
 //!
 //! No I/O, no clock, no randomness: time, ids and token counts arrive in the
 //! input, and the same input gives byte-identical output everywhere.
+//!
+//! Comments cite the two origin documents as *seed 000* and *seed 002*;
+//! `docs/rules.md` restates each of their rules and names the module that
+//! enforces it and the tests that prove it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
