@@ -6,8 +6,9 @@ pub enum HostError {
     /// The core answered with a typed error.
     #[error("{0}")]
     Core(#[from] foldline_core::Error),
-    /// The module speaks another ABI major version.
-    #[error("abi_mismatch: the module speaks ABI {found}, this host speaks {expected}")]
+    /// The module speaks another ABI major version: code
+    /// `unsupported_version`, as the JS package reports it.
+    #[error("unsupported_version: the module speaks ABI {found}, this host speaks {expected}")]
     AbiMismatch {
         /// Found major version.
         found: u32,
@@ -68,7 +69,7 @@ impl HostError {
     pub fn code(&self) -> &str {
         match self {
             HostError::Core(e) => e.code.as_str(),
-            HostError::AbiMismatch { .. } => "abi_mismatch",
+            HostError::AbiMismatch { .. } => "unsupported_version",
             HostError::FuelExhausted(_) => "fuel_exhausted",
             HostError::MemoryLimit(_) => "memory_limit",
             HostError::Trap(_) => "trap",

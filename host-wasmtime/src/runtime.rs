@@ -4,7 +4,9 @@
 //! (about 20 µs); each call gets a full fuel budget in an instance bounded by
 //! the memory limit. An instance whose call succeeded is reused by the next
 //! call (its buffers are freed); any failure discards it. A breach, a trap or malformed output is a typed
-//! [`HostError`], never a panic. The JS imports of the wasm-bindgen glue are
+//! [`HostError`], never a panic: the store's [`ResourceLimiter`] raises a
+//! memory breach as its own error type, and running out of fuel is wasmtime's
+//! typed trap. The JS imports of the wasm-bindgen glue are
 //! stubbed as traps: the raw ABI never calls them.
 
 use serde::de::DeserializeOwned;
@@ -13,8 +15,8 @@ use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
 use wasmtime::{
-    Config, Engine, Instance, InstancePre, Linker, Memory, Module, Store, StoreLimits,
-    StoreLimitsBuilder, Trap, TypedFunc,
+    Config, Engine, Instance, InstancePre, Linker, Memory, Module, ResourceLimiter, Store,
+    StoreLimits, StoreLimitsBuilder, Trap, TypedFunc,
 };
 
 use crate::error::{HostError, Result};
@@ -45,6 +47,43 @@ impl Default for Limits {
 
 struct State {
     limits: StoreLimits,
+    /// The memory limit, reported by [`MemoryBreach`].
+    memory_bytes: usize,
+}
+
+/// A memory growth past the limit, raised by the store's limiter itself, so
+/// the call's error says so by type (no reading of trap text).
+#[derive(Debug, thiserror::Error)]
+#[error("memory growth to {desired} bytes refused: the limit is {limit} bytes")]
+struct MemoryBreach {
+    desired: usize,
+    limit: usize,
+}
+
+impl ResourceLimiter for State {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if self.limits.memory_growing(current, desired, maximum)? {
+            return Ok(true);
+        }
+        Err(wasmtime::Error::new(MemoryBreach {
+            desired,
+            limit: self.memory_bytes,
+        }))
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
 }
 
 /// An instance kept between calls: a call that succeeded leaves the
@@ -72,7 +111,7 @@ impl Foldline {
     /// Load the embedded artifact with default limits.
     ///
     /// # Errors
-    /// `load_failed` or `abi_mismatch`.
+    /// `load_failed` or `unsupported_version`.
     pub fn embedded() -> Result<Foldline> {
         Foldline::from_bytes(EMBEDDED_WASM, Limits::default())
     }
@@ -80,7 +119,7 @@ impl Foldline {
     /// Load a `.wasm` file.
     ///
     /// # Errors
-    /// `io`, `load_failed` or `abi_mismatch`.
+    /// `io`, `load_failed` or `unsupported_version`.
     pub fn from_file(path: &std::path::Path, limits: Limits) -> Result<Foldline> {
         Foldline::from_bytes(&std::fs::read(path)?, limits)
     }
@@ -88,7 +127,7 @@ impl Foldline {
     /// Compile bytes once and check the ABI version.
     ///
     /// # Errors
-    /// `load_failed` or `abi_mismatch`.
+    /// `load_failed` or `unsupported_version`.
     pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Foldline> {
         let mut config = Config::new();
         config.consume_fuel(true);
@@ -140,11 +179,11 @@ impl Foldline {
             State {
                 limits: StoreLimitsBuilder::new()
                     .memory_size(self.limits.memory_bytes)
-                    .trap_on_grow_failure(true)
                     .build(),
+                memory_bytes: self.limits.memory_bytes,
             },
         );
-        store.limiter(|s| &mut s.limits);
+        store.limiter(|s| s as &mut dyn ResourceLimiter);
         store
             .set_fuel(self.limits.fuel)
             .map_err(|e| HostError::Load(e.to_string()))?;
@@ -334,19 +373,12 @@ impl Foldline {
     }
 
     fn classify(&self, e: wasmtime::Error) -> HostError {
+        if e.downcast_ref::<MemoryBreach>().is_some() {
+            return HostError::MemoryLimit(self.limits.memory_bytes);
+        }
         match e.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => HostError::FuelExhausted(self.limits.fuel),
-            Some(Trap::UnreachableCodeReached) if format!("{e:?}").contains("grow") => {
-                HostError::MemoryLimit(self.limits.memory_bytes)
-            }
-            _ => {
-                let text = format!("{e:?}");
-                if text.contains("memory") && (text.contains("limit") || text.contains("grow")) {
-                    HostError::MemoryLimit(self.limits.memory_bytes)
-                } else {
-                    HostError::Trap(e.to_string())
-                }
-            }
+            _ => HostError::Trap(e.to_string()),
         }
     }
 }

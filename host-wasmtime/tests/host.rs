@@ -337,10 +337,12 @@ fn an_abi_major_mismatch_is_refused_on_load() {
         0x0a, 0x0b, 0x02, 0x04, 0x00, 0x41, 0x02, 0x0b, 0x04, 0x00, 0x41, 0x00, 0x0b,
     ]);
     match Foldline::from_bytes(&m, Limits::default()) {
-        Err(HostError::AbiMismatch {
-            found: 2,
-            expected: 1,
-        }) => {}
+        Err(
+            e @ HostError::AbiMismatch {
+                found: 2,
+                expected: 1,
+            },
+        ) => assert_eq!(e.code(), "unsupported_version", "the JS package's code"),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("loaded a module of another ABI major"),
     }

@@ -47,8 +47,15 @@ pub fn status_of(code: &str) -> StatusCode {
         "invalid_input" | "invalid_request" | "wrong_route" | "conflicting_turn" => {
             StatusCode::BAD_REQUEST
         }
-        "journal" | "io" | "trap" | "malformed_output" | "load_failed" | "abi_mismatch"
-        | "fuel_exhausted" | "memory_limit" | "model" => StatusCode::INTERNAL_SERVER_ERROR,
+        "journal"
+        | "io"
+        | "trap"
+        | "malformed_output"
+        | "load_failed"
+        | "unsupported_version"
+        | "fuel_exhausted"
+        | "memory_limit"
+        | "model" => StatusCode::INTERNAL_SERVER_ERROR,
         // The rest are the core's refusals of what the journal holds.
         _ => StatusCode::UNPROCESSABLE_ENTITY,
     }
