@@ -53,18 +53,6 @@ test("turnMeta: select on metadata keeps exactly the turns a full select keeps",
   if (code !== "needs_content") throw new Error(`expected needs_content, got ${code}`);
 });
 
-test(body), "only the package import is replaced");
-  const journal = new f.MemoryJournal();
-  const c = f.createCompactor({ journal, model: fakeModel(), declaration });
-  await chat(c, journal, 1, 16);
-  const events = (await journal.readEvents("c1")).map((s) => s.event);
-  const drawn = [];
-  const run = new Function("init", "timeline", "events", "drawDivider", "drawMessage", `return (async () => {\n${body}\n})();`);
-  await run(f.init, f.timeline, events, (text) => drawn.push(["divider", text]), (role, text) => drawn.push([role, text]));
-  check(drawn.some(([k, t]) => k === "divider" && /^automatic compaction · completed · \d+ turns$/.test(t)), JSON.stringify(drawn.filter(([k]) => k === "divider")));
-  check(drawn.filter(([k]) => k !== "divider").length >= 16, `${drawn.length} items`);
-});
-
 test("a call before init() answers not_initialized", () => {
   // A process of its own: in this one, init() has run.
   const entry = new URL("../dist/node.js", import.meta.url).href;
