@@ -198,7 +198,7 @@ fn main() {
         sender: String::new(),
     };
     let mut d = driver();
-    let (mut compacted, mut failed, mut manual, mut corrections) = (0, 0, 0, 0);
+    let (mut compacted, mut failed, mut manual, mut corrections, mut races) = (0, 0, 0, 0, 0);
     let (mut users, mut callers): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let mut last_seq = 0;
     for (step, s) in script(turns).into_iter().enumerate() {
@@ -231,6 +231,12 @@ fn main() {
             });
             d.journal.append(ID, &[c]).expect("append");
             corrections += 1;
+        }
+        // The JS journey races two compactors here; the lease lets one
+        // through and the other writes nothing, so one call is the same
+        // journal (the Rust driver's own races are in its tests).
+        if !s.manual && step % 61 == 60 {
+            races += 1;
         }
         let outcome = if s.manual {
             manual += 1;
@@ -276,7 +282,7 @@ fn main() {
         )
         .expect("context");
     let out = serde_json::json!({
-        "compacted": compacted, "failed": failed, "manual": manual, "corrections": corrections,
+        "compacted": compacted, "failed": failed, "manual": manual, "corrections": corrections, "races": races,
         "events": lines.len(),
         "journal": hex(lines.join("\n").as_bytes()),
         "context": hex(&canonical::encode(&ctx)),

@@ -1,8 +1,9 @@
 // A journey: a long scripted conversation through the real JS driver — a
 // pinned system prompt, tool calls and results, member corrections, manual
 // `/compact` tasks, a model that is refused or drops its stream now and then,
-// a second compactor taking over mid-way (a restart) — with the seeds'
-// outcomes asserted after every step, not snapshots:
+// a second compactor taking over mid-way (a restart), and now and then two
+// compactors racing on one journal — with the seeds' outcomes asserted after
+// every step, not snapshots:
 //
 // - the journal is never edited: each step's journal extends the last one;
 // - the chain verifies, and no head has two boundaries;
@@ -166,8 +167,9 @@ export async function journey(f, journal, { turns = 600, id = "journey", dump = 
   const model = flakyModel(f);
   const compactor = () => f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey", owner: () => "owner" });
   let c = compactor();
+  const other = f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey-2", owner: () => "owner" });
   let before = [];
-  const counts = { compacted: 0, failed: 0, manual: 0, corrections: 0 };
+  const counts = { compacted: 0, failed: 0, manual: 0, corrections: 0, races: 0 };
   const users = [];
   const callers = [];
   const steps = script(turns);
@@ -184,9 +186,21 @@ export async function journey(f, journal, { turns = 600, id = "journey", dump = 
       await journal.append(id, { type: "correction", turnId: target, correctionSeq: step, parts: [{ type: "text", text: `corrected at step ${step}: the budget is 1,200 euros.` }] });
       counts.corrections++;
     }
-    const r = s.manual
-      ? (counts.manual++, await c.compactTask(id, { id: `task-${step}`, actor: "owner" }))
-      : await c.onMessage(id);
+    let r;
+    if (s.manual) {
+      counts.manual++;
+      r = await c.compactTask(id, { id: `task-${step}`, actor: "owner" });
+    } else if (step % 61 === 60) {
+      // Two writers at once (a second compactor on the same journal, as a
+      // second tab or replica would be): the writer lease lets one through;
+      // never two boundaries, never a fork, nothing written by the other.
+      const [a, b] = await Promise.all([c.onMessage(id), other.onMessage(id)]);
+      if (a.status === "compacted" && b.status === "compacted") fail(step, "two writers both compacted");
+      counts.races++;
+      r = a.status === "compacted" ? a : b;
+    } else {
+      r = await c.onMessage(id);
+    }
     if (r.status === "compacted") counts.compacted++;
     if (r.status === "failed") counts.failed++;
     // A restart in the middle: a new compactor over the same journal.
