@@ -20,7 +20,8 @@ use foldline_core::packet::Packet;
 use foldline_core::stream::FailureKind;
 use foldline_core::turn::{Part, Role, Route};
 use foldline_wasmtime::driver::{ContextOptions, Driver, ManualTask, Outcome};
-use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::error::HostError;
+use foldline_wasmtime::journal::{Journal, SqliteJournal, StoredEvent};
 use foldline_wasmtime::model::{Evidence, Model, ModelError, ModelResult, StreamChunk};
 use foldline_wasmtime::runtime::Foldline;
 use sha2::{Digest, Sha256};
@@ -185,7 +186,7 @@ fn main() {
         decl.summary.max_chars = Some(1_500);
         let mut d = Driver::new(
             Foldline::embedded().expect("artifact"),
-            SqliteJournal::open(&db).expect("journal"),
+            FailingOnce(SqliteJournal::open(&db).expect("journal")),
             Shared(model.clone()),
             decl,
         );
@@ -198,7 +199,8 @@ fn main() {
         sender: String::new(),
     };
     let mut d = driver();
-    let (mut compacted, mut failed, mut manual, mut corrections, mut races) = (0, 0, 0, 0, 0);
+    let (mut compacted, mut failed, mut manual, mut corrections, mut races, mut crashes) =
+        (0, 0, 0, 0, 0, 0);
     let (mut users, mut callers): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let mut last_seq = 0;
     for (step, s) in script(turns).into_iter().enumerate() {
@@ -232,13 +234,21 @@ fn main() {
             d.journal.append(ID, &[c]).expect("append");
             corrections += 1;
         }
-        // The JS journey races two compactors here; the lease lets one
-        // through and the other writes nothing, so one call is the same
-        // journal (the Rust driver's own races are in its tests).
-        if !s.manual && step % 61 == 60 {
-            races += 1;
+        if step == turns * 2 / 3 {
+            ARMED.store(true, Ordering::SeqCst);
         }
-        let outcome = if s.manual {
+        let outcome = if ARMED.load(Ordering::SeqCst) && !FIRED.load(Ordering::SeqCst) {
+            match d.on_message(ID) {
+                Ok(o) => o,
+                Err(HostError::Storage(e)) if e.contains("injected failure") => {
+                    // The process "restarts": a new driver over the same file.
+                    crashes += 1;
+                    d = driver();
+                    Outcome::Busy
+                }
+                Err(e) => panic!("step {step}: {e}"),
+            }
+        } else if s.manual {
             manual += 1;
             let task = ManualTask {
                 id: format!("task-{step}"),
@@ -248,6 +258,12 @@ fn main() {
             };
             d.compact_task(ID, &task, &mut |_| {}).expect("manual")
         } else {
+            // The JS journey races two compactors here; the lease lets one
+            // through and the other writes nothing, so one call is the same
+            // journal (the Rust driver's own races are in its tests).
+            if step % 61 == 60 {
+                races += 1;
+            }
             d.on_message(ID).expect("on_message")
         };
         match outcome {
@@ -282,12 +298,70 @@ fn main() {
         )
         .expect("context");
     let out = serde_json::json!({
-        "compacted": compacted, "failed": failed, "manual": manual, "corrections": corrections, "races": races,
+        "compacted": compacted, "failed": failed, "manual": manual, "corrections": corrections, "races": races, "crashes": crashes,
         "events": lines.len(),
         "journal": hex(lines.join("\n").as_bytes()),
         "context": hex(&canonical::encode(&ctx)),
     });
     println!("{out}");
+}
+
+/// Armed at two thirds of the journey: the first boundary append after it
+/// fails (as `failingOnce` in journey.mjs), as a crash between the stored
+/// packet and the boundary would.
+static ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The SQLite journal with that one injected failure.
+struct FailingOnce(SqliteJournal);
+
+impl Journal for FailingOnce {
+    fn read_events(
+        &self,
+        c: &str,
+        since: u64,
+    ) -> foldline_wasmtime::error::Result<Vec<StoredEvent>> {
+        self.0.read_events(c, since)
+    }
+    fn append_batch(
+        &self,
+        c: &str,
+        events: &[Event],
+        expected: Option<u64>,
+        fence: Option<u64>,
+    ) -> foldline_wasmtime::error::Result<u64> {
+        if ARMED.load(Ordering::SeqCst)
+            && !FIRED.load(Ordering::SeqCst)
+            && events.iter().any(|e| matches!(e, Event::Boundary(_)))
+        {
+            FIRED.store(true, Ordering::SeqCst);
+            return Err(HostError::Storage(
+                "injected failure before the boundary is written".into(),
+            ));
+        }
+        self.0.append_batch(c, events, expected, fence)
+    }
+    fn put_packet(&self, c: &str, p: &Packet) -> foldline_wasmtime::error::Result<()> {
+        self.0.put_packet(c, p)
+    }
+    fn get_packet(&self, c: &str, id: &str) -> foldline_wasmtime::error::Result<Option<Packet>> {
+        self.0.get_packet(c, id)
+    }
+    fn list_packets(&self, c: &str) -> foldline_wasmtime::error::Result<Vec<Packet>> {
+        self.0.list_packets(c)
+    }
+    fn acquire_lease(
+        &self,
+        c: &str,
+        holder: &str,
+        now_ms: u64,
+        ttl_ms: u64,
+    ) -> foldline_wasmtime::error::Result<Option<u64>> {
+        self.0.acquire_lease(c, holder, now_ms, ttl_ms)
+    }
+    fn release_lease(&self, c: &str, holder: &str) -> foldline_wasmtime::error::Result<()> {
+        self.0.release_lease(c, holder)
+    }
 }
 
 /// The one flaky model, kept across the restart (its call count goes on).

@@ -2,8 +2,9 @@
 // pinned system prompt, tool calls and results, member corrections, manual
 // `/compact` tasks, a model that is refused or drops its stream now and then,
 // a second compactor taking over mid-way (a restart), and now and then two
-// compactors racing on one journal — with the seeds' outcomes asserted after
-// every step, not snapshots:
+// compactors racing on one journal, and once a journal failure between the
+// stored packet and the boundary (the run errs, a new compactor takes over) —
+// with the seeds' outcomes asserted after every step, not snapshots:
 //
 // - the journal is never edited: each step's journal extends the last one;
 // - the chain verifies, and no head has two boundaries;
@@ -163,13 +164,41 @@ async function sha256(text) {
  * Run the journey over `journal` with package module `f`; answers counts and
  * the digests of the final journal and context (runtime-independent).
  */
-export async function journey(f, journal, { turns = 600, id = "journey", dump = false } = {}) {
+/**
+ * The journal, failing once — the first boundary append after it is armed —
+ * as a crash between the stored packet and the boundary would: nothing of
+ * the batch is written, the run ends in an error, the next run starts over.
+ */
+function failingOnce(journal) {
+  const state = { armed: false, fired: false };
+  const j = {
+    readEvents: (...a) => journal.readEvents(...a),
+    putPacket: (...a) => journal.putPacket(...a),
+    getPacket: (...a) => journal.getPacket(...a),
+    listPackets: (...a) => journal.listPackets(...a),
+    acquireLease: (...a) => journal.acquireLease(...a),
+    releaseLease: (...a) => journal.releaseLease(...a),
+    async append(id, events, options) {
+      const batch = Array.isArray(events) ? events : [events];
+      if (state.armed && !state.fired && batch.some((e) => e.type === "boundary")) {
+        state.fired = true;
+        throw new Error("injected failure before the boundary is written");
+      }
+      return journal.append(id, events, options);
+    },
+  };
+  return { journal: j, state };
+}
+
+export async function journey(f, store, { turns = 600, id = "journey", dump = false } = {}) {
+  const { journal, state: failure } = failingOnce(store);
+  const failAt = Math.floor((turns * 2) / 3);
   const model = flakyModel(f);
   const compactor = () => f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey", owner: () => "owner" });
   let c = compactor();
   const other = f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey-2", owner: () => "owner" });
   let before = [];
-  const counts = { compacted: 0, failed: 0, manual: 0, corrections: 0, races: 0 };
+  const counts = { compacted: 0, failed: 0, manual: 0, corrections: 0, races: 0, crashes: 0 };
   const users = [];
   const callers = [];
   const steps = script(turns);
@@ -186,8 +215,19 @@ export async function journey(f, journal, { turns = 600, id = "journey", dump = 
       await journal.append(id, { type: "correction", turnId: target, correctionSeq: step, parts: [{ type: "text", text: `corrected at step ${step}: the budget is 1,200 euros.` }] });
       counts.corrections++;
     }
+    if (step === failAt) failure.armed = true;
     let r;
-    if (s.manual) {
+    if (failure.armed && !failure.fired) {
+      try {
+        r = await c.onMessage(id);
+      } catch (e) {
+        if (!String(e).includes("injected failure")) throw e;
+        // The process "restarts": a new compactor over the same journal.
+        counts.crashes++;
+        c = compactor();
+        r = { status: "crashed" };
+      }
+    } else if (s.manual) {
       counts.manual++;
       r = await c.compactTask(id, { id: `task-${step}`, actor: "owner" });
     } else if (step % 61 === 60) {
@@ -209,6 +249,7 @@ export async function journey(f, journal, { turns = 600, id = "journey", dump = 
   }
   if (counts.compacted < Math.floor(turns / 200)) throw new Error(`only ${counts.compacted} compactions`);
   if (counts.failed < 1) throw new Error("the failing model was never exercised");
+  if (counts.crashes !== 1) throw new Error("the injected failure never fired");
   const ctx = await c.context(id, { format: "openai" });
   return { ...counts, events: before.length, journal: await sha256(before.join("\n")), context: await sha256(canonical(ctx)), lines: dump ? before : undefined };
 }
