@@ -115,6 +115,33 @@ impl Amendment {
         canonical::hash(&self.entries) == self.hash
     }
 
+    /// Refuse an amendment handed back by a host whose hash or size does not
+    /// match its entries: the hash binds the entries, and the size is what
+    /// budgets reserve, so neither may be taken on trust. `plan` and `select`
+    /// both check here.
+    ///
+    /// # Errors
+    /// `divergent_hash`, saying which of the two differs.
+    pub fn check(&self) -> Result<()> {
+        if !self.is_intact() {
+            return Err(Error::new(
+                Code::DivergentHash,
+                "the amendment's hash does not match its entries",
+            ));
+        }
+        let chars = envelope::chars(&envelope::amendment_text(self));
+        if chars != self.chars {
+            return Err(Error::new(
+                Code::DivergentHash,
+                format!(
+                    "the amendment says it renders to {} characters; its entries render to {chars}",
+                    self.chars
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The entries as a boundary absorbs them.
     pub fn absorbed(&self) -> Vec<AbsorbedEntry> {
         self.entries
@@ -195,4 +222,42 @@ pub fn derive(
         return Ok(None);
     }
     Amendment::build(entries, max_chars).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amendment() -> Amendment {
+        let entry = AmendmentEntry {
+            turn_id: "t1".into(),
+            source_seq: 1,
+            kind: EntryKind::Corrected,
+            role: Role::User,
+            old_hash: Some("sha256:00".into()),
+            new_hash: "sha256:11".into(),
+            parts: vec![Part::Text {
+                text: "the budget is 1,200 euros".into(),
+            }],
+        };
+        Amendment::build(vec![entry], 8_000).expect("within its bound")
+    }
+
+    #[test]
+    fn an_amendment_whose_size_or_hash_lies_is_refused() {
+        let a = amendment();
+        assert_eq!(a.check(), Ok(()));
+        let smaller = Amendment {
+            chars: a.chars - 1,
+            ..a.clone()
+        };
+        let e = smaller
+            .check()
+            .expect_err("a smaller size than its entries render to");
+        assert_eq!(e.code, Code::DivergentHash);
+        assert!(e.message.contains("characters"), "{}", e.message);
+        let mut edited = a.clone();
+        edited.entries[0].source_seq = 2;
+        assert_eq!(edited.check().map_err(|e| e.code), Err(Code::DivergentHash));
+    }
 }

@@ -263,12 +263,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
         None => None,
     };
     if let Some(a) = &req.amendment {
-        if !a.is_intact() {
-            return Err(Error::new(
-                Code::DivergentHash,
-                "the amendment's hash does not match its entries",
-            ));
-        }
+        a.check()?;
     }
 
     let eligible: Vec<&Turn> = recon

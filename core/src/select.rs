@@ -192,12 +192,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         }
     }
     if let Some(a) = &req.amendment {
-        if !a.is_intact() {
-            return Err(Error::new(
-                Code::DivergentHash,
-                "the amendment's hash does not match its entries",
-            ));
-        }
+        a.check()?;
     }
     let recon = reconstruct(&req.events)?;
     let th = Thresholds::of(decl);
