@@ -86,6 +86,22 @@ impl Frontier {
         canonical::hash_without(self, "id") == self.id
     }
 
+    /// Refuse a frontier handed back by a host whose id does not match its
+    /// content (`plan` and `select` both check here).
+    ///
+    /// # Errors
+    /// `divergent_hash` naming the frontier.
+    pub fn check(&self) -> crate::error::Result<()> {
+        if self.id_is_intact() {
+            return Ok(());
+        }
+        Err(crate::error::Error::new(
+            crate::error::Code::DivergentHash,
+            "the activation frontier's id does not match its content",
+        )
+        .with_ids([self.id.clone()]))
+    }
+
     /// Whether the frontier belongs to the epoch (ruleset + fingerprint).
     pub fn in_epoch(&self, fingerprint: &str) -> bool {
         self.ruleset_version == crate::RULESET_VERSION
@@ -98,5 +114,28 @@ impl Frontier {
             id: self.id.clone(),
             start_seq: self.start_seq,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frontier_whose_id_does_not_match_its_content_is_refused() {
+        let route = Route {
+            conversation: "c".into(),
+            chat: String::new(),
+            sender: String::new(),
+        };
+        let f = Frontier::seal(&Declaration::new("a", "b"), &route, ("t1", 1), 1, false);
+        assert_eq!(f.check(), Ok(()));
+        let moved = Frontier {
+            start_seq: 40,
+            ..f.clone()
+        };
+        let e = moved.check().expect_err("a moved start under the same id");
+        assert_eq!(e.code, crate::error::Code::DivergentHash);
+        assert_eq!(e.ids, [f.id]);
     }
 }

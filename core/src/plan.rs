@@ -240,13 +240,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     // The frontier: reuse the current epoch's, or activate one.
     let frontier = match &req.frontier {
         Some(f) if f.in_epoch(&fingerprint) && f.route == req.route => {
-            if !f.id_is_intact() {
-                return Err(Error::new(
-                    Code::DivergentHash,
-                    "the activation frontier's id does not match its content",
-                )
-                .with_ids([f.id.clone()]));
-            }
+            f.check()?;
             f
         }
         _ => return activate(req, &recon, metric, &th, pick(metric, pinned_size)),

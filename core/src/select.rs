@@ -183,6 +183,9 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         return Err(first);
     }
     crate::plan::check_route(&req.events, &req.route)?;
+    if let Some(f) = &req.frontier {
+        f.check()?;
+    }
     if let (Some(h), Some(f)) = (&req.head, &req.frontier) {
         if h.frontier_id != f.id {
             return Err(Error::new(
