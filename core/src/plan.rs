@@ -125,7 +125,27 @@ pub struct WarmVerdict {
     pub valid: bool,
     /// Why not, when invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub reason: Option<WarmRefusal>,
+}
+
+/// Why a warm candidate can no longer be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmRefusal {
+    /// Its id does not match its content.
+    DivergentHash,
+    /// Made under another declaration or ruleset.
+    StaleDeclaration,
+    /// Made on another chain head or frontier.
+    StalePrevious,
+    /// Made under another amendment.
+    StaleAmendment,
+    /// It froze more turns than are eligible now.
+    NotPrefix,
+    /// A turn it froze changed since.
+    Diverged,
+    /// It would split a tool call from its result.
+    SplitsUnit,
 }
 
 /// The outcome of `plan`.
@@ -769,37 +789,37 @@ fn render_messages(ctx: &Ctx<'_>, frozen: &[&Turn]) -> Result<Vec<CompactorMessa
 /// and its frozen turns are still, unchanged, a prefix of current history that
 /// ends on a unit boundary.
 pub fn warm_verdict(warm: &Packet, fresh: &Packet, eligible: &[&Turn]) -> WarmVerdict {
-    let verdict = |reason: Option<&str>| WarmVerdict {
+    let verdict = |reason: Option<WarmRefusal>| WarmVerdict {
         packet_id: warm.id.clone(),
         valid: reason.is_none(),
-        reason: reason.map(str::to_owned),
+        reason,
     };
     if !warm.id_is_intact() {
-        return verdict(Some("divergent_hash"));
+        return verdict(Some(WarmRefusal::DivergentHash));
     }
     if warm.declaration_fingerprint != fresh.declaration_fingerprint
         || warm.ruleset_version != fresh.ruleset_version
     {
-        return verdict(Some("stale_declaration"));
+        return verdict(Some(WarmRefusal::StaleDeclaration));
     }
     if warm.previous != fresh.previous || warm.frontier != fresh.frontier {
-        return verdict(Some("stale_previous"));
+        return verdict(Some(WarmRefusal::StalePrevious));
     }
     if warm.amendment.as_ref().map(|a| &a.hash) != fresh.amendment.as_ref().map(|a| &a.hash) {
-        return verdict(Some("stale_amendment"));
+        return verdict(Some(WarmRefusal::StaleAmendment));
     }
     let n = warm.input.turns.len();
     if n > eligible.len() {
-        return verdict(Some("not_prefix"));
+        return verdict(Some(WarmRefusal::NotPrefix));
     }
     for (w, t) in warm.input.turns.iter().zip(eligible) {
         if w.turn_id != t.turn_id || w.content_hash != t.content_hash {
-            return verdict(Some("diverged"));
+            return verdict(Some(WarmRefusal::Diverged));
         }
     }
     let on_unit_edge = n == eligible.len() || group::units(eligible).iter().any(|u| u.start == n);
     if !on_unit_edge {
-        return verdict(Some("splits_unit"));
+        return verdict(Some(WarmRefusal::SplitsUnit));
     }
     verdict(None)
 }

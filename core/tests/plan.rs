@@ -644,7 +644,7 @@ fn warm_candidate_stays_valid_while_its_prefix_is_history_and_not_after() {
     match plan(&r) {
         PlanOutcome::Compact { warm: Some(v), .. } => {
             assert!(!v.valid);
-            assert_eq!(v.reason.as_deref(), Some("diverged"));
+            assert_eq!(v.reason, Some(foldline_core::plan::WarmRefusal::Diverged));
         }
         o => panic!("{o:?}"),
     }

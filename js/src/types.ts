@@ -163,7 +163,7 @@ export interface SkipRecord {
 export type PlanOutcome =
   | { outcome: "activate"; frontier: Frontier }
   | { outcome: "skip"; record: SkipRecord }
-  | { outcome: "compact"; packet: Packet; warm?: { packetId: string; valid: boolean; reason?: string } }
+  | { outcome: "compact"; packet: Packet; warm?: { packetId: string; valid: boolean; reason?: WarmRefusal } }
   | { outcome: "warm"; packet: Packet }
   | { outcome: "paused"; reason: "disabled" | "circuitOpen"; consecutiveFailures: number; retryIn?: number }
   | { outcome: "refuse"; error: ErrorValue; errors?: ErrorValue[] };
@@ -299,3 +299,7 @@ export interface SettingsResponse {
   state: { master: boolean; toolResult: ToolState; plainSpeak: ToolState; promptTrim: ToolState; safetyCompaction: boolean };
   projection: string; plainSpeakPrompt: string | null; selfInspection: string | null;
 }
+
+/** Why a warm candidate can no longer be used. */
+export type WarmRefusal =
+  | "divergent_hash" | "stale_declaration" | "stale_previous" | "stale_amendment" | "not_prefix" | "diverged" | "splits_unit";
