@@ -10,14 +10,13 @@
 //! `target/debug/examples/journey [turns]` (default 600);
 //! `FOLDLINE_JOURNEY_DUMP=file` also writes the journal's lines there.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use foldline_core::canonical;
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::{Correction, Event};
 use foldline_core::format::Format;
 use foldline_core::packet::Packet;
-use foldline_core::stream::FailureKind;
 use foldline_core::turn::{Part, Role, Route};
 use foldline_wasmtime::driver::{ContextOptions, Driver, ManualTask, Outcome};
 use foldline_wasmtime::error::HostError;
@@ -90,9 +89,13 @@ fn script(turns: usize) -> Vec<Step> {
     steps
 }
 
-/// Refused by its provider every 5th call, its stream dropped before any
-/// content every 7th (as `flakyModel` in journey.mjs).
-struct Flaky(AtomicUsize);
+#[path = "../tests/support/flaky.rs"]
+mod flaky;
+use flaky::Flaky;
+
+/// The journey's summaries (as `flakyModel`'s answer in journey.mjs), wrapped
+/// in [`Flaky`] for its failures.
+struct Fixed;
 
 fn answer(p: &Packet) -> ModelResult {
     ModelResult {
@@ -113,18 +116,8 @@ fn answer(p: &Packet) -> ModelResult {
     }
 }
 
-impl Model for Flaky {
+impl Model for Fixed {
     fn stream(&self, p: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
-        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-        if n.is_multiple_of(5) {
-            return Err(ModelError::new(
-                FailureKind::ProviderRefusal,
-                "refused by the provider",
-            ));
-        }
-        if n.is_multiple_of(7) {
-            return Err(ModelError::from("connection reset"));
-        }
         let a = answer(p);
         sink(StreamChunk::Delta(a.text));
         sink(StreamChunk::Done(a.evidence));
@@ -176,7 +169,7 @@ fn main() {
         .unwrap_or(600);
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("journey.db");
-    let model = std::sync::Arc::new(Flaky(AtomicUsize::new(0)));
+    let model = std::sync::Arc::new(Flaky::new(Fixed));
     let driver = || {
         let mut decl = Declaration::new("assistant", "assistant-compactor");
         decl.budget = Budget::Chars {
@@ -365,7 +358,7 @@ impl Journal for FailingOnce {
 }
 
 /// The one flaky model, kept across the restart (its call count goes on).
-struct Shared(std::sync::Arc<Flaky>);
+struct Shared(std::sync::Arc<Flaky<Fixed>>);
 
 impl Model for Shared {
     fn stream(&self, p: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {

@@ -19,47 +19,22 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use foldline_core::event::{Correction, Event};
-use foldline_core::packet::Packet;
-use foldline_core::stream::FailureKind;
 use foldline_core::timeline::{DividerState, TimelineItem};
 use foldline_core::turn::{Part, Role};
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
-use foldline_wasmtime::model::{Extractive, Model, ModelError, ModelResult, StreamChunk};
+use foldline_wasmtime::model::Extractive;
 use foldline_wasmtime::runtime::Foldline;
 use support::fixtures::{demo_events, small_decl};
+use support::flaky::Flaky;
 
-/// The offline summarizer, but every 5th call is refused by the provider
-/// and every 7th stream drops before any content (replayed buffered).
-struct Flaky(AtomicUsize);
-
-impl Model for Flaky {
-    fn stream(&self, p: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
-        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-        if n.is_multiple_of(5) {
-            return Err(ModelError::new(
-                FailureKind::ProviderRefusal,
-                "refused by the provider",
-            ));
-        }
-        if n.is_multiple_of(7) {
-            return Err(ModelError::from("connection reset"));
-        }
-        Extractive.stream(p, sink)
-    }
-    fn complete(&self, p: &Packet) -> Result<ModelResult, ModelError> {
-        Extractive.complete(p)
-    }
-}
-
-fn driver(db: &std::path::Path) -> Driver<SqliteJournal, Flaky> {
+fn driver(db: &std::path::Path) -> Driver<SqliteJournal, Flaky<Extractive>> {
     let mut d = Driver::new(
         Foldline::embedded().unwrap(),
         SqliteJournal::open(db).unwrap(),
-        Flaky(AtomicUsize::new(0)),
+        Flaky::new(Extractive),
         small_decl(),
     );
     d.owner = Some("owner".into());
@@ -67,7 +42,11 @@ fn driver(db: &std::path::Path) -> Driver<SqliteJournal, Flaky> {
 }
 
 /// Every seed outcome, checked against the journal as it is now.
-fn check(d: &Driver<SqliteJournal, Flaky>, before: &[String], step: usize) -> Vec<String> {
+fn check(
+    d: &Driver<SqliteJournal, Flaky<Extractive>>,
+    before: &[String],
+    step: usize,
+) -> Vec<String> {
     let stored = d.journal.read_events("c", 0).unwrap();
     let now: Vec<String> = stored
         .iter()

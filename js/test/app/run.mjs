@@ -8,11 +8,10 @@
 // and each run must compact a 300-message chat and keep the newest message
 // verbatim within the limit. vite's build must not warn about Node modules.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { extname, join, normalize } from "node:path";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { serve, launchChromium } from "../static.mjs";
 
 const js = new URL("../..", import.meta.url).pathname;
 const here = new URL(".", import.meta.url).pathname;
@@ -91,20 +90,8 @@ try {
     builds.esbuild = "/web/esbuild/index.html";
   });
 
-  const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
-  const server = createServer((req, res) => {
-    const path = normalize(join(dir, decodeURIComponent(new URL(req.url, "http://x").pathname)));
-    if (!path.startsWith(dir)) return res.writeHead(403).end();
-    let body;
-    try {
-      body = readFileSync(path);
-    } catch {
-      return res.writeHead(404).end();
-    }
-    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+  const server = await serve(`${dir}/`);
+  const browser = await launchChromium();
   try {
     for (const [name, path] of Object.entries(builds)) {
       await check(`the ${name} build runs the chat in Chromium`, async () => {
@@ -112,7 +99,7 @@ try {
         const errors = [];
         tab.on("pageerror", (e) => errors.push(String(e)));
         tab.on("response", (r) => r.status() >= 400 && errors.push(`${r.status()} ${r.url()}`));
-        await tab.goto(`http://127.0.0.1:${server.address().port}${path}`);
+        await tab.goto(`${server.base}${path}`);
         await tab.waitForFunction(() => globalThis.__result || globalThis.__error, null, { timeout: 30_000 }).catch((e) => {
           throw new Error(`${e.message}\n${errors.join("\n")}`);
         });

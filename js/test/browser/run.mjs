@@ -1,27 +1,11 @@
 // Runs the shared suite in headless Chromium (Debian's chromium, driven by
 // playwright-core), with the IndexedDB journal, over a loopback static server.
-import { createServer } from "node:http";
-import { readFile } from "node:fs/promises";
-import { extname, join, normalize } from "node:path";
-import { chromium } from "playwright-core";
+import { serve, launchChromium } from "../static.mjs";
 
 const root = new URL("../..", import.meta.url).pathname; // js/
-const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
-const server = createServer(async (req, res) => {
-  const path = normalize(join(root, decodeURIComponent(new URL(req.url, "http://x").pathname)));
-  if (!path.startsWith(root)) return res.writeHead(403).end();
-  try {
-    const body = await readFile(path);
-    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
-  } catch {
-    res.writeHead(404).end();
-  }
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const base = `http://127.0.0.1:${server.address().port}`;
-
-const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const browser = await chromium.launch({ executablePath, args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+const server = await serve(root);
+const base = server.base;
+const browser = await launchChromium();
 let failed = 0;
 try {
   const page = await browser.newPage();

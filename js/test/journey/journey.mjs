@@ -248,8 +248,9 @@ export async function journey(f, store, { turns = 600, id = "journey", dump = fa
     before = await check(f, c, journal, id, before, step);
   }
   if (counts.compacted < Math.floor(turns / 200)) throw new Error(`only ${counts.compacted} compactions`);
-  if (counts.failed < 1) throw new Error("the failing model was never exercised");
-  if (counts.crashes !== 1) throw new Error("the injected failure never fired");
+  // Long enough (the default 600 turns), every hazard has happened.
+  if (turns >= 600 && counts.failed < 1) throw new Error("the failing model was never exercised");
+  if (turns >= 600 && counts.crashes !== 1) throw new Error("the injected failure never fired");
   const ctx = await c.context(id, { format: "openai" });
   return { ...counts, events: before.length, journal: await sha256(before.join("\n")), context: await sha256(canonical(ctx)), lines: dump ? before : undefined };
 }

@@ -7,10 +7,8 @@
 // SQLite runs the same script and must agree too. Short profile here (600
 // turns); FOLDLINE_JOURNEY_TURNS=5000 for a long one.
 import { execFileSync } from "node:child_process";
-import { createServer } from "node:http";
-import { readFile, readdir } from "node:fs/promises";
-import { extname, join, normalize } from "node:path";
-import { chromium } from "playwright-core";
+import { readFile } from "node:fs/promises";
+import { serve, launchChromium, workerdModules } from "../static.mjs";
 import { Miniflare } from "miniflare";
 import * as f from "../../dist/node.js";
 import { journey } from "./journey.mjs";
@@ -36,24 +34,11 @@ await runtime("Node (memory journal)", async () => {
 });
 
 await runtime("Chromium (IndexedDB journal)", async () => {
-  const base = root.pathname;
-  const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".html": "text/html" };
-  const server = createServer(async (req, res) => {
-    const path = normalize(join(base, decodeURIComponent(new URL(req.url, "http://x").pathname)));
-    if (!path.startsWith(base)) return res.writeHead(403).end();
-    let body;
-    try {
-      body = await readFile(path);
-    } catch {
-      return res.writeHead(404).end();
-    }
-    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(body);
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+  const server = await serve(root.pathname);
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/test/browser/index.html`);
+    await page.goto(`${server.base}/test/browser/index.html`);
     return await page.evaluate(async (turns) => {
       const f = await import("/dist/browser.js");
       const { journey } = await import("/test/journey/journey.mjs");
@@ -67,18 +52,8 @@ await runtime("Chromium (IndexedDB journal)", async () => {
 });
 
 await runtime("workerd (memory journal)", async () => {
-  const modules = [];
-  async function under(dir) {
-    for (const e of await readdir(new URL(dir, root), { withFileTypes: true })) {
-      const rel = `${dir}/${e.name}`;
-      if (e.isDirectory()) await under(rel);
-      else if (/\.m?js$/.test(e.name)) modules.push({ type: "ESModule", path: `/w/${rel}`, contents: await readFile(new URL(rel, root), "utf8") });
-    }
-  }
-  await under("dist");
-  await under("pkg");
+  const modules = await workerdModules(root, ["dist", "pkg"]);
   modules.push({ type: "ESModule", path: "/w/test/journey/journey.mjs", contents: await readFile(new URL("test/journey/journey.mjs", root), "utf8") });
-  modules.push({ type: "CompiledWasm", path: "/w/pkg/foldline_bg.wasm", contents: await readFile(new URL("pkg/foldline_bg.wasm", root)) });
   const worker = `
 import * as f from "./dist/browser.js";
 import wasm from "./pkg/foldline_bg.wasm";
