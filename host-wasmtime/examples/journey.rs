@@ -170,13 +170,15 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("journey.db");
     let model = std::sync::Arc::new(Flaky::new(Fixed));
-    let driver = || {
+    // The policy upgrade five sixths of the way in (as UPGRADED in
+    // journey.mjs): a shorter summary bound, a new epoch.
+    let driver = |upgraded: bool| {
         let mut decl = Declaration::new("assistant", "assistant-compactor");
         decl.budget = Budget::Chars {
             trigger: 20_000,
             retain: 8_000,
         };
-        decl.summary.max_chars = Some(1_500);
+        decl.summary.max_chars = Some(if upgraded { 1_200 } else { 1_500 });
         let mut d = Driver::new(
             Foldline::embedded().expect("artifact"),
             FailingOnce(SqliteJournal::open(&db).expect("journal")),
@@ -191,9 +193,10 @@ fn main() {
         chat: String::new(),
         sender: String::new(),
     };
-    let mut d = driver();
-    let (mut compacted, mut failed, mut manual, mut corrections, mut races, mut crashes) =
-        (0, 0, 0, 0, 0, 0);
+    let mut upgraded = false;
+    let mut d = driver(upgraded);
+    let (mut compacted, mut failed, mut manual, mut corrections) = (0, 0, 0, 0);
+    let (mut races, mut crashes, mut upgrades) = (0, 0, 0);
     let (mut users, mut callers): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let mut last_seq = 0;
     for (step, s) in script(turns).into_iter().enumerate() {
@@ -236,7 +239,7 @@ fn main() {
                 Err(HostError::Storage(e)) if e.contains("injected failure") => {
                     // The process "restarts": a new driver over the same file.
                     crashes += 1;
-                    d = driver();
+                    d = driver(upgraded);
                     Outcome::Busy
                 }
                 Err(e) => panic!("step {step}: {e}"),
@@ -265,7 +268,12 @@ fn main() {
             _ => {}
         }
         if step == turns / 2 {
-            d = driver();
+            d = driver(upgraded);
+        }
+        if step == turns * 5 / 6 {
+            upgraded = true;
+            upgrades += 1;
+            d = driver(upgraded);
         }
     }
     let lines: Vec<String> = d
@@ -291,7 +299,7 @@ fn main() {
         )
         .expect("context");
     let out = serde_json::json!({
-        "compacted": compacted, "failed": failed, "manual": manual, "corrections": corrections, "races": races, "crashes": crashes,
+        "compacted": compacted, "failed": failed, "manual": manual, "corrections": corrections, "races": races, "crashes": crashes, "upgrades": upgrades,
         "events": lines.len(),
         "journal": hex(lines.join("\n").as_bytes()),
         "context": hex(&canonical::encode(&ctx)),

@@ -3,8 +3,9 @@
 // `/compact` tasks, a model that is refused or drops its stream now and then,
 // a second compactor taking over mid-way (a restart), and now and then two
 // compactors racing on one journal, and once a journal failure between the
-// stored packet and the boundary (the run errs, a new compactor takes over) —
-// with the seeds' outcomes asserted after every step, not snapshots:
+// stored packet and the boundary (the run errs, a new compactor takes over),
+// and a policy upgrade near the end (a new epoch) — with the seeds' outcomes
+// asserted after every step, not snapshots:
 //
 // - the journal is never edited: each step's journal extends the last one;
 // - the chain verifies, and no head has two boundaries;
@@ -25,6 +26,11 @@ const DECLARATION = {
   budget: { kind: "chars", trigger: 20000, retain: 8000 },
   summary: { maxChars: 1500 },
 };
+
+// The policy upgrade five sixths of the way in: a new declaration (a shorter
+// summary bound) is a new epoch — the old boundaries retire, a new frontier
+// and chain start, and nothing of the old epoch bricks the conversation.
+const UPGRADED = { ...DECLARATION, summary: { maxChars: 1200 } };
 
 const TOPICS = ["the Lisbon flat", "the Porto train", "the budget", "Ana's visa", "the Douro tour", "the return flight"];
 
@@ -194,11 +200,13 @@ export async function journey(f, store, { turns = 600, id = "journey", dump = fa
   const { journal, state: failure } = failingOnce(store);
   const failAt = Math.floor((turns * 2) / 3);
   const model = flakyModel(f);
-  const compactor = () => f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey", owner: () => "owner" });
+  let declaration = DECLARATION;
+  const compactor = (holder = "journey") => f.createCompactor({ journal, model, declaration, holder, owner: () => "owner" });
   let c = compactor();
-  const other = f.createCompactor({ journal, model, declaration: DECLARATION, holder: "journey-2", owner: () => "owner" });
+  let other = compactor("journey-2");
   let before = [];
-  const counts = { compacted: 0, failed: 0, manual: 0, corrections: 0, races: 0, crashes: 0 };
+  let compactedBeforeUpgrade = 0;
+  const counts = { compacted: 0, failed: 0, manual: 0, corrections: 0, races: 0, crashes: 0, upgrades: 0 };
   const users = [];
   const callers = [];
   const steps = script(turns);
@@ -245,12 +253,20 @@ export async function journey(f, store, { turns = 600, id = "journey", dump = fa
     if (r.status === "failed") counts.failed++;
     // A restart in the middle: a new compactor over the same journal.
     if (step === Math.floor(turns / 2)) c = compactor();
+    if (step === Math.floor((turns * 5) / 6)) {
+      declaration = UPGRADED;
+      c = compactor();
+      other = compactor("journey-2");
+      counts.upgrades++;
+      compactedBeforeUpgrade = counts.compacted;
+    }
     before = await check(f, c, journal, id, before, step);
   }
   if (counts.compacted < Math.floor(turns / 200)) throw new Error(`only ${counts.compacted} compactions`);
   // Long enough (the default 600 turns), every hazard has happened.
   if (turns >= 600 && counts.failed < 1) throw new Error("the failing model was never exercised");
   if (turns >= 600 && counts.crashes !== 1) throw new Error("the injected failure never fired");
+  if (turns >= 600 && counts.compacted === compactedBeforeUpgrade) throw new Error("no compaction in the upgraded epoch");
   const ctx = await c.context(id, { format: "openai" });
   return { ...counts, events: before.length, journal: await sha256(before.join("\n")), context: await sha256(canonical(ctx)), lines: dump ? before : undefined };
 }
