@@ -346,6 +346,23 @@ impl Declaration {
         canonical::hash(self)
     }
 
+    /// The one refusal of a declaration that breaks rules: `invalid_declaration`
+    /// naming every field at fault, as both `plan` (which lists the single
+    /// violations beside it) and `select` answer it. `None` when it breaks none.
+    pub fn refusal(&self) -> Option<(Error, Vec<Error>)> {
+        let violations = self.violations();
+        if violations.is_empty() {
+            return None;
+        }
+        let fields: Vec<String> = violations.iter().flat_map(|e| e.ids.clone()).collect();
+        let error = Error::new(
+            Code::InvalidDeclaration,
+            format!("the declaration breaks {} rule(s)", violations.len()),
+        )
+        .with_ids(fields);
+        Some((error, violations))
+    }
+
     /// Check every rule and return every violation (empty when valid).
     pub fn violations(&self) -> Vec<Error> {
         let mut errs = Vec::new();

@@ -210,17 +210,8 @@ pub fn plan(req: &PlanRequest) -> PlanOutcome {
 
 fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     let decl = &req.declaration;
-    let violations = decl.violations();
-    if !violations.is_empty() {
-        let fields: Vec<String> = violations.iter().flat_map(|e| e.ids.clone()).collect();
-        return Ok(PlanOutcome::Refuse {
-            error: Error::new(
-                Code::InvalidDeclaration,
-                format!("the declaration breaks {} rule(s)", violations.len()),
-            )
-            .with_ids(fields),
-            errors: violations,
-        });
+    if let Some((error, errors)) = decl.refusal() {
+        return Ok(PlanOutcome::Refuse { error, errors });
     }
     if let Trigger::Manual {
         actor,

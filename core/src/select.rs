@@ -178,9 +178,8 @@ pub struct Selection {
 /// `divergent_hash` for inconsistent input.
 pub fn select(req: &SelectRequest) -> Result<Selection> {
     let decl = &req.declaration;
-    let violations = decl.violations();
-    if let Some(first) = violations.into_iter().next() {
-        return Err(first);
+    if let Some((error, _)) = decl.refusal() {
+        return Err(error);
     }
     crate::plan::check_route(&req.events, &req.route)?;
     if let Some(f) = &req.frontier {

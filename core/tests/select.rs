@@ -442,3 +442,20 @@ fn a_plan_that_must_freeze_metadata_turns_asks_for_their_content() {
         foldline_core::PlanOutcome::Skip { .. }
     ));
 }
+
+#[test]
+fn select_refuses_an_invalid_declaration_as_plan_does_naming_every_field() {
+    let mut d = chars_decl(1_000, 2_000); // retain over trigger
+    d.compactor_id = d.target_id.clone(); // the compactor must be another consumer
+    let e = select(&select_req(&d, turns(1, 3, 10))).expect_err("an invalid declaration");
+    assert_eq!(e.code.as_str(), "invalid_declaration");
+    assert!(e.ids.contains(&"compactorId".to_owned()), "{:?}", e.ids);
+    assert!(e.ids.contains(&"budget.retain".to_owned()), "{:?}", e.ids);
+    match foldline_core::plan(&request(&d, turns(1, 3, 10))) {
+        PlanOutcome::Refuse { error, errors } => {
+            assert_eq!(error, e, "plan and select answer one refusal");
+            assert_eq!(errors.len(), 2);
+        }
+        other => panic!("{other:?}"),
+    }
+}
