@@ -134,7 +134,19 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Eight bytes at a time while none needs escaping (most text): a
+        // byte below 0x20, a quote or a backslash shows in the word's bits.
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if !needs_escape(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        i += 1;
         let esc: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -146,7 +158,7 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
             0x00..=0x1f => b"",
             _ => continue,
         };
-        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(&bytes[start..i - 1]);
         if esc.is_empty() {
             out.extend_from_slice(b"\\u00");
             out.push(HEX[(b >> 4) as usize]);
@@ -154,10 +166,20 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
         } else {
             out.extend_from_slice(esc);
         }
-        start = i + 1;
+        start = i;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether any of the eight bytes of `w` is below 0x20, `"` or `\\`
+/// (the bit tricks of "Bit Twiddling Hacks": `haszero` and `hasless`).
+fn needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    below_space | zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) != 0
 }
 
 /// Write a non-negative integer.
@@ -265,6 +287,28 @@ mod tests {
             let mut ours = Vec::new();
             write_str(s, &mut ours);
             assert_eq!(ours, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn every_byte_needing_escape_is_found_at_every_offset() {
+        // The eight-bytes-at-a-time scan: each escaped character, at each
+        // offset in and around a word, among plain ASCII and multi-byte text.
+        let pads = ["", "a", "héllo wo", "0123456789abcdef", "€€€", "😀 x"];
+        for c in (0u32..0x20)
+            .chain([0x22, 0x5c, 0x7f, 0xe9, 0x2028])
+            .filter_map(char::from_u32)
+        {
+            for pre in pads {
+                for post in pads {
+                    for n in 0..10 {
+                        let s = format!("{pre}{}{c}{post}", "x".repeat(n));
+                        let mut ours = Vec::new();
+                        write_str(&s, &mut ours);
+                        assert_eq!(ours, serde_json::to_vec(&s).unwrap(), "{s:?}");
+                    }
+                }
+            }
         }
     }
 
