@@ -214,6 +214,12 @@ fn compactor_input_is_previous_boundary_plus_amendment_plus_new_turns() {
         )
         .unwrap(),
     );
+    // An amendment whose size was altered (the hash does not cover it) is refused.
+    let mut lying = r.clone();
+    if let Some(a) = lying.amendment.as_mut() {
+        a.chars -= 1;
+    }
+    assert_eq!(code_of(&plan(&lying)), Some("divergent_hash"));
     let p = compact_packet(plan(&r));
     assert_eq!(p.previous.as_ref().unwrap().boundary_id, "b1");
     assert!(p.messages[1].content.contains("EARLIER SUMMARY"));

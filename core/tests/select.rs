@@ -98,6 +98,17 @@ fn context_order_is_pinned_summary_amendment_tail_prompt() {
     r.head = res.head.clone();
     r.amendment = res.amendment.clone();
     r.prompt = Some(text("now"));
+    // A size or frontier altered by the host is refused, as plan refuses it.
+    let mut lying = r.clone();
+    if let Some(a) = lying.amendment.as_mut() {
+        a.chars += 1;
+    }
+    assert_eq!(select(&lying).unwrap_err().code.as_str(), "divergent_hash");
+    let mut moved = r.clone();
+    if let Some(f) = moved.frontier.as_mut() {
+        f.start_seq += 1;
+    }
+    assert_eq!(select(&moved).unwrap_err().code.as_str(), "divergent_hash");
     let sel = select(&r).unwrap();
     let msgs: Vec<foldline_core::select::ContextMessage> =
         serde_json::from_value(sel.messages.unwrap().to_value()).unwrap();

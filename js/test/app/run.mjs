@@ -7,7 +7,7 @@
 //     browser entry names) and by esbuild (the .wasm copied, passed by URL);
 // and each run must compact a 300-message chat and keep the newest message
 // verbatim within the limit. vite's build must not warn about Node modules.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -55,14 +55,25 @@ try {
   await check(`runs unbundled in Node ${process.version}`, () => judge(JSON.parse(sh(process.execPath, ["out/node-main.js"], dir)), "node 20"));
   await check("runs unbundled in Node 22", () => judge(JSON.parse(sh(node22, ["out/node-main.js"], dir)), "node 22"));
 
-  await check("a Node server bundle (esbuild) finds the .wasm in node_modules, or beside it when shipped alone", () => {
+  await check("a Node server bundle (esbuild) finds the .wasm in node_modules, or beside it when shipped alone (and says not_initialized without it)", () => {
     sh(bin("esbuild"), ["out/node-main.js", "--bundle", "--platform=node", "--format=esm", "--outfile=server/server.mjs", "--log-level=warning"], dir);
     judge(JSON.parse(sh(process.execPath, ["server/server.mjs"], dir)), "server bundle");
-    const alone = join(dir, "alone");
-    mkdirSync(alone);
-    copyFileSync(join(dir, "server", "server.mjs"), join(alone, "server.mjs"));
-    copyFileSync(join(dir, "node_modules", "foldline", "pkg", "foldline_bg.wasm"), join(alone, "foldline_bg.wasm"));
-    judge(JSON.parse(sh(process.execPath, ["server.mjs"], alone)), "server bundle shipped alone");
+    // Outside the app's tree, so no node_modules above it can serve the .wasm.
+    const alone = mkdtempSync(join(tmpdir(), "foldline-alone-"));
+    try {
+      copyFileSync(join(dir, "server", "server.mjs"), join(alone, "server.mjs"));
+      let missing;
+      try {
+        sh(process.execPath, ["server.mjs"], alone);
+      } catch (e) {
+        missing = String(e.stderr);
+      }
+      if (!missing?.includes("not_initialized")) throw new Error(`without the .wasm beside it: ${missing ?? "it ran"}`);
+      copyFileSync(join(dir, "node_modules", "foldline", "pkg", "foldline_bg.wasm"), join(alone, "foldline_bg.wasm"));
+      judge(JSON.parse(sh(process.execPath, ["server.mjs"], alone)), "server bundle shipped alone");
+    } finally {
+      rmSync(alone, { recursive: true, force: true });
+    }
   });
 
   // Browser builds, each into web/<name>/ with an index.html.
@@ -70,8 +81,10 @@ try {
   const builds = {};
   await check("vite builds the browser entry without warnings about Node modules", () => {
     writeFileSync(join(dir, "index.html"), page("./out/web-main.js"));
-    const out = sh(bin("vite"), ["build", "--base", "./", "--outDir", join(dir, "web", "vite"), "--emptyOutDir", "--logLevel", "warn"], dir);
-    if (/node:|externalized for browser|cannot be analyzed/i.test(out)) throw new Error(`vite warned:\n${out}`);
+    // vite warns on stderr (and fails the build when a Node module is imported for the browser).
+    const r = spawnSync(bin("vite"), ["build", "--base", "./", "--outDir", join(dir, "web", "vite"), "--emptyOutDir", "--logLevel", "warn"], { cwd: dir, encoding: "utf8" });
+    const out = `${r.stdout}${r.stderr}`;
+    if (r.status !== 0 || /node:|externalized for browser|cannot be analyzed/i.test(out)) throw new Error(`vite warned (exit ${r.status}):\n${out}`);
     if (!readdirSync(join(dir, "web", "vite", "assets")).some((f) => f.endsWith(".wasm"))) throw new Error("vite emitted no .wasm");
     builds.vite = "/web/vite/index.html";
   });

@@ -87,7 +87,8 @@ function fail(step, why) {
 /** Every seed outcome, checked against the journal as it is now. Answers the journal's events as JSON lines. */
 async function check(f, c, journal, id, before, step) {
   const stored = await journal.readEvents(id, 0);
-  const now = stored.map((s) => canonical(withoutDefaults(s.event)));
+  // Exactly as stored: any change to an earlier event, even of a default, is an edit.
+  const now = stored.map((s) => JSON.stringify(s.event));
   if (now.length < before.length || before.some((e, i) => e !== now[i])) fail(step, "the journal was edited");
   const events = stored.map((s) => s.event);
   // The chain verifies; no head has two boundaries.
@@ -268,5 +269,8 @@ export async function journey(f, store, { turns = 600, id = "journey", dump = fa
   if (turns >= 600 && counts.crashes !== 1) throw new Error("the injected failure never fired");
   if (turns >= 600 && counts.compacted === compactedBeforeUpgrade) throw new Error("no compaction in the upgraded epoch");
   const ctx = await c.context(id, { format: "openai" });
-  return { ...counts, events: before.length, journal: await sha256(before.join("\n")), context: await sha256(canonical(ctx)), lines: dump ? before : undefined };
+  // Across drivers the journals are compared in meaning: canonical, without
+  // the default-valued members only one of them writes out.
+  const lines = (await journal.readEvents(id, 0)).map((s) => canonical(withoutDefaults(s.event)));
+  return { ...counts, events: lines.length, journal: await sha256(lines.join("\n")), context: await sha256(canonical(ctx)), lines: dump ? lines : undefined };
 }
