@@ -1,6 +1,8 @@
 /* tslint:disable */
 /* eslint-disable */
 
+export function __wbg_reset_state(): void;
+
 /**
  * Any entry point (`plan`, `validate`, `select`, `timeline`, `trimPrompt`,
  * `compressToolResult`, `settings`) with a JSON string; answers the

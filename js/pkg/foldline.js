@@ -1,5 +1,16 @@
 /* @ts-self-types="./foldline.d.ts" */
 
+export function __wbg_reset_state () {
+    __wbg_instance_id++;
+    cachedUint8ArrayMemory0 = null;
+    if (typeof numBytesDecoded !== 'undefined') numBytesDecoded = 0;
+    if (typeof WASM_VECTOR_LEN !== 'undefined') WASM_VECTOR_LEN = 0;
+    __wbg_reinit_scheduled = false;
+    wasmInstance = new WebAssembly.Instance(wasmModule, __wbg_get_imports());
+    wasm = wasmInstance.exports;
+    wasm.__wbindgen_start();
+}
+
 /**
  * Any entry point (`plan`, `validate`, `select`, `timeline`, `trimPrompt`,
  * `compressToolResult`, `settings`) with a JSON string; answers the
@@ -24,11 +35,14 @@ export function call(entry, request) {
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.call(ptr0, len0, ptr1, len1);
+        let ret;
+        __wbg_call_guard();
+        ret = wasm.call(ptr0, len0, ptr1, len1);
         deferred3_0 = ret[0];
         deferred3_1 = ret[1];
         return getStringFromWasm0(ret[0], ret[1]);
     } finally {
+        __wbg_call_guard();
         wasm.__wbindgen_free(deferred3_0, deferred3_1, 1);
     }
 }
@@ -41,11 +55,14 @@ export function version() {
     let deferred1_0;
     let deferred1_1;
     try {
-        const ret = wasm.version();
+        let ret;
+        __wbg_call_guard();
+        ret = wasm.version();
         deferred1_0 = ret[0];
         deferred1_1 = ret[1];
         return getStringFromWasm0(ret[0], ret[1]);
     } finally {
+        __wbg_call_guard();
         wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
     }
 }
@@ -66,6 +83,16 @@ function __wbg_get_imports() {
         "./foldline_bg.js": import0,
     };
 }
+
+function __wbg_call_guard() {
+    if (__wbg_reinit_scheduled) {
+        __wbg_reset_state();
+        return;
+    }
+}
+
+
+let __wbg_instance_id = 0;
 
 function getStringFromWasm0(ptr, len) {
     ptr = ptr >>> 0;
@@ -116,6 +143,8 @@ function passStringToWasm0(arg, malloc, realloc) {
     WASM_VECTOR_LEN = offset;
     return ptr;
 }
+
+let __wbg_reinit_scheduled = false;
 
 let cachedTextDecoder = new TextDecoder('utf-8', { ignoreBOM: true });
 cachedTextDecoder.decode();

@@ -6,7 +6,7 @@
 // Every call answers a typed value or throws a FoldlineError with the core's
 // stable code; nothing traps.
 
-import { core } from "./load.js";
+import { core, release } from "./load.js";
 import { FoldlineError } from "./error.js";
 import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
 import type {
@@ -40,7 +40,7 @@ export const artifactSha256: string = ARTIFACT_SHA256;
 
 export { FoldlineError } from "./error.js";
 export type { WasmSource } from "./load.js";
-export { ABI_MAJOR } from "./load.js";
+export { ABI_MAJOR, MEMORY_RESET_BYTES, memoryBytes } from "./load.js";
 
 /** Crate, ruleset and ABI versions of the loaded core. */
 export function version(): { crate: string; ruleset: string; abi: { major: number; minor: number } } {
@@ -65,7 +65,9 @@ function call<T>(entry: string, request: unknown): T {
     throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
   }
   if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
-  const e = JSON.parse(core().call(entry, text)) as Envelope<T>;
+  const answer = core().call(entry, text);
+  release();
+  const e = JSON.parse(answer) as Envelope<T>;
   if ("error" in e) throw new FoldlineError(e.error);
   return e.ok;
 }
@@ -112,5 +114,7 @@ export function settingsProjection(request: SettingsRequest): SettingsResponse {
 
 /** Any entry point, JSON string in and canonical JSON string out (the conformance path). */
 export function callJson(entry: string, request: string): string {
-  return core().call(entry, request);
+  const answer = core().call(entry, request);
+  release();
+  return answer;
 }

@@ -41,6 +41,31 @@ export function core(): Core {
 }
 
 /**
+ * Linear memory past which the core is re-instantiated once a call has
+ * returned. WebAssembly memory grows and never shrinks: without this, one
+ * huge request (a pasted log, a long history in one call) would keep its
+ * high-water mark for the life of the page or process. The core holds no
+ * state between calls, so a fresh instance answers exactly as the old one.
+ */
+export const MEMORY_RESET_BYTES = 16 * 1024 * 1024;
+
+/** The core's exports as instantiated now (the glue answers them once loaded). */
+function exports(): { memory: { buffer: ArrayBuffer } } {
+  return wasm.initSync(undefined as never) as unknown as { memory: { buffer: ArrayBuffer } };
+}
+
+/** Bytes of the core's linear memory now (for soak tests and diagnostics). */
+export function memoryBytes(): number {
+  core();
+  return exports().memory.buffer.byteLength;
+}
+
+/** After a call: a fresh instance if the last call left the memory past {@link MEMORY_RESET_BYTES}. */
+export function release(): void {
+  if (exports().memory.buffer.byteLength > MEMORY_RESET_BYTES) wasm.__wbg_reset_state();
+}
+
+/**
  * Load the core once: from `source`, or else from what the platform's
  * `fallback` finds. A failed load can be retried.
  */

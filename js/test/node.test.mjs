@@ -1,4 +1,5 @@
 import { test } from "node:test";
+import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
@@ -144,3 +145,18 @@ for (const every of [0, 50]) {
     if (every && out.compacted === 0) throw new Error("a 3,000-message chat never compacted");
   });
 }
+
+test("one huge request does not keep its memory: the core is re-instantiated past MEMORY_RESET_BYTES, and answers the same", async () => {
+  await f.init();
+  const small = "Basically, I think that the hotel is really quite near the station.";
+  const before = f.trimPrompt(small);
+  const base = f.memoryBytes();
+  // A 4 MB paste grows the linear memory well past the bound for the call…
+  const huge = f.trimPrompt(`${small} `.repeat(60_000));
+  assert.ok(huge.text.length > 1_000_000);
+  // …and the instance that kept it is gone once the call has returned.
+  assert.ok(f.memoryBytes() <= f.MEMORY_RESET_BYTES, `${f.memoryBytes()} bytes kept`);
+  assert.ok(f.memoryBytes() <= Math.max(base, 2 * 1024 * 1024), `${f.memoryBytes()} bytes after the reset, ${base} before`);
+  assert.deepEqual(f.trimPrompt(small), before);
+  assert.equal(JSON.parse(f.callJson("trimPrompt", JSON.stringify({ text: small }))).ok.text, before.text);
+});

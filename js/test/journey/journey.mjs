@@ -80,12 +80,12 @@ export function flakyModel(f) {
   };
 }
 
-function fail(step, why) {
+export function fail(step, why) {
   throw new Error(`journey step ${step}: ${why}`);
 }
 
 /** Every seed outcome, checked against the journal as it is now. Answers the journal's events as JSON lines. */
-async function check(f, c, journal, id, before, step) {
+export async function check(f, c, journal, id, before, step) {
   const stored = await journal.readEvents(id, 0);
   // Exactly as stored: any change to an earlier event, even of a default, is an edit.
   const now = stored.map((s) => JSON.stringify(s.event));
@@ -118,7 +118,11 @@ async function check(f, c, journal, id, before, step) {
     if (s.role !== "user" || !s.parts[0].text.startsWith("[untrusted-history-summary")) fail(step, `summary ${JSON.stringify(s).slice(0, 200)}`);
   }
   // The exact tail is a suffix of the conversation.
-  const turns = events.filter((e) => e.type === "message" && e.role !== "system").map((e) => e.turnId);
+  // (Late deliveries take their place by source sequence.)
+  const turns = events
+    .filter((e) => (e.type === "message" || e.type === "lateDelivery") && e.role !== "system")
+    .sort((a, b) => a.sourceSeq - b.sourceSeq)
+    .map((e) => e.turnId);
   const tail = messages.filter((x) => x.kind === "turn").map((x) => x.turnId);
   if (tail.length === 0 && turns.length > 0) fail(step, "an empty tail");
   if (tail.some((t, i) => t !== turns[turns.length - tail.length + i])) fail(step, `the tail is not an exact suffix: ${tail.slice(0, 3)}…`);
