@@ -98,6 +98,10 @@ struct Warm {
     call: TypedFunc<(u32, u32, u32, u32), u64>,
 }
 
+/// Linear memory past which the instance a call ran in is dropped instead of
+/// kept for the next call (the same bound as the JS package's).
+pub const MEMORY_RESET_BYTES: usize = 16 * 1024 * 1024;
+
 /// A loaded, version-checked foldline module.
 pub struct Foldline {
     engine: Engine,
@@ -268,8 +272,20 @@ impl Foldline {
             .set_fuel(self.limits.fuel)
             .map_err(|e| HostError::Load(e.to_string()))?;
         let out = self.run(&mut w, entry, input)?;
-        *slot = Some(w); // only a clean success is reused
+        // Only a clean success is reused, and only if its memory is still of
+        // a usual size: linear memory never shrinks, so an instance that one
+        // huge request grew is dropped rather than kept for the process's life.
+        if w.memory.data_size(&w.store) <= MEMORY_RESET_BYTES {
+            *slot = Some(w);
+        }
         Ok(out)
+    }
+
+    /// Bytes of linear memory the instance kept for the next call holds
+    /// (0 when none is kept); at most [`MEMORY_RESET_BYTES`].
+    pub fn memory_bytes(&self) -> usize {
+        let slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref().map_or(0, |w| w.memory.data_size(&w.store))
     }
 
     fn run(&self, w: &mut Warm, entry: &str, input: &[u8]) -> Result<Vec<u8>> {

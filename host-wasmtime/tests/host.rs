@@ -10,7 +10,7 @@ use foldline_core::declaration::{Budget, Declaration};
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions};
-use foldline_wasmtime::runtime::{Foldline, Limits, EMBEDDED_WASM};
+use foldline_wasmtime::runtime::{Foldline, Limits, EMBEDDED_WASM, MEMORY_RESET_BYTES};
 use foldline_wasmtime::{import, HostError};
 
 fn bin() -> Command {
@@ -1124,4 +1124,22 @@ fn the_offline_summary_covers_the_whole_range_and_keeps_old_facts() {
             .all(|l| l.starts_with("user: ") || l.starts_with("assistant: ")),
         "{last}"
     );
+}
+
+#[test]
+fn one_huge_request_does_not_keep_its_memory_and_the_next_answer_is_the_same() {
+    let f = Foldline::embedded().unwrap();
+    let small = br#"{"text":"Basically, I think that the hotel is really quite near the station."}"#;
+    let before = f.call_raw("trimPrompt", small).unwrap();
+    let kept = f.memory_bytes();
+    assert!(kept > 0 && kept <= MEMORY_RESET_BYTES, "{kept}");
+    // A 4 MB paste grows the instance's memory well past the bound…
+    let huge = format!(
+        "{{\"text\":\"{}\"}}",
+        "Basically, I think that the hotel is really quite near the station. ".repeat(60_000)
+    );
+    assert!(f.call_raw("trimPrompt", huge.as_bytes()).is_ok());
+    // …and that instance is not the one kept for the next call.
+    assert!(f.memory_bytes() <= kept, "{} bytes kept", f.memory_bytes());
+    assert_eq!(f.call_raw("trimPrompt", small).unwrap(), before);
 }

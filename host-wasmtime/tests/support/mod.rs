@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 pub mod fixtures;
 pub mod flaky;
+pub mod invariants;
 pub mod pg;
 pub mod server;
