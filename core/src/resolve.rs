@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::agree::agree;
 use crate::amend::{self, Amendment, Snapshot};
-use crate::boundary::{Boundary, ChainHead};
+use crate::boundary::{Boundary, ChainHead, InputTurn};
 use crate::declaration::Declaration;
 use crate::error::{Code, Error, Result};
 use crate::event::Event;
@@ -51,6 +51,30 @@ pub struct ResolveRequest {
     /// links, order, route and epoch still are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trusted: Vec<String>,
+    /// A chain prefix this host verified before (an earlier resolution's
+    /// head): the chain is resolved from it, so `events` need hold only the
+    /// boundaries after it, and a compaction's cost does not grow with the
+    /// length of the chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verified>,
+}
+
+/// The head of a chain prefix a host verified before, and what that prefix
+/// holds for the covered turns later events touch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Verified {
+    /// The boundary at the verified head, in full, as the journal holds it
+    /// (trusted: not re-hashed or re-settled; its epoch, route, declaration
+    /// and frontier still are checked, and the next boundary must link to it).
+    pub boundary: Boundary,
+    /// Its position in the chain (the earlier resolution's `head.length`).
+    pub length: u64,
+    /// What the verified prefix holds (a boundary's frozen turn, or a later
+    /// boundary's absorbed entry) for each covered turn that a correction or
+    /// late delivery in `events` touches: the snapshot amendments compare with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<InputTurn>,
 }
 
 /// The resolved chain.
@@ -98,13 +122,27 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         .iter()
         .filter(|f| f.route == req.route)
         .partition(|f| f.in_epoch(&fingerprint));
+    let in_epoch = |b: &Boundary| {
+        b.ruleset_version == crate::RULESET_VERSION && b.declaration_fingerprint == fingerprint
+    };
+    let verified = req.verified.as_ref();
+    let start = verified.map(|v| &v.boundary);
     let (current, retired_b): (Vec<&Boundary>, Vec<&Boundary>) = recon
         .boundaries
         .iter()
         .filter(|b| b.route == req.route || b.declaration_fingerprint == fingerprint)
-        .partition(|b| {
-            b.ruleset_version == crate::RULESET_VERSION && b.declaration_fingerprint == fingerprint
-        });
+        .filter(|b| start.is_none_or(|v| v.id != b.id))
+        .partition(|b| in_epoch(b));
+    if let Some(v) = start {
+        if !in_epoch(v) {
+            return Err(Error::new(
+                Code::StaleDeclaration,
+                "the verified head belongs to another epoch; resolve the chain from its start",
+            )
+            .with_ids([v.id.clone()]));
+        }
+        check_boundary(v, decl, &req.route, true)?;
+    }
 
     let mut trusted: Vec<&str> = req.trusted.iter().map(String::as_str).collect();
     trusted.sort_unstable();
@@ -133,26 +171,33 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         }
     };
     let chain = match frontier {
-        None if !current.is_empty() => {
+        None if !current.is_empty() || start.is_some() => {
             return Err(Error::new(
                 Code::MissingLink,
                 "boundaries exist but their activation frontier does not",
             )
-            .with_ids(current.iter().map(|b| b.id.clone())))
+            .with_ids(current.iter().chain(start.iter()).map(|b| b.id.clone())))
         }
         None => Vec::new(),
-        Some(f) => order_chain(&current, f)?,
+        Some(f) => order_chain(&current, f, start)?,
     };
 
     let packets: BTreeMap<&str, &Packet> = req.packets.iter().map(|p| (p.id.as_str(), p)).collect();
-    for b in chain.iter().filter(|b| !is_trusted(&b.id)) {
+    for b in chain[usize::from(start.is_some())..]
+        .iter()
+        .filter(|b| !is_trusted(&b.id))
+    {
         check_run(b, &packets)?;
     }
 
-    let head = chain.last().map(|b| ChainHead::of(b, chain.len() as u64));
+    // Positions before the verified head are not in `chain`.
+    let before = verified.map_or(0, |v| v.length.saturating_sub(1));
+    let head = chain
+        .last()
+        .map(|b| ChainHead::of(b, before + chain.len() as u64));
     let amendment = match (frontier, chain.last()) {
         (Some(f), Some(last)) => amend::derive(
-            &snapshot(&chain),
+            &snapshot(verified.map_or(&[][..], |v| &v.turns), &chain),
             f.start_seq,
             last.covered_through_seq,
             &recon,
@@ -208,10 +253,27 @@ fn check_boundary(b: &Boundary, decl: &Declaration, route: &Route, trusted: bool
     Ok(())
 }
 
-/// Order the current epoch's boundaries into one chain from the frontier.
-fn order_chain<'a>(bs: &[&'a Boundary], f: &Frontier) -> Result<Vec<&'a Boundary>> {
-    let by_id: BTreeMap<&str, &Boundary> = bs.iter().map(|b| (b.id.as_str(), *b)).collect();
+/// Order the current epoch's boundaries into one chain from the frontier,
+/// or from `start` (a verified head, first in the answer) when given.
+fn order_chain<'a>(
+    bs: &[&'a Boundary],
+    f: &Frontier,
+    start: Option<&'a Boundary>,
+) -> Result<Vec<&'a Boundary>> {
+    let by_id: BTreeMap<&str, &Boundary> = bs
+        .iter()
+        .chain(start.iter())
+        .map(|b| (b.id.as_str(), *b))
+        .collect();
     let mut children: BTreeMap<Option<&str>, Vec<&Boundary>> = BTreeMap::new();
+    // A verified head is the root: its own predecessors are not sent.
+    if let Some(b) = start.filter(|b| b.frontier != f.reference()) {
+        return Err(Error::new(
+            Code::FrontierMismatch,
+            "the verified head names another activation frontier than the current one",
+        )
+        .with_ids([b.id.clone()]));
+    }
     for b in bs {
         if b.frontier != f.reference() {
             return Err(Error::new(
@@ -238,8 +300,9 @@ fn order_chain<'a>(bs: &[&'a Boundary], f: &Frontier) -> Result<Vec<&'a Boundary
                 .with_ids(kids.iter().map(|b| b.id.clone())),
         );
     }
-    let mut chain: Vec<&Boundary> = Vec::with_capacity(bs.len());
-    let mut at: Option<&str> = None;
+    let mut chain: Vec<&Boundary> = Vec::with_capacity(bs.len() + 1);
+    chain.extend(start);
+    let mut at: Option<&str> = start.map(|b| b.id.as_str());
     while let Some(kids) = children.get(&at) {
         let b = kids[0];
         match chain.last() {
@@ -287,12 +350,12 @@ fn order_chain<'a>(bs: &[&'a Boundary], f: &Frontier) -> Result<Vec<&'a Boundary
             }
         }
         chain.push(b);
-        if chain.len() > bs.len() {
+        if chain.len() > bs.len() + 1 {
             break;
         }
         at = Some(b.id.as_str());
     }
-    if chain.len() != bs.len() {
+    if chain.len() != bs.len() + usize::from(start.is_some()) {
         let on: Vec<&str> = chain.iter().map(|b| b.id.as_str()).collect();
         return Err(Error::new(
             Code::MissingLink,
@@ -341,30 +404,28 @@ fn check_run(b: &Boundary, packets: &BTreeMap<&str, &Packet>) -> Result<()> {
     Ok(())
 }
 
-/// What the chain holds for each covered turn, later boundaries' absorbed
-/// amendments overriding the original snapshot.
-fn snapshot(chain: &[&Boundary]) -> BTreeMap<String, Snapshot> {
+/// What the chain holds for each covered turn — first what a verified
+/// prefix holds (`before`), then each boundary's frozen turns, later
+/// boundaries' absorbed amendments overriding the original snapshot.
+fn snapshot(before: &[InputTurn], chain: &[&Boundary]) -> BTreeMap<String, Snapshot> {
     let mut map = BTreeMap::new();
+    let mut put = |turn_id: &str, source_seq, role, content_hash: &str| {
+        let s = Snapshot {
+            source_seq,
+            role,
+            content_hash: content_hash.to_owned(),
+        };
+        map.insert(turn_id.to_owned(), s);
+    };
+    for t in before {
+        put(&t.turn_id, t.source_seq, t.role, &t.content_hash);
+    }
     for b in chain {
         for t in &b.input.turns {
-            map.insert(
-                t.turn_id.clone(),
-                Snapshot {
-                    source_seq: t.source_seq,
-                    role: t.role,
-                    content_hash: t.content_hash.clone(),
-                },
-            );
+            put(&t.turn_id, t.source_seq, t.role, &t.content_hash);
         }
         for a in &b.absorbed {
-            map.insert(
-                a.turn_id.clone(),
-                Snapshot {
-                    source_seq: a.source_seq,
-                    role: a.role,
-                    content_hash: a.content_hash.clone(),
-                },
-            );
+            put(&a.turn_id, a.source_seq, a.role, &a.content_hash);
         }
     }
     map

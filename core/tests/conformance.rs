@@ -602,6 +602,44 @@ fn gen_validate() -> Vec<Value> {
             ("/ok/accepted/2", json!(accepted[2])),
         ],
     );
+    let mut corrected = three_links();
+    let first = corrected.boundaries()[0].input.turns[2].clone();
+    corrected
+        .events
+        .push(correction(&first.turn_id, 1, "CORRECTED FACT"));
+    let bs = corrected.boundaries();
+    let mut verified = v(&from_verified(&corrected, 2));
+    verified["kind"] = json!("resolve");
+    g.add(
+        "resolve-verified",
+        "resolve from a verified head: only the boundaries after it are sent, the chain's length counts the prefix, accepted starts at the head, and a correction of a turn the prefix covers is amended against the prefix's snapshot",
+        "validate",
+        verified,
+        &[
+            ("/ok/kind", json!("resolved")),
+            ("/ok/head/length", json!(3)),
+            ("/ok/head/boundaryId", json!(bs[2].id)),
+            ("/ok/accepted", json!([bs[1].id, bs[2].id])),
+            ("/ok/amendment/entries/0/kind", json!("corrected")),
+            ("/ok/amendment/entries/0/turnId", json!(first.turn_id)),
+            ("/ok/amendment/entries/0/oldHash", json!(first.content_hash)),
+        ],
+    );
+    let mut unlinked = v(&from_verified(&corrected, 1));
+    unlinked["kind"] = json!("resolve");
+    unlinked["events"] = json!(unlinked["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["id"] != json!(bs[1].id))
+        .collect::<Vec<_>>());
+    g.add(
+        "resolve-verified-missing-link",
+        "from a verified head, a boundary that does not link to it (its predecessor neither verified nor sent) fails closed",
+        "validate",
+        unlinked,
+        &rej("missing_link"),
+    );
     let mut rev = three_links();
     rev.events.reverse();
     g.add(

@@ -215,6 +215,7 @@ fn wrong_route_and_stale_declaration_fail_closed() {
         events: s.events.clone(),
         packets: s.packets.clone(),
         trusted: Vec::new(),
+        verified: None,
     });
     let e = r.unwrap_err();
     assert_eq!(e.code.as_str(), "stale_declaration");
@@ -233,6 +234,7 @@ fn trusted_boundaries_are_not_re_settled_but_their_links_still_hold() {
         events: s.events.clone(),
         packets,
         trusted,
+        verified: None,
     };
     // Without packets, untrusted boundaries cannot show their run evidence.
     assert_eq!(
@@ -252,6 +254,64 @@ fn trusted_boundaries_are_not_re_settled_but_their_links_still_hold() {
         ..req(full.accepted.clone(), s.packets.clone())
     });
     assert_eq!(err_code(r), "fork");
+}
+
+#[test]
+fn a_verified_head_resolves_as_the_whole_chain_does_from_only_what_follows_it() {
+    use foldline_core::resolve::resolve;
+    let mut s = three_links();
+    let bs = s.boundaries();
+    // A correction of a turn the first boundary froze: the amendment needs
+    // the verified prefix's snapshot of it.
+    s.events.push(correction(
+        &bs[0].input.turns[2].turn_id,
+        1,
+        "CORRECTED FACT",
+    ));
+    let full = s.resolve().unwrap();
+    assert!(full.amendment.is_some());
+    for k in 1..=3 {
+        let r = resolve(&from_verified(&s, k)).unwrap();
+        assert_eq!(r.head, full.head, "from link {k}");
+        assert_eq!(r.amendment, full.amendment, "from link {k}");
+        assert_eq!(r.frontier, full.frontier);
+        assert_eq!(r.accepted, full.accepted[k - 1..], "from link {k}");
+    }
+    // The prefix's snapshot is what a correction is compared with: without
+    // it, the correction of a turn the prefix covers finds nothing to amend
+    // (so a host must send it; docs/journal.md says how).
+    let mut bare = from_verified(&s, 2);
+    bare.verified.as_mut().unwrap().turns.clear();
+    assert_eq!(resolve(&bare).unwrap().amendment, None);
+}
+
+#[test]
+fn from_a_verified_head_a_broken_link_a_fork_or_another_epoch_fails_closed() {
+    use foldline_core::resolve::resolve;
+    let s = three_links();
+    let bs = s.boundaries();
+    // The third boundary names the second, which is neither verified nor sent.
+    let mut skip = from_verified(&s, 1);
+    skip.events
+        .retain(|e| !matches!(e, Event::Boundary(b) if b.id == bs[1].id));
+    assert_eq!(err_code(resolve(&skip)), "missing_link");
+    // A second boundary on the verified head is a fork.
+    let mut forked = from_verified(&s, 2);
+    let twin = settle_ok(&s.packets[2], "run-other", "another summary");
+    forked.events.push(Event::Boundary(Box::new(twin)));
+    forked.packets = s.packets.clone();
+    assert_eq!(err_code(resolve(&forked)), "fork");
+    // A verified head of another epoch is not a place to resolve from.
+    let mut upgraded = from_verified(&s, 2);
+    upgraded.declaration.summary.max_chars = Some(600);
+    assert_eq!(err_code(resolve(&upgraded)), "stale_declaration");
+    // Its packet's run is not re-settled (it is trusted), but a later
+    // boundary is: a tampered third boundary still fails.
+    let t = with_boundaries(&s, |bs| {
+        bs[2].stats.before.chars += 1;
+        rehash(&mut bs[2]);
+    });
+    assert_eq!(err_code(resolve(&from_verified(&t, 2))), "fabricated_run");
 }
 
 #[test]

@@ -3,13 +3,13 @@
 //! under the per-conversation writer lease, with the streaming replay rule
 //! and the core's circuit breaker; on a model request, select.
 
-use foldline_core::boundary::Boundary;
+use foldline_core::boundary::{Boundary, InputTurn};
 use foldline_core::declaration::Declaration;
 use foldline_core::event::{Event, FailureEvent, TaskEvent, TaskState};
 use foldline_core::format::Format;
 use foldline_core::packet::Packet;
 use foldline_core::plan::{PlanOutcome, PlanRequest, SkipRecord, Trigger};
-use foldline_core::resolve::{Resolution, ResolveRequest};
+use foldline_core::resolve::{self, Resolution, ResolveRequest};
 use foldline_core::select::{SelectRequest, Selection};
 use foldline_core::settle::{ModelOutput, SettleRequest};
 use foldline_core::stream::{
@@ -116,6 +116,71 @@ pub struct Driver<J: Journal, M: Model> {
     fences: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
+/// What a driver keeps of the chain prefix it verified.
+#[derive(Default)]
+struct Verified {
+    /// The head, in full, and its position in the chain.
+    head: Option<(Boundary, u64)>,
+    /// Every accepted boundary id, oldest first.
+    accepted: Vec<String>,
+    /// What the prefix holds for each covered turn (a frozen turn, or a
+    /// later boundary's absorbed entry): sent for the turns that corrections
+    /// and late deliveries touch.
+    covered: std::collections::BTreeMap<String, InputTurn>,
+}
+
+impl Verified {
+    /// The core's request form: the head and the snapshot of the turns `chain` touches.
+    fn request(&self, chain: &[Event]) -> Option<resolve::Verified> {
+        let (boundary, length) = self.head.clone()?;
+        let turns = chain
+            .iter()
+            .filter_map(|e| match e {
+                Event::Correction(c) => self.covered.get(&c.turn_id),
+                Event::LateDelivery(m) => self.covered.get(&m.turn_id),
+                _ => None,
+            })
+            .cloned()
+            .collect();
+        Some(resolve::Verified {
+            boundary,
+            length,
+            turns,
+        })
+    }
+
+    /// Take in a resolution from this prefix: its new boundaries leave
+    /// `chain`, their turns join `covered`, and the answer lists every
+    /// accepted id again.
+    fn extend(&mut self, chain: &mut Vec<Event>, r: &mut Resolution) {
+        let new = &r.accepted[usize::from(self.head.is_some()).min(r.accepted.len())..];
+        for e in chain.iter() {
+            let Event::Boundary(b) = e else { continue };
+            if !new.contains(&b.id) {
+                continue;
+            }
+            for t in &b.input.turns {
+                self.covered.insert(t.turn_id.clone(), t.clone());
+            }
+            for a in &b.absorbed {
+                let t = InputTurn {
+                    turn_id: a.turn_id.clone(),
+                    source_seq: a.source_seq,
+                    role: a.role,
+                    content_hash: a.content_hash.clone(),
+                };
+                self.covered.insert(a.turn_id.clone(), t);
+            }
+            if r.head.as_ref().is_some_and(|h| h.boundary_id == b.id) {
+                self.head = Some(((**b).clone(), r.head.as_ref().map_or(0, |h| h.length)));
+            }
+        }
+        self.accepted.extend(new.iter().cloned());
+        chain.retain(|e| !matches!(e, Event::Boundary(b) if new.contains(&b.id)));
+        r.accepted.clone_from(&self.accepted);
+    }
+}
+
 /// A driver's state of one conversation between calls.
 #[derive(Default)]
 struct Cached {
@@ -128,8 +193,9 @@ struct Cached {
     recent: Vec<Event>,
     /// The verified resolution, until a chain event arrives.
     res: Option<Resolution>,
-    /// Boundaries this driver verified (resolve does not re-settle them).
-    trusted: std::collections::BTreeSet<String>,
+    /// The chain prefix verified so far: resolve starts from its head, so
+    /// the prefix's boundaries are neither kept in `chain` nor sent again.
+    verified: Verified,
     /// Fingerprints of the declarations `res` was resolved under (the
     /// driver's fields are public; a change re-resolves).
     under: String,
@@ -269,14 +335,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let res = match &c.res {
             Some(r) => r.clone(),
             None => {
-                // Boundaries verified before are trusted: only new ones are
-                // re-settled, so only their packets are read.
+                // Resolved from the verified head: only boundaries after it
+                // are sent (and re-settled), so only their packets are read.
                 let mut packets = Vec::new();
                 for e in &c.chain {
                     if let Event::Boundary(b) = e {
-                        if !c.trusted.contains(&b.id) {
-                            packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
-                        }
+                        packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
                     }
                 }
                 let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
@@ -285,9 +349,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     route: (self.route_of)(conversation),
                     events: c.chain.clone(),
                     packets,
-                    trusted: c.trusted.iter().cloned().collect(),
+                    trusted: Vec::new(),
+                    verified: c.verified.request(&c.chain),
                 })))?;
-                let r = match r {
+                let mut r = match r {
                     ValidateResponse::Resolved(res) => *res,
                     other => {
                         return Err(HostError::MalformedOutput(format!(
@@ -296,7 +361,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     }
                 };
                 c.recent = after_head(std::mem::take(&mut c.recent), &r);
-                c.trusted = r.accepted.iter().cloned().collect();
+                c.verified.extend(&mut c.chain, &mut r);
                 c.res = Some(r.clone());
                 r
             }

@@ -20,6 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use foldline_core::boundary::Usage;
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::{Correction, Event, Message};
 use foldline_core::packet::Packet;
@@ -28,7 +29,6 @@ use foldline_core::turn::{Part, Role};
 use foldline_wasmtime::driver::{Driver, ManualTask, Outcome};
 use foldline_wasmtime::error::{HostError, Result};
 use foldline_wasmtime::journal::{Journal, SqliteJournal, StoredEvent};
-use foldline_core::boundary::Usage;
 use foldline_wasmtime::model::{Evidence, Model, ModelError, ModelResult, StreamChunk};
 use foldline_wasmtime::runtime::Foldline;
 use support::invariants::check;
@@ -91,7 +91,11 @@ impl Scripted {
 struct Shared(Arc<Scripted>);
 
 impl Model for Shared {
-    fn stream(&self, p: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> std::result::Result<(), ModelError> {
+    fn stream(
+        &self,
+        p: &Packet,
+        sink: &mut dyn FnMut(StreamChunk),
+    ) -> std::result::Result<(), ModelError> {
         self.0.calls.fetch_add(1, Ordering::SeqCst);
         let a = Scripted::answer(p);
         match self.0.mode.load(Ordering::SeqCst) {
@@ -237,9 +241,15 @@ impl Case {
 
     fn text(r: &mut Rng) -> String {
         const WORDS: [&str; 10] = [
-            "Lisbon", "Porto", "budget", "visa", "train", "hotel", "Ana", "flight", "ferry", "ticket",
+            "Lisbon", "Porto", "budget", "visa", "train", "hotel", "Ana", "flight", "ferry",
+            "ticket",
         ];
-        let n = 8 * (1 + if r.below(10) == 0 { r.below(40) } else { r.below(8) });
+        let n = 8
+            * (1 + if r.below(10) == 0 {
+                r.below(40)
+            } else {
+                r.below(8)
+            });
         let words: Vec<String> = (0..n)
             .map(|_| match r.below(7) {
                 0 => r.below(5000).to_string(),
@@ -319,9 +329,7 @@ impl Case {
         };
         let tasks = self.tasks.clone();
         let id = task.id.clone();
-        d.compact_task(CONV, &task, &mut |_| {
-            tasks.lock().unwrap().push(id.clone())
-        })
+        d.compact_task(CONV, &task, &mut |_| tasks.lock().unwrap().push(id.clone()))
     }
 }
 
@@ -425,9 +433,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
                         e.parts = vec![Part::Text {
                             text: format!("late: {}", Case::text(&mut r)),
                         }];
-                        c.journal
-                            .append(CONV, &[Event::LateDelivery(e)])
-                            .unwrap();
+                        c.journal.append(CONV, &[Event::LateDelivery(e)]).unwrap();
                         s.appended.push(format!("late-{j}"));
                     }
                 }
@@ -475,7 +481,10 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
                     _ => None,
                 })
                 .collect();
-            assert_eq!(turns, s.appended, "an appended turn is missing or out of order");
+            assert_eq!(
+                turns, s.appended,
+                "an appended turn is missing or out of order"
+            );
             for task in s.tasks.lock().unwrap().iter() {
                 let ends = task_ends(&stored, task);
                 assert!(ends <= 1, "task {task} ended {ends} times");
@@ -495,7 +504,10 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
     s.model.mode.store(0, Ordering::SeqCst);
     *s.armed.lock().unwrap() = Armed::default();
     let c = s.driver("fuzz-1");
-    assert!(c.end_interrupted(CONV).unwrap(), "seed {seed}: the lease is free");
+    assert!(
+        c.end_interrupted(CONV).unwrap(),
+        "seed {seed}: the lease is free"
+    );
     let stored = c.journal.read_events(CONV, 0).unwrap();
     for task in s.tasks.lock().unwrap().iter() {
         assert_eq!(task_ends(&stored, task), 1, "seed {seed}: task {task}");
@@ -535,6 +547,12 @@ fn random_interleavings_keep_every_seed_outcome() {
             *total.entry(k).or_default() += v;
         }
     }
-    eprintln!("loop fuzzing: {} cases of {steps} steps: {total:?}", seeds.len());
-    assert!(total.get("compacted").copied().unwrap_or(0) > 0, "never compacted");
+    eprintln!(
+        "loop fuzzing: {} cases of {steps} steps: {total:?}",
+        seeds.len()
+    );
+    assert!(
+        total.get("compacted").copied().unwrap_or(0) > 0,
+        "never compacted"
+    );
 }

@@ -1129,7 +1129,8 @@ fn the_offline_summary_covers_the_whole_range_and_keeps_old_facts() {
 #[test]
 fn one_huge_request_does_not_keep_its_memory_and_the_next_answer_is_the_same() {
     let f = Foldline::embedded().unwrap();
-    let small = br#"{"text":"Basically, I think that the hotel is really quite near the station."}"#;
+    let small =
+        br#"{"text":"Basically, I think that the hotel is really quite near the station."}"#;
     let before = f.call_raw("trimPrompt", small).unwrap();
     let kept = f.memory_bytes();
     assert!(kept > 0 && kept <= MEMORY_RESET_BYTES, "{kept}");

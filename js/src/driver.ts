@@ -13,7 +13,7 @@
 import { plan, select, timeline, validate, FoldlineError } from "./core.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
-  FailureKind, FailureReport, StreamReport, Boundary, Trigger,
+  FailureKind, FailureReport, StreamReport, Boundary, Trigger, InputTurn, Verified,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
 import { aiSdkToOpenAi, anthropicToOpenAi, fromOpenAiMessages, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
@@ -122,6 +122,47 @@ export interface Compactor {
 const PINNED_ROLES = new Set(["system", "developer", "document"]);
 const CHAIN_TYPES = new Set(["frontier", "boundary", "correction", "lateDelivery"]);
 
+/** What a compactor keeps of the chain prefix it verified. */
+interface VerifiedPrefix {
+  /** The head, in full, and its position in the chain. */
+  head?: { boundary: Boundary; length: number };
+  /** Every accepted boundary id, oldest first. */
+  accepted: string[];
+  /** What the prefix holds for each covered turn (a frozen turn, or a later boundary's absorbed entry). */
+  covered: Map<string, InputTurn>;
+}
+
+/** The core's request form of a verified prefix: its head and the snapshot of the turns `chain` touches. */
+function verifiedRequest(v: VerifiedPrefix, chain: Event[]): Verified | null {
+  if (!v.head) return null;
+  const turns: InputTurn[] = [];
+  for (const e of chain) {
+    const t = e.type === "correction" || e.type === "lateDelivery" ? v.covered.get(e.turnId) : undefined;
+    if (t) turns.push(t);
+  }
+  return { boundary: v.head.boundary, length: v.head.length, turns };
+}
+
+/**
+ * Take in a resolution from the prefix: its new boundaries leave `chain`,
+ * their turns join `covered`, and the answer lists every accepted id again.
+ */
+function extendVerified(v: VerifiedPrefix, chain: Event[], r: Resolution): Event[] {
+  const fresh = new Set(r.accepted.slice(v.head ? 1 : 0));
+  for (const e of chain) {
+    if (e.type !== "boundary" || !fresh.has(e.id)) continue;
+    for (const t of e.input.turns) v.covered.set(t.turnId, t);
+    for (const a of e.absorbed) v.covered.set(a.turnId, { turnId: a.turnId, sourceSeq: a.sourceSeq, role: a.role, contentHash: a.contentHash });
+    if (r.head?.boundaryId === e.id) {
+      const { type: _type, ...boundary } = e;
+      v.head = { boundary, length: r.head.length };
+    }
+  }
+  v.accepted.push(...fresh);
+  r.accepted = [...v.accepted];
+  return chain.filter((e) => e.type !== "boundary" || !fresh.has(e.id));
+}
+
 /** What a compactor keeps of one conversation between calls. */
 interface State {
   /** Journal position read to. */
@@ -142,8 +183,8 @@ interface State {
   appending: Promise<unknown>;
   /** Highest source sequence of a turn read so far. */
   sourceSeq: number;
-  /** Boundaries this compactor verified (resolve does not re-settle them). */
-  trusted: Set<string>;
+  /** The chain prefix verified so far: resolve starts from its head, so its boundaries leave `chain`. */
+  verified: VerifiedPrefix;
   /** Manual tasks requested and not yet ended. */
   openTasks: Map<string, Extract<Event, { type: "compactionTask" }>>;
   /** The warm candidate: its packet, and its verified summary once ready. */
@@ -170,7 +211,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     let s = states.get(id);
     if (!s) {
       s = {
-        seq: 0, sourceSeq: 0, recent: [], chain: [], all: [], openTasks: new Map(), trusted: new Set(),
+        seq: 0, sourceSeq: 0, recent: [], chain: [], all: [], openTasks: new Map(), verified: { accepted: [], covered: new Map() },
         reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
       };
       states.set(id, s);
@@ -220,17 +261,17 @@ export function createCompactor(o: CompactorOptions): Compactor {
   async function load(id: string): Promise<{ s: State; res: Resolution; events: Event[] }> {
     const s = await sync(id);
     if (!s.res) {
-      // Boundaries verified before are trusted: only new ones are re-settled,
-      // so only their packets are read.
-      const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.trusted.has(e.id));
+      // Resolved from the verified head: only boundaries after it are sent
+      // (and re-settled), so only their packets are read.
+      const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary");
       const packets = (await Promise.all(fresh.map((b) => o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
       const r = validate({
         kind: "resolve", declaration: o.declaration, compactor: o.compactorDeclaration ?? { ...o.declaration, role: "compactor" },
-        route: routeOf(id), events: s.chain, packets, trusted: [...s.trusted],
+        route: routeOf(id), events: s.chain, packets, verified: verifiedRequest(s.verified, s.chain),
       });
       if (r.kind !== "resolved") throw new Error("unexpected validate answer");
+      s.chain = extendVerified(s.verified, s.chain, r);
       s.res = r;
-      s.trusted = new Set(r.accepted);
       // What lies before the frontier or under the head never reaches plan
       // or select again: their cost does not grow with covered history.
       const covered = r.head?.coveredThroughSeq;

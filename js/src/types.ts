@@ -176,6 +176,22 @@ export interface ResolveRequest {
   declaration: Declaration; compactor?: Declaration | null; route: Route; events: Event[]; packets?: Packet[];
   /** Boundary ids this host verified before: not re-settled (their packets are not needed); links still checked. */
   trusted?: string[];
+  /**
+   * A chain prefix this host verified before (an earlier resolution's head):
+   * the chain is resolved from it, so `events` hold only the boundaries after
+   * it (plus frontiers, corrections and late deliveries).
+   */
+  verified?: Verified | null;
+}
+
+/** The head of a verified chain prefix, and what it holds for the covered turns later events touch. */
+export interface Verified {
+  /** The boundary at the verified head, in full. */
+  boundary: Boundary;
+  /** Its position in the chain (the earlier resolution's `head.length`). */
+  length: number;
+  /** What the prefix holds for each covered turn a correction or late delivery in `events` touches. */
+  turns?: InputTurn[];
 }
 
 export interface StreamReport { contentReceived: boolean; ended: "complete" | "dropped" | "error"; replaysUsed?: number }

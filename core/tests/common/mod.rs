@@ -198,6 +198,7 @@ impl Sim {
             events: self.events.clone(),
             packets: self.packets.clone(),
             trusted: Vec::new(),
+            verified: None,
         })
     }
 
@@ -346,4 +347,50 @@ pub fn tool_pair_at_the_tail_edge() -> Vec<Event> {
     )));
     events.push(msg(11, "answer", Role::Assistant, &"a".repeat(300)));
     events
+}
+
+/// The request a host sends once it verified the chain through `bs[..k]`:
+/// the chain events (frontier, later boundaries, corrections, late
+/// deliveries; no turns the prefix covers), the head `bs[k - 1]` in full,
+/// and what the prefix holds for the turns that corrections touch.
+pub fn from_verified(s: &Sim, k: usize) -> foldline_core::resolve::ResolveRequest {
+    use foldline_core::resolve::{ResolveRequest, Verified};
+    let bs = s.boundaries();
+    let prefix: Vec<&str> = bs[..k].iter().map(|b| b.id.as_str()).collect();
+    let touched: Vec<&str> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Correction(c) => Some(c.turn_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let turns = bs[..k]
+        .iter()
+        .flat_map(|b| &b.input.turns)
+        .filter(|t| touched.contains(&t.turn_id.as_str()))
+        .cloned()
+        .collect();
+    ResolveRequest {
+        declaration: s.decl.clone(),
+        compactor: None,
+        route: route(),
+        events: s
+            .events
+            .iter()
+            .filter(|e| match e {
+                Event::Boundary(b) => !prefix.contains(&b.id.as_str()),
+                Event::Message(m) => m.source_seq > bs[k - 1].covered_through_seq,
+                _ => true,
+            })
+            .cloned()
+            .collect(),
+        packets: s.packets[k..].to_vec(),
+        trusted: Vec::new(),
+        verified: Some(Verified {
+            boundary: bs[k - 1].clone(),
+            length: k as u64,
+            turns,
+        }),
+    }
 }

@@ -151,4 +151,3 @@ pub fn check<J: Journal, M: Model>(
     }
     now
 }
-
