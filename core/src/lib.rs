@@ -52,4 +52,11 @@ pub use validate::{validate, ValidateRequest, ValidateResponse};
 
 /// Version of the rule set. Part of every epoch: a change here retires the
 /// boundaries of the previous version instead of failing on them.
-pub const RULESET_VERSION: &str = "foldline-ruleset/2";
+///
+/// A release build never sets `FOLDLINE_RULESET_VERSION`; the journey test
+/// builds a second artifact with it set, to upgrade a long conversation to a
+/// new ruleset exactly as a release that bumps this constant would.
+pub const RULESET_VERSION: &str = match option_env!("FOLDLINE_RULESET_VERSION") {
+    Some(v) => v,
+    None => "foldline-ruleset/2",
+};

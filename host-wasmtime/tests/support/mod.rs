@@ -4,4 +4,5 @@ pub mod fixtures;
 pub mod flaky;
 pub mod invariants;
 pub mod pg;
+pub mod ruleset;
 pub mod server;
