@@ -650,6 +650,10 @@ fn gen_validate() -> Vec<Value> {
         &[("/ok/head/length", json!(3))],
     );
     let with = |f: &dyn Fn(&mut Vec<foldline_core::boundary::Boundary>)| with_boundaries(&s, f);
+    // A chain refusal names the boundaries at fault (ids), not only its code.
+    let ids: Vec<String> = s.boundaries().iter().map(|b| b.id.clone()).collect();
+    let rej_at =
+        |code: &str, at: &[&String]| vec![("/error/code", json!(code)), ("/error/ids", json!(at))];
     g.add(
         "resolve-missing-link",
         "resolve fails closed on a missing link",
@@ -657,9 +661,14 @@ fn gen_validate() -> Vec<Value> {
         resolve_req(&with(&|bs| {
             bs.remove(1);
         })),
-        &rej("missing_link"),
+        &rej_at("missing_link", &[&ids[2]]),
     );
     let twin = settle_ok(s.packets.last().unwrap(), "run-other", "another");
+    // Both boundaries on the taken position, in id order.
+    let mut both = [&ids[2], &twin.id];
+    both.sort();
+    let both = both.map(String::clone);
+    let both: Vec<&String> = both.iter().collect();
     let mut forked = with(&|_| {});
     forked.events.push(Event::Boundary(Box::new(twin)));
     g.add(
@@ -667,7 +676,7 @@ fn gen_validate() -> Vec<Value> {
         "resolve fails closed on a fork",
         "validate",
         resolve_req(&forked),
-        &rej("fork"),
+        &rej_at("fork", &both),
     );
     g.add(
         "resolve-non-advancing",
@@ -677,14 +686,14 @@ fn gen_validate() -> Vec<Value> {
             bs[2].covered_through_seq = bs[1].covered_through_seq;
             rehash(&mut bs[2]);
         })),
-        &rej("non_advancing"),
+        &rej_at("non_advancing", &[&ids[2], &ids[1]]),
     );
     g.add(
         "resolve-divergent-hash",
         "resolve fails closed on a divergent hash",
         "validate",
         resolve_req(&with(&|bs| bs[1].summary.push('!'))),
-        &rej("divergent_hash"),
+        &rej_at("divergent_hash", &[&ids[1]]),
     );
     g.add(
         "resolve-divergent-link",
@@ -694,7 +703,7 @@ fn gen_validate() -> Vec<Value> {
             bs[1].summary.push('!');
             rehash(&mut bs[1]);
         })),
-        &rej("divergent_hash"),
+        &rej_at("divergent_hash", &[&ids[2], &ids[1]]),
     );
     g.add(
         "resolve-wrong-route",
@@ -704,7 +713,7 @@ fn gen_validate() -> Vec<Value> {
             bs[2].route.chat = "x".into();
             rehash(&mut bs[2]);
         })),
-        &rej("wrong_route"),
+        &rej_at("wrong_route", &[&ids[2]]),
     );
     g.add(
         "resolve-stale-declaration",
@@ -714,7 +723,7 @@ fn gen_validate() -> Vec<Value> {
             bs[0].compactor_id = "x".into();
             rehash(&mut bs[0]);
         })),
-        &rej("stale_declaration"),
+        &rej_at("stale_declaration", &[&ids[0]]),
     );
     g.add(
         "resolve-fabricated-run",
@@ -724,7 +733,7 @@ fn gen_validate() -> Vec<Value> {
             bs[2].stats.before.chars += 1;
             rehash(&mut bs[2]);
         })),
-        &rej("fabricated_run"),
+        &rej_at("fabricated_run", &[&ids[2]]),
     );
     let mut nopacket = with(&|_| {});
     nopacket.packets.pop();
@@ -733,7 +742,7 @@ fn gen_validate() -> Vec<Value> {
         "a boundary without its persisted packet is a fabricated run",
         "validate",
         resolve_req(&nopacket),
-        &rej("fabricated_run"),
+        &rej_at("fabricated_run", &[&ids[2]]),
     );
     g.add(
         "resolve-frontier-mismatch",
@@ -743,7 +752,7 @@ fn gen_validate() -> Vec<Value> {
             bs[1].frontier.start_seq = 7;
             rehash(&mut bs[1]);
         })),
-        &rej("frontier_mismatch"),
+        &rej_at("frontier_mismatch", &[&ids[1]]),
     );
     let mut upgraded = three_links();
     upgraded.decl.summary.max_chars = Some(600);
@@ -856,20 +865,24 @@ fn gen_validate() -> Vec<Value> {
         g.add(&format!("stream-{name}"), "streaming: replay once before content, never after", "validate",
             json!({"kind": "stream", "contentReceived": content, "ended": ended, "replaysUsed": replays}), &[("/ok/decision/action", json!(action))]);
     }
-    for kind in [
-        "providerRefusal",
-        "timeout",
-        "budgetStop",
-        "unusableSummary",
-        "streamDropped",
-        "other",
+    for (kind, audit) in [
+        ("providerRefusal", "provider_refusal"),
+        ("timeout", "timeout"),
+        ("budgetStop", "budget_stop"),
+        ("unusableSummary", "unusable_summary"),
+        ("streamDropped", "stream_dropped"),
+        ("other", "other"),
     ] {
         g.add(
             &format!("failure-{kind}"),
             "one generic member notice; the specific reason goes to audit",
             "validate",
             json!({"kind": "failure", "failure": kind, "detail": "provider text"}),
-            &[("/ok/notice", json!("The chat could not be compacted."))],
+            &[
+                ("/ok/notice", json!("The chat could not be compacted.")),
+                ("/ok/failure", json!(kind)),
+                ("/ok/auditReason", json!(format!("{audit}: provider text"))),
+            ],
         );
     }
     g.out
