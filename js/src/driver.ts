@@ -171,8 +171,6 @@ interface State {
   recent: Event[];
   /** Frontiers, boundaries, corrections and late deliveries: what resolve needs. */
   chain: Event[];
-  /** Every event, for the timeline. */
-  all: Event[];
   /** The verified resolution, until a chain event arrives. */
   res?: Resolution;
   /** Reads run one after another. */
@@ -211,7 +209,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     let s = states.get(id);
     if (!s) {
       s = {
-        seq: 0, sourceSeq: 0, recent: [], chain: [], all: [], openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+        seq: 0, sourceSeq: 0, recent: [], chain: [], openTasks: new Map(), verified: { accepted: [], covered: new Map() },
         reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
       };
       states.set(id, s);
@@ -238,7 +236,6 @@ export function createCompactor(o: CompactorOptions): Compactor {
         });
       }
       for (const { event } of fresh) {
-        s.all.push(event);
         if (isTurn(event) && event.sourceSeq > s.sourceSeq) s.sourceSeq = event.sourceSeq;
         if (CHAIN_TYPES.has(event.type)) {
           s.chain.push(event);
@@ -560,14 +557,20 @@ export function createCompactor(o: CompactorOptions): Compactor {
       }) as Selection<MessagesOf[F]>;
     },
     async timeline(id) {
-      const s = await sync(id);
       let accepted: string[] = [];
+      let seq = 0;
       try {
-        accepted = (await load(id)).res.accepted;
+        const { s, res } = await load(id);
+        accepted = res.accepted;
+        seq = s.seq;
       } catch (e) {
         if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
+        seq = state(id).seq;
       }
-      return timeline(s.all, accepted);
+      // The timeline shows the whole conversation: read from the journal when
+      // asked (as far as the resolution was read), not kept in memory per message.
+      const events = (await o.journal.readEvents(id, 0)).filter((e) => e.seq <= seq).map((e) => e.event);
+      return timeline(events, accepted);
     },
     async resolve(id) {
       return (await load(id)).res;
