@@ -2,9 +2,9 @@
 //!
 //! Derived only from durable events (messages, boundaries, manual-compaction
 //! task events), so every viewer sees the same timeline and a reload loses
-//! nothing. A divider is not a chat message. Automatic failures are audit
-//! records, not member-facing, and do not appear; a failed manual task shows
-//! one failed divider with the generic notice.
+//! nothing. A divider is not a chat message. A failed compaction — automatic
+//! or manual — shows one failed divider with the generic notice; its reason
+//! stays in the audit record, never member-facing.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::event::{Event, TaskState, TriggerKind};
 use crate::reconstruct::reconstruct;
 use crate::stream::MEMBER_NOTICE;
-use crate::turn::{render_parts, Role};
+use crate::turn::{render_parts, Part, Role};
 
 /// A timeline request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -39,7 +39,7 @@ pub enum DividerState {
     Pending,
     /// A boundary exists.
     Completed,
-    /// The manual compaction failed.
+    /// The compaction failed (the generic notice; the reason is audited).
     Failed,
 }
 
@@ -58,6 +58,9 @@ pub enum TimelineItem {
         role: Role,
         /// Text as shown.
         text: String,
+        /// The turn's parts as data (text, tool calls and results), for a
+        /// client that draws tool activity itself.
+        parts: Vec<Part>,
         /// Delivered late.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         late: bool,
@@ -118,6 +121,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
                 source_seq: t.source_seq,
                 role: t.role,
                 text: render_parts(&t.parts),
+                parts: t.parts.clone(),
                 late: t.late,
                 corrected: t.corrected,
                 metadata_only: t.metadata_only,
@@ -193,6 +197,27 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
                 boundary_id: t.boundary_id.clone(),
                 task_id: Some(t.task_id.clone()),
                 notice,
+            },
+        );
+    }
+    // A failed automatic compaction: the member sees the generic notice at
+    // the head it tried to fold (a manual one shows through its task).
+    for f in recon
+        .failures
+        .iter()
+        .filter(|f| f.trigger == TriggerKind::Automatic)
+    {
+        items.insert(
+            (f.head_seq, 1, 2, f.run_id.clone()),
+            TimelineItem::Divider {
+                kind: TriggerKind::Automatic,
+                state: DividerState::Failed,
+                from_seq: None,
+                through_seq: f.head_seq,
+                count: 0,
+                boundary_id: None,
+                task_id: None,
+                notice: Some(MEMBER_NOTICE.to_owned()),
             },
         );
     }

@@ -1103,11 +1103,36 @@ fn gen_timeline() -> Vec<Value> {
         ],
     );
     g.add(
-        "automatic-failure-hidden",
-        "automatic failures are audit records, not dividers",
+        "automatic-failure-notice",
+        "a failed automatic compaction shows one failed divider with the generic notice at the head it tried to fold; its reason stays in the audit record",
         "timeline",
-        with(vec![v(&failure("r", None))]),
-        &[("/ok/items/3", Value::Null)],
+        with(vec![v(&failure_at("r", None, 3))]),
+        &[
+            ("/ok/items/3/type", json!("divider")),
+            ("/ok/items/3/kind", json!("automatic")),
+            ("/ok/items/3/state", json!("failed")),
+            ("/ok/items/3/throughSeq", json!(3)),
+            (
+                "/ok/items/3/notice",
+                json!("The chat could not be compacted."),
+            ),
+            ("/ok/items/3/reason", Value::Null),
+            ("/ok/items/4", Value::Null),
+        ],
+    );
+    g.add(
+        "tool-parts",
+        "a message item carries its parts as data: a tool call and its result stay structured, beside the text as shown",
+        "timeline",
+        json!({"events": v(&tool_conversation())}),
+        &[
+            ("/ok/items/1/parts/0/type", json!("toolCall")),
+            ("/ok/items/1/parts/0/name", json!("calc")),
+            ("/ok/items/1/parts/0/arguments", json!(r#"{"expr":"2+2"}"#)),
+            ("/ok/items/2/parts/0/type", json!("toolResult")),
+            ("/ok/items/2/parts/0/callId", json!("call_1")),
+            ("/ok/items/2/parts/0/content", json!("4")),
+        ],
     );
     g.add(
         "messages-only",

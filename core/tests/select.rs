@@ -268,7 +268,8 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
     s.events.push(task("task-1", TaskState::Failed, 21, None));
     s.events
         .push(task("task-2", TaskState::Requested, 21, None));
-    s.events.push(failure("run-x", Some(&auto.id))); // automatic failure: audit only
+    // A failed automatic run: the generic notice, never its reason.
+    s.events.push(failure_at("run-x", Some(&auto.id), 21));
     let t = timeline(&TimelineRequest {
         events: s.events.clone(),
         accepted: None,
@@ -279,7 +280,7 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
         .iter()
         .filter(|i| matches!(i, TimelineItem::Divider { .. }))
         .collect();
-    assert_eq!(dividers.len(), 3, "{dividers:#?}");
+    assert_eq!(dividers.len(), 4, "{dividers:#?}");
     match dividers[0] {
         TimelineItem::Divider {
             kind,
@@ -318,6 +319,9 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
             ..
         }
     ));
+    assert!(
+        matches!(dividers[3], TimelineItem::Divider { kind: foldline_core::event::TriggerKind::Automatic, state: DividerState::Failed, notice: Some(n), through_seq: 21, .. } if n == "The chat could not be compacted.")
+    );
     // A reload from the same events, in any order, gives the identical timeline.
     let mut shuffled = s.events.clone();
     shuffled.reverse();

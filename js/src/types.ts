@@ -288,8 +288,9 @@ export interface MessagesOf {
 
 export type TimelineItem =
   | {
-      type: "message"; turnId: string; sourceSeq: number; role: Role; text: string; late?: boolean;
-      corrected?: boolean; metadataOnly?: boolean;
+      type: "message"; turnId: string; sourceSeq: number; role: Role; text: string;
+      /** The turn's parts as data (text, tool calls and results). */
+      parts: Part[]; late?: boolean; corrected?: boolean; metadataOnly?: boolean;
     }
   | {
       type: "divider"; kind: TriggerKind; state: "pending" | "completed" | "failed"; fromSeq?: number;
