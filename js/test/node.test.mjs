@@ -43,7 +43,7 @@ test("contentHash in JS equals the core's content hash of a turn", async () => {
 test("turnMeta: select on metadata keeps exactly the turns a full select keeps", async () => {
   const decl = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 20000, retain: 10000 } };
   const events = [];
-  for (let s = 1; s <= 40; s++) events.push({ type: "message", conversation: "c1", chat: "", sender: "", sourceSeq: s, turnId: `t${s}`, role: s % 2 ? "user" : "assistant", parts: [{ type: "text", text: `m${s} ` + "é".repeat(s * 13) }] });
+  for (let s = 1; s <= 40; s++) events.push({ type: "message", conversation: "c1", chat: "", sender: "", sourceSeq: s, turnId: `t${s}`, role: s % 2 ? "user" : "assistant", parts: [{ type: "text", text: `m${s} ` + "é😀".repeat(s * 7) }] });
   const metas = await Promise.all(events.map(async (e) => ({ type: "turnMeta", ...(await f.turnMeta(e)) })));
   const req = { declaration: decl, route: { conversation: "c1", chat: "", sender: "" }, limit: 5000, render: false };
   const full = f.select({ ...req, events });
@@ -159,4 +159,26 @@ test("one huge request does not keep its memory: the core is re-instantiated pas
   assert.ok(f.memoryBytes() <= Math.max(base, 2 * 1024 * 1024), `${f.memoryBytes()} bytes after the reset, ${base} before`);
   assert.deepEqual(f.trimPrompt(small), before);
   assert.equal(JSON.parse(f.callJson("trimPrompt", JSON.stringify({ text: small }))).ok.text, before.text);
+});
+
+test("contentHash in JS is held to the core's: tool calls, isError, missing names, text beyond the BMP", async () => {
+  const cases = [
+    [{ type: "toolCall", callId: "c1", name: "search", arguments: "{\"q\":\"Lisbon 🏖\"}" }],
+    [{ type: "toolResult", callId: "c1", name: "search", content: "3 options", isError: true }],
+    [{ type: "toolResult", callId: "c1", content: "no name", isError: false }],
+    [{ type: "toolResult", callId: "c1", content: "" }],
+    [{ type: "text", text: "emoji 😀👩‍👩‍👧, CJK 漢字, math 𝔸, combining é, RTL שלום" }],
+    [{ type: "text", text: "" }, { type: "text", text: "\u007f\u2028\u2029\t\"\\" }],
+    [{ type: "text", text: "a" }, { type: "toolCall", callId: "x", name: "n", arguments: "" }, { type: "toolResult", callId: "x", name: "n", content: "𝄞", isError: true }],
+  ];
+  const route = { conversation: "h" };
+  for (const [i, parts] of cases.entries()) {
+    const contentHash = await f.contentHash(parts);
+    const event = { type: "message", conversation: "h", sourceSeq: i + 1, turnId: `t${i}`, role: "assistant", parts, contentHash };
+    // The core refuses a declared hash that differs from its own.
+    f.validate({ kind: "events", route, events: [event] });
+    let code;
+    try { f.validate({ kind: "events", route, events: [{ ...event, contentHash: `sha256:${"0".repeat(64)}` }] }); } catch (e) { code = e.code; }
+    assert.equal(code, "invalid_request", `case ${i}: a wrong hash must be refused`);
+  }
 });
