@@ -150,9 +150,8 @@ impl Verified {
     }
 
     /// Take in a resolution from this prefix: its new boundaries leave
-    /// `chain`, their turns join `covered`, and the answer lists every
-    /// accepted id again.
-    fn extend(&mut self, chain: &mut Vec<Event>, r: &mut Resolution) {
+    /// `chain`, their turns join `covered` and their ids `accepted`.
+    fn extend(&mut self, chain: &mut Vec<Event>, r: &Resolution) {
         let new = &r.accepted[usize::from(self.head.is_some()).min(r.accepted.len())..];
         for e in chain.iter() {
             let Event::Boundary(b) = e else { continue };
@@ -177,7 +176,6 @@ impl Verified {
         }
         self.accepted.extend(new.iter().cloned());
         chain.retain(|e| !matches!(e, Event::Boundary(b) if new.contains(&b.id)));
-        r.accepted.clone_from(&self.accepted);
     }
 }
 
@@ -361,7 +359,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     }
                 };
                 c.recent = after_head(std::mem::take(&mut c.recent), &r);
-                c.verified.extend(&mut c.chain, &mut r);
+                c.verified.extend(&mut c.chain, &r);
+                // The cached copy names only the head (`resolve` answers them
+                // all): each message clones it, and that must not grow with
+                // the chain.
+                let older = r.accepted.len().saturating_sub(1);
+                r.accepted.drain(..older);
                 c.res = Some(r.clone());
                 r
             }
@@ -374,7 +377,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The chain's failure code, or a host error.
     pub fn resolve(&self, conversation: &str) -> Result<Resolution> {
-        Ok(self.load(conversation)?.1)
+        let mut r = self.load(conversation)?.1;
+        // Every boundary the chain accepts, not only those from the head on.
+        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.get(conversation) {
+            r.accepted.clone_from(&c.verified.accepted);
+        }
+        Ok(r)
     }
 
     /// On a new message: compact if the budget says so.
