@@ -112,7 +112,7 @@ fn gen_plan() -> Vec<Value> {
     for n in [1u64, 3, 8] {
         g.add(
             &format!("activate-new-{n}"),
-            "layer 2 activate: first eligible turn persists a frontier at the first turn",
+            "activate: first eligible turn persists a frontier at the first turn",
             "plan",
             plan_req(&d, turns(1, n, 100), false),
             &[
@@ -123,13 +123,13 @@ fn gen_plan() -> Vec<Value> {
         );
     }
     for (n, start) in [(100u64, 81u64), (60, 41), (25, 6)] {
-        g.add(&format!("activate-established-{n}"), "layer 2 activate: an established conversation keeps only the newest groups reaching the trigger", "plan",
+        g.add(&format!("activate-established-{n}"), "activate: an established conversation keeps only the newest groups reaching the trigger", "plan",
             plan_req(&d, turns(1, n, 1_000), false), &[("/ok/outcome", json!("activate")), ("/ok/frontier/startSeq", json!(start)), ("/ok/frontier/established", json!(true))]);
     }
     for n in [2u64, 10, 19] {
         g.add(
             &format!("skip-{n}"),
-            "layer 2 skip: below the trigger, a content-dark record (sizes, no text)",
+            "skip: below the trigger, a content-dark record (sizes, no text)",
             "plan",
             plan_req(&d, turns(1, n, 1_000), true),
             &[
@@ -142,7 +142,7 @@ fn gen_plan() -> Vec<Value> {
     for (n, frozen) in [(20u64, 10u64), (25, 15), (30, 20), (40, 30)] {
         g.add(
             &format!("compact-{n}"),
-            "layer 2 compact: freeze the oldest groups, keep an exact tail within retain",
+            "compact: freeze the oldest groups, keep an exact tail within retain",
             "plan",
             plan_req(&d, turns(1, n, 1_000), true),
             &[

@@ -1,4 +1,4 @@
-//! Rules of DESIGN.md layers 1 and 2: reconstruction and `plan`.
+//! The rules of reconstruction and `plan` (docs/rules.md lists each with its tests).
 mod common;
 
 use common::*;

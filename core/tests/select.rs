@@ -1,4 +1,4 @@
-//! Rules of DESIGN.md layer 4: `select` and the timeline.
+//! The rules of `select` and the timeline (docs/rules.md lists each with its tests).
 mod common;
 
 use common::*;

@@ -1,4 +1,4 @@
-//! Rules of DESIGN.md layer 3: settle, resolve, amend, declarations, streaming.
+//! The rules of settle, resolve, amend, declarations and streaming (docs/rules.md lists each with its tests).
 mod common;
 
 use common::*;
