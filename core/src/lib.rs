@@ -37,6 +37,8 @@ pub mod packet;
 pub mod plan;
 pub mod reconstruct;
 pub mod resolve;
+#[cfg(test)]
+mod schema;
 pub mod select;
 pub mod settle;
 pub mod stream;

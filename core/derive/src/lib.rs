@@ -165,6 +165,7 @@ fn container(input: &DeriveInput, derive: &str) -> syn::Result<Attrs> {
 fn expand_decode(input: &DeriveInput) -> syn::Result<Tokens> {
     let name = &input.ident;
     let cattrs = container(input, "Decode")?;
+    let shape = shape(input, &cattrs)?;
     let body = match &input.data {
         Data::Struct(s) => match &s.fields {
             Fields::Named(_) => {
@@ -204,7 +205,109 @@ fn expand_decode(input: &DeriveInput) -> syn::Result<Tokens> {
                 crate::decode::deserialize(d)
             }
         }
+        #shape
     })
+}
+
+/// The JSON shape of a contract type, for the check that keeps the
+/// TypeScript types in step (`crate::schema`, compiled in tests only):
+/// its fields' JSON names, whether a request may omit them, and the contract
+/// type each refers to; for enums, the variants.
+fn shape(input: &DeriveInput, cattrs: &Attrs) -> syn::Result<Tokens> {
+    let name = &input.ident;
+    let mut refs: Vec<&syn::Type> = Vec::new();
+    let json = match &input.data {
+        Data::Struct(s) => {
+            let fields = shape_fields(&s.fields, cattrs.rename_all, &mut refs)?;
+            format!("{{\"kind\":\"struct\",\"fields\":[{fields}]}}")
+        }
+        Data::Enum(e) => match &cattrs.tag {
+            None => {
+                let names = e
+                    .variants
+                    .iter()
+                    .map(|v| variant_name(v, cattrs.rename_all).map(|l| format!("{:?}", l.value())))
+                    .collect::<syn::Result<Vec<_>>>()?;
+                format!("{{\"kind\":\"unit\",\"names\":[{}]}}", names.join(","))
+            }
+            Some(tag) => {
+                let mut variants = Vec::new();
+                for v in &e.variants {
+                    let lit = variant_name(v, cattrs.rename_all)?.value();
+                    let body = match &v.fields {
+                        Fields::Unit => "{\"fields\":[]}".to_string(),
+                        Fields::Unnamed(u) => {
+                            let ty = &u.unnamed[0].ty;
+                            refs.push(ty);
+                            format!("{{\"newtype\":{:?}}}", referenced(ty).unwrap_or_default())
+                        }
+                        Fields::Named(_) => {
+                            let va = attrs(&v.attrs)?;
+                            let fields = shape_fields(&v.fields, va.rename_all, &mut refs)?;
+                            format!("{{\"fields\":[{fields}]}}")
+                        }
+                    };
+                    variants.push(format!("{lit:?}:{body}"));
+                }
+                format!(
+                    "{{\"kind\":\"tagged\",\"tag\":{tag:?},\"variants\":{{{}}}}}",
+                    variants.join(",")
+                )
+            }
+        },
+        Data::Union(_) => return Err(syn::Error::new_spanned(name, "unions are not supported")),
+    };
+    let key = LitStr::new(&name.to_string(), Span::call_site());
+    let json = LitStr::new(&json, Span::call_site());
+    Ok(quote! {
+        #[cfg(test)]
+        impl crate::schema::Shape for #name {
+            fn shapes(out: &mut crate::schema::Shapes) {
+                if out.insert(#key, #json).is_none() {
+                    #(<#refs as crate::schema::Shape>::shapes(out);)*
+                }
+            }
+        }
+    })
+}
+
+/// `{"name":…,"optional":…,"type":…}` for each named field.
+fn shape_fields<'a>(
+    fields: &'a Fields,
+    case: Option<Case>,
+    refs: &mut Vec<&'a syn::Type>,
+) -> syn::Result<String> {
+    let mut out = Vec::new();
+    for field in fields {
+        let (_, fa, json) = field_name(field, case)?;
+        refs.push(&field.ty);
+        let ty = referenced(&field.ty).map_or("null".to_string(), |t| format!("{t:?}"));
+        out.push(format!(
+            "{{\"name\":{json:?},\"optional\":{},\"type\":{ty}}}",
+            fa.default.is_some()
+        ));
+    }
+    Ok(out.join(","))
+}
+
+/// The contract type a field refers to, through `Option`, `Vec`, `Box` and a
+/// map's values; `None` for a JSON primitive.
+fn referenced(ty: &syn::Type) -> Option<String> {
+    let syn::Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let name = last.ident.to_string();
+    match name.as_str() {
+        "Option" | "Vec" | "Box" | "BTreeMap" => match &last.arguments {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().rev().find_map(|g| match g {
+                syn::GenericArgument::Type(t) => Some(referenced(t)),
+                _ => None,
+            })?,
+            _ => None,
+        },
+        "String" | "str" | "bool" | "u8" | "u16" | "u32" | "u64" | "usize" | "i32" | "i64"
+        | "f64" | "Value" => None,
+        _ => Some(name),
+    }
 }
 
 /// A named field's identifier, attributes and JSON name (its `rename`, or

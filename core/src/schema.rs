@@ -1,0 +1,121 @@
+//! The contract's JSON shape, for the check that keeps the TypeScript types
+//! in step with the Rust ones (compiled in tests only; nothing of it is in
+//! the artifact).
+//!
+//! `derive(Decode)` gives every contract type a [`Shape`]: its fields' JSON
+//! names, whether a request may omit them, and the contract types they refer
+//! to; for enums, the variants. The test below writes them, from the entry
+//! points' requests and answers down, to `js/test/types/contract.json`; the
+//! package's type test (`js/test/types/contract.mjs`) turns that file into
+//! compile-time assertions over `js/src/types.ts`, so a field added, renamed
+//! or dropped on either side fails a test.
+
+use std::collections::BTreeMap;
+
+/// Type name → its shape as JSON text.
+pub type Shapes = BTreeMap<&'static str, &'static str>;
+
+/// A contract type's shape, and the shapes of the types it refers to.
+pub trait Shape {
+    /// Add this type's shape (and those it refers to) to `out`.
+    fn shapes(out: &mut Shapes);
+}
+
+macro_rules! primitive {
+    ($($t:ty),*) => {$(impl Shape for $t { fn shapes(_: &mut Shapes) {} })*};
+}
+primitive!(
+    String,
+    bool,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    i32,
+    i64,
+    serde_json::Value
+);
+
+impl<T: Shape> Shape for Option<T> {
+    fn shapes(out: &mut Shapes) {
+        T::shapes(out);
+    }
+}
+impl<T: Shape> Shape for Vec<T> {
+    fn shapes(out: &mut Shapes) {
+        T::shapes(out);
+    }
+}
+impl<T: Shape> Shape for Box<T> {
+    fn shapes(out: &mut Shapes) {
+        T::shapes(out);
+    }
+}
+impl<K, V: Shape> Shape for BTreeMap<K, V> {
+    fn shapes(out: &mut Shapes) {
+        V::shapes(out);
+    }
+}
+
+/// A rendering is foldline's messages or a provider's shape (typed in
+/// TypeScript per format, by `MessagesOf`): opaque here, but foldline's
+/// message type is part of the contract.
+impl Shape for crate::format::Rendered {
+    fn shapes(out: &mut Shapes) {
+        if out.insert("Rendered", "{\"kind\":\"opaque\"}").is_none() {
+            <crate::select::ContextMessage as Shape>::shapes(out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract file, next to the package's type tests.
+    const FILE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../js/test/types/contract.json"
+    );
+
+    fn contract() -> String {
+        let mut out = Shapes::new();
+        <crate::plan::PlanRequest as Shape>::shapes(&mut out);
+        <crate::plan::PlanOutcome as Shape>::shapes(&mut out);
+        <crate::validate::ValidateRequest as Shape>::shapes(&mut out);
+        <crate::validate::ValidateResponse as Shape>::shapes(&mut out);
+        <crate::select::SelectRequest as Shape>::shapes(&mut out);
+        <crate::select::Selection as Shape>::shapes(&mut out);
+        <crate::timeline::TimelineRequest as Shape>::shapes(&mut out);
+        <crate::timeline::Timeline as Shape>::shapes(&mut out);
+        <crate::member::trim::TrimRequest as Shape>::shapes(&mut out);
+        <crate::member::trim::TrimResult as Shape>::shapes(&mut out);
+        <crate::member::tool_result::ToolResultRequest as Shape>::shapes(&mut out);
+        <crate::member::tool_result::ToolResultResponse as Shape>::shapes(&mut out);
+        <crate::member::settings::SettingsRequest as Shape>::shapes(&mut out);
+        <crate::member::settings::SettingsResponse as Shape>::shapes(&mut out);
+        <crate::error::Error as Shape>::shapes(&mut out);
+        let body: Vec<String> = out.iter().map(|(k, v)| format!("  {k:?}: {v}")).collect();
+        format!("{{\n{}\n}}\n", body.join(",\n"))
+    }
+
+    /// The shapes are written with `FOLDLINE_WRITE_CONTRACT=1`; otherwise a
+    /// Rust change that the file does not hold fails here.
+    #[test]
+    fn the_contract_file_holds_the_rust_types() {
+        let now = contract();
+        serde_json::from_str::<serde_json::Value>(&now).expect("the shapes are JSON");
+        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
+            std::fs::write(FILE, &now).expect("write the contract");
+            return;
+        }
+        let stored = std::fs::read_to_string(FILE).unwrap_or_default();
+        assert!(
+            stored == now,
+            "js/test/types/contract.json is not what the Rust types say: run \
+             FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema, \
+             then make js/src/types.ts agree (npm run test:types checks it)"
+        );
+    }
+}
