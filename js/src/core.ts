@@ -24,7 +24,7 @@ export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi, aiSdkPrompt } fro
 export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";
-export type { AiSdkLanguageModel } from "./model/aisdk.js";
+export type { AiSdkLanguageModel, AiSdkFunctions } from "./model/aisdk.js";
 export type { FunctionAnswer } from "./model/function.js";
 export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
 export { checkAppend } from "./journal/journal.js";

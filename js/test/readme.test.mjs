@@ -139,7 +139,7 @@ test("README: the AI SDK example appends with a token counter and streams an ans
   const openai = await aiSdkModel("gpt-4o-mini");
   const out = await run(block, {
     foldline: f,
-    "gpt-tokenizer": { encode: (text) => text.split(/\s+/).filter(Boolean) },
+    "gpt-tokenizer": await import("gpt-tokenizer"),
     "@ai-sdk/openai": { openai: () => openai },
     ai,
   }, {}, ["ctx", "answer"]);

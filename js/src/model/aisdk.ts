@@ -7,7 +7,13 @@ import { ModelError, type Model, type ModelResult, type StreamChunk } from "./mo
 /** The part of an AI SDK `LanguageModel` this adapter relies on (kept structural, so these types need no `ai`). */
 export interface AiSdkLanguageModel { readonly modelId: string; readonly provider: string }
 
-interface AiModule {
+/**
+ * The two functions of the `ai` package this adapter calls. Pass them
+ * (`modelFromAiSdk(model, { streamText, generateText })`) in a bundled app —
+ * a browser, workerd, an edge function — where the package cannot be loaded
+ * by name at run time; in Node they are loaded on first use when omitted.
+ */
+export interface AiSdkFunctions {
   generateText(o: unknown): Promise<{ text: string; finishReason: string; usage: { inputTokens?: number; outputTokens?: number }; response?: { modelId?: string } }>;
   streamText(o: unknown): {
     textStream: AsyncIterable<string>;
@@ -17,12 +23,12 @@ interface AiModule {
   };
 }
 
-let ai: Promise<AiModule> | undefined;
-function load(): Promise<AiModule> {
+let ai: Promise<AiSdkFunctions> | undefined;
+function load(): Promise<AiSdkFunctions> {
   const name = "ai";
-  ai ??= (import(name) as Promise<AiModule>).catch((e) => {
+  ai ??= (import(name) as Promise<AiSdkFunctions>).catch((e) => {
     ai = undefined;
-    throw new ModelError("other", `modelFromAiSdk needs the "ai" package (npm install ai): ${String(e)}`);
+    throw new ModelError("other", `modelFromAiSdk needs the "ai" package (npm install ai; in a bundled app pass its functions: modelFromAiSdk(model, { streamText, generateText })): ${String(e)}`);
   });
   return ai;
 }
@@ -38,11 +44,13 @@ function call(model: AiSdkLanguageModel, packet: Packet, signal?: AbortSignal) {
  * A `Model` from an AI SDK `LanguageModel` (`openai("gpt-4o-mini")`,
  * `anthropic(…)`, a gateway model, a mock): streams through `streamText`,
  * the buffered replay through `generateText`, with the compactor's deadline.
+ * `sdk`: those two functions, in a bundled app (see {@link AiSdkFunctions}).
  */
-export function modelFromAiSdk(model: AiSdkLanguageModel): Model {
+export function modelFromAiSdk(model: AiSdkLanguageModel, sdk?: AiSdkFunctions): Model {
+  const functions = (): Promise<AiSdkFunctions> => (sdk ? Promise.resolve(sdk) : load());
   return {
     async *stream(packet: Packet, signal?: AbortSignal): AsyncIterable<StreamChunk> {
-      const { streamText } = await load();
+      const { streamText } = await functions();
       const r = streamText(call(model, packet, signal));
       for await (const text of r.textStream) if (text) yield { type: "delta", text };
       const [usage, finishReason, response] = await Promise.all([r.usage, r.finishReason, r.response]);
@@ -52,7 +60,7 @@ export function modelFromAiSdk(model: AiSdkLanguageModel): Model {
       };
     },
     async complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult> {
-      const { generateText } = await load();
+      const { generateText } = await functions();
       const r = await generateText(call(model, packet, signal));
       return {
         text: r.text, modelId: r.response?.modelId ?? model.modelId, finishReason: r.finishReason,

