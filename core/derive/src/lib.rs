@@ -283,11 +283,41 @@ fn shape_fields<'a>(
         refs.push(&field.ty);
         let ty = referenced(&field.ty).map_or("null".to_string(), |t| format!("{t:?}"));
         out.push(format!(
-            "{{\"name\":{json:?},\"optional\":{},\"type\":{ty}}}",
-            fa.default.is_some()
+            "{{\"name\":{json:?},\"optional\":{},\"type\":{ty},\"json\":{:?}}}",
+            fa.default.is_some(),
+            json_kind(&field.ty)
         ));
     }
     Ok(out.join(","))
+}
+
+/// A field's JSON kind, as TypeScript spells it: `string`, `number`,
+/// `boolean`, `unknown` (any JSON), `object` (a contract type or a map), with
+/// `[]` for an array and `|null` when `None` is written as `null`.
+fn json_kind(ty: &syn::Type) -> String {
+    let syn::Type::Path(p) = ty else {
+        return "unknown".into();
+    };
+    let Some(last) = p.path.segments.last() else {
+        return "unknown".into();
+    };
+    let inner = || match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(json_kind(t)),
+            _ => None,
+        }),
+        _ => None,
+    };
+    match last.ident.to_string().as_str() {
+        "Option" => format!("{}|null", inner().unwrap_or_default()),
+        "Vec" => format!("{}[]", inner().unwrap_or_default()),
+        "Box" => inner().unwrap_or_default(),
+        "String" | "str" => "string".into(),
+        "bool" => "boolean".into(),
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i32" | "i64" | "f64" => "number".into(),
+        "Value" => "unknown".into(),
+        _ => "object".into(),
+    }
 }
 
 /// The contract type a field refers to, through `Option`, `Vec`, `Box` and a

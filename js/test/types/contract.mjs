@@ -2,7 +2,9 @@
 // the core's test `schema`, from the Rust types' serde names) becomes
 // compile-time assertions over src/types.ts in contract.check.ts, which
 // `tsc -p test/types` then checks — a field added, renamed or dropped on
-// either side, a variant or tag that differs, or an enum's names, fails.
+// either side, a variant or tag that differs, an enum's names, or a field's
+// kind (string, number, boolean; an array or not; null where Rust writes
+// it) fails.
 //   node test/types/contract.mjs && tsc -p test/types/tsconfig.json
 import { readFileSync, writeFileSync } from "node:fs";
 
@@ -22,6 +24,8 @@ const lines = [
   "type Equal<X, Y> = (<V>() => V extends X ? 1 : 2) extends (<V>() => V extends Y ? 1 : 2) ? true : false;",
   "type Expect<X extends true> = X;",
   "type Elem<X> = X extends readonly (infer U)[] ? U : X;",
+  "type Extends<A, B> = [A] extends [B] ? true : false;",
+  "type IsArray<X> = [X] extends [readonly unknown[]] ? true : false;",
 ];
 const union = (names) => (names.length ? names.map((n) => JSON.stringify(n)).join(" | ") : "never");
 let n = 0;
@@ -32,7 +36,20 @@ const seen = new Set();
 
 function fields(list, expr, path, extra = []) {
   assert(`${path}: its fields`, `keyof (${expr})`, union([...extra, ...list.map((f) => f.name)]));
-  for (const f of list) if (f.type) check(f.type, `Elem<NonNullable<(${expr})[${JSON.stringify(f.name)}]>>`, `${path}.${f.name}`);
+  for (const f of list) {
+    const member = `(${expr})[${JSON.stringify(f.name)}]`;
+    const at = `${path}.${f.name} (${f.json})`;
+    if (f.json !== "unknown") {
+      // An array where Rust has a Vec, and only there.
+      assert(`${at}: an array or not`, `IsArray<NonNullable<${member}>>`, String(f.json.includes("[]")));
+      // A JSON primitive of the same kind (a literal union of it is fine).
+      const base = f.json.replace("|null", "").replace("[]", "");
+      if (["string", "number", "boolean"].includes(base)) assert(`${at}: its kind`, `Extends<Elem<NonNullable<${member}>>, ${base}>`, "true");
+      // A required Option is written as null: the type must take it.
+      if (f.json.endsWith("|null") && !f.optional) assert(`${at}: may be null`, `Extends<null, ${member}>`, "true");
+    }
+    if (f.type) check(f.type, `Elem<NonNullable<${member}>>`, `${path}.${f.name}`);
+  }
 }
 
 function check(name, expr, path) {
