@@ -311,7 +311,10 @@ fn gen_plan() -> Vec<Value> {
         "circuit breaker: after breakerRetryAfter new turns one automatic attempt goes through",
         "plan",
         plan_req(&d, half_open, true),
-        &[("/ok/outcome", json!("compact"))],
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/trigger", json!("automatic")),
+        ],
     );
     fails.truncate(32);
     g.add(
@@ -319,7 +322,10 @@ fn gen_plan() -> Vec<Value> {
         "circuit breaker: fewer than N failures still compact",
         "plan",
         plan_req(&d, fails, true),
-        &[("/ok/outcome", json!("compact"))],
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/trigger", json!("automatic")),
+        ],
     );
     g.out.extend(disabled_vectors());
     let mut wrong = turns(1, 3, 10);
@@ -363,6 +369,17 @@ fn gen_plan() -> Vec<Value> {
     tk.budget = Budget::default_tokens();
     tk.summary.max_tokens = Some(300);
     tk.summary.max_chars = Some(1_200);
+    // The conversation budget: (window 8,192 − reserved output 1,024 −
+    // safety margin 512) × retrieval share 500‰ = 3,328 tokens; soft at 600‰
+    // of it (1,996), eager at 780‰ (2,595), floored. Turns are 100 tokens.
+    let thresholds = |outcome: &str, warm_at: u64, trigger: u64| {
+        let mut c = vec![("/ok/outcome", json!(outcome))];
+        if outcome == "skip" {
+            c.push(("/ok/record/warmAt", json!(warm_at)));
+            c.push(("/ok/record/trigger", json!(trigger)));
+        }
+        c
+    };
     for (n, outcome) in [
         (10u64, "skip"),
         (19, "skip"),
@@ -376,7 +393,7 @@ fn gen_plan() -> Vec<Value> {
             "token mode eager: skip below soft, warm between soft and eager, compact at eager",
             "plan",
             plan_req(&tk, token_turns(n), true),
-            &[("/ok/outcome", json!(outcome))],
+            &thresholds(outcome, 1_996, 2_595),
         );
     }
     let mut lazy = tk.clone();
@@ -386,10 +403,10 @@ fn gen_plan() -> Vec<Value> {
     for (n, outcome) in [(25u64, "skip"), (30, "warm"), (34, "compact")] {
         g.add(
             &format!("tokens-lazy-{n}"),
-            "token mode lazy: compact only when the conversation budget is full",
+            "token mode lazy: compact only when the conversation budget is full (warm from eager on)",
             "plan",
             plan_req(&lazy, token_turns(n), true),
-            &[("/ok/outcome", json!(outcome))],
+            &thresholds(outcome, 2_595, 3_328),
         );
     }
     let mut fm: Value = plan_req(&d, turns(1, 30, 1_000), true);
@@ -437,7 +454,10 @@ fn disabled_vectors() -> Vec<Value> {
         "safety compaction cannot be disabled: at the conversation budget a disabled declaration compacts",
         "plan",
         plan_req(&off, token_turns(34), true),
-        &[("/ok/outcome", json!("compact"))],
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/trigger", json!("automatic")),
+        ],
     );
     let mut def = off.clone();
     def.enabled = true;
