@@ -171,6 +171,33 @@ pub struct Message {
 }
 
 impl Message {
+    /// A turn of `conversation` (no chat, no sender) with every optional
+    /// field at its default: what a Rust host builds for a new message.
+    pub fn new(
+        conversation: &str,
+        source_seq: u64,
+        turn_id: &str,
+        role: Role,
+        parts: Vec<Part>,
+    ) -> Message {
+        Message {
+            conversation: conversation.to_owned(),
+            chat: String::new(),
+            sender: String::new(),
+            source: String::new(),
+            source_seq,
+            index: 0,
+            turn_id: turn_id.to_owned(),
+            role,
+            author_agent: None,
+            parts,
+            tokens: None,
+            pinned: false,
+            sensitive: false,
+            content_hash: None,
+        }
+    }
+
     /// The message's route.
     pub fn route(&self) -> Route {
         Route {

@@ -20,7 +20,7 @@ use foldline_core::packet::Packet;
 use foldline_core::turn::{Part, Role, Route};
 use foldline_wasmtime::driver::{ContextOptions, Driver, ManualTask, Outcome};
 use foldline_wasmtime::error::HostError;
-use foldline_wasmtime::journal::{Journal, SqliteJournal, StoredEvent};
+use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Evidence, Model, ModelError, ModelResult, StreamChunk};
 use foldline_wasmtime::runtime::Foldline;
 use sha2::{Digest, Sha256};
@@ -92,6 +92,10 @@ fn script(turns: usize) -> Vec<Step> {
 #[path = "../tests/support/flaky.rs"]
 mod flaky;
 use flaky::Flaky;
+#[path = "../tests/support/intercept.rs"]
+#[allow(dead_code)]
+mod intercept;
+use intercept::{Intercept, Write};
 
 /// The journey's summaries (as `flakyModel`'s answer in journey.mjs), wrapped
 /// in [`Flaky`] for its failures.
@@ -181,7 +185,7 @@ fn main() {
         decl.summary.max_chars = Some(if upgraded { 1_200 } else { 1_500 });
         let mut d = Driver::new(
             Foldline::embedded().expect("artifact"),
-            FailingOnce(SqliteJournal::open(&db).expect("journal")),
+            failing_once(SqliteJournal::open(&db).expect("journal")),
             Shared(model.clone()),
             decl,
         );
@@ -236,7 +240,7 @@ fn main() {
         let outcome = if ARMED.load(Ordering::SeqCst) && !FIRED.load(Ordering::SeqCst) {
             match d.on_message(ID) {
                 Ok(o) => o,
-                Err(HostError::Storage(e)) if e.contains("injected failure") => {
+                Err(HostError::Storage(e)) if e.contains(intercept::CRASH) => {
                     // The process "restarts": a new driver over the same file.
                     crashes += 1;
                     d = driver(upgraded);
@@ -314,54 +318,14 @@ static ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new
 static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The SQLite journal with that one injected failure.
-struct FailingOnce(SqliteJournal);
-
-impl Journal for FailingOnce {
-    fn read_events(
-        &self,
-        c: &str,
-        since: u64,
-    ) -> foldline_wasmtime::error::Result<Vec<StoredEvent>> {
-        self.0.read_events(c, since)
-    }
-    fn append_batch(
-        &self,
-        c: &str,
-        events: &[Event],
-        expected: Option<u64>,
-        fence: Option<u64>,
-    ) -> foldline_wasmtime::error::Result<u64> {
-        if ARMED.load(Ordering::SeqCst)
-            && !FIRED.load(Ordering::SeqCst)
-            && events.iter().any(|e| matches!(e, Event::Boundary(_)))
-        {
-            FIRED.store(true, Ordering::SeqCst);
-            return Err(HostError::Storage(
-                "injected failure before the boundary is written".into(),
-            ));
-        }
-        self.0.append_batch(c, events, expected, fence)
-    }
-    fn put_packet(&self, c: &str, p: &Packet) -> foldline_wasmtime::error::Result<()> {
-        self.0.put_packet(c, p)
-    }
-    fn get_packet(&self, c: &str, id: &str) -> foldline_wasmtime::error::Result<Option<Packet>> {
-        self.0.get_packet(c, id)
-    }
-    fn list_packets(&self, c: &str) -> foldline_wasmtime::error::Result<Vec<Packet>> {
-        self.0.list_packets(c)
-    }
-    fn acquire_lease(
-        &self,
-        c: &str,
-        holder: &str,
-        now_ms: u64,
-        ttl_ms: u64,
-    ) -> foldline_wasmtime::error::Result<Option<u64>> {
-        self.0.acquire_lease(c, holder, now_ms, ttl_ms)
-    }
-    fn release_lease(&self, c: &str, holder: &str) -> foldline_wasmtime::error::Result<()> {
-        self.0.release_lease(c, holder)
+fn failing_once(inner: SqliteJournal) -> Intercept<SqliteJournal> {
+    Intercept {
+        inner,
+        crash: Box::new(|w| {
+            matches!(w, Write::Append(events) if events.iter().any(|e| matches!(e, Event::Boundary(_))))
+                && ARMED.load(Ordering::SeqCst)
+                && !FIRED.swap(true, Ordering::SeqCst)
+        }),
     }
 }
 

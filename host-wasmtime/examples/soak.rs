@@ -46,26 +46,18 @@ fn say(i: u64) -> Event {
         800 + i % 300
     )
     .repeat(1 + (i % 5) as usize);
-    Event::Message(Message {
-        conversation: "soak".into(),
-        chat: String::new(),
-        sender: String::new(),
-        source: String::new(),
-        source_seq: i,
-        index: 0,
-        turn_id: format!("t{i}"),
-        role: if i % 2 == 1 {
-            Role::User
-        } else {
-            Role::Assistant
-        },
-        author_agent: None,
-        parts: vec![Part::Text { text }],
-        tokens: None,
-        pinned: false,
-        sensitive: false,
-        content_hash: None,
-    })
+    let role = if i % 2 == 1 {
+        Role::User
+    } else {
+        Role::Assistant
+    };
+    Event::Message(Message::new(
+        "soak",
+        i,
+        &format!("t{i}"),
+        role,
+        vec![Part::Text { text }],
+    ))
 }
 
 fn main() {

@@ -27,10 +27,11 @@ use foldline_core::packet::Packet;
 use foldline_core::stream::FailureKind;
 use foldline_core::turn::{Part, Role};
 use foldline_wasmtime::driver::{Driver, ManualTask, Outcome};
-use foldline_wasmtime::error::{HostError, Result};
+use foldline_wasmtime::error::Result;
 use foldline_wasmtime::journal::{Journal, SqliteJournal, StoredEvent};
 use foldline_wasmtime::model::{Evidence, Model, ModelError, ModelResult, StreamChunk};
 use foldline_wasmtime::runtime::Foldline;
+use support::intercept::{Intercept, Write, CRASH};
 use support::invariants::check;
 
 const CONV: &str = "fuzz";
@@ -129,67 +130,30 @@ struct Armed {
     dead: bool,
 }
 
-const CRASH: &str = "injected crash";
-
-/// A SQLite journal with those crashes.
-struct Crashable(SqliteJournal, Arc<Mutex<Armed>>);
-
-impl Crashable {
-    fn armed(&self) -> std::sync::MutexGuard<'_, Armed> {
-        self.1.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Journal for Crashable {
-    fn read_events(&self, c: &str, since: u64) -> Result<Vec<StoredEvent>> {
-        self.0.read_events(c, since)
-    }
-    fn append_batch(
-        &self,
-        c: &str,
-        events: &[Event],
-        expected: Option<u64>,
-        fence: Option<u64>,
-    ) -> Result<u64> {
-        {
-            let mut a = self.armed();
-            if a.boundary && events.iter().any(|e| matches!(e, Event::Boundary(_))) {
+/// The SQLite journal with those crashes.
+fn crashable(inner: SqliteJournal, armed: Arc<Mutex<Armed>>) -> Intercept<SqliteJournal> {
+    Intercept {
+        inner,
+        crash: Box::new(move |w| {
+            let mut a = armed.lock().unwrap_or_else(|p| p.into_inner());
+            let hit = match w {
+                Write::Append(events) => {
+                    a.boundary && events.iter().any(|e| matches!(e, Event::Boundary(_)))
+                }
+                Write::Packet => a.packet,
+                Write::Release => return std::mem::take(&mut a.dead),
+            };
+            if hit {
                 a.boundary = false;
-                a.dead = true;
-                return Err(HostError::Storage(format!("{CRASH}: before the boundary")));
-            }
-        }
-        self.0.append_batch(c, events, expected, fence)
-    }
-    fn put_packet(&self, c: &str, p: &Packet) -> Result<()> {
-        {
-            let mut a = self.armed();
-            if a.packet {
                 a.packet = false;
                 a.dead = true;
-                return Err(HostError::Storage(format!("{CRASH}: the packet store")));
             }
-        }
-        self.0.put_packet(c, p)
-    }
-    fn get_packet(&self, c: &str, id: &str) -> Result<Option<Packet>> {
-        self.0.get_packet(c, id)
-    }
-    fn list_packets(&self, c: &str) -> Result<Vec<Packet>> {
-        self.0.list_packets(c)
-    }
-    fn acquire_lease(&self, c: &str, holder: &str, now: u64, ttl: u64) -> Result<Option<u64>> {
-        self.0.acquire_lease(c, holder, now, ttl)
-    }
-    fn release_lease(&self, c: &str, holder: &str) -> Result<()> {
-        if std::mem::take(&mut self.armed().dead) {
-            return Ok(());
-        }
-        self.0.release_lease(c, holder)
+            hit
+        }),
     }
 }
 
-type D = Driver<Crashable, Shared>;
+type D = Driver<Intercept<SqliteJournal>, Shared>;
 
 struct Case {
     db: std::path::PathBuf,
@@ -210,7 +174,7 @@ impl Case {
     fn driver(&self, holder: &str) -> D {
         let mut d = Driver::new(
             Foldline::embedded().unwrap(),
-            Crashable(SqliteJournal::open(&self.db).unwrap(), self.armed.clone()),
+            crashable(SqliteJournal::open(&self.db).unwrap(), self.armed.clone()),
             Shared(self.model.clone()),
             declaration(),
         );
@@ -221,22 +185,8 @@ impl Case {
 
     fn message(&mut self, role: Role, parts: Vec<Part>) -> Event {
         self.k += 1;
-        Event::Message(Message {
-            conversation: CONV.into(),
-            chat: String::new(),
-            sender: String::new(),
-            source: String::new(),
-            source_seq: self.k * 10,
-            index: 0,
-            turn_id: format!("t{}", self.k),
-            role,
-            author_agent: None,
-            parts,
-            tokens: None,
-            pinned: false,
-            sensitive: false,
-            content_hash: None,
-        })
+        let id = format!("t{}", self.k);
+        Event::Message(Message::new(CONV, self.k * 10, &id, role, parts))
     }
 
     fn text(r: &mut Rng) -> String {

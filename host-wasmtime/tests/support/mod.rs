@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 pub mod fixtures;
 pub mod flaky;
+pub mod intercept;
 pub mod invariants;
 pub mod pg;
 pub mod ruleset;

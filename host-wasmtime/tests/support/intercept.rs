@@ -1,0 +1,71 @@
+//! A journal around another that can fail its writes on cue, as a crash of
+//! the process would: the fuzzer's and the journey program's crashes.
+
+use foldline_core::event::Event;
+use foldline_core::packet::Packet;
+use foldline_wasmtime::error::{HostError, Result};
+use foldline_wasmtime::journal::{Journal, StoredEvent};
+
+/// What a write is about to do; the hook answers whether it crashes there.
+pub enum Write<'a> {
+    /// A batch is about to be appended.
+    Append(&'a [Event]),
+    /// A packet is about to be stored.
+    Packet,
+    /// The writer lease is about to be released (a dead process releases nothing).
+    Release,
+}
+
+/// `inner`, with `crash` asked before every write: `true` fails it (nothing
+/// is written) — an append or a packet store with a storage error naming the
+/// injected crash, a release by doing nothing.
+pub struct Intercept<J> {
+    /// The journal written to.
+    pub inner: J,
+    /// Whether the write crashes.
+    pub crash: Box<dyn Fn(Write<'_>) -> bool + Send + Sync>,
+}
+
+/// The text of an injected crash's error.
+pub const CRASH: &str = "injected crash";
+
+impl<J: Journal> Journal for Intercept<J> {
+    fn read_events(&self, c: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        self.inner.read_events(c, since)
+    }
+    fn append_batch(
+        &self,
+        c: &str,
+        events: &[Event],
+        expected: Option<u64>,
+        fence: Option<u64>,
+    ) -> Result<u64> {
+        if (self.crash)(Write::Append(events)) {
+            return Err(HostError::Storage(format!("{CRASH} before the append")));
+        }
+        self.inner.append_batch(c, events, expected, fence)
+    }
+    fn put_packet(&self, c: &str, p: &Packet) -> Result<()> {
+        if (self.crash)(Write::Packet) {
+            return Err(HostError::Storage(format!(
+                "{CRASH} before the packet store"
+            )));
+        }
+        self.inner.put_packet(c, p)
+    }
+    fn get_packet(&self, c: &str, id: &str) -> Result<Option<Packet>> {
+        self.inner.get_packet(c, id)
+    }
+    fn list_packets(&self, c: &str) -> Result<Vec<Packet>> {
+        self.inner.list_packets(c)
+    }
+    fn acquire_lease(&self, c: &str, holder: &str, now: u64, ttl: u64) -> Result<Option<u64>> {
+        self.inner.acquire_lease(c, holder, now, ttl)
+    }
+    fn release_lease(&self, c: &str, holder: &str) -> Result<()> {
+        if (self.crash)(Write::Release) {
+            return Ok(());
+        }
+        self.inner.release_lease(c, holder)
+    }
+}
