@@ -53,20 +53,9 @@ pub fn turn(seq: u64) -> Event {
         ),
     };
     Event::Message(Message {
-        conversation: r.conversation,
         chat: r.chat,
         sender: r.sender,
-        source: String::new(),
-        source_seq: seq,
-        index: 0,
-        turn_id: format!("t{seq}"),
-        role,
-        author_agent: None,
-        parts,
-        tokens: None,
-        pinned: false,
-        sensitive: false,
-        content_hash: None,
+        ..Message::new(&r.conversation, seq, &format!("t{seq}"), role, parts)
     })
 }
 

@@ -22,20 +22,10 @@ pub fn text(s: &str) -> Vec<Part> {
 pub fn message(seq: u64, index: u32, id: &str, role: Role, parts: Vec<Part>) -> Message {
     let r = route();
     Message {
-        conversation: r.conversation,
         chat: r.chat,
         sender: r.sender,
-        source: String::new(),
-        source_seq: seq,
         index,
-        turn_id: id.into(),
-        role,
-        author_agent: None,
-        parts,
-        tokens: None,
-        pinned: false,
-        sensitive: false,
-        content_hash: None,
+        ..Message::new(&r.conversation, seq, id, role, parts)
     }
 }
 
