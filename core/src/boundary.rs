@@ -5,11 +5,10 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amend::AbsorbedEntry;
-use crate::budget::Metric;
+use crate::amendment::AbsorbedEntry;
 use crate::canonical;
 use crate::declaration::Budget;
-use crate::event::TriggerKind;
+use crate::declaration::Metric;
 use crate::frontier::FrontierRef;
 use crate::turn::{Role, Route};
 
@@ -228,4 +227,17 @@ impl ChainHead {
             covered_through_seq: self.covered_through_seq,
         }
     }
+}
+
+/// What started a compaction.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode, Default,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum TriggerKind {
+    /// Context pressure.
+    #[default]
+    Automatic,
+    /// A member's `/compact`.
+    Manual,
 }

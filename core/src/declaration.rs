@@ -8,7 +8,6 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
-use crate::error::{Code, Error};
 
 /// Which side of the reciprocal pair a declaration describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
@@ -346,142 +345,6 @@ impl Declaration {
         canonical::hash(self)
     }
 
-    /// The one refusal of a declaration that breaks rules: `invalid_declaration`
-    /// naming every field at fault, as both `plan` (which lists the single
-    /// violations beside it) and `select` answer it. `None` when it breaks none.
-    pub fn refusal(&self) -> Option<(Error, Vec<Error>)> {
-        let violations = self.violations();
-        if violations.is_empty() {
-            return None;
-        }
-        let fields: Vec<String> = violations.iter().flat_map(|e| e.ids.clone()).collect();
-        let error = Error::new(
-            Code::InvalidDeclaration,
-            format!("the declaration breaks {} rule(s)", violations.len()),
-        )
-        .with_ids(fields);
-        Some((error, violations))
-    }
-
-    /// Check every rule and return every violation (empty when valid).
-    pub fn violations(&self) -> Vec<Error> {
-        let mut errs = Vec::new();
-        let mut bad = |field: &str, msg: String| {
-            errs.push(Error::new(Code::InvalidDeclaration, msg).with_ids([field.to_owned()]))
-        };
-        if self.target_id.trim().is_empty() {
-            bad("targetId", "targetId must not be empty".into());
-        }
-        if self.compactor_id.trim().is_empty() {
-            bad("compactorId", "compactorId must not be empty".into());
-        }
-        if !self.target_id.is_empty() && self.target_id == self.compactor_id {
-            bad(
-                "compactorId",
-                "the compactor must be a separate consumer id from the target".into(),
-            );
-        }
-        match self.budget {
-            Budget::Chars { trigger, retain } => {
-                if retain == 0 {
-                    bad("budget.retain", "retain must be positive".into());
-                }
-                if retain >= trigger {
-                    bad(
-                        "budget.retain",
-                        format!(
-                            "retain ({retain}) must be strictly smaller than trigger ({trigger})"
-                        ),
-                    );
-                }
-            }
-            Budget::Tokens {
-                window,
-                reserved_output,
-                safety_margin,
-                retrieval_share,
-                soft,
-                eager,
-                target,
-                ..
-            } => {
-                if reserved_output.saturating_add(safety_margin) >= window {
-                    bad(
-                        "budget.reservedOutput",
-                        format!("reservedOutput + safetyMargin ({}) must be smaller than the window ({window})", reserved_output.saturating_add(safety_margin)),
-                    );
-                }
-                if retrieval_share >= 1000 {
-                    bad(
-                        "budget.retrievalShare",
-                        format!("retrievalShare ({retrieval_share}‰) must be below 1000‰"),
-                    );
-                }
-                if soft == 0 || soft > eager {
-                    bad(
-                        "budget.soft",
-                        format!("soft ({soft}‰) must be positive and at most eager ({eager}‰)"),
-                    );
-                }
-                if eager > 1000 {
-                    bad(
-                        "budget.eager",
-                        format!("eager ({eager}‰) must be at most 1000‰"),
-                    );
-                }
-                if target == 0 || target >= eager {
-                    bad(
-                        "budget.target",
-                        format!("target ({target}‰) must be positive and below eager ({eager}‰)"),
-                    );
-                }
-            }
-        }
-        if self.summary.max_chars == Some(0) {
-            bad(
-                "summary.maxChars",
-                "summary.maxChars must be positive".into(),
-            );
-        }
-        if self.summary.max_tokens == Some(0) {
-            bad(
-                "summary.maxTokens",
-                "summary.maxTokens must be positive".into(),
-            );
-        }
-        if self.prefix_bounds.max_turns == 0 || self.prefix_bounds.max_chars == 0 {
-            bad("prefixBounds", "prefix bounds must be positive".into());
-        }
-        if self.max_consecutive_failures == 0 {
-            bad(
-                "maxConsecutiveFailures",
-                "maxConsecutiveFailures must be at least 1".into(),
-            );
-        }
-        if self.breaker_retry_after == 0 {
-            bad(
-                "breakerRetryAfter",
-                "breakerRetryAfter must be at least 1".into(),
-            );
-        }
-        if let Some(ins) = &self.instructions {
-            if ins.mode == InstructionMode::Replace && ins.text.trim().is_empty() {
-                bad(
-                    "instructions.text",
-                    "replacing instructions must not be empty".into(),
-                );
-            }
-        }
-        if self.documents.ids.iter().any(|d| d.is_empty()) {
-            bad("documents.ids", "document ids must not be empty".into());
-        }
-        // Room for the tail is checked once every field is sound on its own.
-        if errs.is_empty() {
-            errs.extend(crate::budget::headroom_violations(self));
-        }
-        errs
-    }
-
     /// The reciprocal compactor declaration of a target: the same pair,
     /// budget and admissions under the compactor role. Drivers check the
     /// pair's agreement on every resolve with this unless given the
@@ -491,11 +354,6 @@ impl Declaration {
             role: DeclarationRole::Compactor,
             ..self.clone()
         }
-    }
-
-    /// The summary limits in force: declared, or derived from the budget.
-    pub fn summary_bounds(&self) -> SummaryBounds {
-        crate::budget::summary_bounds(self)
     }
 
     /// Whether a message source is admitted by the source patterns.
@@ -538,6 +396,26 @@ fn glob(pattern: &str, text: &str) -> bool {
         pi += 1;
     }
     pi == p.len()
+}
+
+/// The unit sizes are measured in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub enum Metric {
+    /// Unicode scalar values.
+    Chars,
+    /// Tokens (host counts, else the estimate).
+    Tokens,
+}
+
+impl Metric {
+    /// The metric's name: `chars` or `tokens`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Chars => "chars",
+            Metric::Tokens => "tokens",
+        }
+    }
 }
 
 #[cfg(test)]

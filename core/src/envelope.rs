@@ -6,7 +6,7 @@
 //! the text verbatim; there is no closing tag for a summary to forge, and
 //! provenance (ids, hashes) stays in the manifest, out of the body.
 
-use crate::amend::{Amendment, EntryKind};
+use crate::amendment::{Amendment, EntryKind};
 use crate::turn::{render_parts, Turn};
 
 /// The marker every historical envelope carries.

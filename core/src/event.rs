@@ -4,6 +4,7 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::boundary::Boundary;
+pub use crate::boundary::TriggerKind;
 use crate::frontier::Frontier;
 use crate::turn::{Part, Role, Route};
 
@@ -226,19 +227,6 @@ pub struct Correction {
     /// Token count of the new content, when the host has a tokenizer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
-}
-
-/// What started a compaction.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode, Default,
-)]
-#[serde(rename_all = "camelCase")]
-pub enum TriggerKind {
-    /// Context pressure.
-    #[default]
-    Automatic,
-    /// A member's `/compact`.
-    Manual,
 }
 
 /// State of a manual-compaction task.

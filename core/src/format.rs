@@ -11,8 +11,38 @@ use serde_json::{json, Map, Value};
 
 use crate::canonical::Encode;
 use crate::decode::{At, Decode};
-use crate::select::ContextMessage;
 use crate::turn::{Part, Role};
+
+/// What a context message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub enum Kind {
+    /// A pinned turn.
+    Pinned,
+    /// The summary envelope.
+    Summary,
+    /// The amendment envelope.
+    Amendment,
+    /// An exact turn.
+    Turn,
+    /// The current prompt.
+    Prompt,
+}
+
+/// One message of the context in foldline's own form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextMessage {
+    /// What it is.
+    pub kind: Kind,
+    /// The provider-facing role (`user` for envelopes).
+    pub role: Role,
+    /// The turn it renders, for turns and pinned turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Content.
+    pub parts: Vec<Part>,
+}
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]

@@ -20,6 +20,7 @@
 
 pub mod agree;
 pub mod amend;
+pub mod amendment;
 pub mod api;
 pub mod boundary;
 pub mod budget;

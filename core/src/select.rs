@@ -19,6 +19,7 @@ use crate::envelope;
 use crate::error::{self, Code, Error, Result};
 use crate::event::Event;
 use crate::format::{self, Format};
+pub use crate::format::{ContextMessage, Kind};
 use crate::frontier::Frontier;
 use crate::group;
 use crate::plan::admitted;
@@ -60,37 +61,6 @@ pub struct SelectRequest {
 }
 fn yes() -> bool {
     true
-}
-
-/// What a context message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
-#[serde(rename_all = "camelCase")]
-pub enum Kind {
-    /// A pinned turn.
-    Pinned,
-    /// The summary envelope.
-    Summary,
-    /// The amendment envelope.
-    Amendment,
-    /// An exact turn.
-    Turn,
-    /// The current prompt.
-    Prompt,
-}
-
-/// One message of the context in foldline's own form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ContextMessage {
-    /// What it is.
-    pub kind: Kind,
-    /// The provider-facing role (`user` for envelopes).
-    pub role: Role,
-    /// The turn it renders, for turns and pinned turns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
-    /// Content.
-    pub parts: Vec<Part>,
 }
 
 /// Why a turn after the covered sequence is not in the context.
