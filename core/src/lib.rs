@@ -14,7 +14,9 @@
 //!
 //! Comments cite the two origin documents as *seed 000* and *seed 002*;
 //! `docs/rules.md` restates each of their rules and names the module that
-//! enforces it and the tests that prove it.
+//! enforces it and the tests that prove it. The modules are layered —
+//! primitives, records, history, render, operations — without import cycles
+//! (`docs/architecture.md` walks them; `tests/layers.rs` holds them to it).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -7,7 +7,7 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amend::Amendment;
+use crate::amendment::Amendment;
 use crate::boundary::{InputEvidence, PreviousRef, Stats};
 use crate::canonical;
 use crate::declaration::{Budget, SummaryBounds};

@@ -9,7 +9,7 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amend::Amendment;
+use crate::amendment::Amendment;
 use crate::boundary::{ChainHead, InputEvidence, InputTurn, Sizes, Stats};
 use crate::budget::{turn_size, Metric, Thresholds};
 use crate::canonical;

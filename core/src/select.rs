@@ -10,7 +10,7 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amend::Amendment;
+use crate::amendment::Amendment;
 use crate::boundary::ChainHead;
 use crate::budget::{text_size, turn_size, Metric, Thresholds};
 use crate::canonical;

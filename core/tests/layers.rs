@@ -1,6 +1,6 @@
 //! The core's modules import one another without cycles: a reader can take
 //! them bottom-up — records (`turn`, `declaration`, `frontier`, `boundary`,
-//! `amendment`, `event`), history (`reconstruct`, `amend`), render
+//! `amendment`, `event`, `packet`), history (`reconstruct`, `amend`), render
 //! (`envelope`, `format`), then the operations (`plan`, `settle`, `resolve`,
 //! `select`, `timeline`, `validate`, `api`). This test reads every
 //! `crate::<module>` path in `core/src` (comments aside) and fails naming a
@@ -119,7 +119,7 @@ fn the_records_name_no_operation() {
         for op in operations {
             assert!(
                 !graph[record].contains(op),
-                "the record module `{record}` imports the operation `{op}`"
+                "the record module `{record}` imports `{op}`, a layer above it"
             );
         }
     }
