@@ -21,8 +21,10 @@ use wasmtime::{
 
 use crate::error::{HostError, Result};
 
-/// The `.wasm` the npm package ships, embedded at build time.
-pub const EMBEDDED_WASM: &[u8] = include_bytes!("../../js/pkg/foldline_bg.wasm");
+/// The `.wasm` the npm package ships, embedded at build time
+/// (`host-wasmtime/foldline_bg.wasm` links to `js/pkg/foldline_bg.wasm`, so
+/// the crate packages with its own copy).
+pub const EMBEDDED_WASM: &[u8] = include_bytes!("../foldline_bg.wasm");
 
 /// The ABI major version this host speaks.
 pub const ABI_MAJOR: u32 = 1;
