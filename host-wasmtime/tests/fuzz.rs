@@ -373,16 +373,15 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
                     let j = 1 + r.below(s.k as usize) as u64;
                     if !s.late.contains(&j) {
                         s.late.push(j);
-                        let mut e = match s.message(Role::User, vec![]) {
-                            Event::Message(m) => m,
-                            _ => unreachable!(),
-                        };
-                        s.k -= 1;
-                        e.source_seq = j * 10 + 5;
-                        e.turn_id = format!("late-{j}");
-                        e.parts = vec![Part::Text {
-                            text: format!("late: {}", Case::text(&mut r)),
-                        }];
+                        let text = format!("late: {}", Case::text(&mut r));
+                        let id = format!("late-{j}");
+                        let e = Message::new(
+                            CONV,
+                            j * 10 + 5,
+                            &id,
+                            Role::User,
+                            vec![Part::Text { text }],
+                        );
                         c.journal.append(CONV, &[Event::LateDelivery(e)]).unwrap();
                         s.appended.push(format!("late-{j}"));
                     }
