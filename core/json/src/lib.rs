@@ -14,17 +14,12 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+mod parse;
+
+pub use parse::{parse, ParseError};
+
 /// Prefix of every hash string.
 pub const HASH_PREFIX: &str = "sha256:";
-
-/// Parse JSON bytes into a tree. Unlike `serde_json::Value`'s own parser, a
-/// key repeated in one object is an error (`duplicate field`), not last-wins.
-///
-/// # Errors
-/// serde_json's error, with the line and column of the problem.
-pub fn parse(input: &[u8]) -> Result<Value, serde_json::Error> {
-    serde_json::from_slice::<Tree>(input).map(|t| t.0)
-}
 
 /// Parse a tree from any serde deserializer (duplicate keys refused).
 ///
