@@ -11,8 +11,9 @@ use crate::decode::{self, Decode};
 use crate::error::{Code, Error, Result};
 
 /// Entry points reachable through [`call`].
-pub const ENTRY_POINTS: [&str; 7] = [
+pub const ENTRY_POINTS: [&str; 8] = [
     "plan",
+    "step",
     "validate",
     "select",
     "timeline",
@@ -62,6 +63,7 @@ pub fn envelope<T: Encode>(r: Result<T>) -> Vec<u8> {
 fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "plan" => envelope(parse(input).map(|r| crate::plan(&r))),
+        "step" => envelope(parse(input).and_then(crate::step)),
         "validate" => envelope(parse(input).and_then(|r| crate::validate(&r))),
         "select" => envelope(parse(input).and_then(|r| crate::select(&r))),
         "timeline" => envelope(parse(input).and_then(|r| crate::timeline(&r))),

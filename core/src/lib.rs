@@ -40,6 +40,7 @@ pub mod packet;
 pub mod plan;
 pub mod reconstruct;
 pub mod resolve;
+pub mod run;
 #[cfg(test)]
 mod schema;
 pub mod select;
@@ -51,6 +52,7 @@ pub mod validate;
 
 pub use error::{Code, Error, Result};
 pub use plan::{plan, PlanOutcome, PlanRequest};
+pub use run::{step, Step, StepRequest};
 pub use select::{select, SelectRequest, Selection};
 pub use timeline::{timeline, Timeline, TimelineRequest};
 pub use validate::{validate, ValidateRequest, ValidateResponse};

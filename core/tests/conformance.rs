@@ -1361,24 +1361,472 @@ fn gen_contract() -> Vec<Value> {
     g.out
 }
 
+/// How the scripted model answers one `callModel` effect.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// A complete answer with this summary.
+    Complete(&'static str),
+    /// The stream ended before any content (no typed error).
+    DroppedEarly,
+    /// The stream ended after content.
+    DroppedLate,
+    /// A typed failure.
+    Fails(&'static str),
+}
+
+/// What the scripted host does besides answering the model.
+#[derive(Clone, Copy, Default)]
+struct Host {
+    /// Before the first append, another writer appends a message (`false`)
+    /// or a boundary-like chain event (`true`): the append meets a conflict.
+    conflict: Option<bool>,
+}
+
+/// Drive one run of the loop through `step` against a simulated journal, the
+/// way both drivers interpret it, recording each call as a vector whose checks
+/// are the expected effect (and, at the end, how the run finished).
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    g: &mut Gen,
+    name: &str,
+    rule: &str,
+    sim: &mut Sim,
+    base: Value,
+    answers: &[Answer],
+    host: Host,
+    expect: &[&str],
+) -> Value {
+    let mut answers = answers.iter();
+    let mut host = host;
+    // The host read before its first step: the first answer follows the plan.
+    let mut state = Value::Null;
+    let mut last = Value::Null;
+    let mut with_view = true;
+    for (n, want) in expect.iter().enumerate() {
+        let mut req = base.clone();
+        if with_view {
+            let r = sim.resolve().expect("the simulated journal resolves");
+            let mut view = request(&sim.decl, sim.events.clone());
+            view.frontier = r.frontier;
+            view.head = r.head;
+            view.amendment = r.amendment;
+            if let Some(w) = base.get("warmPacket") {
+                view.warm = serde_json::from_value(w.clone()).ok();
+            }
+            req["view"] = v(&view);
+            req["seq"] = json!(sim.events.len());
+        }
+        if let Some(o) = req.as_object_mut() {
+            o.remove("warmPacket");
+        }
+        req["state"] = state.clone();
+        req["last"] = last.clone();
+        let resp: Value =
+            serde_json::from_slice(&api::call("step", req.to_string().as_bytes())).unwrap();
+        let (effect, finished) = match want.split_once(':') {
+            Some((e, f)) => (e, Some(f)),
+            None => (*want, None),
+        };
+        let mut checks: Vec<(&str, Value)> = Vec::new();
+        if effect == "error" {
+            checks.push(("/error/code", json!(finished.unwrap_or_default())));
+        } else {
+            checks.push(("/ok/effect/effect", json!(effect)));
+        }
+        if let (Some(f), "done") = (finished, effect) {
+            checks.push(("/ok/effect/finished/status", json!(f)));
+        }
+        g.add(&format!("{name}/{n:02}-{want}"), rule, "step", req, &checks);
+        // A run ends at `done` or an error; a script that stops earlier is a
+        // host that crashed after that effect.
+        if effect == "error" || effect == "done" || n + 1 == expect.len() {
+            return resp;
+        }
+        let step = &resp["ok"];
+        state = step["state"].clone();
+        with_view = false;
+        last = match effect {
+            "read" => {
+                with_view = true;
+                state = Value::Null;
+                Value::Null
+            }
+            "append" => {
+                if let Some(chain) = host.conflict.take() {
+                    // Another writer got there first.
+                    if chain {
+                        let b = sim.boundaries().len();
+                        sim.events
+                            .push(Event::Frontier(activate(&sim.decl, sim.events.clone())));
+                        assert_eq!(b, sim.boundaries().len());
+                    } else {
+                        let seq = sim.next_seq;
+                        sim.say(1, 40);
+                        assert!(seq < sim.next_seq);
+                    }
+                    json!({"kind": "conflict", "seq": sim.events.len(), "chainMoved": chain})
+                } else {
+                    assert_eq!(step["effect"]["expectedSeq"], json!(sim.events.len()));
+                    for e in state["batch"].as_array().unwrap() {
+                        sim.events.push(serde_json::from_value(e.clone()).unwrap());
+                    }
+                    json!({"kind": "appended", "seq": sim.events.len()})
+                }
+            }
+            "putPacket" => {
+                sim.packets
+                    .push(serde_json::from_value(state["run"]["packet"].clone()).unwrap());
+                json!({"kind": "stored"})
+            }
+            "callModel" => {
+                let run = &state["run"];
+                let output = |summary: &str| {
+                    json!({"packetId": run["packet"]["id"], "runId": run["runId"], "modelId": "test-model",
+                           "usage": {"inputTokens": 1000, "outputTokens": 50}, "finishReason": "stop", "summary": summary})
+                };
+                match answers.next().expect("a scripted answer") {
+                    Answer::Complete(s) => {
+                        json!({"kind": "model", "contentReceived": true, "output": output(s)})
+                    }
+                    Answer::DroppedEarly => json!({"kind": "model", "contentReceived": false}),
+                    Answer::DroppedLate => json!({"kind": "model", "contentReceived": true}),
+                    Answer::Fails(kind) => json!({"kind": "model", "contentReceived": false,
+                        "error": {"failure": kind, "detail": "the provider said no"}}),
+                }
+            }
+            other => panic!("unexpected effect {other}"),
+        };
+    }
+    panic!("{name}: the run did not finish within the expected effects")
+}
+
+fn gen_step() -> Vec<Value> {
+    let mut g = Gen {
+        area: "step",
+        out: vec![],
+    };
+    let d = chars_decl(5_000, 2_000);
+    let auto = json!({});
+    let fresh = |n: u64| {
+        let mut s = Sim::new(d.clone());
+        s.say(n, 300);
+        s
+    };
+    let compacted = [
+        "append",
+        "read",
+        "putPacket",
+        "callModel",
+        "append",
+        "done:compacted",
+    ];
+    drive(&mut g, "compaction", "the loop: activate, read again, store the packet before any model sees it, call the model, settle, append the boundary",
+        &mut fresh(24), auto.clone(), &[Answer::Complete("The member asked about turns one to twenty.")], Host::default(), &compacted);
+    drive(
+        &mut g,
+        "below-trigger",
+        "below the trigger the run ends at the plan (activation first)",
+        &mut fresh(4),
+        auto.clone(),
+        &[],
+        Host::default(),
+        &["append", "read", "done:skipped"],
+    );
+    let failed = [
+        "append",
+        "read",
+        "putPacket",
+        "callModel",
+        "append",
+        "done:failed",
+    ];
+    drive(
+        &mut g,
+        "provider-refusal",
+        "a typed model failure is recorded (audit) before the run fails; no replay",
+        &mut fresh(24),
+        auto.clone(),
+        &[Answer::Fails("providerRefusal")],
+        Host::default(),
+        &failed,
+    );
+    drive(
+        &mut g,
+        "timeout",
+        "a passed deadline fails the run as timeout; no replay",
+        &mut fresh(24),
+        auto.clone(),
+        &[Answer::Fails("timeout")],
+        Host::default(),
+        &failed,
+    );
+    drive(
+        &mut g,
+        "replay-before-content",
+        "a stream that ends before any content is replayed once through the buffered call",
+        &mut fresh(24),
+        auto.clone(),
+        &[
+            Answer::DroppedEarly,
+            Answer::Complete("Turns one to twenty, summarized."),
+        ],
+        Host::default(),
+        &[
+            "append",
+            "read",
+            "putPacket",
+            "callModel",
+            "callModel",
+            "append",
+            "done:compacted",
+        ],
+    );
+    drive(
+        &mut g,
+        "replay-once",
+        "the buffered replay happens once: a second empty answer fails the run",
+        &mut fresh(24),
+        auto.clone(),
+        &[Answer::DroppedEarly, Answer::DroppedEarly],
+        Host::default(),
+        &[
+            "append",
+            "read",
+            "putPacket",
+            "callModel",
+            "callModel",
+            "append",
+            "done:failed",
+        ],
+    );
+    drive(
+        &mut g,
+        "dropped-after-content",
+        "never replay after content: a stream cut after content fails the run",
+        &mut fresh(24),
+        auto.clone(),
+        &[Answer::DroppedLate],
+        Host::default(),
+        &failed,
+    );
+    drive(
+        &mut g,
+        "unusable-summary",
+        "a summary settle rejects (over the summary limit) is recorded as unusable",
+        &mut fresh(24),
+        auto.clone(),
+        &[Answer::Complete(Box::leak(
+            "long ".repeat(200).into_boxed_str(),
+        ))],
+        Host::default(),
+        &failed,
+    );
+    // A crash after the packet was stored: the next run plans the same packet
+    // (content-addressed) and derives the same run id.
+    let mut crash = fresh(24);
+    let first = drive(
+        &mut g,
+        "crash-after-packet",
+        "a crash after the packet is stored leaves nothing in the journal",
+        &mut crash,
+        auto.clone(),
+        &[],
+        Host::default(),
+        &["append", "read", "putPacket"],
+    );
+    let done = drive(
+        &mut g,
+        "crash-after-packet-restart",
+        "after a crash the next run stores the same packet again and finishes",
+        &mut crash,
+        auto.clone(),
+        &[Answer::Complete("Turns one to twenty, after a restart.")],
+        Host::default(),
+        &["putPacket", "callModel", "append", "done:compacted"],
+    );
+    assert_eq!(
+        first["ok"]["state"]["run"]["runId"],
+        json!(format!(
+            "run:{}:1",
+            &done["ok"]["effect"]["finished"]["boundary"]["packetId"]
+                .as_str()
+                .unwrap()[7..23]
+        ))
+    );
+    // A failure, then the next run: the same packet, the next attempt.
+    let mut again = fresh(24);
+    drive(
+        &mut g,
+        "retry-after-failure",
+        "a failure is recorded; the next run retries the same packet",
+        &mut again,
+        auto.clone(),
+        &[Answer::Fails("budgetStop")],
+        Host::default(),
+        &failed,
+    );
+    let retry = drive(
+        &mut g,
+        "retry-after-failure-next",
+        "the retry's run id counts the failures recorded for its packet (attempt 2)",
+        &mut again,
+        auto.clone(),
+        &[Answer::Complete("Turns one to twenty, second attempt.")],
+        Host::default(),
+        &["putPacket", "callModel", "append", "done:compacted"],
+    );
+    assert!(
+        retry["ok"]["effect"]["finished"]["boundary"]["run"]["runId"]
+            .as_str()
+            .unwrap()
+            .ends_with(":2")
+    );
+    // Manual tasks.
+    let manual = json!({"trigger": {"kind": "manual", "actor": "member-1"}, "task": "task-1"});
+    drive(&mut g, "manual-task", "a manual task: its requested event is durable (acceptsTask) before the model runs; the boundary and the task's end are one batch",
+        &mut fresh(10), manual.clone(), &[Answer::Complete("What the member asked, through turn six.")], Host::default(),
+        &["append", "read", "putPacket", "append", "callModel", "append", "done:compacted"]);
+    drive(
+        &mut g,
+        "manual-task-fails",
+        "a manual task whose model fails ends its task as failed in the failure's batch",
+        &mut fresh(10),
+        manual.clone(),
+        &[Answer::Fails("providerRefusal")],
+        Host::default(),
+        &[
+            "append",
+            "read",
+            "putPacket",
+            "append",
+            "callModel",
+            "append",
+            "done:failed",
+        ],
+    );
+    let mut crashed = fresh(10);
+    drive(
+        &mut g,
+        "manual-task-crash",
+        "a manual run that crashes after its requested event leaves the task open",
+        &mut crashed,
+        manual.clone(),
+        &[],
+        Host::default(),
+        &["append", "read", "putPacket", "append", "callModel"],
+    );
+    drive(
+        &mut g,
+        "end-interrupted",
+        "a task left open by a crashed holder is ended as failed before anything else",
+        &mut crashed,
+        json!({"endInterruptedOnly": true}),
+        &[],
+        Host::default(),
+        &["append", "read", "done:ended"],
+    );
+    // Concurrency: compare-and-append.
+    drive(
+        &mut g,
+        "conflict-messages",
+        "messages appended meanwhile: the batch is appended again after them",
+        &mut fresh(24),
+        auto.clone(),
+        &[],
+        Host {
+            conflict: Some(false),
+        },
+        &["append", "append", "read", "putPacket", "callModel"],
+    );
+    drive(
+        &mut g,
+        "conflict-chain",
+        "another writer moved the chain head: the run ends with fork, nothing written",
+        &mut fresh(24),
+        auto.clone(),
+        &[],
+        Host {
+            conflict: Some(true),
+        },
+        &["append", "error:fork"],
+    );
+    // Warm candidates (token budget: soft at 1,996 tokens, eager at 2,595).
+    let mut tk = Declaration::new("agent", "agent-compactor");
+    tk.budget = Budget::default_tokens();
+    tk.summary.max_tokens = Some(300);
+    tk.summary.max_chars = Some(1_200);
+    let mut warm = Sim::new(tk.clone());
+    warm.events = token_turns(22);
+    warm.next_seq = 23;
+    let w = drive(
+        &mut g,
+        "warm-candidate",
+        "between soft and eager a candidate is stored and handed to the host to prepare",
+        &mut warm,
+        auto.clone(),
+        &[],
+        Host::default(),
+        &["append", "read", "putPacket", "done:warm"],
+    );
+    let candidate = w["ok"]["effect"]["finished"]["packet"].clone();
+    assert_eq!(w["ok"]["effect"]["finished"]["prepare"], json!(true));
+    drive(
+        &mut g,
+        "warm-held",
+        "one candidate per head: a host that holds one is not given another",
+        &mut warm,
+        json!({"warmHeld": true}),
+        &[],
+        Host::default(),
+        &["done:warm"],
+    );
+    warm.events.extend(token_turns(27).into_iter().skip(22));
+    let summary = json!({"packetId": candidate["id"], "runId": "warm", "modelId": "test-model",
+        "usage": {"inputTokens": 1000, "outputTokens": 50}, "finishReason": "stop", "summary": "The candidate's summary, prepared ahead."});
+    let used = drive(
+        &mut g,
+        "warm-used",
+        "at eager, a prepared candidate the core still finds valid is settled without a model call",
+        &mut warm,
+        json!({"warmHeld": true, "warmSummary": summary, "warmPacket": candidate}),
+        &[],
+        Host::default(),
+        &["putPacket", "append", "done:compacted"],
+    );
+    assert_eq!(
+        used["ok"]["effect"]["finished"]["boundary"]["packetId"],
+        candidate["id"]
+    );
+    // A state that does not go with the result.
+    g.add(
+        "mismatch",
+        "a result that does not go with the state is refused",
+        "step",
+        json!({"state": {"stage": "streaming"}, "last": {"kind": "stored"}}),
+        &[("/error/code", json!("invalid_request"))],
+    );
+    g.out
+}
+
 fn vectors_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors")
 }
 
-const AREAS: [&str; 6] = [
-    "plan", "validate", "select", "timeline", "member", "contract",
+const AREAS: [&str; 7] = [
+    "plan", "validate", "select", "timeline", "member", "contract", "step",
 ];
 
 #[test]
 fn native_conformance() {
     if std::env::var("FOLDLINE_WRITE_VECTORS").is_ok() {
-        let gens: [fn() -> Vec<Value>; 6] = [
+        let gens: [fn() -> Vec<Value>; 7] = [
             gen_plan,
             gen_validate,
             gen_select,
             gen_timeline,
             gen_member,
             gen_contract,
+            gen_step,
         ];
         let accepted = std::env::var("FOLDLINE_ACCEPT_VECTORS").unwrap_or_default();
         let accepts =

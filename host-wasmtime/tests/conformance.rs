@@ -10,7 +10,7 @@ fn wasmtime_conformance() {
     let (mut passed, mut failed) = (0, Vec::new());
     let mut digest = Sha256::new();
     for area in [
-        "plan", "validate", "select", "timeline", "member", "contract",
+        "plan", "validate", "select", "timeline", "member", "contract", "step",
     ] {
         let vs: Vec<Value> = serde_json::from_str(
             &std::fs::read_to_string(dir.join(format!("{area}.json"))).unwrap(),

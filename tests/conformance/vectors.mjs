@@ -2,7 +2,7 @@
 // the string API, compare with the expected response in the canonical
 // encoding, and digest all responses in vector order.
 
-export const AREAS = ["plan", "validate", "select", "timeline", "member", "contract"];
+export const AREAS = ["plan", "validate", "select", "timeline", "member", "contract", "step"];
 
 /** The canonical encoding: sorted keys, no whitespace, JSON string escaping. */
 export function canonical(v) {

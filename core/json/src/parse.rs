@@ -31,7 +31,11 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at line {} column {}", self.message, self.line, self.column)
+        write!(
+            f,
+            "{} at line {} column {}",
+            self.message, self.line, self.column
+        )
     }
 }
 
@@ -65,7 +69,11 @@ type Result<T> = std::result::Result<T, ParseError>;
 /// # Errors
 /// The first syntax error, as serde_json words and places it.
 pub fn parse(input: &[u8]) -> Result<Value> {
-    let mut p = Parser { s: input, i: 0, depth: MAX_DEPTH };
+    let mut p = Parser {
+        s: input,
+        i: 0,
+        depth: MAX_DEPTH,
+    };
     let value = p.value()?;
     match p.whitespace() {
         Some(_) => Err(p.peek_error(TRAILING_CHARACTERS)),
@@ -86,7 +94,10 @@ impl Parser<'_> {
     #[cold]
     fn at(&self, i: usize, message: impl Into<String>) -> ParseError {
         let before = &self.s[..i];
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |n| n + 1);
         ParseError {
             message: message.into(),
             line: 1 + before[..line_start].iter().filter(|&&b| b == b'\n').count(),
@@ -141,7 +152,11 @@ impl Parser<'_> {
                 }
                 self.depth -= 1;
                 self.i += 1;
-                let container = if b == b'[' { self.array() } else { self.object() };
+                let container = if b == b'[' {
+                    self.array()
+                } else {
+                    self.object()
+                };
                 self.depth += 1;
                 container
             }
@@ -363,7 +378,11 @@ impl Parser<'_> {
                 self.i += 1;
             }
             if self.i == digits {
-                let message = if self.peek().is_some() { INVALID_NUMBER } else { EOF_VALUE };
+                let message = if self.peek().is_some() {
+                    INVALID_NUMBER
+                } else {
+                    EOF_VALUE
+                };
                 return Err(self.peek_error(message));
             }
         }

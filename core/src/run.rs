@@ -1,0 +1,730 @@
+//! The compaction loop, as a deterministic state machine without I/O.
+//!
+//! A host drives one run (an automatic check, a manual `/compact`, or the
+//! ending of interrupted tasks) by calling [`step`] until it answers
+//! [`Effect::Done`]. Each call carries the [`LoopState`] the previous call
+//! answered and the [`EffectResult`] of the effect the host just carried
+//! out; the answer is the next effect:
+//!
+//! ```text
+//! start ─ read ─▶ plan ─┬─ activate ─▶ append frontier ─▶ read …
+//!                       ├─ skip / paused / refuse ─────────────▶ done
+//!                       ├─ warm ─▶ put candidate packet ────────▶ done
+//!                       └─ compact ─▶ put packet ─▶ [append task requested]
+//!                            ─▶ call model (stream) ─▶ [call model (buffered), once]
+//!                            ─▶ settle ─┬─▶ append boundary [+ task completed] ─▶ done
+//!                                       └─▶ append failure [+ task failed] ─────▶ done
+//! ```
+//!
+//! What the host keeps is its own business (a cache of what it read, the
+//! verified chain head, a warm candidate's summary); what it writes, in which
+//! order, at which journal position, and what it tells the member, is decided
+//! here — so every host behaves the same by construction, and the effect
+//! vectors (`core/tests/vectors/step/`) hold them all. Run ids are derived
+//! from the packet and the attempt; every append is a compare-and-append at
+//! the position the plan was made from, and a conflict in which another
+//! writer moved the chain head ends the run with `fork` (nothing written).
+//! Interrupted manual tasks (a `requested` event with no end: its holder
+//! crashed, and the caller now holds the writer lease) are ended as `failed`
+//! before anything else.
+
+use foldline_derive::{Decode, Encode};
+use serde::Serialize;
+
+use crate::boundary::Boundary;
+use crate::error::{Code, Error, Result};
+use crate::event::{Event, FailureEvent, TaskEvent, TaskState};
+use crate::packet::Packet;
+use crate::plan::{plan, PlanOutcome, PlanRequest, Trigger};
+use crate::settle::{settle, ModelOutput, SettleRequest};
+use crate::stream::{
+    classify, decide, FailureInput, FailureKind, FailureReport, StreamDecision, StreamEnd,
+    StreamReport,
+};
+
+/// Default deadline of one model call, in milliseconds.
+pub const MODEL_TIMEOUT_MS: u64 = 120_000;
+
+/// One step of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepRequest {
+    /// Automatic or manual.
+    #[serde(default)]
+    pub trigger: Trigger,
+    /// The manual task's id (a manual run without one writes no task events).
+    #[serde(default)]
+    pub task: Option<String>,
+    /// Only end interrupted tasks, then finish with `ended`.
+    #[serde(default)]
+    pub end_interrupted_only: bool,
+    /// Whether warm candidates are prepared (default on).
+    #[serde(default = "yes")]
+    pub warm_candidates: bool,
+    /// Whether the host already holds a warm candidate (prepared or not):
+    /// one candidate per head.
+    #[serde(default)]
+    pub warm_held: bool,
+    /// The warm candidate's verified summary, when the host prepared one
+    /// (its packet goes in `view.warm`).
+    #[serde(default)]
+    pub warm_summary: Option<ModelOutput>,
+    /// Deadline of one model call (default 120,000 ms).
+    #[serde(default = "model_timeout")]
+    pub model_timeout_ms: u64,
+    /// What the host read, as a plan request (declaration, route, owner,
+    /// resolved chain, the events plan needs, the trigger, the prepared warm
+    /// candidate) — when the state asks for it (a new run, or after `read`).
+    #[serde(default)]
+    pub view: Option<PlanRequest>,
+    /// The journal position `view` was read at (where batches go).
+    #[serde(default)]
+    pub seq: u64,
+    /// The state the previous step answered (`None`: a new run).
+    #[serde(default)]
+    pub state: Option<LoopState>,
+    /// The result of the effect the previous step asked for.
+    #[serde(default)]
+    pub last: Option<EffectResult>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn model_timeout() -> u64 {
+    MODEL_TIMEOUT_MS
+}
+
+/// Where a run is between steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Stage {
+    /// Waiting for a view to plan from.
+    #[default]
+    Start,
+    /// A batch is being appended; `then` says what follows.
+    Appending,
+    /// A warm candidate's packet is being stored.
+    StoringCandidate,
+    /// The run's packet is being stored.
+    StoringPacket,
+    /// The streaming model call is running.
+    Streaming,
+    /// The one buffered replay is running.
+    Replaying,
+}
+
+/// What follows a durable append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Then {
+    /// Read again and plan from what is there.
+    #[default]
+    Read,
+    /// The task's `requested` event is durable: call the model.
+    Summarize,
+    /// The boundary is durable: finish `compacted`.
+    Compacted,
+    /// The failure record is durable: finish `failed`.
+    Failed,
+}
+
+/// A run between steps. Hosts pass it back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoopState {
+    /// Where the run is.
+    #[serde(default)]
+    pub stage: Stage,
+    /// After an append: what follows.
+    #[serde(default)]
+    pub then: Then,
+    /// The batch being appended (appended again after a conflict that left
+    /// the chain head alone).
+    #[serde(default)]
+    pub batch: Vec<Event>,
+    /// The compaction in flight (or the warm candidate being stored).
+    #[serde(default)]
+    pub run: Option<Run>,
+    /// The failure being recorded.
+    #[serde(default)]
+    pub failure: Option<FailureKind>,
+}
+
+/// A compaction in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Run {
+    /// The packet, stored before any model sees it.
+    pub packet: Packet,
+    /// Derived: `run:<packet id hex 0..16>:<attempt>`, the attempt counting
+    /// the failures recorded for this packet.
+    pub run_id: String,
+    /// The newest source sequence the run was planned at.
+    pub head_seq: u64,
+    /// The chain head it extends.
+    #[serde(default)]
+    pub previous_boundary_id: Option<String>,
+    /// The journal position its batches go at.
+    pub seq: u64,
+    /// A prepared (warm) summary, settled instead of calling the model.
+    #[serde(default)]
+    pub prepared: Option<ModelOutput>,
+}
+
+/// The result of the effect the previous step asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum EffectResult {
+    /// The batch is durable; `seq` is its last event's journal position.
+    Appended {
+        /// Position of the batch's last event.
+        seq: u64,
+    },
+    /// The journal moved past the expected position; nothing was written.
+    #[serde(rename_all = "camelCase")]
+    Conflict {
+        /// The journal's position now.
+        seq: u64,
+        /// Whether a frontier or boundary arrived meanwhile.
+        chain_moved: bool,
+    },
+    /// The packet is stored.
+    Stored,
+    /// The model call ended.
+    #[serde(rename_all = "camelCase")]
+    Model {
+        /// Whether any content arrived.
+        content_received: bool,
+        /// The finished answer (`packetId` and `runId` as the effect gave them).
+        #[serde(default)]
+        output: Option<ModelOutput>,
+        /// The typed failure (a passed deadline is `timeout`).
+        #[serde(default)]
+        error: Option<FailureInput>,
+    },
+}
+
+/// How a run finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum Finished {
+    /// Below the trigger.
+    Skipped {
+        /// The plan.
+        outcome: Box<PlanOutcome>,
+    },
+    /// Automatic compaction is paused.
+    Paused {
+        /// The plan.
+        outcome: Box<PlanOutcome>,
+    },
+    /// Between the soft and eager thresholds.
+    Warm {
+        /// The candidate's packet.
+        packet: Box<Packet>,
+        /// Whether the candidate was stored now and the host should prepare
+        /// its summary off the critical path.
+        prepare: bool,
+    },
+    /// A boundary was appended.
+    Compacted {
+        /// The boundary.
+        boundary: Box<Boundary>,
+    },
+    /// The core refused (fail closed).
+    Refused {
+        /// Why.
+        error: Error,
+    },
+    /// The run failed; its audit record is durable.
+    Failed {
+        /// The generic notice and the audit reason.
+        report: FailureReport,
+    },
+    /// Interrupted tasks were ended (`endInterruptedOnly`).
+    Ended,
+}
+
+/// The next effect. An effect names the operation; its data (the batch, the
+/// packet) is in the answer's `state`, so it crosses the boundary once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode)]
+#[serde(tag = "effect", rename_all = "camelCase")]
+pub enum Effect {
+    /// Read what is new, resolve, and step again with a `view`.
+    Read,
+    /// Compare-and-append `state.batch` at `expectedSeq`, fenced by the
+    /// writer lease, atomically.
+    #[serde(rename_all = "camelCase")]
+    Append {
+        /// The journal position the batch extends.
+        expected_seq: u64,
+        /// This append makes a manual task durable: tell its caller the position.
+        accepts_task: bool,
+    },
+    /// Store `state.run.packet` by id, before any model sees it.
+    PutPacket {
+        /// A warm candidate's packet (not a compaction's).
+        candidate: bool,
+    },
+    /// Call the model with `state.run.packet` within the deadline, keeping
+    /// the writer lease renewed; provisional text stays in the host. The
+    /// answer's `packetId` and `runId` are `state.run`'s.
+    #[serde(rename_all = "camelCase")]
+    CallModel {
+        /// `false`: stream; `true`: the one buffered replay.
+        buffered: bool,
+        /// Deadline in milliseconds.
+        deadline_ms: u64,
+    },
+    /// The run is over.
+    Done {
+        /// How it finished.
+        finished: Box<Finished>,
+    },
+}
+
+/// A step's answer: the effect, and the state to pass back with its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// The state for the next step.
+    pub state: LoopState,
+    /// What the host does now.
+    pub effect: Effect,
+}
+
+fn at(stage: Stage, run: Option<Run>, effect: Effect) -> Step {
+    Step {
+        state: LoopState {
+            stage,
+            run,
+            ..LoopState::default()
+        },
+        effect,
+    }
+}
+
+fn done(finished: Finished) -> Step {
+    at(
+        Stage::Start,
+        None,
+        Effect::Done {
+            finished: Box::new(finished),
+        },
+    )
+}
+
+fn read() -> Step {
+    at(Stage::Start, None, Effect::Read)
+}
+
+fn append(
+    batch: Vec<Event>,
+    seq: u64,
+    then: Then,
+    run: Option<Run>,
+    failure: Option<FailureKind>,
+) -> Step {
+    Step {
+        effect: Effect::Append {
+            expected_seq: seq,
+            accepts_task: then == Then::Summarize,
+        },
+        state: LoopState {
+            stage: Stage::Appending,
+            then,
+            batch,
+            run,
+            failure,
+        },
+    }
+}
+
+/// The next effect of a run.
+///
+/// # Errors
+/// `invalid_request` when the state and the effect result do not go
+/// together; `fork` when another writer moved the chain head under an
+/// append (nothing was written).
+pub fn step(req: StepRequest) -> Result<Step> {
+    let StepRequest {
+        trigger,
+        task,
+        end_interrupted_only,
+        warm_candidates,
+        warm_held,
+        warm_summary,
+        model_timeout_ms,
+        view,
+        seq,
+        state,
+        last,
+    } = req;
+    let ctx = Ctx {
+        trigger,
+        task,
+        timeout: model_timeout_ms,
+    };
+    let LoopState {
+        stage,
+        then,
+        batch,
+        run,
+        failure,
+    } = state.unwrap_or_default();
+    match (stage, last, run) {
+        (Stage::Start, _, _) => Ok(match view {
+            None => read(),
+            Some(view) if end_interrupted_only => ctx.end_interrupted(&view.events, seq),
+            Some(view) => ctx.start(view, seq, (warm_candidates, warm_held), warm_summary),
+        }),
+        (Stage::Appending, Some(EffectResult::Conflict { seq, chain_moved }), mut run) => {
+            if chain_moved {
+                return Err(Error::new(
+                    Code::Fork,
+                    "another writer extended the chain head first; nothing was written",
+                ));
+            }
+            // Only messages arrived: the batch still extends the same head.
+            if let Some(r) = run.as_mut() {
+                r.seq = seq;
+            }
+            Ok(append(batch, seq, then, run, failure))
+        }
+        (Stage::Appending, Some(EffectResult::Appended { seq }), run) => Ok(match (then, run) {
+            (Then::Summarize, Some(mut run)) => {
+                run.seq = seq;
+                ctx.summarize(run)
+            }
+            (Then::Compacted, _) => match batch.into_iter().next() {
+                Some(Event::Boundary(boundary)) => done(Finished::Compacted { boundary }),
+                _ => return Err(mismatch()),
+            },
+            (Then::Failed, _) => match (batch.into_iter().next(), failure) {
+                (Some(Event::CompactionFailed(f)), Some(failure)) => done(Finished::Failed {
+                    report: FailureReport {
+                        failure,
+                        notice: crate::stream::MEMBER_NOTICE.to_owned(),
+                        audit_reason: f.reason,
+                    },
+                }),
+                _ => return Err(mismatch()),
+            },
+            _ => read(),
+        }),
+        (Stage::StoringCandidate, Some(EffectResult::Stored), Some(run)) => {
+            Ok(done(Finished::Warm {
+                packet: Box::new(run.packet),
+                prepare: true,
+            }))
+        }
+        (Stage::StoringPacket, Some(EffectResult::Stored), Some(run)) => Ok(match ctx.task() {
+            Some(id) => {
+                let requested = ctx.task_event(&run, id, TaskState::Requested, None);
+                let seq = run.seq;
+                append(vec![requested], seq, Then::Summarize, Some(run), None)
+            }
+            None => ctx.summarize(run),
+        }),
+        (
+            Stage::Streaming,
+            Some(EffectResult::Model {
+                content_received,
+                output,
+                error,
+            }),
+            Some(run),
+        ) => Ok(ctx.streamed(run, content_received, output, error)),
+        (Stage::Replaying, Some(EffectResult::Model { output, error, .. }), Some(run)) => {
+            Ok(match (output, error) {
+                (_, Some(e)) => ctx.fail(run, classify(&e)),
+                (Some(output), None) => ctx.settled(run, output),
+                (None, None) => ctx.fail(
+                    run,
+                    failure_of(
+                        FailureKind::StreamDropped,
+                        "the buffered call gave no answer",
+                    ),
+                ),
+            })
+        }
+        _ => Err(mismatch()),
+    }
+}
+
+fn mismatch() -> Error {
+    Error::new(
+        Code::InvalidRequest,
+        "step: the state and the result in `last` do not go together (pass back the state the previous step answered, with the result of its effect)",
+    )
+}
+
+fn failure_of(failure: FailureKind, detail: &str) -> FailureReport {
+    classify(&FailureInput {
+        failure,
+        detail: detail.to_owned(),
+    })
+}
+
+/// What every step of one run shares.
+struct Ctx {
+    trigger: Trigger,
+    task: Option<String>,
+    timeout: u64,
+}
+
+impl Ctx {
+    /// The manual task's id, when this run writes task events.
+    fn task(&self) -> Option<&str> {
+        match self.trigger {
+            Trigger::Manual { .. } => self.task.as_deref(),
+            Trigger::Automatic => None,
+        }
+    }
+
+    fn task_event(
+        &self,
+        run: &Run,
+        id: &str,
+        state: TaskState,
+        boundary_id: Option<String>,
+    ) -> Event {
+        let actor = match &self.trigger {
+            Trigger::Manual { actor, .. } => actor.clone(),
+            Trigger::Automatic => String::new(),
+        };
+        Event::CompactionTask(TaskEvent {
+            task_id: id.to_owned(),
+            state,
+            actor,
+            head_seq: run.head_seq,
+            boundary_id,
+        })
+    }
+
+    /// Manual tasks requested and never ended (their holder crashed; this
+    /// run holds the writer lease now) are ended as `failed`, in the order
+    /// they were requested, before anything else.
+    fn end_interrupted(&self, events: &[Event], seq: u64) -> Step {
+        let mut open: Vec<&TaskEvent> = Vec::new();
+        for e in events {
+            if let Event::CompactionTask(t) = e {
+                open.retain(|o| o.task_id != t.task_id);
+                if t.state == TaskState::Requested {
+                    open.push(t);
+                }
+            }
+        }
+        if open.is_empty() {
+            return done(Finished::Ended);
+        }
+        let batch = open
+            .into_iter()
+            .map(|t| {
+                Event::CompactionTask(TaskEvent {
+                    state: TaskState::Failed,
+                    ..t.clone()
+                })
+            })
+            .collect();
+        append(batch, seq, Then::Read, None, None)
+    }
+
+    /// Plan from a fresh view and follow the plan.
+    fn start(
+        &self,
+        mut view: PlanRequest,
+        seq: u64,
+        (warm_candidates, warm_held): (bool, bool),
+        warm_summary: Option<ModelOutput>,
+    ) -> Step {
+        let ended = self.end_interrupted(&view.events, seq);
+        if !matches!(ended.effect, Effect::Done { .. }) {
+            return ended;
+        }
+        view.trigger = self.trigger.clone();
+        // Only a prepared candidate is offered to plan.
+        if warm_summary.is_none() {
+            view.warm = None;
+        }
+        let ready = view.warm.clone();
+        let outcome = plan(&view);
+        match outcome {
+            PlanOutcome::Activate { frontier } => append(
+                vec![Event::Frontier(*frontier)],
+                seq,
+                Then::Read,
+                None,
+                None,
+            ),
+            PlanOutcome::Skip { .. } => done(Finished::Skipped {
+                outcome: Box::new(outcome),
+            }),
+            PlanOutcome::Paused { .. } => done(Finished::Paused {
+                outcome: Box::new(outcome),
+            }),
+            PlanOutcome::Refuse { error, .. } => done(Finished::Refused { error }),
+            // One candidate per head, stored before any model sees it.
+            PlanOutcome::Warm { packet } if warm_candidates && !warm_held => at(
+                Stage::StoringCandidate,
+                Some(self.run(*packet, &view, seq, None)),
+                Effect::PutPacket { candidate: true },
+            ),
+            PlanOutcome::Warm { packet } => done(Finished::Warm {
+                packet,
+                prepare: false,
+            }),
+            PlanOutcome::Compact { packet, warm } => {
+                // A prepared candidate the core still finds valid is used as
+                // is (automatic runs: a member's `/compact` gets a fresh summary).
+                let run = match (warm, ready, &self.trigger) {
+                    (Some(v), Some(w), Trigger::Automatic) if v.valid && v.packet_id == w.id => {
+                        self.run(w, &view, seq, warm_summary)
+                    }
+                    _ => self.run(*packet, &view, seq, None),
+                };
+                at(
+                    Stage::StoringPacket,
+                    Some(run),
+                    Effect::PutPacket { candidate: false },
+                )
+            }
+        }
+    }
+
+    fn run(
+        &self,
+        packet: Packet,
+        view: &PlanRequest,
+        seq: u64,
+        prepared: Option<ModelOutput>,
+    ) -> Run {
+        let mut head_seq = 0;
+        let mut attempt = 1;
+        for e in &view.events {
+            match e {
+                Event::Message(m) | Event::LateDelivery(m) => head_seq = head_seq.max(m.source_seq),
+                Event::CompactionFailed(f) if f.packet_id == packet.id => attempt += 1,
+                _ => {}
+            }
+        }
+        Run {
+            run_id: format!(
+                "run:{}:{attempt}",
+                packet.id.get(7..23).unwrap_or(&packet.id)
+            ),
+            head_seq,
+            previous_boundary_id: view.head.as_ref().map(|h| h.boundary_id.clone()),
+            seq,
+            prepared,
+            packet,
+        }
+    }
+
+    /// Call the model, or settle the prepared summary.
+    fn summarize(&self, mut run: Run) -> Step {
+        if let Some(mut output) = run.prepared.take() {
+            // The candidate's summary was prepared off the critical path;
+            // this run is the one that settles it.
+            output.run_id.clone_from(&run.run_id);
+            return self.settled(run, output);
+        }
+        self.call(run, Stage::Streaming, false)
+    }
+
+    fn call(&self, run: Run, stage: Stage, buffered: bool) -> Step {
+        let effect = Effect::CallModel {
+            buffered,
+            deadline_ms: self.timeout,
+        };
+        at(stage, Some(run), effect)
+    }
+
+    /// The streaming rule: settle a complete answer; replay once through the
+    /// buffered call when the stream ended before any content, unless the
+    /// failure is typed (a refusal, timeout or budget stop would only fail
+    /// again); never replay after content.
+    fn streamed(
+        &self,
+        run: Run,
+        content_received: bool,
+        output: Option<ModelOutput>,
+        error: Option<FailureInput>,
+    ) -> Step {
+        if let Some(e) = error.as_ref().filter(|e| e.failure == FailureKind::Timeout) {
+            return self.fail(run, classify(e));
+        }
+        let ended = match (&output, &error) {
+            (Some(_), None) => StreamEnd::Complete,
+            _ => StreamEnd::Dropped,
+        };
+        let decision = decide(&StreamReport {
+            content_received,
+            ended,
+            replays_used: 0,
+        });
+        match (decision, output, error) {
+            (StreamDecision::Settle, Some(output), _) => self.settled(run, output),
+            (StreamDecision::Settle, None, _) => {
+                self.fail(run, failure_of(FailureKind::StreamDropped, "no evidence"))
+            }
+            (StreamDecision::ReplayBuffered, _, Some(e)) if e.failure != FailureKind::Other => {
+                self.fail(run, classify(&e))
+            }
+            (StreamDecision::ReplayBuffered, _, _) => self.call(run, Stage::Replaying, true),
+            (StreamDecision::Fail { mut failure }, _, e) => {
+                if let Some(e) = e {
+                    failure.audit_reason = format!("{}: {}", failure.audit_reason, e.detail);
+                }
+                self.fail(run, failure)
+            }
+        }
+    }
+
+    /// Settle the answer into a boundary and append it with the task's end,
+    /// or record why it could not be used.
+    fn settled(&self, run: Run, output: ModelOutput) -> Step {
+        let req = SettleRequest {
+            packet: run.packet,
+            output,
+            expected_run_id: Some(run.run_id.clone()),
+        };
+        let settled = settle(&req);
+        let run = Run {
+            packet: req.packet,
+            ..run
+        };
+        match settled {
+            Ok(boundary) => {
+                let id = Some(boundary.id.clone());
+                let mut batch = vec![Event::Boundary(Box::new(boundary))];
+                if let Some(task) = self.task() {
+                    batch.push(self.task_event(&run, task, TaskState::Completed, id));
+                }
+                append(batch, run.seq, Then::Compacted, None, None)
+            }
+            Err(e) => self.fail(
+                run,
+                failure_of(FailureKind::UnusableSummary, e.code.as_str()),
+            ),
+        }
+    }
+
+    /// The audit record (and the task's end), committed before the failure returns.
+    fn fail(&self, run: Run, report: FailureReport) -> Step {
+        let mut batch = vec![Event::CompactionFailed(FailureEvent {
+            run_id: run.run_id.clone(),
+            packet_id: run.packet.id.clone(),
+            previous_boundary_id: run.previous_boundary_id.clone(),
+            trigger: self.trigger.kind(),
+            head_seq: run.head_seq,
+            reason: report.audit_reason,
+        })];
+        if let Some(task) = self.task() {
+            batch.push(self.task_event(&run, task, TaskState::Failed, None));
+        }
+        append(batch, run.seq, Then::Failed, None, Some(report.failure))
+    }
+}
