@@ -207,7 +207,7 @@ pub enum EffectResult {
 }
 
 /// How a run finished.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "status", rename_all = "camelCase")]
 pub enum Finished {
     /// Below the trigger.
@@ -249,7 +249,7 @@ pub enum Finished {
 
 /// The next effect. An effect names the operation; its data (the batch, the
 /// packet) is in the answer's `state`, so it crosses the boundary once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(tag = "effect", rename_all = "camelCase")]
 pub enum Effect {
     /// Read what is new, resolve, and step again with a `view`.
@@ -286,7 +286,7 @@ pub enum Effect {
 }
 
 /// A step's answer: the effect, and the state to pass back with its result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub struct Step {
     /// The state for the next step.

@@ -95,6 +95,8 @@ mod tests {
         <crate::member::tool_result::ToolResultResponse as Shape>::shapes(&mut out);
         <crate::member::settings::SettingsRequest as Shape>::shapes(&mut out);
         <crate::member::settings::SettingsResponse as Shape>::shapes(&mut out);
+        <crate::run::StepRequest as Shape>::shapes(&mut out);
+        <crate::run::Step as Shape>::shapes(&mut out);
         <crate::error::Error as Shape>::shapes(&mut out);
         let body: Vec<String> = out.iter().map(|(k, v)| format!("  {k:?}: {v}")).collect();
         format!("{{\n{}\n}}\n", body.join(",\n"))

@@ -106,7 +106,7 @@ fn the_core_modules_import_one_another_without_cycles() {
 fn the_records_name_no_operation() {
     let graph = imports();
     let operations = [
-        "plan", "settle", "resolve", "select", "timeline", "validate", "api",
+        "plan", "settle", "resolve", "select", "timeline", "validate", "run", "api",
     ];
     for record in [
         "turn",

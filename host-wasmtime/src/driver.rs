@@ -1,27 +1,29 @@
-//! The driver, the same shape as the JS package's: on a new message resolve →
-//! plan → persist the packet → call the model → settle → append the boundary,
-//! under the per-conversation writer lease, with the streaming replay rule
-//! and the core's circuit breaker; on a model request, select.
+//! The driver: an interpreter of the core's compaction loop (`step`), as
+//! the JS package's driver is. On a new message it reads what is new, and
+//! carries out each effect the core answers — a compare-and-append at the
+//! position it names, storing the packet before any model sees it, a model
+//! call (the stream or the one buffered replay) — under the per-conversation
+//! writer lease, until the run is done; what is written, where and when is
+//! decided in the core (the effect vectors hold it). On a model request, select.
 
 use foldline_core::boundary::{Boundary, InputTurn};
 use foldline_core::declaration::Declaration;
-use foldline_core::event::{Event, FailureEvent, TaskEvent, TaskState};
+use foldline_core::event::Event;
 use foldline_core::format::Format;
 use foldline_core::packet::Packet;
 use foldline_core::plan::{PlanOutcome, PlanRequest, SkipRecord, Trigger};
 use foldline_core::resolve::{self, Resolution, ResolveRequest};
+use foldline_core::run::{Effect, EffectResult, Finished, LoopState, Step, StepRequest};
 use foldline_core::select::{SelectRequest, Selection};
 use foldline_core::settle::{ModelOutput, SettleRequest};
-use foldline_core::stream::{
-    FailureInput, FailureKind, FailureReport, StreamDecision, StreamEnd, StreamReport,
-};
+use foldline_core::stream::{FailureInput, FailureKind, FailureReport};
 use foldline_core::timeline::{Timeline, TimelineRequest};
 use foldline_core::turn::{Part, Route};
 use foldline_core::validate::{ValidateRequest, ValidateResponse};
 
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
-use crate::model::{Model, ModelResult, StreamChunk};
+use crate::model::{Evidence, Model, ModelResult, StreamChunk};
 use crate::runtime::Foldline;
 
 /// What one driver pass did.
@@ -216,6 +218,22 @@ impl Drop for Running<'_> {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.conversation);
     }
+}
+
+/// What one run of the loop is for.
+struct RunSpec {
+    trigger: Trigger,
+    /// The manual task's id.
+    task: Option<String>,
+    /// Who owns the conversation (manual requests are checked against it).
+    owner: Option<String>,
+    /// Only end interrupted tasks.
+    end_interrupted_only: bool,
+}
+
+/// The core answered an effect on a run without one.
+fn no_run() -> HostError {
+    HostError::MalformedOutput("the core asked for an effect on a run it did not give".into())
 }
 
 fn default_route(id: &str) -> Route {
@@ -456,9 +474,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
         if !self.lease(conversation)? {
             return Ok(false);
         }
-        let result = self.end_interrupted_tasks(conversation);
+        let sweep = RunSpec {
+            trigger: Trigger::Automatic,
+            task: None,
+            owner: self.owner.clone(),
+            end_interrupted_only: true,
+        };
+        let result = self.drive(conversation, &sweep, &mut |_| {});
         self.unlease(conversation)?;
-        result.map(|()| true)
+        result.map(|_| true)
     }
 
     fn enter(&self, conversation: &str) -> Option<Running<'_>> {
@@ -485,11 +509,233 @@ impl<J: Journal, M: Model> Driver<J, M> {
         if !self.lease(conversation)? {
             return Ok(Outcome::Busy);
         }
-        let result = self
-            .end_interrupted_tasks(conversation)
-            .and_then(|()| self.run_locked(conversation, &trigger, task, accepted));
+        let (task, owner) = match task {
+            Some((id, owner)) => (Some(id), owner),
+            None => (None, self.owner.clone()),
+        };
+        let run = RunSpec {
+            trigger,
+            task,
+            owner,
+            end_interrupted_only: false,
+        };
+        let result = self.drive(conversation, &run, accepted);
         self.unlease(conversation)?;
-        result
+        let finished = result?;
+        let drop_warm = |d: &Self| d.with_cache(conversation, |c| c.warm = None);
+        Ok(match finished {
+            Finished::Skipped { outcome } => match *outcome {
+                PlanOutcome::Skip { record } => Outcome::Skipped(record),
+                other => Outcome::Paused(other),
+            },
+            Finished::Paused { outcome } => Outcome::Paused(*outcome),
+            Finished::Warm { packet, prepare } => {
+                if prepare {
+                    // Persisted; summarized by `prepare_warm`, off the critical path.
+                    self.with_cache(conversation, |c| c.warm = Some(((*packet).clone(), None)));
+                }
+                Outcome::Warm(packet.id)
+            }
+            Finished::Refused { error } => Outcome::Refused(error),
+            Finished::Compacted { boundary } => {
+                drop_warm(self);
+                Outcome::Compacted(boundary)
+            }
+            Finished::Failed { report } => {
+                drop_warm(self);
+                Outcome::Failed(report)
+            }
+            Finished::Ended => {
+                return Err(HostError::MalformedOutput(
+                    "a compaction run ended as an interrupted-task sweep".into(),
+                ))
+            }
+        })
+    }
+
+    /// The step request of a fresh read: what the core plans from, at the
+    /// journal position it was read at.
+    fn fresh(&self, conversation: &str, run: &RunSpec) -> Result<StepRequest> {
+        let (events, res, seq) = self.load_at(conversation)?;
+        let warm = self.with_cache(conversation, |c| c.warm.clone());
+        let summary = warm.as_ref().and_then(|(p, r)| {
+            r.as_ref().map(|r| ModelOutput {
+                packet_id: p.id.clone(),
+                run_id: "warm".into(),
+                model_id: r.evidence.model_id.clone(),
+                usage: r.evidence.usage,
+                finish_reason: r.evidence.finish_reason.clone(),
+                summary: r.text.clone(),
+            })
+        });
+        Ok(StepRequest {
+            trigger: run.trigger.clone(),
+            task: run.task.clone(),
+            end_interrupted_only: run.end_interrupted_only,
+            warm_candidates: self.warm_candidates,
+            warm_held: warm.is_some(),
+            model_timeout_ms: self.model_timeout_ms,
+            view: Some(PlanRequest {
+                declaration: self.declaration.clone(),
+                route: (self.route_of)(conversation),
+                owner: run.owner.clone(),
+                frontier: res.frontier,
+                head: res.head,
+                amendment: res.amendment,
+                events,
+                trigger: run.trigger.clone(),
+                warm: summary.as_ref().and(warm.map(|(p, _)| p)),
+            }),
+            warm_summary: summary,
+            seq,
+            state: None,
+            last: None,
+        })
+    }
+
+    /// Interpret the core's loop (`step`): read, then carry out each effect
+    /// it answers — a compare-and-append at the position it names, storing
+    /// the packet, a model call — and feed the result back, until the run is
+    /// done. What is written, where and when is the core's decision, the
+    /// same as in the JS package's driver.
+    fn drive(
+        &self,
+        conversation: &str,
+        run: &RunSpec,
+        accepted: &mut dyn FnMut(u64),
+    ) -> Result<Finished> {
+        let next = |state: LoopState, last: EffectResult| StepRequest {
+            trigger: run.trigger.clone(),
+            task: run.task.clone(),
+            end_interrupted_only: run.end_interrupted_only,
+            warm_candidates: self.warm_candidates,
+            warm_held: false,
+            warm_summary: None,
+            model_timeout_ms: self.model_timeout_ms,
+            view: None,
+            seq: 0,
+            state: Some(state),
+            last: Some(last),
+        };
+        let mut request = self.fresh(conversation, run)?;
+        loop {
+            let Step { state, effect } = self.foldline.step(&request)?;
+            request = match effect {
+                Effect::Done { finished } => return Ok(*finished),
+                Effect::Read => self.fresh(conversation, run)?,
+                Effect::Append {
+                    expected_seq,
+                    accepts_task,
+                } => {
+                    let last = self.append_at(conversation, &state.batch, expected_seq)?;
+                    if let (EffectResult::Appended { seq }, true) = (&last, accepts_task) {
+                        accepted(*seq);
+                    }
+                    next(state, last)
+                }
+                Effect::PutPacket { candidate } => {
+                    let packet = &state.run.as_ref().ok_or_else(no_run)?.packet;
+                    // Persisted before any model sees it: a retry after a
+                    // crash plans the same packet id.
+                    self.journal.put_packet(conversation, packet)?;
+                    if self.abort_after_packet && !candidate {
+                        std::process::abort();
+                    }
+                    next(state, EffectResult::Stored)
+                }
+                Effect::CallModel {
+                    buffered,
+                    deadline_ms,
+                } => {
+                    let r = state.run.as_ref().ok_or_else(no_run)?;
+                    let last = self.renewing(conversation, self.lease_ms, || {
+                        self.call_model(&r.packet, &r.run_id, buffered, deadline_ms)
+                    });
+                    next(state, last)
+                }
+            };
+        }
+    }
+
+    /// Compare-and-append `batch` at `seq`, fenced by this call's lease; a
+    /// conflict says whether a frontier or boundary arrived meanwhile
+    /// (another writer moved the chain head: the core ends the run with
+    /// `fork`) or only messages (it appends again after them).
+    fn append_at(&self, conversation: &str, batch: &[Event], seq: u64) -> Result<EffectResult> {
+        let fence = self
+            .fences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(conversation)
+            .copied();
+        match self.journal.append_at(conversation, batch, seq, fence) {
+            Ok(seq) => Ok(EffectResult::Appended { seq }),
+            Err(HostError::Conflict { found, .. }) => {
+                let moved = self.journal.read_events(conversation, seq)?;
+                Ok(EffectResult::Conflict {
+                    seq: moved.last().map_or(found, |s| s.seq),
+                    chain_moved: moved
+                        .iter()
+                        .any(|s| matches!(s.event, Event::Boundary(_) | Event::Frontier(_))),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One model call: the stream (provisional text stays here) or the
+    /// buffered replay. An answer later than `deadline_ms` counts as a
+    /// timeout (the call itself cannot be interrupted). The core applies the
+    /// streaming rule to what is reported.
+    fn call_model(
+        &self,
+        packet: &Packet,
+        run_id: &str,
+        buffered: bool,
+        deadline_ms: u64,
+    ) -> EffectResult {
+        let started = std::time::Instant::now();
+        let mut text = String::new();
+        let mut done = None;
+        let answer = if buffered {
+            self.model.complete(packet).map(|r| {
+                text.clone_from(&r.text);
+                done = Some(r.evidence);
+            })
+        } else {
+            self.model.stream(packet, &mut |c| match c {
+                StreamChunk::Delta(t) => text.push_str(&t),
+                StreamChunk::Done(e) => done = Some(e),
+            })
+        };
+        let late = started.elapsed() > std::time::Duration::from_millis(deadline_ms);
+        let error = match (late, answer) {
+            (true, _) => Some(FailureInput {
+                failure: FailureKind::Timeout,
+                detail: format!("no summary within {deadline_ms} ms"),
+            }),
+            (false, Err(e)) => Some(FailureInput {
+                failure: e.kind,
+                detail: e.detail,
+            }),
+            (false, Ok(())) => None,
+        };
+        let output = match (&error, done) {
+            (None, Some(evidence)) => Some(ModelOutput {
+                packet_id: packet.id.clone(),
+                run_id: run_id.to_owned(),
+                model_id: evidence.model_id,
+                usage: evidence.usage,
+                finish_reason: evidence.finish_reason,
+                summary: text.clone(),
+            }),
+            _ => None,
+        };
+        EffectResult::Model {
+            content_received: !text.is_empty(),
+            output,
+            error,
+        }
     }
 
     /// Take the conversation's writer lease and keep its fencing token for
@@ -590,26 +836,43 @@ impl<J: Journal, M: Model> Driver<J, M> {
         {
             return Ok(false);
         }
-        let result = self.renewing(&key, self.warm_lease_ms, || self.summarize(&packet));
+        let answer = self.renewing(&key, self.warm_lease_ms, || {
+            let call =
+                |buffered| self.call_model(&packet, "warm-check", buffered, self.model_timeout_ms);
+            match call(false) {
+                // The one buffered replay of a stream that ended before any content.
+                EffectResult::Model {
+                    content_received: false,
+                    output: None,
+                    error: None,
+                } => call(true),
+                other => other,
+            }
+        });
         self.journal.release_lease(&key, &self.holder)?;
-        let Ok(answer) = result? else {
+        let EffectResult::Model {
+            output: Some(output),
+            ..
+        } = answer
+        else {
             return Ok(false);
         };
         let checked = self.validate(ValidateRequest::Settle(Box::new(SettleRequest {
             packet: packet.clone(),
-            output: ModelOutput {
-                packet_id: packet.id.clone(),
-                run_id: "warm-check".into(),
-                model_id: answer.evidence.model_id.clone(),
-                usage: answer.evidence.usage,
-                finish_reason: answer.evidence.finish_reason.clone(),
-                summary: answer.text.clone(),
-            },
+            output: output.clone(),
             expected_run_id: None,
         })));
         if checked.is_err() {
             return Ok(false);
         }
+        let answer = ModelResult {
+            text: output.summary,
+            evidence: Evidence {
+                model_id: output.model_id,
+                usage: output.usage,
+                finish_reason: output.finish_reason,
+            },
+        };
         Ok(self.with_cache(conversation, |c| match &mut c.warm {
             Some((p, slot)) if p.id == packet.id => {
                 *slot = Some(answer);
@@ -617,333 +880,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
             _ => false,
         }))
-    }
-
-    /// A manual task whose holder crashed between `requested` and its end
-    /// (the lease has expired, so it is not running) is ended as failed.
-    fn end_interrupted_tasks(&self, conversation: &str) -> Result<()> {
-        let (events, _, seq) = self.load_at(conversation)?;
-        let mut open: std::collections::BTreeMap<String, TaskEvent> = Default::default();
-        for e in events {
-            if let Event::CompactionTask(t) = e {
-                if t.state == TaskState::Requested {
-                    open.insert(t.task_id.clone(), t);
-                } else {
-                    open.remove(&t.task_id);
-                }
-            }
-        }
-        if open.is_empty() {
-            return Ok(());
-        }
-        let batch: Vec<Event> = open
-            .into_values()
-            .map(|t| {
-                Event::CompactionTask(TaskEvent {
-                    state: TaskState::Failed,
-                    ..t
-                })
-            })
-            .collect();
-        self.append_after(conversation, &batch, seq).map(|_| ())
-    }
-
-    /// Compare-and-append at `seq`, the position the batch was planned from.
-    /// When only messages arrived meanwhile the batch still extends the same
-    /// head and goes after them; a chain event means another writer moved the
-    /// head, and the batch is refused as a fork.
-    fn append_after(&self, conversation: &str, batch: &[Event], mut seq: u64) -> Result<u64> {
-        loop {
-            let fence = self
-                .fences
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(conversation)
-                .copied();
-            match self.journal.append_at(conversation, batch, seq, fence) {
-                Err(HostError::Conflict { found, .. }) => {
-                    let moved = self.journal.read_events(conversation, seq)?;
-                    if moved
-                        .iter()
-                        .any(|s| matches!(s.event, Event::Boundary(_) | Event::Frontier(_)))
-                    {
-                        return Err(HostError::Core(foldline_core::Error::new(
-                            foldline_core::Code::Fork,
-                            "another writer extended the chain head first; nothing was written",
-                        )));
-                    }
-                    seq = moved.last().map(|s| s.seq).unwrap_or(found);
-                }
-                other => return other,
-            }
-        }
-    }
-
-    fn run_locked(
-        &self,
-        conversation: &str,
-        trigger: &Trigger,
-        task: Option<(String, Option<String>)>,
-        accepted: &mut dyn FnMut(u64),
-    ) -> Result<Outcome> {
-        let (task, owner) = match task {
-            Some((id, owner)) => (Some(id), owner),
-            None => (None, self.owner.clone()),
-        };
-        loop {
-            let (events, res, seq) = self.load_at(conversation)?;
-            // A warm candidate with a verified summary is offered to plan.
-            let warm = self
-                .with_cache(conversation, |c| c.warm.clone())
-                .filter(|(_, r)| r.is_some());
-            let outcome = self.foldline.plan(&PlanRequest {
-                declaration: self.declaration.clone(),
-                route: (self.route_of)(conversation),
-                owner: owner.clone(),
-                frontier: res.frontier.clone(),
-                head: res.head.clone(),
-                amendment: res.amendment.clone(),
-                events: events.clone(),
-                trigger: trigger.clone(),
-                warm: warm.as_ref().map(|(p, _)| p.clone()),
-            })?;
-            match outcome {
-                PlanOutcome::Activate { frontier } => {
-                    self.append_after(conversation, &[Event::Frontier(*frontier)], seq)?;
-                }
-                PlanOutcome::Skip { record } => return Ok(Outcome::Skipped(record)),
-                PlanOutcome::Paused { .. } => return Ok(Outcome::Paused(outcome)),
-                PlanOutcome::Warm { packet } => {
-                    if self.warm_candidates && self.with_cache(conversation, |c| c.warm.is_none()) {
-                        // Persisted now; summarized by `prepare_warm`, off the critical path.
-                        self.journal.put_packet(conversation, &packet)?;
-                        self.with_cache(conversation, |c| c.warm = Some(((*packet).clone(), None)));
-                    }
-                    return Ok(Outcome::Warm(packet.id));
-                }
-                PlanOutcome::Refuse { error, .. } => return Ok(Outcome::Refused(error)),
-                PlanOutcome::Compact {
-                    packet,
-                    warm: verdict,
-                } => {
-                    // One candidate per head: judged now, dropped either way.
-                    self.with_cache(conversation, |c| c.warm = None);
-                    // The candidate is used when the core finds it still valid.
-                    let (packet, prepared) = match (verdict, warm, trigger) {
-                        (Some(v), Some((p, Some(r))), Trigger::Automatic)
-                            if v.valid && v.packet_id == p.id =>
-                        {
-                            (p, Some(r))
-                        }
-                        _ => (*packet, None),
-                    };
-                    return self.compact(
-                        conversation,
-                        (&events, &res, seq),
-                        packet,
-                        trigger,
-                        (task, accepted),
-                        prepared,
-                    );
-                }
-            }
-        }
-    }
-
-    fn compact(
-        &self,
-        conversation: &str,
-        (events, res, seq): (&[Event], &Resolution, u64),
-        packet: Packet,
-        trigger: &Trigger,
-        (task, accepted): (Option<String>, &mut dyn FnMut(u64)),
-        prepared: Option<ModelResult>,
-    ) -> Result<Outcome> {
-        // Persist before dispatch: a retry after a crash plans the same packet id.
-        self.journal.put_packet(conversation, &packet)?;
-        if self.abort_after_packet {
-            std::process::abort();
-        }
-        let head_seq = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        let attempt = 1 + events
-            .iter()
-            .filter(|e| matches!(e, Event::CompactionFailed(f) if f.packet_id == packet.id))
-            .count();
-        let run_id = format!(
-            "run:{}:{attempt}",
-            packet.id.get(7..23).unwrap_or(&packet.id)
-        );
-        let actor = match trigger {
-            Trigger::Manual { actor, .. } => Some(actor.clone()),
-            Trigger::Automatic => None,
-        };
-        let task_event = |state, boundary_id| {
-            Event::CompactionTask(TaskEvent {
-                task_id: task.clone().unwrap_or_default(),
-                state,
-                actor: actor.clone().unwrap_or_default(),
-                head_seq,
-                boundary_id,
-            })
-        };
-        if task.is_some() && actor.is_some() {
-            let at =
-                self.append_after(conversation, &[task_event(TaskState::Requested, None)], seq)?;
-            accepted(at);
-        }
-        let summarized = match prepared {
-            Some(r) => Ok(r),
-            None => self.renewing(conversation, self.lease_ms, || self.summarize(&packet))?,
-        };
-        let answer = match summarized {
-            Ok(a) => a,
-            Err(report) => {
-                return self.fail(
-                    conversation,
-                    (&packet, &run_id, seq),
-                    res,
-                    trigger,
-                    head_seq,
-                    report,
-                    task_event,
-                )
-            }
-        };
-        let settled = self.validate(ValidateRequest::Settle(Box::new(SettleRequest {
-            packet: packet.clone(),
-            output: ModelOutput {
-                packet_id: packet.id.clone(),
-                run_id: run_id.clone(),
-                model_id: answer.evidence.model_id,
-                usage: answer.evidence.usage,
-                finish_reason: answer.evidence.finish_reason,
-                summary: answer.text,
-            },
-            expected_run_id: Some(run_id.clone()),
-        })));
-        match settled {
-            Ok(ValidateResponse::Settled { boundary }) => {
-                let mut batch = vec![Event::Boundary(boundary.clone())];
-                if task.is_some() && actor.is_some() {
-                    batch.push(task_event(TaskState::Completed, Some(boundary.id.clone())));
-                }
-                self.append_after(conversation, &batch, seq)?;
-                Ok(Outcome::Compacted(boundary))
-            }
-            Ok(other) => Err(HostError::MalformedOutput(format!(
-                "unexpected answer {other:?}"
-            ))),
-            Err(HostError::Core(e)) => {
-                let report = self.classify(FailureKind::UnusableSummary, e.code.as_str())?;
-                self.fail(
-                    conversation,
-                    (&packet, &run_id, seq),
-                    res,
-                    trigger,
-                    head_seq,
-                    report,
-                    task_event,
-                )
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn fail(
-        &self,
-        conversation: &str,
-        (packet, run_id, seq): (&Packet, &str, u64),
-        res: &Resolution,
-        trigger: &Trigger,
-        head_seq: u64,
-        report: FailureReport,
-        task_event: impl Fn(TaskState, Option<String>) -> Event,
-    ) -> Result<Outcome> {
-        // The audit record is committed before the failure unwinds.
-        let mut batch = vec![Event::CompactionFailed(FailureEvent {
-            run_id: run_id.to_owned(),
-            packet_id: packet.id.clone(),
-            previous_boundary_id: res.head.as_ref().map(|h| h.boundary_id.clone()),
-            trigger: trigger.kind(),
-            head_seq,
-            reason: report.audit_reason.clone(),
-        })];
-        if let Trigger::Manual { .. } = trigger {
-            batch.push(task_event(TaskState::Failed, None));
-        }
-        self.append_after(conversation, &batch, seq)?;
-        Ok(Outcome::Failed(report))
-    }
-
-    fn classify(&self, failure: FailureKind, detail: &str) -> Result<FailureReport> {
-        match self.validate(ValidateRequest::Failure(FailureInput {
-            failure,
-            detail: detail.to_owned(),
-        }))? {
-            ValidateResponse::Failure(r) => Ok(r),
-            other => Err(HostError::MalformedOutput(format!(
-                "unexpected answer {other:?}"
-            ))),
-        }
-    }
-
-    /// Stream a summary; provisional text stays here. A stream that ended
-    /// before any content is replayed once through the buffered call.
-    fn summarize(
-        &self,
-        packet: &Packet,
-    ) -> Result<std::result::Result<ModelResult, FailureReport>> {
-        let mut text = String::new();
-        let mut done = None;
-        let r = self.model.stream(packet, &mut |c| match c {
-            StreamChunk::Delta(t) => text.push_str(&t),
-            StreamChunk::Done(e) => done = Some(e),
-        });
-        let ended = match (&r, &done) {
-            (Ok(()), Some(_)) => StreamEnd::Complete,
-            _ => StreamEnd::Dropped,
-        };
-        let decision = match self.validate(ValidateRequest::Stream(StreamReport {
-            content_received: !text.is_empty(),
-            ended,
-            replays_used: 0,
-        }))? {
-            ValidateResponse::Stream { decision } => decision,
-            other => {
-                return Err(HostError::MalformedOutput(format!(
-                    "unexpected answer {other:?}"
-                )))
-            }
-        };
-        Ok(match decision {
-            StreamDecision::Settle => match done {
-                Some(evidence) => Ok(ModelResult { text, evidence }),
-                None => Err(self.classify(FailureKind::StreamDropped, "no evidence")?),
-            },
-            // A typed failure (refusal, timeout, budget stop) is not a dropped
-            // connection: replaying it would only fail again.
-            StreamDecision::ReplayBuffered => match &r {
-                Err(e) if e.kind != FailureKind::Other => Err(self.classify(e.kind, &e.detail)?),
-                _ => match self.model.complete(packet) {
-                    Ok(r) => Ok(r),
-                    Err(e) => Err(self.classify(e.kind, &e.detail)?),
-                },
-            },
-            StreamDecision::Fail { mut failure } => {
-                if let Err(e) = r {
-                    failure.audit_reason = format!("{}: {e}", failure.audit_reason);
-                }
-                Err(failure)
-            }
-        })
     }
 
     /// The model-bound context.

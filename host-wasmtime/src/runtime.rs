@@ -363,6 +363,14 @@ impl Foldline {
         self.call("plan", r)
     }
 
+    /// `step`: the compaction loop's next effect.
+    ///
+    /// # Errors
+    /// As [`Foldline::call`].
+    pub fn step(&self, r: &foldline_core::StepRequest) -> Result<foldline_core::Step> {
+        self.call("step", r)
+    }
+
     /// `validate`.
     ///
     /// # Errors

@@ -10,7 +10,7 @@ import { core, release } from "./load.js";
 import { FoldlineError } from "./error.js";
 import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
 import type {
-  Code, ErrorValue, PlanRequest, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
+  Code, ErrorValue, PlanRequest, StepRequest, Step, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
   Selection, Timeline, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
   SettingsResponse,
 } from "./types.js";
@@ -75,6 +75,15 @@ function call<T>(entry: string, request: unknown): T {
 /** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */
 export function plan(request: PlanRequest): PlanOutcome {
   return call<PlanOutcome>("plan", request);
+}
+
+/**
+ * `step`: the compaction loop, one effect at a time. Feed what was read
+ * (`view`, `seq`) or the result of the last effect (`last`, with the state the
+ * last step answered); do the effect it answers, until `done`.
+ */
+export function step(request: StepRequest): Step {
+  return call<Step>("step", request);
 }
 
 /** `validate`: settle, resolve, declarations, stream decisions, failure classification. */

@@ -1,6 +1,9 @@
-// The driver: resolve → plan → persist the packet → call the model → settle →
-// append the boundary; and select for a model request. Same shape as the Rust
-// host's driver.
+// The driver: an interpreter of the core's compaction loop (`step`). The
+// core decides every effect — append a batch at an expected position, store
+// the packet, call the model (stream or the one buffered replay), done — and
+// this file carries them out against a journal and a model, as the Rust
+// host's driver does: the same behaviour by construction, held by the effect
+// vectors (tests/vectors/step.json). Also `select` for a model request.
 //
 // Incremental: a compactor keeps a small state per conversation (the journal
 // position it has read to, the events, the verified resolution) and reads only
@@ -10,10 +13,10 @@
 // compare-and-append at the position the plan was made from, fenced by the
 // writer lease's token, and the lease is renewed while a model call runs.
 
-import { plan, select, timeline, validate, FoldlineError } from "./core.js";
+import { select, step, timeline, validate, FoldlineError } from "./core.js";
 import type {
-  Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, Resolution, Route, Selection, Timeline,
-  FailureKind, FailureReport, StreamReport, Boundary, Trigger, InputTurn, Verified,
+  Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, PlanRequest, Resolution, Route, Selection, Timeline,
+  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, Step, StepRequest,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
 import { aiSdkToOpenAi, anthropicToOpenAi, fromOpenAiMessages, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
@@ -171,6 +174,8 @@ interface State {
   recent: Event[];
   /** Frontiers, boundaries, corrections and late deliveries: what resolve needs. */
   chain: Event[];
+  /** Frontiers and boundaries read so far (a conflict that brought one means another writer moved the chain head). */
+  chainEvents: number;
   /** The verified resolution, until a chain event arrives. */
   res?: Resolution;
   /** Reads run one after another. */
@@ -188,6 +193,9 @@ interface State {
   /** The warm candidate: its packet, and its verified summary once ready. */
   warm?: { packet: Packet; result?: ModelResult; preparing?: Promise<void> };
 }
+
+/** What a model call answers the core. */
+type ModelAnswer = Extract<EffectResult, { kind: "model" }>;
 
 /** A failure's audit detail: its message, as the Rust host records a model error's detail. */
 function detailOf(e: unknown): string {
@@ -209,7 +217,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     let s = states.get(id);
     if (!s) {
       s = {
-        seq: 0, sourceSeq: 0, recent: [], chain: [], openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+        seq: 0, sourceSeq: 0, recent: [], chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
         reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
       };
       states.set(id, s);
@@ -239,6 +247,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
         if (isTurn(event) && event.sourceSeq > s.sourceSeq) s.sourceSeq = event.sourceSeq;
         if (CHAIN_TYPES.has(event.type)) {
           s.chain.push(event);
+          if (event.type === "boundary" || event.type === "frontier") s.chainEvents++;
           s.res = undefined;
         }
         if (event.type !== "boundary" && event.type !== "frontier") s.recent.push(event);
@@ -281,74 +290,189 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return { s, res: s.res, events: s.recent };
   }
 
-  function headSeq(events: Event[]): number {
-    let max = 0;
-    for (const e of events) if ((e.type === "message" || e.type === "lateDelivery") && e.sourceSeq > max) max = e.sourceSeq;
-    return max;
-  }
-
-  /** Append a batch at the position the state was read to, under the lease's fence. */
-  async function append(id: string, s: State, batch: Event[], fence: number): Promise<number> {
-    for (;;) {
-      try {
-        const at = await o.journal.append(id, batch, { expectedSeq: s.seq, fence });
-        await sync(id);
-        return at;
-      } catch (e) {
-        if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
-        // Messages arrived meanwhile: they cannot change what this batch
-        // extends, so append after them. A chain event means another writer
-        // moved the head: give up, the fork is refused.
-        const before = s.chain.length;
-        await sync(id);
-        if (s.chain.length !== before) {
-          throw new FoldlineError({ code: "fork", message: "another writer extended the chain head first; nothing was written" });
-        }
-      }
+  /**
+   * Compare-and-append a batch at `expectedSeq` under the lease's fence; a
+   * conflict reports whether a chain event arrived meanwhile (the core then
+   * appends again after the new messages, or ends the run with `fork`).
+   */
+  async function appendAt(id: string, s: State, batch: Event[], expectedSeq: number, fence: number): Promise<EffectResult> {
+    try {
+      const seq = await o.journal.append(id, batch, { expectedSeq, fence });
+      await sync(id);
+      return { kind: "appended", seq };
+    } catch (e) {
+      if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
+      const before = s.chainEvents;
+      await sync(id);
+      return { kind: "conflict", seq: s.seq, chainMoved: s.chainEvents !== before };
     }
   }
 
-  /** Stream a summary under a deadline; provisional text stays here. One buffered replay only before content. */
-  async function summarize(packet: Packet): Promise<ModelResult | FailureReport> {
-    const deadline = AbortSignal.timeout(o.modelTimeoutMs ?? 120_000);
+  /**
+   * One model call under its deadline: the stream (provisional text stays
+   * here) or the buffered replay. What happened goes back to the core, which
+   * applies the streaming rule.
+   */
+  async function callModel(run: Pick<Run, "packet" | "runId">, buffered: boolean, deadlineMs: number): Promise<ModelAnswer> {
+    const deadline = AbortSignal.timeout(deadlineMs);
+    const output = (r: ModelResult): ModelOutput => ({
+      packetId: run.packet.id, runId: run.runId, modelId: r.modelId, usage: r.usage, finishReason: r.finishReason, summary: r.text,
+    });
+    const failed = (e: unknown, contentReceived: boolean): ModelAnswer => ({
+      kind: "model", contentReceived,
+      error: deadline.aborted ? { failure: "timeout", detail: `no summary within ${deadlineMs} ms` } : { failure: failureKindOf(e), detail: detailOf(e) },
+    });
+    if (buffered) {
+      try {
+        return { kind: "model", contentReceived: true, output: output(await o.model.complete(run.packet, deadline)) };
+      } catch (e) {
+        return failed(e, false);
+      }
+    }
     let text = "";
     let done: ModelResult | undefined;
-    let ended: StreamReport["ended"] = "complete";
-    let error: unknown;
     try {
-      for await (const c of o.model.stream(packet, deadline)) {
+      for await (const c of o.model.stream(run.packet, deadline)) {
         if (c.type === "delta") text += c.text; // provisional: never leaves the driver
         else done = { text, modelId: c.modelId, usage: c.usage, finishReason: c.finishReason };
       }
-      if (!done) ended = "dropped";
     } catch (e) {
-      ended = "dropped";
-      error = e;
+      return failed(e, text.length > 0);
     }
-    if (deadline.aborted) return classify("timeout", `no summary within ${o.modelTimeoutMs ?? 120_000} ms`);
-    const d = validate({ kind: "stream", contentReceived: text.length > 0, ended, replaysUsed: 0 });
-    if (d.kind !== "stream") throw new Error("unexpected validate answer");
-    switch (d.decision.action) {
-      case "settle":
-        return done ?? classify("streamDropped", "no evidence");
-      case "replayBuffered":
-        if (error !== undefined && failureKindOf(error) !== "other") return classify(failureKindOf(error), detailOf(error));
-        try {
-          return await o.model.complete(packet, deadline);
-        } catch (e) {
-          return classify(deadline.aborted ? "timeout" : failureKindOf(e), detailOf(e));
+    if (deadline.aborted) return failed(undefined, text.length > 0);
+    return { kind: "model", contentReceived: text.length > 0, ...(done ? { output: output(done) } : {}) };
+  }
+
+  /** What the core plans from: the state read to the journal's end, as a plan request. */
+  async function view(id: string, trigger: Trigger): Promise<{ s: State; request: PlanRequest; seq: number }> {
+    const { s, events, res } = await load(id);
+    return {
+      s, seq: s.seq,
+      request: {
+        declaration: o.declaration, route: routeOf(id), owner: o.owner?.(id) ?? null,
+        frontier: res.frontier, head: res.head, amendment: res.amendment, events, trigger,
+        warm: s.warm?.result ? s.warm.packet : null,
+      },
+    };
+  }
+
+  /**
+   * Interpret the core's loop: read, then do each effect `step` answers
+   * (append, store the packet, call the model) and feed its result back,
+   * until the run is done. What to write, where and when is the core's.
+   */
+  async function drive(
+    id: string, trigger: Trigger, fence: number,
+    options: { task?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean } = {},
+  ): Promise<Finished> {
+    const { task, onAccepted, endInterruptedOnly = false } = options;
+    const timeout = o.modelTimeoutMs ?? 120_000;
+    const fresh = async (): Promise<StepRequest> => {
+      const v = await view(id, trigger);
+      const w = v.s.warm;
+      return {
+        trigger, task: task ?? null, endInterruptedOnly, warmCandidates: o.warmCandidates !== false, warmHeld: w !== undefined,
+        warmSummary: w?.result
+          ? { packetId: w.packet.id, runId: "warm", modelId: w.result.modelId, usage: w.result.usage, finishReason: w.result.finishReason, summary: w.result.text }
+          : null,
+        modelTimeoutMs: timeout, view: v.request, seq: v.seq,
+      };
+    };
+    const s = state(id);
+    const next = (last: EffectResult, st: LoopState): StepRequest => ({ trigger, task: task ?? null, endInterruptedOnly, modelTimeoutMs: timeout, state: st, last });
+    let request = await fresh();
+    for (;;) {
+      const { state: st, effect } = step(request);
+      switch (effect.effect) {
+        case "done":
+          return effect.finished;
+        case "read":
+          request = await fresh();
+          break;
+        case "append": {
+          const last = await appendAt(id, s, st.batch ?? [], effect.expectedSeq, fence);
+          if (last.kind === "appended" && effect.acceptsTask) onAccepted?.(last.seq);
+          request = next(last, st);
+          break;
         }
-      case "fail":
-        return error === undefined
-          ? d.decision.failure
-          : { ...d.decision.failure, auditReason: `${d.decision.failure.auditReason}: ${detailOf(error)}` };
+        case "putPacket":
+          if (!st.run) throw new Error("putPacket without a run");
+          await o.journal.putPacket(id, st.run.packet); // persisted before any model sees it
+          request = next({ kind: "stored" }, st);
+          break;
+        case "callModel":
+          if (!st.run) throw new Error("callModel without a run");
+          request = next(await callModel(st.run, effect.buffered, effect.deadlineMs), st);
+          break;
+      }
     }
   }
 
-  function classify(failure: FailureKind, detail: string): FailureReport {
-    const r = validate({ kind: "failure", failure, detail });
-    if (r.kind !== "failure") throw new Error("unexpected validate answer");
-    return { failure: r.failure, notice: r.notice, auditReason: r.auditReason };
+  /** Run `fn` under the writer lease (renewed while it runs, so a long model call keeps it); `undefined`: another writer holds it. */
+  async function leased<T>(id: string, fn: (fence: number) => Promise<T>): Promise<T | undefined> {
+    const fence = await o.journal.acquireLease(id, holder, leaseMs);
+    if (fence === undefined) return undefined;
+    const renew = setInterval(() => void o.journal.acquireLease(id, holder, leaseMs).catch(() => undefined), Math.max(1, Math.floor(leaseMs / 3)));
+    try {
+      return await fn(fence);
+    } finally {
+      clearInterval(renew);
+      await o.journal.releaseLease(id, holder);
+    }
+  }
+
+  /** One run of the loop, answered as the member-facing result. */
+  async function run(id: string, trigger: Trigger, task?: string, onAccepted?: (seq: number) => void): Promise<OnMessageResult> {
+    const f = await leased(id, (fence) => drive(id, trigger, fence, { task, onAccepted }));
+    if (f === undefined) return { status: "busy" };
+    const s = state(id);
+    switch (f.status) {
+      case "skipped":
+      case "paused":
+        return { status: f.status, outcome: f.outcome };
+      case "warm":
+        // One candidate per head: kept while it is prepared, judged by the
+        // core when compaction is due, dropped then either way.
+        if (f.prepare) {
+          s.warm = { packet: f.packet };
+          s.warm.preparing = prepareWarm(id, s.warm); // off the critical path: not awaited
+        }
+        return { status: "warm", outcome: { outcome: "warm", packet: f.packet } };
+      case "refused":
+        return { status: "refused", code: f.error.code, message: f.error.message };
+      case "compacted":
+        s.warm = undefined;
+        return { status: "compacted", boundary: f.boundary };
+      case "failed":
+        s.warm = undefined;
+        o.audit?.(id, f.report);
+        return { status: "failed", notice: f.report.notice };
+      case "ended":
+        throw new Error("a compaction run ended as an interrupted-task sweep");
+    }
+  }
+
+  /** Summarize a warm candidate under its own lease and keep the summary if settle accepts it. */
+  async function prepareWarm(id: string, w: NonNullable<State["warm"]>): Promise<void> {
+    const key = `${id}#warm`;
+    try {
+      if ((await o.journal.acquireLease(key, holder, o.warmLeaseMs ?? 900_000)) === undefined) return;
+      try {
+        const at = { packet: w.packet, runId: "warm-check" };
+        const ms = o.modelTimeoutMs ?? 120_000;
+        let answer = await callModel(at, false, ms);
+        // The one buffered replay of a stream that ended before any content.
+        if (!answer.output && !answer.contentReceived && !answer.error) answer = await callModel(at, true, ms);
+        if (!answer.output) return; // the compaction that is due will try itself
+        validate({ kind: "settle", packet: w.packet, output: answer.output });
+        const { modelId, usage, finishReason, summary } = answer.output;
+        w.result = { text: summary, modelId, usage: usage ?? { inputTokens: 0, outputTokens: 0 }, finishReason: finishReason ?? "stop" };
+      } finally {
+        await o.journal.releaseLease(key, holder);
+      }
+    } catch {
+      // A warm candidate is an optimization: any failure leaves it unprepared.
+    }
   }
 
   /** Run `fn` after every earlier writer of this conversation on this compactor. */
@@ -359,132 +483,6 @@ export function createCompactor(o: CompactorOptions): Compactor {
     return next;
   }
 
-  async function run(id: string, trigger: Trigger, taskId?: string, onAccepted?: (seq: number) => void): Promise<OnMessageResult> {
-    const fence = await o.journal.acquireLease(id, holder, leaseMs);
-    if (fence === undefined) return { status: "busy" };
-    // Renewed while work runs, so a long model call keeps it.
-    const renew = setInterval(() => void o.journal.acquireLease(id, holder, leaseMs).catch(() => undefined), Math.max(1, Math.floor(leaseMs / 3)));
-    try {
-      await endInterruptedTasks(id, fence);
-      for (;;) {
-        const { s, events, res } = await load(id);
-        const warm = s.warm?.result ? s.warm : undefined;
-        const outcome = plan({
-          declaration: o.declaration, route: routeOf(id), owner: o.owner?.(id) ?? null,
-          frontier: res.frontier, head: res.head, amendment: res.amendment, events, trigger,
-          warm: warm?.packet ?? null,
-        });
-        switch (outcome.outcome) {
-          case "activate":
-            await append(id, s, [{ type: "frontier", ...outcome.frontier }], fence);
-            continue;
-          case "skip":
-            return { status: "skipped", outcome };
-          case "paused":
-            return { status: "paused", outcome };
-          case "warm":
-            // One candidate per head: kept while it is prepared, judged by the
-            // core when compaction is due, dropped then either way.
-            if (o.warmCandidates !== false && !s.warm) {
-              s.warm = { packet: outcome.packet };
-              await o.journal.putPacket(id, outcome.packet); // persisted before the model sees it
-              s.warm.preparing = prepareWarm(id, s.warm); // off the critical path: not awaited
-            }
-            return { status: "warm", outcome };
-          case "refuse":
-            return { status: "refused", code: outcome.error.code, message: outcome.error.message };
-          case "compact": {
-            // A valid warm candidate with a ready summary is used as is.
-            const ready = warm && outcome.warm?.valid && trigger.kind === "automatic" ? warm : undefined;
-            s.warm = undefined;
-            return await compact(id, s, events, res, ready?.packet ?? outcome.packet, trigger, fence, { taskId, onAccepted }, ready?.result);
-          }
-        }
-      }
-    } finally {
-      clearInterval(renew);
-      await o.journal.releaseLease(id, holder);
-    }
-  }
-
-  /** A manual task whose holder crashed between `requested` and its end is ended as failed. */
-  async function endInterruptedTasks(id: string, fence: number): Promise<void> {
-    const s = await sync(id);
-    const open = s.openTasks;
-    if (open.size === 0) return;
-    await append(id, s, [...open.values()].map((t) => ({ ...t, state: "failed" as const })), fence);
-  }
-
-  /** Summarize a warm candidate under its own lease and keep the summary if settle accepts it. */
-  async function prepareWarm(id: string, w: NonNullable<State["warm"]>): Promise<void> {
-    const key = `${id}#warm`;
-    try {
-      if ((await o.journal.acquireLease(key, holder, o.warmLeaseMs ?? 900_000)) === undefined) return;
-      try {
-        const answer = await summarize(w.packet);
-        if ("notice" in answer) return; // the compaction that is due will try itself
-        validate({
-          kind: "settle", packet: w.packet,
-          output: { packetId: w.packet.id, runId: "warm-check", modelId: answer.modelId, usage: answer.usage, finishReason: answer.finishReason, summary: answer.text },
-        });
-        w.result = answer;
-      } finally {
-        await o.journal.releaseLease(key, holder);
-      }
-    } catch {
-      // A warm candidate is an optimization: any failure leaves it unprepared.
-    }
-  }
-
-  async function compact(
-    id: string, s: State, events: Event[], res: Resolution, packet: Packet, trigger: Trigger, fence: number,
-    { taskId, onAccepted }: { taskId?: string; onAccepted?: (seq: number) => void },
-    prepared?: ModelResult,
-  ): Promise<OnMessageResult> {
-    await o.journal.putPacket(id, packet); // persisted before dispatch: a retry reuses it
-    const head = headSeq(events);
-    const attempt = 1 + events.filter((e) => e.type === "compactionFailed" && e.packetId === packet.id).length;
-    const runId = `run:${packet.id.slice(7, 23)}:${attempt}`; // derived, as in the Rust driver
-    const actor = trigger.kind === "manual" ? trigger.actor : undefined;
-    const task = (state: "requested" | "completed" | "failed", boundaryId?: string): Event => ({
-      type: "compactionTask", taskId: taskId ?? "", state, actor: actor ?? "", headSeq: head, ...(boundaryId ? { boundaryId } : {}),
-    });
-    if (taskId && actor) {
-      // Written whether or not the caller listens (an optional call would skip its arguments).
-      const at = await append(id, s, [task("requested")], fence);
-      onAccepted?.(at);
-    }
-    const answer = prepared ?? (await summarize(packet));
-    let report: FailureReport;
-    if ("notice" in answer) {
-      report = answer;
-    } else {
-      try {
-        const v = validate({
-          kind: "settle", packet, expectedRunId: runId,
-          output: { packetId: packet.id, runId, modelId: answer.modelId, usage: answer.usage, finishReason: answer.finishReason, summary: answer.text },
-        });
-        if (v.kind !== "settled") throw new Error("unexpected validate answer");
-        // The boundary and its task event are one batch.
-        await append(id, s, [{ type: "boundary", ...v.boundary }, ...(taskId && actor ? [task("completed", v.boundary.id)] : [])], fence);
-        return { status: "compacted", boundary: v.boundary };
-      } catch (e) {
-        if (!(e instanceof FoldlineError) || ["fork", "conflict", "lease_lost"].includes(e.code)) throw e;
-        report = classify("unusableSummary", e.code);
-      }
-    }
-    // The audit record is committed before the failure returns.
-    await append(id, s, [
-      {
-        type: "compactionFailed", runId, packetId: packet.id,
-        ...(res.head ? { previousBoundaryId: res.head.boundaryId } : {}),
-        trigger: trigger.kind, headSeq: head, reason: report.auditReason,
-      },
-      ...(taskId && actor ? [task("failed")] : []),
-    ], fence);
-    o.audit?.(id, report);
-    return { status: "failed", notice: report.notice };
-  }
 
   function counted(events: Event[]): Event[] {
     const count = o.countTokens;
@@ -537,16 +535,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     compactTask: (id, t) =>
       serial(id, () => run(id, { kind: "manual", actor: t.actor, sessionBusy: t.sessionBusy ?? false }, t.id, t.onAccepted)),
     endInterrupted: (id) =>
-      serial(id, async () => {
-        const fence = await o.journal.acquireLease(id, holder, leaseMs);
-        if (fence === undefined) return false;
-        try {
-          await endInterruptedTasks(id, fence);
-          return true;
-        } finally {
-          await o.journal.releaseLease(id, holder);
-        }
-      }),
+      serial(id, async () => (await leased(id, (fence) => drive(id, { kind: "automatic" }, fence, { endInterruptedOnly: true }))) !== undefined),
     async context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}): Promise<Selection<MessagesOf[F]>> {
       const { events, res } = await load(id);
       // `select` takes either spelling of the AI SDK format.

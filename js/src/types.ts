@@ -201,6 +201,71 @@ export interface StreamReport { contentReceived: boolean; ended: "complete" | "d
 export type FailureKind = "providerRefusal" | "timeout" | "budgetStop" | "unusableSummary" | "streamDropped" | "other";
 export interface FailureReport { failure: FailureKind; notice: string; auditReason: string }
 
+/** A model failure as the host saw it; `detail` goes to the audit only. */
+export interface FailureInput { failure: FailureKind; detail?: string }
+
+/**
+ * One step of the compaction loop (`step`): the host feeds what it read
+ * (`view`, at journal position `seq`) and the result of the effect the last
+ * step asked for (`last`, with that step's `state` passed back unchanged).
+ */
+export interface StepRequest {
+  trigger?: Trigger;
+  /** The manual task's id (a manual run without one writes no task events). */
+  task?: string | null;
+  /** Only end interrupted tasks, then finish with `ended`. */
+  endInterruptedOnly?: boolean;
+  /** Whether warm candidates are prepared (default on). */
+  warmCandidates?: boolean;
+  /** Whether the host already holds a warm candidate: one per head. */
+  warmHeld?: boolean;
+  /** The held candidate's verified summary (its packet goes in `view.warm`). */
+  warmSummary?: ModelOutput | null;
+  /** Deadline of one model call (default 120,000 ms). */
+  modelTimeoutMs?: number;
+  view?: PlanRequest | null;
+  seq?: number;
+  state?: LoopState | null;
+  last?: EffectResult | null;
+}
+
+export type Stage = "start" | "appending" | "storingCandidate" | "storingPacket" | "streaming" | "replaying";
+export type Then = "read" | "summarize" | "compacted" | "failed";
+
+/** A run between steps: the host passes it back unchanged. */
+export interface LoopState { stage?: Stage; then?: Then; batch?: Event[]; run?: Run | null; failure?: FailureKind | null }
+
+/** A compaction in flight: its packet, derived run id, and where its batches go. */
+export interface Run { packet: Packet; runId: string; headSeq: number; previousBoundaryId?: string | null; seq: number; prepared?: ModelOutput | null }
+
+/** What the host did about the last effect. */
+export type EffectResult =
+  | { kind: "appended"; seq: number }
+  | { kind: "conflict"; seq: number; chainMoved: boolean }
+  | { kind: "stored" }
+  | { kind: "model"; contentReceived: boolean; output?: ModelOutput | null; error?: FailureInput | null };
+
+/** What the host does next. */
+export type Effect =
+  | { effect: "read" }
+  | { effect: "append"; expectedSeq: number; acceptsTask: boolean }
+  | { effect: "putPacket"; candidate: boolean }
+  | { effect: "callModel"; buffered: boolean; deadlineMs: number }
+  | { effect: "done"; finished: Finished };
+
+/** How a run finished. */
+export type Finished =
+  | { status: "skipped"; outcome: PlanOutcome }
+  | { status: "paused"; outcome: PlanOutcome }
+  | { status: "warm"; packet: Packet; prepare: boolean }
+  | { status: "compacted"; boundary: Boundary }
+  | { status: "refused"; error: ErrorValue }
+  | { status: "failed"; report: FailureReport }
+  | { status: "ended" };
+
+/** A step's answer. */
+export interface Step { state: LoopState; effect: Effect }
+
 export type ValidateRequest =
   | { kind: "settle"; packet: Packet; output: ModelOutput; expectedRunId?: string | null }
   | ({ kind: "resolve" } & ResolveRequest)
