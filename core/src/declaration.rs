@@ -408,16 +408,6 @@ pub enum Metric {
     Tokens,
 }
 
-impl Metric {
-    /// The metric's name: `chars` or `tokens`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Metric::Chars => "chars",
-            Metric::Tokens => "tokens",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,41 +67,6 @@ pub enum Code {
     UnsupportedVersion,
 }
 
-impl Code {
-    /// The stable string form of the code, as serialized.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Code::InvalidRequest => "invalid_request",
-            Code::InvalidDeclaration => "invalid_declaration",
-            Code::ConflictingTurn => "conflicting_turn",
-            Code::WrongRoute => "wrong_route",
-            Code::TailTurnTooLarge => "tail_turn_too_large",
-            Code::PrefixOverBounds => "prefix_over_bounds",
-            Code::NotSmaller => "not_smaller",
-            Code::NothingToFold => "nothing_to_fold",
-            Code::SessionBusy => "session_busy",
-            Code::NotOwner => "not_owner",
-            Code::EmptySummary => "empty_summary",
-            Code::SummaryTooLong => "summary_too_long",
-            Code::SummaryNotText => "summary_not_text",
-            Code::SummaryTruncated => "summary_truncated",
-            Code::RunMismatch => "run_mismatch",
-            Code::MissingLink => "missing_link",
-            Code::Fork => "fork",
-            Code::StaleDeclaration => "stale_declaration",
-            Code::DivergentHash => "divergent_hash",
-            Code::FabricatedRun => "fabricated_run",
-            Code::NonAdvancing => "non_advancing",
-            Code::FrontierMismatch => "frontier_mismatch",
-            Code::AmendmentTooLarge => "amendment_too_large",
-            Code::NeedsContent => "needs_content",
-            Code::OverBudget => "over_budget",
-            Code::Overflow => "overflow",
-            Code::UnsupportedVersion => "unsupported_version",
-        }
-    }
-}
-
 impl std::fmt::Display for Code {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -52,7 +52,9 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    fn as_str(self) -> &'static str {
+    /// The kind as the audit reason spells it (snake case, as the error
+    /// codes are; the wire name is [`FailureKind::as_str`]).
+    fn audit_name(self) -> &'static str {
         match self {
             FailureKind::ProviderRefusal => "provider_refusal",
             FailureKind::Timeout => "timeout",
@@ -93,9 +95,9 @@ pub const MEMBER_NOTICE: &str = "The chat could not be compacted.";
 /// Map a failure to its notice and audit reason.
 pub fn classify(f: &FailureInput) -> FailureReport {
     let audit_reason = if f.detail.is_empty() {
-        f.failure.as_str().to_owned()
+        f.failure.audit_name().to_owned()
     } else {
-        format!("{}: {}", f.failure.as_str(), f.detail)
+        format!("{}: {}", f.failure.audit_name(), f.detail)
     };
     FailureReport {
         failure: f.failure,

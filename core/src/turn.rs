@@ -28,18 +28,6 @@ impl Role {
     pub fn always_pinned(self) -> bool {
         matches!(self, Role::System | Role::Developer | Role::Document)
     }
-
-    /// The role's name as serialized.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::Developer => "developer",
-            Role::Document => "document",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        }
-    }
 }
 
 /// One part of a message.

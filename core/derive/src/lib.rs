@@ -510,6 +510,32 @@ fn expand_encode(input: &DeriveInput) -> syn::Result<Tokens> {
                 }
             })
         }
+        Data::Enum(e)
+            if cattrs.tag.is_none()
+                && e.variants.iter().all(|v| matches!(v.fields, Fields::Unit)) =>
+        {
+            // A unit enum is its name: one map, from the serde attributes, for
+            // the canonical encoding and for every message or key that names it.
+            let mut arms = Vec::new();
+            for v in &e.variants {
+                let lit = variant_name(v, cattrs.rename_all)?;
+                let ident = &v.ident;
+                arms.push(quote! { Self::#ident => #lit, });
+            }
+            Ok(quote! {
+                impl #name {
+                    /// The name this value is written as (its serde name).
+                    pub fn as_str(self) -> &'static str {
+                        match self { #(#arms)* }
+                    }
+                }
+                impl crate::canonical::Encode for #name {
+                    fn encode(&self, out: &mut ::std::vec::Vec<u8>) {
+                        crate::canonical::write_str(self.as_str(), out)
+                    }
+                }
+            })
+        }
         Data::Enum(e) => {
             let mut arms = Vec::new();
             for v in &e.variants {
