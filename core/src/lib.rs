@@ -15,40 +15,35 @@
 //! Comments cite the two origin documents as *seed 000* and *seed 002*;
 //! `docs/rules.md` restates each of their rules and names the module that
 //! enforces it and the tests that prove it. The modules are layered —
-//! primitives, records, history, render, operations — without import cycles
-//! (`docs/architecture.md` walks them; `tests/layers.rs` holds them to it).
+//! primitives, records, render, history, operations, one directory each —
+//! each importing only the layers below it (`docs/architecture.md` walks them;
+//! `tests/layers.rs` holds them to it). The public API is what this file
+//! re-exports, not the file layout.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod agree;
-pub mod amend;
-pub mod amendment;
-pub mod api;
-pub mod boundary;
-pub mod budget;
+// The layers, bottom up, one directory each; the primitives are the files
+// beside this one. What is public is listed here: the modules a host names,
+// re-exported at the root, and the calls and their types below them.
+mod history;
+mod ops;
+mod records;
+mod render;
+
 pub mod canonical;
-pub mod declaration;
 pub mod decode;
-pub mod envelope;
 pub mod error;
-pub mod event;
-pub mod format;
-pub mod frontier;
-pub mod group;
-pub mod member;
-pub mod packet;
-pub mod plan;
-pub mod reconstruct;
-pub mod resolve;
-pub mod run;
+
+pub use records::{amendment, boundary, declaration, event, frontier, packet, turn};
+
+pub use render::{budget, envelope, format};
+
+pub(crate) use history::{agree, group};
+pub use history::{amend, reconstruct};
+
 #[cfg(test)]
-mod schema;
-pub mod select;
-pub mod settle;
-pub mod stream;
-pub mod timeline;
-pub mod turn;
-pub mod validate;
+pub(crate) use ops::schema;
+pub use ops::{api, member, plan, resolve, run, select, settle, stream, timeline, validate};
 
 pub use error::{Code, Error, Result};
 pub use plan::{plan, PlanOutcome, PlanRequest};

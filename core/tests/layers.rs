@@ -1,46 +1,64 @@
-//! The core's modules import one another without cycles: a reader can take
-//! them bottom-up — records (`turn`, `declaration`, `frontier`, `boundary`,
-//! `amendment`, `event`, `packet`), history (`reconstruct`, `amend`), render
-//! (`envelope`, `format`), then the operations (`plan`, `settle`, `resolve`,
-//! `select`, `timeline`, `validate`, `api`). This test reads every
-//! `crate::<module>` path in `core/src` (comments aside) and fails naming a
-//! cycle if one appears.
+//! The core is layered, one directory per layer under `core/src`:
+//! primitives (the files beside `lib.rs`: `canonical`, `error`, `decode`),
+//! `records/` (the wire types), `render/` (envelopes, formats, budgets: the
+//! model-facing forms of records), `history/` (reconstruction, amendments,
+//! sized by their envelopes), then `ops/` (`plan`, `settle`,
+//! `resolve`, `select`, `timeline`, `stream`, `run`, `validate`, `member`,
+//! `api`). These tests read every `crate::<module>` path in `core/src`
+//! (comments aside) and fail naming a cycle between modules, or an import of
+//! a layer above the importing one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Module → the modules its code names.
-fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(&src).unwrap() {
+/// The layers, bottom up.
+const LAYERS: [&str; 5] = ["primitives", "records", "render", "history", "ops"];
+
+/// Every `.rs` file under `dir`.
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            for inner in std::fs::read_dir(&path).unwrap() {
-                files.push(inner.unwrap().path());
-            }
-        } else {
-            files.push(path);
+            files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
         }
     }
-    for path in files
+}
+
+/// A file's layer and module: `src/x.rs` is the primitive `x`,
+/// `src/<layer>/x.rs` the module `x` of that layer, and a module directory's
+/// files (`ops/member/*.rs`) belong to it. `None`: `lib.rs` and a layer's `mod.rs`.
+fn place(rel: &Path) -> Option<(String, String)> {
+    let parts: Vec<String> = rel
         .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-    {
-        let rel = path.strip_prefix(&src).unwrap();
-        let module = rel
-            .iter()
-            .next()
-            .unwrap()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
-        if module == "lib" {
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    match parts.as_slice() {
+        [file] if file == "lib" => None,
+        [file] => Some(("primitives".into(), file.clone())),
+        [_, file] if file == "mod" => None,
+        [layer, file] => Some((layer.clone(), file.clone())),
+        [layer, module, ..] => Some((layer.clone(), module.clone())),
+        [] => None,
+    }
+}
+
+/// Module → its layer and the modules its code names.
+fn imports() -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let mut graph: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+    for path in &all {
+        let Some((layer, module)) = place(path.strip_prefix(&src).unwrap()) else {
             continue;
-        }
+        };
+        assert!(LAYERS.contains(&layer.as_str()), "{path:?} is in no layer");
         let code = std::fs::read_to_string(path).unwrap();
-        let deps = graph.entry(module.clone()).or_default();
+        let (_, deps) = graph
+            .entry(module.clone())
+            .or_insert_with(|| (layer.clone(), BTreeSet::new()));
         for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
             for (i, _) in line.match_indices("crate::") {
                 let name: String = line[i + 7..]
@@ -54,10 +72,15 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     let known: BTreeSet<String> = graph.keys().cloned().collect();
-    for deps in graph.values_mut() {
+    for (_, deps) in graph.values_mut() {
         deps.retain(|d| known.contains(d));
     }
     graph
+}
+
+/// Module → the modules it imports.
+fn edges() -> BTreeMap<String, BTreeSet<String>> {
+    imports().into_iter().map(|(m, (_, d))| (m, d)).collect()
 }
 
 /// A cycle through `at`, if its imports lead back to a module on `path`.
@@ -88,7 +111,7 @@ fn cycle(
 
 #[test]
 fn the_core_modules_import_one_another_without_cycles() {
-    let graph = imports();
+    let graph = edges();
     assert!(graph.len() > 20, "read {} modules", graph.len());
     assert!(
         graph["select"].contains("plan"),
@@ -104,7 +127,7 @@ fn the_core_modules_import_one_another_without_cycles() {
 
 #[test]
 fn the_records_name_no_operation() {
-    let graph = imports();
+    let graph = edges();
     let operations = [
         "plan", "settle", "resolve", "select", "timeline", "validate", "run", "api",
     ];
@@ -123,4 +146,28 @@ fn the_records_name_no_operation() {
             );
         }
     }
+}
+
+#[test]
+fn each_layer_imports_only_the_layers_below_it() {
+    let graph = imports();
+    let rank = |layer: &str| LAYERS.iter().position(|l| *l == layer).unwrap();
+    let mut upward = Vec::new();
+    for (module, (layer, deps)) in &graph {
+        for dep in deps {
+            let (dep_layer, _) = &graph[dep];
+            if rank(dep_layer) > rank(layer) {
+                upward.push(format!(
+                    "`{module}` ({layer}) imports `{dep}` ({dep_layer})"
+                ));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports of a layer above: {upward:#?}");
+    assert_eq!(graph["plan"].0, "ops");
+    assert_eq!(graph["boundary"].0, "records");
+    assert!(
+        graph["member"].0 == "ops" && !graph.contains_key("trim"),
+        "a module directory's files (ops/member/*.rs) belong to it"
+    );
 }
