@@ -39,7 +39,7 @@ pub use records::{amendment, boundary, declaration, event, frontier, packet, tur
 pub use render::{budget, envelope, format};
 
 pub(crate) use history::{agree, group};
-pub use history::{amend, reconstruct};
+pub use history::{amend, reconstruct, standing};
 
 #[cfg(test)]
 pub(crate) use ops::schema;

@@ -21,6 +21,7 @@ use crate::frontier::Frontier;
 use crate::group::{self, Unit};
 use crate::packet::{CompactorMessage, CompactorRole, Packet, BUILTIN_PROMPT};
 use crate::reconstruct::{reconstruct, Reconstruction};
+use crate::standing;
 use crate::turn::{estimate_tokens, Role, Route, Turn};
 
 /// Who asks for a plan.
@@ -238,11 +239,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     let th = Thresholds::of(decl);
     let metric = th.metric;
 
-    let pinned: Vec<&Turn> = recon
-        .turns
-        .iter()
-        .filter(|t| t.pinned && admitted(decl, t))
-        .collect();
+    let pinned = standing::pinned(decl, &recon.turns);
     let pinned_size = Sizes {
         chars: error::sum(pinned.iter().map(|t| t.chars))?,
         tokens: error::sum(pinned.iter().map(|t| t.tokens))?,
@@ -271,16 +268,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
         a.check()?;
     }
 
-    let eligible: Vec<&Turn> = recon
-        .turns
-        .iter()
-        .filter(|t| {
-            !t.pinned
-                && t.source_seq >= frontier.start_seq
-                && covered.is_none_or(|c| t.source_seq > c)
-                && admitted(decl, t)
-        })
-        .collect();
+    let eligible = standing::eligible(decl, &recon.turns, frontier.start_seq, covered).admitted;
     let summary_env = req
         .head
         .as_ref()
@@ -409,13 +397,6 @@ struct Ctx<'a> {
     fingerprint: String,
 }
 
-/// Whether a turn may enter the projection under the declaration.
-pub fn admitted(decl: &Declaration, t: &Turn) -> bool {
-    decl.admits_source(&t.source)
-        && decl.admits_agent(t.author_agent.as_deref())
-        && (!t.sensitive || decl.privacy.admit_sensitive)
-}
-
 /// Every message of the request must be on its route.
 pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
     for ev in events {
@@ -484,11 +465,7 @@ fn activate(
     pinned: u64,
 ) -> Result<PlanOutcome> {
     let decl = &req.declaration;
-    let eligible: Vec<&Turn> = recon
-        .turns
-        .iter()
-        .filter(|t| !t.pinned && admitted(decl, t))
-        .collect();
+    let eligible = standing::eligible(decl, &recon.turns, 0, None).admitted;
     let Some(newest) = eligible.last() else {
         return Ok(PlanOutcome::Skip {
             record: SkipRecord {

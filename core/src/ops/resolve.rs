@@ -21,9 +21,9 @@ use crate::error::{Code, Error, Result};
 use crate::event::Event;
 use crate::frontier::Frontier;
 use crate::packet::Packet;
-use crate::plan::admitted;
 use crate::reconstruct::reconstruct;
 use crate::settle::{settle, ModelOutput, SettleRequest};
+use crate::standing::admitted;
 use crate::turn::Route;
 
 /// A resolve request.

@@ -22,8 +22,8 @@ use crate::format::{self, Format};
 pub use crate::format::{ContextMessage, Kind};
 use crate::frontier::Frontier;
 use crate::group;
-use crate::plan::admitted;
 use crate::reconstruct::reconstruct;
+use crate::standing;
 use crate::turn::{parts_chars, Part, Role, Route, Turn};
 
 /// A select request.
@@ -173,27 +173,17 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
     let start = req.frontier.as_ref().map(|f| f.start_seq).unwrap_or(0);
     let covered = req.head.as_ref().map(|h| h.covered_through_seq);
 
-    let mut omitted = Vec::new();
-    let mut pinned: Vec<&Turn> = Vec::new();
-    let mut candidates: Vec<&Turn> = Vec::new();
-    for t in &recon.turns {
-        let after = t.source_seq >= start && covered.is_none_or(|c| t.source_seq > c);
-        let ok = admitted(decl, t);
-        if t.pinned {
-            if ok {
-                pinned.push(t);
-            }
-        } else if after {
-            if ok {
-                candidates.push(t);
-            } else {
-                omitted.push(Omitted {
-                    turn_id: t.turn_id.clone(),
-                    reason: OmitReason::NotAdmitted,
-                });
-            }
-        }
-    }
+    let pinned = standing::pinned(decl, &recon.turns);
+    let eligible = standing::eligible(decl, &recon.turns, start, covered);
+    let candidates = eligible.admitted;
+    let mut omitted: Vec<Omitted> = eligible
+        .refused
+        .iter()
+        .map(|t| Omitted {
+            turn_id: t.turn_id.clone(),
+            reason: OmitReason::NotAdmitted,
+        })
+        .collect();
 
     let summary_text = req
         .head
