@@ -148,24 +148,7 @@ pub struct Selection {
 /// `divergent_hash` for inconsistent input.
 pub fn select(req: &SelectRequest) -> Result<Selection> {
     let decl = &req.declaration;
-    if let Some((error, _)) = decl.refusal() {
-        return Err(error);
-    }
-    crate::plan::check_route(&req.events, &req.route)?;
-    if let Some(f) = &req.frontier {
-        f.check()?;
-    }
-    if let (Some(h), Some(f)) = (&req.head, &req.frontier) {
-        if h.frontier_id != f.id {
-            return Err(Error::new(
-                Code::FrontierMismatch,
-                "the chain head belongs to another activation frontier",
-            ));
-        }
-    }
-    if let Some(a) = &req.amendment {
-        a.check()?;
-    }
+    check_inputs(req)?;
     let recon = reconstruct(&req.events)?;
     let th = Thresholds::of(decl);
     let metric = th.metric;
@@ -176,14 +159,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
     let pinned = standing::pinned(decl, &recon.turns);
     let eligible = standing::eligible(decl, &recon.turns, start, covered);
     let candidates = eligible.admitted;
-    let mut omitted: Vec<Omitted> = eligible
-        .refused
-        .iter()
-        .map(|t| Omitted {
-            turn_id: t.turn_id.clone(),
-            reason: OmitReason::NotAdmitted,
-        })
-        .collect();
+    let mut omitted = omissions(&eligible.refused, OmitReason::NotAdmitted);
 
     let summary_text = req
         .head
@@ -192,14 +168,8 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
     let amendment_text = req.amendment.as_ref().map(envelope::amendment_text);
     let mut sizes = ContextSizes {
         pinned: error::sum(pinned.iter().map(|t| turn_size(metric, t)))?,
-        summary: summary_text
-            .as_deref()
-            .map(|s| text_size(metric, envelope::chars(s)))
-            .unwrap_or(0),
-        amendment: amendment_text
-            .as_deref()
-            .map(|s| text_size(metric, envelope::chars(s)))
-            .unwrap_or(0),
+        summary: envelope_size(metric, summary_text.as_deref()),
+        amendment: envelope_size(metric, amendment_text.as_deref()),
         tail: 0,
         prompt: req
             .prompt
@@ -218,10 +188,92 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
             ),
         ));
     }
-    let room = limit - reserved;
+    let (first_included, used) = fit_tail(&candidates, limit - reserved, metric)?;
+    omitted.append(&mut omissions(
+        &candidates[..first_included],
+        OmitReason::Budget,
+    ));
+    let tail = &candidates[first_included..];
+    if req.render {
+        crate::plan::require_content(&pinned, "be rendered")?;
+        crate::plan::require_content(tail, "be rendered (or ask with render: false)")?;
+    }
+    sizes.tail = used;
+    sizes.total = reserved + used;
 
-    // Newest coherent units first, contiguous, while they fit.
-    let units = group::units(&candidates);
+    let (messages, fold) = assemble(
+        &pinned,
+        summary_text,
+        amendment_text,
+        tail,
+        req.prompt.as_ref(),
+    );
+    let manifest = Manifest {
+        metric,
+        limit,
+        sizes,
+        boundary_id: req.head.as_ref().map(|h| h.boundary_id.clone()),
+        boundary_hash: req.head.as_ref().map(|h| h.boundary_hash.clone()),
+        amendment_hash: req.amendment.as_ref().map(|a| a.hash.clone()),
+        pinned: pinned.iter().map(|t| t.turn_id.clone()).collect(),
+        included: tail.iter().map(|t| t.turn_id.clone()).collect(),
+        omitted,
+        message_count: messages.len() as u64,
+        rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
+    };
+    let messages = if req.render {
+        Some(format::render(req.format, messages))
+    } else {
+        None
+    };
+    Ok(Selection { messages, manifest })
+}
+
+/// The declaration, the route, the frontier, the head's frontier and the
+/// amendment, checked before anything is selected.
+fn check_inputs(req: &SelectRequest) -> Result<()> {
+    if let Some((error, _)) = req.declaration.refusal() {
+        return Err(error);
+    }
+    crate::plan::check_route(&req.events, &req.route)?;
+    if let Some(f) = &req.frontier {
+        f.check()?;
+    }
+    if let (Some(h), Some(f)) = (&req.head, &req.frontier) {
+        if h.frontier_id != f.id {
+            return Err(Error::new(
+                Code::FrontierMismatch,
+                "the chain head belongs to another activation frontier",
+            ));
+        }
+    }
+    if let Some(a) = &req.amendment {
+        a.check()?;
+    }
+    Ok(())
+}
+
+fn omissions(turns: &[&Turn], reason: OmitReason) -> Vec<Omitted> {
+    turns
+        .iter()
+        .map(|t| Omitted {
+            turn_id: t.turn_id.clone(),
+            reason,
+        })
+        .collect()
+}
+
+fn envelope_size(metric: Metric, text: Option<&str>) -> u64 {
+    text.map(|s| text_size(metric, envelope::chars(s)))
+        .unwrap_or(0)
+}
+
+/// The exact tail: the newest coherent units (a tool call with its results
+/// is one), contiguous, while they fit in `room`; the index of its first
+/// turn and its size. Never a context without the member's newest turn:
+/// when it alone does not fit, `tail_turn_too_large` (fail closed).
+fn fit_tail(candidates: &[&Turn], room: u64, metric: Metric) -> Result<(usize, u64)> {
+    let units = group::units(candidates);
     let mut first_included = candidates.len();
     let mut used = 0u64;
     for u in units.iter().rev() {
@@ -238,7 +290,6 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
             _ => break,
         }
     }
-    // Never answer a context without the member's newest turn: fail closed.
     if let Some(last) = units.last() {
         if first_included == candidates.len() {
             let turns = &candidates[last.start..last.end];
@@ -253,25 +304,22 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
             .with_ids(turns.iter().map(|t| t.turn_id.clone())));
         }
     }
-    let mut budget_omitted: Vec<Omitted> = candidates[..first_included]
-        .iter()
-        .map(|t| Omitted {
-            turn_id: t.turn_id.clone(),
-            reason: OmitReason::Budget,
-        })
-        .collect();
-    omitted.append(&mut budget_omitted);
-    let tail = &candidates[first_included..];
-    if req.render {
-        crate::plan::require_content(&pinned, "be rendered")?;
-        crate::plan::require_content(tail, "be rendered (or ask with render: false)")?;
-    }
-    sizes.tail = used;
-    sizes.total = reserved + used;
+    Ok((first_included, used))
+}
 
+/// The context in order — pinned turns, the summary envelope, the
+/// amendment envelope, the exact tail, the prompt — and the fold of their
+/// roles and hashes the manifest's `renderedHash` is made of.
+fn assemble(
+    pinned: &[&Turn],
+    summary_text: Option<String>,
+    amendment_text: Option<String>,
+    tail: &[&Turn],
+    prompt: Option<&Vec<Part>>,
+) -> (Vec<ContextMessage>, Vec<String>) {
     let mut messages: Vec<ContextMessage> = Vec::with_capacity(pinned.len() + tail.len() + 3);
     let mut fold: Vec<String> = Vec::with_capacity(messages.capacity());
-    for t in &pinned {
+    for t in pinned {
         fold.push(format!("pinned:{}:{}", t.role.as_str(), t.content_hash));
         messages.push(turn_message(Kind::Pinned, t));
     }
@@ -293,7 +341,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
         fold.push(format!("turn:{}:{}", t.role.as_str(), t.content_hash));
         messages.push(turn_message(Kind::Turn, t));
     }
-    if let Some(p) = &req.prompt {
+    if let Some(p) = prompt {
         fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)));
         messages.push(ContextMessage {
             kind: Kind::Prompt,
@@ -302,25 +350,7 @@ pub fn select(req: &SelectRequest) -> Result<Selection> {
             parts: p.clone(),
         });
     }
-    let manifest = Manifest {
-        metric,
-        limit,
-        sizes,
-        boundary_id: req.head.as_ref().map(|h| h.boundary_id.clone()),
-        boundary_hash: req.head.as_ref().map(|h| h.boundary_hash.clone()),
-        amendment_hash: req.amendment.as_ref().map(|a| a.hash.clone()),
-        pinned: pinned.iter().map(|t| t.turn_id.clone()).collect(),
-        included: tail.iter().map(|t| t.turn_id.clone()).collect(),
-        omitted,
-        message_count: messages.len() as u64,
-        rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
-    };
-    let messages = if req.render {
-        Some(format::render(req.format, messages))
-    } else {
-        None
-    };
-    Ok(Selection { messages, manifest })
+    (messages, fold)
 }
 
 fn turn_message(kind: Kind, t: &Turn) -> ContextMessage {
