@@ -214,36 +214,14 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     if let Some((error, errors)) = decl.refusal() {
         return Ok(PlanOutcome::Refuse { error, errors });
     }
-    if let Trigger::Manual {
-        actor,
-        session_busy,
-    } = &req.trigger
-    {
-        if req.owner.as_deref() != Some(actor.as_str()) {
-            return Err(Error::new(
-                Code::NotOwner,
-                "only the conversation's owner may request compaction",
-            )
-            .with_ids([actor.clone()]));
-        }
-        if *session_busy {
-            return Err(Error::new(
-                Code::SessionBusy,
-                "an answer owns the conversation session; try again when it finishes",
-            ));
-        }
-    }
+    check_manual(req)?;
     check_route(&req.events, &req.route)?;
     let recon = reconstruct(&req.events)?;
     let fingerprint = decl.fingerprint();
     let th = Thresholds::of(decl);
     let metric = th.metric;
-
     let pinned = standing::pinned(decl, &recon.turns);
-    let pinned_size = Sizes {
-        chars: error::sum(pinned.iter().map(|t| t.chars))?,
-        tokens: error::sum(pinned.iter().map(|t| t.tokens))?,
-    };
+    let pinned_size = measure(&pinned)?;
 
     // The frontier: reuse the current epoch's, or activate one.
     let frontier = match &req.frontier {
@@ -253,6 +231,70 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
         }
         _ => return activate(req, &recon, metric, &th, pick(metric, pinned_size)),
     };
+    let covered = covered_by_head(req, frontier)?;
+    let eligible = standing::eligible(decl, &recon.turns, frontier.start_seq, covered).admitted;
+    let env_size = envelope_sizes(req)?;
+    let turns_size = measure(&eligible)?;
+    let before = Sizes {
+        chars: error::sum([pinned_size.chars, env_size.chars, turns_size.chars])?,
+        tokens: error::sum([pinned_size.tokens, env_size.tokens, turns_size.tokens])?,
+    };
+    let ctx = Ctx {
+        req,
+        frontier,
+        eligible: &eligible,
+        pinned: &pinned,
+        pinned_size,
+        before,
+        metric,
+        th,
+        fingerprint,
+    };
+    if req.trigger == Trigger::Automatic {
+        if let Some(early) = automatic(&ctx, &recon, env_size) {
+            return Ok(early);
+        }
+    }
+    let packet = compact(&ctx)?;
+    let warm = req
+        .warm
+        .as_ref()
+        .map(|w| warm_verdict(w, &packet, &eligible));
+    Ok(PlanOutcome::Compact {
+        packet: Box::new(packet),
+        warm,
+    })
+}
+
+/// A manual request comes from the conversation's owner, and not while an
+/// answer owns the session.
+fn check_manual(req: &PlanRequest) -> Result<()> {
+    let Trigger::Manual {
+        actor,
+        session_busy,
+    } = &req.trigger
+    else {
+        return Ok(());
+    };
+    if req.owner.as_deref() != Some(actor.as_str()) {
+        return Err(Error::new(
+            Code::NotOwner,
+            "only the conversation's owner may request compaction",
+        )
+        .with_ids([actor.clone()]));
+    }
+    if *session_busy {
+        return Err(Error::new(
+            Code::SessionBusy,
+            "an answer owns the conversation session; try again when it finishes",
+        ));
+    }
+    Ok(())
+}
+
+/// The sequence the chain head covers through (its frontier must be this
+/// one), with the amendment checked.
+fn covered_by_head(req: &PlanRequest, frontier: &Frontier) -> Result<Option<u64>> {
     let covered = match &req.head {
         Some(h) if h.frontier_id != frontier.id => {
             return Err(Error::new(
@@ -267,89 +309,74 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     if let Some(a) = &req.amendment {
         a.check()?;
     }
+    Ok(covered)
+}
 
-    let eligible = standing::eligible(decl, &recon.turns, frontier.start_seq, covered).admitted;
-    let summary_env = req
+/// Characters and tokens of some turns.
+fn measure(turns: &[&Turn]) -> Result<Sizes> {
+    Ok(Sizes {
+        chars: error::sum(turns.iter().map(|t| t.chars))?,
+        tokens: error::sum(turns.iter().map(|t| t.tokens))?,
+    })
+}
+
+/// The summary and amendment envelopes the context carries now.
+fn envelope_sizes(req: &PlanRequest) -> Result<Sizes> {
+    let summary = req
         .head
         .as_ref()
         .map(|h| envelope::chars(&envelope::summary_text(&h.summary)))
         .unwrap_or(0);
-    let amend_env = req.amendment.as_ref().map(|a| a.chars).unwrap_or(0);
-    let env_size = Sizes {
-        chars: error::add(summary_env, amend_env)?,
-        tokens: error::add(nonzero_estimate(summary_env), nonzero_estimate(amend_env))?,
-    };
-    let turns_size = Sizes {
-        chars: error::sum(eligible.iter().map(|t| t.chars))?,
-        tokens: error::sum(eligible.iter().map(|t| t.tokens))?,
-    };
-    let before = Sizes {
-        chars: error::sum([pinned_size.chars, env_size.chars, turns_size.chars])?,
-        tokens: error::sum([pinned_size.tokens, env_size.tokens, turns_size.tokens])?,
-    };
-    let total = pick(metric, before);
-
-    let ctx = Ctx {
-        req,
-        frontier,
-        eligible: &eligible,
-        pinned: &pinned,
-        pinned_size,
-        before,
-        metric,
-        th,
-        fingerprint,
-    };
-
-    let skip = |warm_refused: Option<Code>| {
-        Ok(PlanOutcome::Skip {
-            record: SkipRecord {
-                metric,
-                total,
-                trigger: th.trigger,
-                warm_at: th.warm_at,
-                pinned: pick(metric, pinned_size),
-                envelopes: pick(metric, env_size),
-                eligible_turns: eligible.len() as u64,
-                warm_refused,
-            },
-        })
-    };
-
-    if req.trigger == Trigger::Automatic {
-        if let Some(paused) = breaker(decl, &recon, req.head.as_ref()) {
-            return Ok(paused);
-        }
-        if !decl.enabled {
-            // Safety compaction cannot be disabled (seed 002): a disabled
-            // declaration only gives up eager compaction and warm candidates.
-            if total < th.limit {
-                return Ok(PlanOutcome::Paused {
-                    reason: PauseReason::Disabled,
-                    consecutive_failures: 0,
-                    retry_in: None,
-                });
-            }
-        } else if total < th.warm_at.unwrap_or(th.trigger).min(th.trigger) {
-            return skip(None);
-        } else if total < th.trigger {
-            return match compact(&ctx) {
-                Ok(p) => Ok(PlanOutcome::Warm {
-                    packet: Box::new(p),
-                }),
-                Err(e) => skip(Some(e.code)),
-            };
-        }
-    }
-    let packet = compact(&ctx)?;
-    let warm = req
-        .warm
-        .as_ref()
-        .map(|w| warm_verdict(w, &packet, &eligible));
-    Ok(PlanOutcome::Compact {
-        packet: Box::new(packet),
-        warm,
+    let amendment = req.amendment.as_ref().map(|a| a.chars).unwrap_or(0);
+    Ok(Sizes {
+        chars: error::add(summary, amendment)?,
+        tokens: error::add(nonzero_estimate(summary), nonzero_estimate(amendment))?,
     })
+}
+
+/// An automatic plan's answer before compaction is due: paused (the
+/// circuit breaker, or a disabled declaration below the hard limit), skip
+/// (below the soft threshold), warm (between soft and eager: a candidate).
+/// `None`: compaction is due.
+fn automatic(ctx: &Ctx<'_>, recon: &Reconstruction, env_size: Sizes) -> Option<PlanOutcome> {
+    let (decl, th, metric) = (&ctx.req.declaration, &ctx.th, ctx.metric);
+    let total = pick(metric, ctx.before);
+    let skip = |warm_refused: Option<Code>| PlanOutcome::Skip {
+        record: SkipRecord {
+            metric,
+            total,
+            trigger: th.trigger,
+            warm_at: th.warm_at,
+            pinned: pick(metric, ctx.pinned_size),
+            envelopes: pick(metric, env_size),
+            eligible_turns: ctx.eligible.len() as u64,
+            warm_refused,
+        },
+    };
+    if let Some(paused) = breaker(decl, recon, ctx.req.head.as_ref()) {
+        return Some(paused);
+    }
+    if !decl.enabled {
+        // Safety compaction cannot be disabled (seed 002): a disabled
+        // declaration only gives up eager compaction and warm candidates.
+        return (total < th.limit).then_some(PlanOutcome::Paused {
+            reason: PauseReason::Disabled,
+            consecutive_failures: 0,
+            retry_in: None,
+        });
+    }
+    if total < th.warm_at.unwrap_or(th.trigger).min(th.trigger) {
+        return Some(skip(None));
+    }
+    if total < th.trigger {
+        return Some(match compact(ctx) {
+            Ok(p) => PlanOutcome::Warm {
+                packet: Box::new(p),
+            },
+            Err(e) => skip(Some(e.code)),
+        });
+    }
+    None
 }
 
 /// The circuit breaker: automatic plans pause after
