@@ -221,7 +221,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     let th = Thresholds::of(decl);
     let metric = th.metric;
     let pinned = standing::pinned(decl, &recon.turns);
-    let pinned_size = measure(&pinned)?;
+    let pinned_size = sizes_of(&pinned)?;
 
     // The frontier: reuse the current epoch's, or activate one.
     let frontier = match &req.frontier {
@@ -234,7 +234,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
     let covered = covered_by_head(req, frontier)?;
     let eligible = standing::eligible(decl, &recon.turns, frontier.start_seq, covered).admitted;
     let env_size = envelope_sizes(req)?;
-    let turns_size = measure(&eligible)?;
+    let turns_size = sizes_of(&eligible)?;
     let before = Sizes {
         chars: error::sum([pinned_size.chars, env_size.chars, turns_size.chars])?,
         tokens: error::sum([pinned_size.tokens, env_size.tokens, turns_size.tokens])?,
@@ -310,14 +310,6 @@ fn covered_by_head(req: &PlanRequest, frontier: &Frontier) -> Result<Option<u64>
         a.check()?;
     }
     Ok(covered)
-}
-
-/// Characters and tokens of some turns.
-fn measure(turns: &[&Turn]) -> Result<Sizes> {
-    Ok(Sizes {
-        chars: error::sum(turns.iter().map(|t| t.chars))?,
-        tokens: error::sum(turns.iter().map(|t| t.tokens))?,
-    })
 }
 
 /// The summary and amendment envelopes the context carries now.
@@ -530,6 +522,7 @@ fn activate(
     })
 }
 
+/// Characters and tokens of some turns.
 fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {
     Ok(Sizes {
         chars: error::sum(turns.iter().map(|t| t.chars))?,
@@ -543,8 +536,7 @@ fn summary_reserve(bounds: &SummaryBounds) -> Sizes {
 }
 
 fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
-    let req = ctx.req;
-    let decl = &req.declaration;
+    let decl = &ctx.req.declaration;
     let metric = ctx.metric;
     let eligible = ctx.eligible;
     let units = group::units(eligible);
@@ -553,32 +545,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
     let tail_target = ctx
         .th
         .tail_target(pick(metric, ctx.pinned_size), pick(metric, reserve));
-
-    let mut tail_start = units.len();
-    let mut acc = 0u64;
-    for (i, u) in units.iter().enumerate().rev() {
-        let s = unit_size(metric, eligible, u)?;
-        match acc.checked_add(s) {
-            Some(n) if n <= tail_target => {
-                acc = n;
-                tail_start = i;
-            }
-            _ => break,
-        }
-    }
-    if let Some(last) = units.last() {
-        if tail_start == units.len() {
-            return Err(Error::new(
-                Code::TailTurnTooLarge,
-                format!(
-                    "the latest turn(s) measure {} {}, over the tail target of {tail_target}; refusing to split or truncate",
-                    unit_size(metric, eligible, last)?,
-                    metric.as_str()
-                ),
-            )
-            .with_ids(eligible[last.start..last.end].iter().map(|t| t.turn_id.clone())));
-        }
-    }
+    let tail_start = tail_start(ctx, &units, tail_target)?;
     let frozen_end = units
         .get(tail_start)
         .map(|u| u.start)
@@ -604,37 +571,10 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
             ),
         ));
     }
-
     let messages = render_messages(ctx, frozen)?;
-    let rendered_chars = error::sum(messages.iter().map(|m| envelope::chars(&m.content)))?;
-    if rendered_chars > decl.prefix_bounds.max_chars {
-        return Err(Error::new(
-            Code::PrefixOverBounds,
-            format!(
-                "the compactor input renders to {rendered_chars} characters, over the bound of {}",
-                decl.prefix_bounds.max_chars
-            ),
-        ));
-    }
     let frozen_size = sizes_of(frozen)?;
-    let overhead_chars = rendered_chars.saturating_sub(frozen_size.chars);
-    let input_tokens = error::add(frozen_size.tokens, estimate_tokens(overhead_chars))?;
-    if let Budget::Tokens {
-        window,
-        safety_margin,
-        ..
-    } = decl.budget
-    {
-        let need = error::sum([input_tokens, bounds.max_tokens, safety_margin])?;
-        if need > window {
-            return Err(Error::new(
-                Code::PrefixOverBounds,
-                format!(
-                    "the compactor input ({input_tokens} tokens) plus the summary's headroom and the safety margin exceed the window of {window}"
-                ),
-            ));
-        }
-    }
+    let (rendered_chars, input_tokens) =
+        check_rendered(decl, bounds.max_tokens, &messages, frozen_size)?;
     let tail_size = sizes_of(tail)?;
     let after = Sizes {
         chars: error::sum([ctx.pinned_size.chars, reserve.chars, tail_size.chars])?,
@@ -651,11 +591,134 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
             ),
         ));
     }
+    let input = InputEvidence {
+        turn_count: frozen.len() as u64,
+        chars: frozen_size.chars,
+        tokens: input_tokens,
+        source_count: frozen_groups,
+        turn_ids_hash: canonical::hash(
+            &frozen
+                .iter()
+                .map(|t| t.turn_id.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        rendered_hash: canonical::hash(&messages),
+        prompt_hash: canonical::sha256(messages[0].content.as_bytes()),
+        rendered_chars,
+        turns: frozen
+            .iter()
+            .map(|t| InputTurn {
+                turn_id: t.turn_id.clone(),
+                source_seq: t.source_seq,
+                role: t.role,
+                content_hash: t.content_hash.clone(),
+            })
+            .collect(),
+    };
+    let stats = Stats {
+        metric,
+        before: ctx.before,
+        pinned: ctx.pinned_size,
+        retained_tail: tail_size,
+        retained_tail_turns: tail.len() as u64,
+        summary: reserve,
+        after,
+    };
+    Ok(packet(
+        ctx,
+        frozen[frozen.len() - 1],
+        bounds,
+        input,
+        stats,
+        messages,
+    ))
+}
 
-    let system = &messages[0].content;
-    let turn_ids: Vec<&str> = frozen.iter().map(|t| t.turn_id.as_str()).collect();
-    let last = frozen[frozen.len() - 1];
-    let packet = Packet {
+/// The first unit of the exact tail: the newest coherent units,
+/// contiguous, while they fit the tail target. The newest alone over it is
+/// `tail_turn_too_large` (never split or truncated).
+fn tail_start(ctx: &Ctx<'_>, units: &[Unit], tail_target: u64) -> Result<usize> {
+    let (metric, eligible) = (ctx.metric, ctx.eligible);
+    let mut start = units.len();
+    let mut acc = 0u64;
+    for (i, u) in units.iter().enumerate().rev() {
+        let s = unit_size(metric, eligible, u)?;
+        match acc.checked_add(s) {
+            Some(n) if n <= tail_target => {
+                acc = n;
+                start = i;
+            }
+            _ => break,
+        }
+    }
+    if let Some(last) = units.last() {
+        if start == units.len() {
+            return Err(Error::new(
+                Code::TailTurnTooLarge,
+                format!(
+                    "the latest turn(s) measure {} {}, over the tail target of {tail_target}; refusing to split or truncate",
+                    unit_size(metric, eligible, last)?,
+                    metric.as_str()
+                ),
+            )
+            .with_ids(eligible[last.start..last.end].iter().map(|t| t.turn_id.clone())));
+        }
+    }
+    Ok(start)
+}
+
+/// The rendered compactor input within the declaration's prefix bounds
+/// (rendered characters, and in token mode the compactor's window with the
+/// summary's headroom): its rendered characters and input tokens.
+fn check_rendered(
+    decl: &Declaration,
+    summary_tokens: u64,
+    messages: &[CompactorMessage],
+    frozen_size: Sizes,
+) -> Result<(u64, u64)> {
+    let rendered_chars = error::sum(messages.iter().map(|m| envelope::chars(&m.content)))?;
+    if rendered_chars > decl.prefix_bounds.max_chars {
+        return Err(Error::new(
+            Code::PrefixOverBounds,
+            format!(
+                "the compactor input renders to {rendered_chars} characters, over the bound of {}",
+                decl.prefix_bounds.max_chars
+            ),
+        ));
+    }
+    let overhead_chars = rendered_chars.saturating_sub(frozen_size.chars);
+    let input_tokens = error::add(frozen_size.tokens, estimate_tokens(overhead_chars))?;
+    if let Budget::Tokens {
+        window,
+        safety_margin,
+        ..
+    } = decl.budget
+    {
+        let need = error::sum([input_tokens, summary_tokens, safety_margin])?;
+        if need > window {
+            return Err(Error::new(
+                Code::PrefixOverBounds,
+                format!(
+                    "the compactor input ({input_tokens} tokens) plus the summary's headroom and the safety margin exceed the window of {window}"
+                ),
+            ));
+        }
+    }
+    Ok((rendered_chars, input_tokens))
+}
+
+/// The sealed packet: what is frozen through `last`, bound to the
+/// declaration, route, trigger, chain head, frontier and amendment.
+fn packet(
+    ctx: &Ctx<'_>,
+    last: &Turn,
+    bounds: SummaryBounds,
+    input: InputEvidence,
+    stats: Stats,
+    messages: Vec<CompactorMessage>,
+) -> Packet {
+    let (req, decl) = (ctx.req, &ctx.req.declaration);
+    Packet {
         id: String::new(),
         ruleset_version: crate::RULESET_VERSION.to_owned(),
         declaration_fingerprint: ctx.fingerprint.clone(),
@@ -671,37 +734,11 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         covered_through_seq: last.source_seq,
         policy: decl.budget,
         bounds,
-        input: InputEvidence {
-            turn_count: frozen.len() as u64,
-            chars: frozen_size.chars,
-            tokens: input_tokens,
-            source_count: frozen_groups,
-            turn_ids_hash: canonical::hash(&turn_ids),
-            rendered_hash: canonical::hash(&messages),
-            prompt_hash: canonical::sha256(system.as_bytes()),
-            rendered_chars,
-            turns: frozen
-                .iter()
-                .map(|t| InputTurn {
-                    turn_id: t.turn_id.clone(),
-                    source_seq: t.source_seq,
-                    role: t.role,
-                    content_hash: t.content_hash.clone(),
-                })
-                .collect(),
-        },
-        stats: Stats {
-            metric,
-            before: ctx.before,
-            pinned: ctx.pinned_size,
-            retained_tail: tail_size,
-            retained_tail_turns: tail.len() as u64,
-            summary: reserve,
-            after,
-        },
+        input,
+        stats,
         messages,
-    };
-    Ok(packet.seal())
+    }
+    .seal()
 }
 
 /// The compactor's system prompt for a declaration (built-in, appended or replaced).
