@@ -32,9 +32,6 @@ pub struct Reconstruction {
     pub failures: Vec<FailureEvent>,
 }
 
-/// Fold events into a [`Reconstruction`].
-///
-/// # Errors
 /// A correction replaces what a turn says, not what it did: the original's
 /// tool calls and results that the correction does not carry stay (after the
 /// corrected parts), so a call and its result are never split.
@@ -54,132 +51,87 @@ fn corrected_parts(fix: &[Part], original: &[Part]) -> Vec<Part> {
     out
 }
 
+/// The events keyed by what they claim: a turn (and whether it arrived
+/// late), a correction, a boundary, a frontier, a turn's metadata; task and
+/// failure records as they came.
+#[derive(Default)]
+struct Keyed<'a> {
+    messages: BTreeMap<&'a str, (&'a Message, bool)>,
+    corrections: BTreeMap<(&'a str, u64), &'a Correction>,
+    boundaries: BTreeMap<&'a str, &'a Boundary>,
+    frontiers: BTreeMap<&'a str, &'a Frontier>,
+    metas: BTreeMap<&'a str, &'a TurnMeta>,
+    tasks: Vec<&'a TaskEvent>,
+    failures: Vec<&'a FailureEvent>,
+}
+
+/// Insert `value` under `key`: a repeat is idempotent, a different value
+/// for the same key is `conflicting_turn` naming `what`.
+fn claim<'a, K: Ord, V: PartialEq + ?Sized>(
+    map: &mut BTreeMap<K, &'a V>,
+    key: K,
+    value: &'a V,
+    what: &str,
+    id: &str,
+) -> Result<()> {
+    match map.insert(key, value) {
+        Some(prev) if prev != value => Err(conflict(what, id)),
+        _ => Ok(()),
+    }
+}
+
+impl<'a> Keyed<'a> {
+    fn of(events: &'a [Event]) -> Result<Self> {
+        let mut k = Keyed::default();
+        for ev in events {
+            match ev {
+                Event::Message(m) | Event::LateDelivery(m) => {
+                    let late = matches!(ev, Event::LateDelivery(_));
+                    let (prev, was_late) = k.messages.entry(&m.turn_id).or_insert((m, late));
+                    if *prev != m {
+                        return Err(conflict("turn", &m.turn_id));
+                    }
+                    *was_late |= late;
+                }
+                Event::Correction(c) => {
+                    let key = (c.turn_id.as_str(), c.correction_seq);
+                    claim(&mut k.corrections, key, c, "correction", &c.turn_id)?;
+                }
+                Event::Boundary(b) => claim(&mut k.boundaries, &b.id, &**b, "boundary", &b.id)?,
+                Event::Frontier(f) => claim(&mut k.frontiers, &f.id, f, "frontier", &f.id)?,
+                Event::TurnMeta(t) => claim(&mut k.metas, &t.turn_id, t, "turn", &t.turn_id)?,
+                Event::CompactionTask(t) => k.tasks.push(t),
+                Event::CompactionFailed(f) => k.failures.push(f),
+            }
+        }
+        Ok(k)
+    }
+}
+
+/// Fold events into a [`Reconstruction`].
+///
+/// # Errors
 /// `conflicting_turn` when two events disagree about one turn or correction.
 pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
-    let mut messages: BTreeMap<&str, (&Message, bool)> = BTreeMap::new();
-    let mut corrections: BTreeMap<(&str, u64), &Correction> = BTreeMap::new();
-    let mut boundaries: BTreeMap<&str, &Boundary> = BTreeMap::new();
-    let mut frontiers: BTreeMap<&str, &Frontier> = BTreeMap::new();
-    let mut tasks: Vec<&TaskEvent> = Vec::new();
-    let mut failures: Vec<&FailureEvent> = Vec::new();
-    let mut metas: BTreeMap<&str, &TurnMeta> = BTreeMap::new();
-
-    for ev in events {
-        match ev {
-            Event::Message(m) | Event::LateDelivery(m) => {
-                let late = matches!(ev, Event::LateDelivery(_));
-                match messages.get_mut(m.turn_id.as_str()) {
-                    None => {
-                        messages.insert(&m.turn_id, (m, late));
-                    }
-                    Some((prev, was_late)) => {
-                        if *prev != m {
-                            return Err(conflict("turn", &m.turn_id));
-                        }
-                        *was_late |= late;
-                    }
-                }
-            }
-            Event::Correction(c) => {
-                let key = (c.turn_id.as_str(), c.correction_seq);
-                if let Some(prev) = corrections.insert(key, c) {
-                    if prev != c {
-                        return Err(conflict("correction", &c.turn_id));
-                    }
-                }
-            }
-            Event::Boundary(b) => {
-                if let Some(prev) = boundaries.insert(&b.id, b) {
-                    if prev != &**b {
-                        return Err(conflict("boundary", &b.id));
-                    }
-                }
-            }
-            Event::Frontier(f) => {
-                if let Some(prev) = frontiers.insert(&f.id, f) {
-                    if prev != f {
-                        return Err(conflict("frontier", &f.id));
-                    }
-                }
-            }
-            Event::CompactionTask(t) => tasks.push(t),
-            Event::CompactionFailed(f) => failures.push(f),
-            Event::TurnMeta(t) => {
-                if let Some(prev) = metas.insert(&t.turn_id, t) {
-                    if prev != t {
-                        return Err(conflict("turn", &t.turn_id));
-                    }
-                }
-            }
-        }
-    }
-
+    let k = Keyed::of(events)?;
     // The latest correction of each turn wins.
     let mut latest: BTreeMap<&str, &Correction> = BTreeMap::new();
-    for ((turn, _), c) in &corrections {
+    for ((turn, _), c) in &k.corrections {
         latest.insert(turn, c);
     }
-
-    let mut turns = Vec::with_capacity(messages.len());
-    for (id, (m, late)) in &messages {
-        let fix = latest.remove(id);
-        let merged;
-        let (parts, host_tokens, corrected, known_hash) = match fix {
-            Some(c) => {
-                merged = corrected_parts(&c.parts, &m.parts);
-                (&merged, c.tokens, merged != m.parts, None)
-            }
-            None => (&m.parts, m.tokens, false, m.content_hash.as_ref()),
-        };
-        let chars = parts_chars(parts);
-        turns.push(Turn {
-            turn_id: m.turn_id.clone(),
-            source_seq: m.source_seq,
-            index: m.index,
-            role: m.role,
-            author_agent: m.author_agent.clone(),
-            source: m.source.clone(),
-            parts: parts.clone(),
-            chars,
-            tokens: host_tokens.unwrap_or_else(|| estimate_tokens(chars)),
-            content_hash: match known_hash {
-                Some(h) => h.clone(),
-                None => content_hash(parts),
-            },
-            pinned: m.pinned || m.role.always_pinned(),
-            sensitive: m.sensitive,
-            late: *late,
-            corrected,
-            metadata_only: false,
-            meta_calls: Vec::new(),
-            meta_results: Vec::new(),
-        });
+    let mut turns = Vec::with_capacity(k.messages.len());
+    for (id, (m, late)) in &k.messages {
+        turns.push(message_turn(m, *late, latest.remove(id)));
     }
     // Metadata-only turns; a full message for the same turn wins.
-    for (id, t) in metas {
-        if messages.contains_key(id) {
-            continue;
+    for (id, t) in &k.metas {
+        if !k.messages.contains_key(id) {
+            turns.push(meta_or_corrected(t, latest.remove(id)));
         }
-        let fix = latest.remove(id);
-        turns.push(match fix {
-            // A correction brings content: the turn is whole again.
-            Some(c) => {
-                let chars = parts_chars(&c.parts);
-                Turn {
-                    parts: c.parts.clone(),
-                    chars,
-                    tokens: c.tokens.unwrap_or_else(|| estimate_tokens(chars)),
-                    content_hash: content_hash(&c.parts),
-                    corrected: true,
-                    ..meta_turn(t)
-                }
-            }
-            None => meta_turn(t),
-        });
     }
     turns.sort_by(|a, b| a.key().cmp(&b.key()));
 
-    let mut tasks: Vec<TaskEvent> = tasks.into_iter().cloned().collect();
+    let mut tasks: Vec<TaskEvent> = k.tasks.into_iter().cloned().collect();
     tasks.sort_by(|a, b| {
         (a.head_seq, &a.task_id, a.state, &a.boundary_id).cmp(&(
             b.head_seq,
@@ -189,18 +141,72 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
         ))
     });
     tasks.dedup();
-    let mut failures: Vec<FailureEvent> = failures.into_iter().cloned().collect();
+    let mut failures: Vec<FailureEvent> = k.failures.into_iter().cloned().collect();
     failures.sort_by(|a, b| (a.head_seq, &a.run_id).cmp(&(b.head_seq, &b.run_id)));
     failures.dedup();
 
     Ok(Reconstruction {
         turns,
         orphan_corrections: latest.into_values().cloned().collect(),
-        boundaries: boundaries.into_values().cloned().collect(),
-        frontiers: frontiers.into_values().cloned().collect(),
+        boundaries: k.boundaries.into_values().cloned().collect(),
+        frontiers: k.frontiers.into_values().cloned().collect(),
         tasks,
         failures,
     })
+}
+
+/// A message's effective turn, with its latest correction applied.
+fn message_turn(m: &Message, late: bool, fix: Option<&Correction>) -> Turn {
+    let merged;
+    let (parts, host_tokens, corrected, known_hash) = match fix {
+        Some(c) => {
+            merged = corrected_parts(&c.parts, &m.parts);
+            (&merged, c.tokens, merged != m.parts, None)
+        }
+        None => (&m.parts, m.tokens, false, m.content_hash.as_ref()),
+    };
+    let chars = parts_chars(parts);
+    Turn {
+        turn_id: m.turn_id.clone(),
+        source_seq: m.source_seq,
+        index: m.index,
+        role: m.role,
+        author_agent: m.author_agent.clone(),
+        source: m.source.clone(),
+        parts: parts.clone(),
+        chars,
+        tokens: host_tokens.unwrap_or_else(|| estimate_tokens(chars)),
+        content_hash: match known_hash {
+            Some(h) => h.clone(),
+            None => content_hash(parts),
+        },
+        pinned: m.pinned || m.role.always_pinned(),
+        sensitive: m.sensitive,
+        late,
+        corrected,
+        metadata_only: false,
+        meta_calls: Vec::new(),
+        meta_results: Vec::new(),
+    }
+}
+
+/// A metadata-only turn; a correction brings content, and the turn is
+/// whole again.
+fn meta_or_corrected(t: &TurnMeta, fix: Option<&Correction>) -> Turn {
+    match fix {
+        Some(c) => {
+            let chars = parts_chars(&c.parts);
+            Turn {
+                parts: c.parts.clone(),
+                chars,
+                tokens: c.tokens.unwrap_or_else(|| estimate_tokens(chars)),
+                content_hash: content_hash(&c.parts),
+                corrected: true,
+                ..meta_turn(t)
+            }
+        }
+        None => meta_turn(t),
+    }
 }
 
 fn meta_turn(t: &TurnMeta) -> Turn {
