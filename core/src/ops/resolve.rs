@@ -104,16 +104,7 @@ pub struct Resolution {
 /// `amendment_too_large`, `conflicting_turn`.
 pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
     let decl = &req.declaration;
-    if let Some(c) = &req.compactor {
-        let a = agree(decl, c);
-        if !a.agree {
-            return Err(Error::new(
-                Code::StaleDeclaration,
-                "the target and compactor declarations disagree",
-            )
-            .with_ids(a.disagreements));
-        }
-    }
+    check_agreement(req)?;
     let fingerprint = decl.fingerprint();
     let recon = reconstruct(&req.events)?;
 
@@ -150,26 +141,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
     for b in &current {
         check_boundary(b, decl, &req.route, is_trusted(&b.id))?;
     }
-    let frontier = match frontiers.as_slice() {
-        [] => None,
-        [f] => {
-            if !f.id_is_intact() {
-                return Err(Error::new(
-                    Code::DivergentHash,
-                    "the activation frontier's id does not match its content",
-                )
-                .with_ids([f.id.clone()]));
-            }
-            Some(*f)
-        }
-        many => {
-            return Err(Error::new(
-                Code::Fork,
-                "more than one activation frontier in the current epoch",
-            )
-            .with_ids(many.iter().map(|f| f.id.clone())))
-        }
-    };
+    let frontier = the_frontier(&frontiers)?;
     let chain = match frontier {
         None if !current.is_empty() || start.is_some() => {
             return Err(Error::new(
@@ -214,6 +186,41 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         retired_boundaries: retired_b.iter().map(|b| b.id.clone()).collect(),
         retired_frontiers: retired_f.iter().map(|f| f.id.clone()).collect(),
     })
+}
+
+/// With a compactor declaration, the two must agree (`stale_declaration`
+/// naming each disagreement).
+fn check_agreement(req: &ResolveRequest) -> Result<()> {
+    let Some(c) = &req.compactor else {
+        return Ok(());
+    };
+    let a = agree(&req.declaration, c);
+    if a.agree {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::StaleDeclaration,
+        "the target and compactor declarations disagree",
+    )
+    .with_ids(a.disagreements))
+}
+
+/// The current epoch's one activation frontier, intact; two are a `fork`.
+fn the_frontier<'a>(frontiers: &[&'a Frontier]) -> Result<Option<&'a Frontier>> {
+    match frontiers {
+        [] => Ok(None),
+        [f] if !f.id_is_intact() => Err(Error::new(
+            Code::DivergentHash,
+            "the activation frontier's id does not match its content",
+        )
+        .with_ids([f.id.clone()])),
+        [f] => Ok(Some(*f)),
+        many => Err(Error::new(
+            Code::Fork,
+            "more than one activation frontier in the current epoch",
+        )
+        .with_ids(many.iter().map(|f| f.id.clone()))),
+    }
 }
 
 fn check_boundary(b: &Boundary, decl: &Declaration, route: &Route, trusted: bool) -> Result<()> {
@@ -305,50 +312,7 @@ fn order_chain<'a>(
     let mut at: Option<&str> = start.map(|b| b.id.as_str());
     while let Some(kids) = children.get(&at) {
         let b = kids[0];
-        match chain.last() {
-            None => {
-                if b.covered_through_seq < f.start_seq {
-                    return Err(Error::new(
-                        Code::NonAdvancing,
-                        "the first boundary covers nothing after its frontier",
-                    )
-                    .with_ids([b.id.clone()]));
-                }
-            }
-            Some(prev) => {
-                let Some(link) = b.previous.as_ref() else {
-                    return Err(Error::new(
-                        Code::MissingLink,
-                        "a later boundary has no previous link",
-                    )
-                    .with_ids([b.id.clone()]));
-                };
-                if link.boundary_hash != prev.hash {
-                    return Err(Error::new(
-                        Code::DivergentHash,
-                        "a boundary names its predecessor with another hash",
-                    )
-                    .with_ids([b.id.clone(), prev.id.clone()]));
-                }
-                if link.covered_through_seq != prev.covered_through_seq {
-                    return Err(Error::new(
-                        Code::MissingLink,
-                        "a boundary's recorded prior coverage differs from its predecessor's",
-                    )
-                    .with_ids([b.id.clone(), prev.id.clone()]));
-                }
-                if b.covered_through_seq <= prev.covered_through_seq {
-                    return Err(Error::new(
-                        Code::NonAdvancing,
-                        format!(
-                            "a boundary covers through {} but its predecessor already covered through {}",
-                            b.covered_through_seq, prev.covered_through_seq
-                        ),
-                    )
-                    .with_ids([b.id.clone(), prev.id.clone()]));
-                }
-            }
-        }
+        check_link(b, chain.last().copied(), f)?;
         chain.push(b);
         if chain.len() > bs.len() + 1 {
             break;
@@ -368,6 +332,54 @@ fn order_chain<'a>(
         ));
     }
     Ok(chain)
+}
+
+/// One link of the chain: the first boundary covers something after its
+/// frontier; a later one names its predecessor by hash and prior coverage,
+/// and covers further.
+fn check_link(b: &Boundary, prev: Option<&Boundary>, f: &Frontier) -> Result<()> {
+    let Some(prev) = prev else {
+        if b.covered_through_seq < f.start_seq {
+            return Err(Error::new(
+                Code::NonAdvancing,
+                "the first boundary covers nothing after its frontier",
+            )
+            .with_ids([b.id.clone()]));
+        }
+        return Ok(());
+    };
+    let both = || [b.id.clone(), prev.id.clone()];
+    let Some(link) = b.previous.as_ref() else {
+        return Err(
+            Error::new(Code::MissingLink, "a later boundary has no previous link")
+                .with_ids([b.id.clone()]),
+        );
+    };
+    if link.boundary_hash != prev.hash {
+        return Err(Error::new(
+            Code::DivergentHash,
+            "a boundary names its predecessor with another hash",
+        )
+        .with_ids(both()));
+    }
+    if link.covered_through_seq != prev.covered_through_seq {
+        return Err(Error::new(
+            Code::MissingLink,
+            "a boundary's recorded prior coverage differs from its predecessor's",
+        )
+        .with_ids(both()));
+    }
+    if b.covered_through_seq <= prev.covered_through_seq {
+        return Err(Error::new(
+            Code::NonAdvancing,
+            format!(
+                "a boundary covers through {} but its predecessor already covered through {}",
+                b.covered_through_seq, prev.covered_through_seq
+            ),
+        )
+        .with_ids(both()));
+    }
+    Ok(())
 }
 
 /// Re-settle a boundary from its packet and run evidence; any difference means
