@@ -12,8 +12,8 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::event::{Event, TaskState, TriggerKind};
-use crate::reconstruct::reconstruct;
+use crate::event::{Event, TaskEvent, TaskState, TriggerKind};
+use crate::reconstruct::{reconstruct, Reconstruction};
 use crate::stream::MEMBER_NOTICE;
 use crate::turn::{render_parts, Part, Role};
 
@@ -111,8 +111,13 @@ pub struct Timeline {
 /// `conflicting_turn` for contradictory events.
 pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     let recon = reconstruct(&req.events)?;
-    // (position, rank, tiebreak) -> item; rank 0 messages, 1 dividers.
-    let mut items: BTreeMap<(u64, u8, u32, String), TimelineItem> = BTreeMap::new();
+    let accepted = |id: &str| {
+        req.accepted
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|x| x == id))
+    };
+    let tasks = latest_tasks(&recon.tasks);
+    let mut items = Items::new();
     for t in recon.turns.iter().filter(|t| !t.pinned) {
         items.insert(
             (t.source_seq, 0, t.index, t.turn_id.clone()),
@@ -128,28 +133,46 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             },
         );
     }
-    // The latest state of each manual task.
-    let mut tasks: BTreeMap<&str, &crate::event::TaskEvent> = BTreeMap::new();
-    for t in &recon.tasks {
-        let keep = match tasks.get(t.task_id.as_str()) {
-            None => true,
-            Some(prev) => t.state > prev.state,
-        };
-        if keep {
+    boundary_dividers(&mut items, &recon, &tasks, &accepted);
+    task_dividers(&mut items, &recon, &tasks, &accepted);
+    failure_dividers(&mut items, &recon);
+    Ok(Timeline {
+        items: items.into_values().collect(),
+    })
+}
+
+/// The timeline's items by (position, rank, tiebreak, id); rank 0 is a
+/// message, 1 a divider.
+type Items = BTreeMap<(u64, u8, u32, String), TimelineItem>;
+
+/// The latest state of each manual task.
+fn latest_tasks(all: &[TaskEvent]) -> BTreeMap<&str, &TaskEvent> {
+    let mut tasks: BTreeMap<&str, &TaskEvent> = BTreeMap::new();
+    for t in all {
+        if tasks
+            .get(t.task_id.as_str())
+            .is_none_or(|prev| t.state > prev.state)
+        {
             tasks.insert(&t.task_id, t);
         }
     }
+    tasks
+}
+
+/// A completed divider for each boundary the chain accepts, naming the
+/// manual task that made it.
+fn boundary_dividers(
+    items: &mut Items,
+    recon: &Reconstruction,
+    tasks: &BTreeMap<&str, &TaskEvent>,
+    accepted: &dyn Fn(&str) -> bool,
+) {
     let mut task_of_boundary: BTreeMap<&str, &str> = BTreeMap::new();
     for t in tasks.values() {
         if let (TaskState::Completed, Some(b)) = (t.state, &t.boundary_id) {
             task_of_boundary.insert(b, &t.task_id);
         }
     }
-    let accepted = |id: &str| {
-        req.accepted
-            .as_ref()
-            .is_none_or(|a| a.iter().any(|x| x == id))
-    };
     for b in recon.boundaries.iter().filter(|b| accepted(&b.id)) {
         let from = b
             .previous
@@ -170,6 +193,17 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             },
         );
     }
+}
+
+/// A manual task's divider where no accepted boundary shows it: pending,
+/// failed (with the generic notice; also when its boundary was rejected),
+/// or completed.
+fn task_dividers(
+    items: &mut Items,
+    recon: &Reconstruction,
+    tasks: &BTreeMap<&str, &TaskEvent>,
+    accepted: &dyn Fn(&str) -> bool,
+) {
     let boundary_ids: Vec<&str> = recon
         .boundaries
         .iter()
@@ -200,8 +234,11 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             },
         );
     }
-    // A failed automatic compaction: the member sees the generic notice at
-    // the head it tried to fold (a manual one shows through its task).
+}
+
+/// A failed automatic compaction: the member sees the generic notice at
+/// the head it tried to fold (a manual one shows through its task).
+fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
     for f in recon
         .failures
         .iter()
@@ -221,7 +258,4 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             },
         );
     }
-    Ok(Timeline {
-        items: items.into_values().collect(),
-    })
 }
