@@ -380,40 +380,12 @@ pub fn step(req: StepRequest) -> Result<Step> {
             Some(view) if end_interrupted_only => ctx.end_interrupted(&view.events, seq),
             Some(view) => ctx.start(view, seq, (warm_candidates, warm_held), warm_summary),
         }),
-        (Stage::Appending, Some(EffectResult::Conflict { seq, chain_moved }), mut run) => {
-            if chain_moved {
-                return Err(Error::new(
-                    Code::Fork,
-                    "another writer extended the chain head first; nothing was written",
-                ));
-            }
-            // Only messages arrived: the batch still extends the same head.
-            if let Some(r) = run.as_mut() {
-                r.seq = seq;
-            }
-            Ok(append(batch, seq, then, run, failure))
+        (Stage::Appending, Some(EffectResult::Conflict { seq, chain_moved }), run) => {
+            conflicted(batch, then, run, failure, seq, chain_moved)
         }
-        (Stage::Appending, Some(EffectResult::Appended { seq }), run) => Ok(match (then, run) {
-            (Then::Summarize, Some(mut run)) => {
-                run.seq = seq;
-                ctx.summarize(run)
-            }
-            (Then::Compacted, _) => match batch.into_iter().next() {
-                Some(Event::Boundary(boundary)) => done(Finished::Compacted { boundary }),
-                _ => return Err(mismatch()),
-            },
-            (Then::Failed, _) => match (batch.into_iter().next(), failure) {
-                (Some(Event::CompactionFailed(f)), Some(failure)) => done(Finished::Failed {
-                    report: FailureReport {
-                        failure,
-                        notice: crate::stream::MEMBER_NOTICE.to_owned(),
-                        audit_reason: f.reason,
-                    },
-                }),
-                _ => return Err(mismatch()),
-            },
-            _ => read(),
-        }),
+        (Stage::Appending, Some(EffectResult::Appended { seq }), run) => {
+            ctx.appended(then, batch, run, failure, seq)
+        }
         (Stage::StoringCandidate, Some(EffectResult::Stored), Some(run)) => {
             Ok(done(Finished::Warm {
                 packet: Box::new(run.packet),
@@ -438,17 +410,7 @@ pub fn step(req: StepRequest) -> Result<Step> {
             Some(run),
         ) => Ok(ctx.streamed(run, content_received, output, error)),
         (Stage::Replaying, Some(EffectResult::Model { output, error, .. }), Some(run)) => {
-            Ok(match (output, error) {
-                (_, Some(e)) => ctx.fail(run, classify(&e)),
-                (Some(output), None) => ctx.settled(run, output),
-                (None, None) => ctx.fail(
-                    run,
-                    failure_of(
-                        FailureKind::StreamDropped,
-                        "the buffered call gave no answer",
-                    ),
-                ),
-            })
+            Ok(ctx.replayed(run, output, error))
         }
         _ => Err(mismatch()),
     }
@@ -459,6 +421,30 @@ fn mismatch() -> Error {
         Code::InvalidRequest,
         "step: the state and the result in `last` do not go together (pass back the state the previous step answered, with the result of its effect)",
     )
+}
+
+/// A compare-and-append met a moved journal: after messages only, the batch
+/// still extends the same head and is appended after them; a frontier or
+/// boundary means another writer moved the chain head — `fork`, nothing
+/// written.
+fn conflicted(
+    batch: Vec<Event>,
+    then: Then,
+    mut run: Option<Run>,
+    failure: Option<FailureKind>,
+    seq: u64,
+    chain_moved: bool,
+) -> Result<Step> {
+    if chain_moved {
+        return Err(Error::new(
+            Code::Fork,
+            "another writer extended the chain head first; nothing was written",
+        ));
+    }
+    if let Some(r) = run.as_mut() {
+        r.seq = seq;
+    }
+    Ok(append(batch, seq, then, run, failure))
 }
 
 fn failure_of(failure: FailureKind, detail: &str) -> FailureReport {
@@ -530,6 +516,54 @@ impl Ctx {
             })
             .collect();
         append(batch, seq, Then::Read, None, None)
+    }
+
+    /// A batch is durable: call the model after a task's `requested`
+    /// event, finish after a boundary or a failure record, else read again.
+    fn appended(
+        &self,
+        then: Then,
+        batch: Vec<Event>,
+        run: Option<Run>,
+        failure: Option<FailureKind>,
+        seq: u64,
+    ) -> Result<Step> {
+        Ok(match (then, run) {
+            (Then::Summarize, Some(mut run)) => {
+                run.seq = seq;
+                self.summarize(run)
+            }
+            (Then::Compacted, _) => match batch.into_iter().next() {
+                Some(Event::Boundary(boundary)) => done(Finished::Compacted { boundary }),
+                _ => return Err(mismatch()),
+            },
+            (Then::Failed, _) => match (batch.into_iter().next(), failure) {
+                (Some(Event::CompactionFailed(f)), Some(failure)) => done(Finished::Failed {
+                    report: FailureReport {
+                        failure,
+                        notice: crate::stream::MEMBER_NOTICE.to_owned(),
+                        audit_reason: f.reason,
+                    },
+                }),
+                _ => return Err(mismatch()),
+            },
+            _ => read(),
+        })
+    }
+
+    /// The one buffered replay ended: settle its answer, or record why not.
+    fn replayed(&self, run: Run, output: Option<ModelOutput>, error: Option<FailureInput>) -> Step {
+        match (output, error) {
+            (_, Some(e)) => self.fail(run, classify(&e)),
+            (Some(output), None) => self.settled(run, output),
+            (None, None) => self.fail(
+                run,
+                failure_of(
+                    FailureKind::StreamDropped,
+                    "the buffered call gave no answer",
+                ),
+            ),
+        }
     }
 
     /// Plan from a fresh view and follow the plan.
