@@ -96,6 +96,66 @@ pub fn summary_reserve(bounds: &SummaryBounds) -> (u64, u64) {
     (chars, tokens)
 }
 
+/// The budget's own checks: a positive retain below the trigger; in token
+/// mode, room in the window and ratios in their ranges (soft ≤ eager ≤
+/// 1000‰, target below eager).
+fn budget_violations(budget: &Budget, bad: &mut dyn FnMut(&str, String)) {
+    match *budget {
+        Budget::Chars { trigger, retain } => {
+            if retain == 0 {
+                bad("budget.retain", "retain must be positive".into());
+            }
+            if retain >= trigger {
+                bad(
+                    "budget.retain",
+                    format!("retain ({retain}) must be strictly smaller than trigger ({trigger})"),
+                );
+            }
+        }
+        Budget::Tokens {
+            window,
+            reserved_output,
+            safety_margin,
+            retrieval_share,
+            soft,
+            eager,
+            target,
+            ..
+        } => {
+            if reserved_output.saturating_add(safety_margin) >= window {
+                bad(
+                    "budget.reservedOutput",
+                    format!("reservedOutput + safetyMargin ({}) must be smaller than the window ({window})", reserved_output.saturating_add(safety_margin)),
+                );
+            }
+            if retrieval_share >= 1000 {
+                bad(
+                    "budget.retrievalShare",
+                    format!("retrievalShare ({retrieval_share}‰) must be below 1000‰"),
+                );
+            }
+            if soft == 0 || soft > eager {
+                bad(
+                    "budget.soft",
+                    format!("soft ({soft}‰) must be positive and at most eager ({eager}‰)"),
+                );
+            }
+            if eager > 1000 {
+                bad(
+                    "budget.eager",
+                    format!("eager ({eager}‰) must be at most 1000‰"),
+                );
+            }
+            if target == 0 || target >= eager {
+                bad(
+                    "budget.target",
+                    format!("target ({target}‰) must be positive and below eager ({eager}‰)"),
+                );
+            }
+        }
+    }
+}
+
 /// Whether the budget leaves the exact tail room once the summary reserve and
 /// the document budget are taken; each violation names the field to change.
 pub fn headroom_violations(decl: &Declaration) -> Vec<Error> {
@@ -310,62 +370,7 @@ impl Declaration {
                 "the compactor must be a separate consumer id from the target".into(),
             );
         }
-        match self.budget {
-            Budget::Chars { trigger, retain } => {
-                if retain == 0 {
-                    bad("budget.retain", "retain must be positive".into());
-                }
-                if retain >= trigger {
-                    bad(
-                        "budget.retain",
-                        format!(
-                            "retain ({retain}) must be strictly smaller than trigger ({trigger})"
-                        ),
-                    );
-                }
-            }
-            Budget::Tokens {
-                window,
-                reserved_output,
-                safety_margin,
-                retrieval_share,
-                soft,
-                eager,
-                target,
-                ..
-            } => {
-                if reserved_output.saturating_add(safety_margin) >= window {
-                    bad(
-                        "budget.reservedOutput",
-                        format!("reservedOutput + safetyMargin ({}) must be smaller than the window ({window})", reserved_output.saturating_add(safety_margin)),
-                    );
-                }
-                if retrieval_share >= 1000 {
-                    bad(
-                        "budget.retrievalShare",
-                        format!("retrievalShare ({retrieval_share}‰) must be below 1000‰"),
-                    );
-                }
-                if soft == 0 || soft > eager {
-                    bad(
-                        "budget.soft",
-                        format!("soft ({soft}‰) must be positive and at most eager ({eager}‰)"),
-                    );
-                }
-                if eager > 1000 {
-                    bad(
-                        "budget.eager",
-                        format!("eager ({eager}‰) must be at most 1000‰"),
-                    );
-                }
-                if target == 0 || target >= eager {
-                    bad(
-                        "budget.target",
-                        format!("target ({target}‰) must be positive and below eager ({eager}‰)"),
-                    );
-                }
-            }
-        }
+        budget_violations(&self.budget, &mut bad);
         if self.summary.max_chars == Some(0) {
             bad(
                 "summary.maxChars",
