@@ -36,37 +36,20 @@ const DOCUMENTS: &[&str] = &[
     "[1e400, 1e-400, 0e99999999999, 1e99999999999]",
 ];
 
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 const ALPHABET: &[u8] = b"{}[]\",:\\u0123456789eE.-+ntrufalsx \n\t\rdD\x01\x1f\xc3\xa9\xff\xe2\x82";
 
-fn mutate(rng: &mut Rng, doc: &mut Vec<u8>) {
-    for _ in 0..1 + rng.below(3) {
-        let at = rng.below(doc.len() + 1);
-        match rng.below(5) {
-            0 => doc.insert(at, ALPHABET[rng.below(ALPHABET.len())]),
+fn mutate(rng: &mut fastrand::Rng, doc: &mut Vec<u8>) {
+    for _ in 0..1 + rng.usize(..3) {
+        let at = rng.usize(..doc.len() + 1);
+        match rng.usize(..5) {
+            0 => doc.insert(at, ALPHABET[rng.usize(..ALPHABET.len())]),
             1 if at < doc.len() => {
                 doc.remove(at);
             }
-            2 if at < doc.len() => doc[at] = ALPHABET[rng.below(ALPHABET.len())],
+            2 if at < doc.len() => doc[at] = ALPHABET[rng.usize(..ALPHABET.len())],
             3 => doc.truncate(at),
             _ => {
-                let end = (at + rng.below(8)).min(doc.len());
+                let end = (at + rng.usize(..8)).min(doc.len());
                 let piece = doc[at..end].to_vec();
                 doc.splice(at..at, piece);
             }
@@ -103,7 +86,8 @@ fn mutated_documents_parse_and_fail_as_serde_json_does() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(200_000);
-    let mut rng = Rng(0x5eed);
+    // Seeded: the same 200,000 documents on every run.
+    let mut rng = fastrand::Rng::with_seed(0x5eed);
     for i in 0..cases {
         let mut doc = DOCUMENTS[i % DOCUMENTS.len()].as_bytes().to_vec();
         mutate(&mut rng, &mut doc);
