@@ -38,7 +38,7 @@ impl Amendment {
             entries,
             chars: 0,
         };
-        a.chars = envelope::chars(&envelope::amendment_text(&a));
+        a.chars = envelope::amendment_chars(&a);
         if a.chars > max_chars {
             return Err(Error::new(
                 Code::AmendmentTooLarge,
@@ -71,7 +71,7 @@ impl Amendment {
                 "the amendment's hash does not match its entries",
             ));
         }
-        let chars = envelope::chars(&envelope::amendment_text(self));
+        let chars = envelope::amendment_chars(self);
         if chars != self.chars {
             return Err(Error::new(
                 Code::DivergentHash,

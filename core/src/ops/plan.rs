@@ -317,7 +317,7 @@ fn envelope_sizes(req: &PlanRequest) -> Result<Sizes> {
     let summary = req
         .head
         .as_ref()
-        .map(|h| envelope::chars(&envelope::summary_text(&h.summary)))
+        .map(|h| envelope::summary_chars(&h.summary))
         .unwrap_or(0);
     let amendment = req.amendment.as_ref().map(|a| a.chars).unwrap_or(0);
     Ok(Sizes {

@@ -91,7 +91,7 @@ pub fn settle(req: &SettleRequest) -> Result<Boundary> {
     }
     check_summary(&out.summary, packet, out)?;
 
-    let summary_env = envelope::chars(&envelope::summary_text(&out.summary));
+    let summary_env = envelope::summary_chars(&out.summary);
     let summary = Sizes {
         chars: summary_env,
         tokens: estimate_tokens(summary_env),

@@ -24,6 +24,18 @@ pub fn summary_text(summary: &str) -> String {
     s
 }
 
+/// Characters of the summary envelope around `summary`: the one measure
+/// `plan`, `settle` and `select` size it by.
+pub fn summary_chars(summary: &str) -> u64 {
+    summary_overhead_chars() + chars(summary)
+}
+
+/// Characters of the amendment envelope: the one measure an amendment's
+/// `chars` is derived and checked by.
+pub fn amendment_chars(a: &Amendment) -> u64 {
+    chars(&amendment_text(a))
+}
+
 /// Characters the summary envelope adds around a summary.
 pub fn summary_overhead_chars() -> u64 {
     SUMMARY_HEADER.chars().count() as u64
