@@ -169,7 +169,7 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
 
 /// Whether any of the eight bytes of `w` is below 0x20, `"` or `\\`
 /// (the bit tricks of "Bit Twiddling Hacks": `haszero` and `hasless`).
-fn needs_escape(w: u64) -> bool {
+pub(crate) fn needs_escape(w: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;

@@ -14,6 +14,7 @@
 
 use std::fmt;
 
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 /// Containers nested deeper than this are refused (serde_json's limit).
@@ -235,15 +236,20 @@ impl Parser<'_> {
                 None => return Err(self.peek_error(EOF_OBJECT)),
             }
             let value = self.value()?;
-            if map.contains_key(&key) {
-                // serde_json places an error raised after a member at the
-                // end of its object (the closing brace read, if it is next).
-                if self.whitespace() == Some(b'}') {
-                    self.i += 1;
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
                 }
-                return Err(self.error(&format!("duplicate field `{key}`")));
+                Entry::Occupied(taken) => {
+                    // serde_json places an error raised after a member at
+                    // the end of its object (the closing brace read, if it
+                    // is next).
+                    if self.whitespace() == Some(b'}') {
+                        self.i += 1;
+                    }
+                    return Err(self.error(&format!("duplicate field `{}`", taken.key())));
+                }
             }
-            map.insert(key, value);
         }
     }
 
@@ -252,6 +258,14 @@ impl Parser<'_> {
         let mut text = Vec::new();
         let mut start = self.i;
         loop {
+            // Eight bytes at a time while none ends the run (most text), then
+            // byte by byte to the quote, backslash or control character.
+            while let Some(chunk) = self.s.get(self.i..self.i + 8) {
+                if crate::needs_escape(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
+                    break;
+                }
+                self.i += 8;
+            }
             self.i += self.s[self.i..]
                 .iter()
                 .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
