@@ -36,7 +36,7 @@ pub mod error;
 
 pub use records::{amendment, boundary, declaration, event, frontier, packet, turn};
 
-pub use render::{budget, envelope, format};
+pub use render::{budget, compactor, envelope, format};
 
 pub(crate) use history::{agree, group};
 pub use history::{amend, reconstruct, standing};

@@ -13,16 +13,17 @@ use crate::amendment::Amendment;
 use crate::boundary::{ChainHead, InputEvidence, InputTurn, Sizes, Stats};
 use crate::budget::{turn_size, Metric, Thresholds};
 use crate::canonical;
-use crate::declaration::{Budget, Declaration, InstructionMode, SummaryBounds};
+use crate::compactor;
+use crate::declaration::{Budget, Declaration, SummaryBounds};
 use crate::envelope;
 use crate::error::{self, Code, Error, Result};
 use crate::event::{Event, TriggerKind};
 use crate::frontier::Frontier;
 use crate::group::{self, Unit};
-use crate::packet::{CompactorMessage, CompactorRole, Packet, BUILTIN_PROMPT};
+use crate::packet::{CompactorMessage, Packet};
 use crate::reconstruct::{reconstruct, Reconstruction};
 use crate::standing;
-use crate::turn::{estimate_tokens, Role, Route, Turn};
+use crate::turn::{estimate_tokens, Route, Turn};
 
 /// Who asks for a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode, Default)]
@@ -571,7 +572,13 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
             ),
         ));
     }
-    let messages = render_messages(ctx, frozen)?;
+    let messages = compactor::messages(
+        decl,
+        ctx.pinned,
+        ctx.req.head.as_ref(),
+        ctx.req.amendment.as_ref(),
+        frozen,
+    )?;
     let frozen_size = sizes_of(frozen)?;
     let (rendered_chars, input_tokens) =
         check_rendered(decl, bounds.max_tokens, &messages, frozen_size)?;
@@ -739,81 +746,6 @@ fn packet(
         messages,
     }
     .seal()
-}
-
-/// The compactor's system prompt for a declaration (built-in, appended or replaced).
-pub fn compactor_prompt(decl: &Declaration) -> String {
-    let builtin = BUILTIN_PROMPT.replace("{max}", &decl.summary_bounds().max_chars.to_string());
-    match &decl.instructions {
-        None => builtin,
-        Some(i) => match i.mode {
-            InstructionMode::Replace => i.text.clone(),
-            InstructionMode::Append => format!("{builtin}\n\nAdditional instructions:\n{}", i.text),
-        },
-    }
-}
-
-fn render_messages(ctx: &Ctx<'_>, frozen: &[&Turn]) -> Result<Vec<CompactorMessage>> {
-    let decl = &ctx.req.declaration;
-    let mut system = compactor_prompt(decl);
-    let docs: Vec<&&Turn> = ctx
-        .pinned
-        .iter()
-        .filter(|t| t.role == Role::Document)
-        .collect();
-    if !docs.is_empty() {
-        let doc_chars = error::sum(docs.iter().map(|t| t.chars))?;
-        if doc_chars > decl.documents.budget_chars {
-            return Err(Error::new(
-                Code::PrefixOverBounds,
-                format!(
-                    "identity/memory documents measure {doc_chars} characters, over their budget of {}",
-                    decl.documents.budget_chars
-                ),
-            )
-            .with_ids(docs.iter().map(|t| t.turn_id.clone())));
-        }
-        system.push_str(
-            "\n\nReference documents (to interpret names and obligations; do not summarize them):",
-        );
-        for d in docs {
-            system.push('\n');
-            system.push_str(&crate::turn::render_parts(&d.parts));
-        }
-    }
-    let mut out = vec![CompactorMessage {
-        role: CompactorRole::System,
-        content: system,
-    }];
-    if let Some(h) = &ctx.req.head {
-        out.push(CompactorMessage {
-            role: CompactorRole::User,
-            content: format!(
-                "Previous summary (covers history through source {}):\n{}",
-                h.covered_through_seq, h.summary
-            ),
-        });
-    }
-    if let Some(a) = &ctx.req.amendment {
-        out.push(CompactorMessage {
-            role: CompactorRole::User,
-            content: envelope::amendment_text(a),
-        });
-    }
-    let mut transcript = format!(
-        "Conversation to summarize (sources {} to {}):",
-        frozen[0].source_seq,
-        frozen[frozen.len() - 1].source_seq
-    );
-    for t in frozen {
-        transcript.push('\n');
-        transcript.push_str(&envelope::transcript_line(t));
-    }
-    out.push(CompactorMessage {
-        role: CompactorRole::User,
-        content: transcript,
-    });
-    Ok(out)
 }
 
 /// Check whether a warm candidate is still valid against the fresh packet and

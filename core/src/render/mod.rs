@@ -1,7 +1,9 @@
-//! Render: everything model-facing — the `untrusted-history-summary` and
+//! Render: everything model-facing — what the compactor is sent, the
+//! `untrusted-history-summary` and
 //! amendment envelopes and their sizes, the provider formats (OpenAI,
 //! Anthropic, AI SDK), the budget arithmetic and a declaration's checks.
 
 pub mod budget;
+pub mod compactor;
 pub mod envelope;
 pub mod format;
