@@ -79,6 +79,15 @@ fn median(mut f: impl FnMut(), budget: Duration, min_runs: usize) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// The artifact under test: the embedded one, or the `.wasm` file
+/// `FOLDLINE_BENCH_WASM` names (to compare two builds with one binary).
+fn artifact() -> Foldline {
+    match std::env::var_os("FOLDLINE_BENCH_WASM") {
+        Some(p) => Foldline::from_file(std::path::Path::new(&p), Default::default()).unwrap(),
+        None => Foldline::embedded().unwrap(),
+    }
+}
+
 /// What the `foldline` program pays per message: append the member's turn,
 /// `on_message`, `context`, through the driver over a SQLite journal file on
 /// the seed-002 token defaults, after `history` turns were written to the
@@ -91,7 +100,7 @@ fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64) -> f64
     let mut d = Declaration::new("assistant", "assistant-compactor");
     d.budget = Budget::default_tokens();
     let driver = Driver::new(
-        Foldline::embedded().unwrap(),
+        artifact(),
         SqliteJournal::open(&path).unwrap(),
         foldline_wasmtime::model::Extractive,
         d,
@@ -138,7 +147,7 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let budget = Duration::from_millis(if quick { 600 } else { 3_000 });
     std::fs::create_dir_all(&out).unwrap();
-    let f = Foldline::embedded().unwrap();
+    let f = artifact();
 
     // W1: a 2,000-turn chat; the steady state has ~1,900 turns behind a boundary.
     let (plan_w1, select_w1) = per_message(1_900, 100);
