@@ -16,7 +16,7 @@
 import { select, step, timeline, validate, FoldlineError } from "./core.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, PlanRequest, Resolution, Route, Selection, Timeline,
-  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, Step, StepRequest,
+  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
 import { aiSdkToOpenAi, anthropicToOpenAi, fromOpenAiMessages, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
