@@ -199,16 +199,22 @@ pub fn write_u64(n: u64, out: &mut Vec<u8>) {
 pub fn write_value(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            // serde_json's map is a BTreeMap, its keys already in byte order
+            // (`str`'s order), unless some crate in the build turns on
+            // serde_json's "preserve_order": then a sorted copy is written.
+            if !map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b) {
+                let mut sorted = map.clone();
+                sorted.sort_keys();
+                return write_value(&Value::Object(sorted), out);
+            }
             out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
+            for (i, (k, v)) in map.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
                 write_str(k, out);
                 out.push(b':');
-                write_value(&map[k], out);
+                write_value(v, out);
             }
             out.push(b'}');
         }
