@@ -43,7 +43,7 @@ pub use history::{amend, reconstruct, standing};
 
 #[cfg(test)]
 pub(crate) use ops::schema;
-pub use ops::{api, member, plan, resolve, run, select, settle, stream, timeline, validate};
+pub use ops::{api, held, member, plan, resolve, run, select, settle, stream, timeline, validate};
 
 pub use error::{Code, Error, Result};
 pub use plan::{plan, PlanOutcome, PlanRequest};

@@ -48,6 +48,81 @@ export function call(entry, request) {
 }
 
 /**
+ * `call` with the `count` events held under `id` in front of the request's
+ * own (`step`'s view, `select`): the same answer as the plain call with them
+ * written out; `invalid_request` when another number is held.
+ * @param {number} id
+ * @param {number} count
+ * @param {string} entry
+ * @param {string} request
+ * @returns {string}
+ */
+export function callHeld(id, count, entry, request) {
+    let deferred5_0;
+    let deferred5_1;
+    try {
+        const val3 = +id;
+        const val4 = +count;
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(entry, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(request, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        let ret;
+        __wbg_call_guard();
+        ret = wasm.callHeld(val3, val4, ptr0, len0, ptr1, len1);
+        deferred5_0 = ret[0];
+        deferred5_1 = ret[1];
+        return getStringFromWasm0(ret[0], ret[1]);
+    } finally {
+        __wbg_call_guard();
+        wasm.__wbindgen_free(deferred5_0, deferred5_1, 1);
+    }
+}
+
+/**
+ * Drop what is held under `id`.
+ * @param {number} id
+ */
+export function forget(id) {
+    __wbg_call_guard();
+    wasm.forget(id);
+}
+
+/**
+ * Update the events held for one conversation under a host-chosen id
+ * (`{reset?, events?, warm?, clearWarm?}`); answers `{ok: <events held>}`
+ * or `{error}`.
+ * @param {number} id
+ * @param {string} request
+ * @returns {string}
+ */
+export function hold(id, request) {
+    let deferred3_0;
+    let deferred3_1;
+    try {
+        const val2 = +id;
+        const ptr0 = passStringToWasm0(request, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        let ret;
+        __wbg_call_guard();
+        ret = wasm.hold(val2, ptr0, len0);
+        deferred3_0 = ret[0];
+        deferred3_1 = ret[1];
+        return getStringFromWasm0(ret[0], ret[1]);
+    } finally {
+        __wbg_call_guard();
+        wasm.__wbindgen_free(deferred3_0, deferred3_1, 1);
+    }
+}
+
+/**
  * Crate, ruleset and ABI versions as a JSON string.
  * @returns {string}
  */

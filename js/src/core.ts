@@ -7,10 +7,10 @@
 // stable code; nothing traps.
 
 import { core, release } from "./load.js";
-import { FoldlineError } from "./error.js";
+import { call } from "./call.js";
 import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
 import type {
-  Code, ErrorValue, PlanRequest, StepRequest, Step, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
+  PlanRequest, StepRequest, Step, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
   Selection, Timeline, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
   SettingsResponse,
 } from "./types.js";
@@ -45,31 +45,6 @@ export { ABI_MAJOR, MEMORY_RESET_BYTES, memoryBytes } from "./load.js";
 /** Crate, ruleset and ABI versions of the loaded core. */
 export function version(): { crate: string; ruleset: string; abi: { major: number; minor: number } } {
   return JSON.parse(core().version());
-}
-
-type Envelope<T> = { ok: T } | { error: ErrorValue };
-
-/**
- * One core call: the request crosses as JSON text and the answer comes back
- * as JSON text, parsed here. The core never calls back into JavaScript
- * during a call — Node 20's V8 crashes (a fatal "unreachable code" in
- * `Deoptimizer::DoComputeBuiltinContinuation`) when optimized code that
- * inlined a call into WebAssembly is deoptimized by objects created while
- * that call runs, which is what parsing the answer inside the call did.
- */
-function call<T>(entry: string, request: unknown): T {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(request);
-  } catch (e) {
-    throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
-  }
-  if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
-  const answer = core().call(entry, text);
-  release();
-  const e = JSON.parse(answer) as Envelope<T>;
-  if ("error" in e) throw new FoldlineError(e.error);
-  return e.ok;
 }
 
 /** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */

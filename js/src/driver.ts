@@ -13,10 +13,11 @@
 // compare-and-append at the position the plan was made from, fenced by the
 // writer lease's token, and the lease is renewed while a model call runs.
 
-import { select, step, timeline, validate, FoldlineError } from "./core.js";
+import { timeline, validate, FoldlineError } from "./core.js";
+import { newSlot, resetSlot, selectHeld, stepHeld, type Slot } from "./held.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, PlanRequest, Resolution, Route, Selection, Timeline,
-  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest,
+  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest, Step,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
 import { aiSdkToOpenAi, anthropicToOpenAi, fromOpenAiMessages, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
@@ -172,6 +173,8 @@ interface State {
   seq: number;
   /** Events plan and select need: pinned turns, turns after the head, corrections, failures, tasks. */
   recent: Event[];
+  /** `recent` as held in the core (sent once, then only what is new). */
+  held: Slot;
   /** Frontiers, boundaries, corrections and late deliveries: what resolve needs. */
   chain: Event[];
   /** Frontiers and boundaries read so far (a conflict that brought one means another writer moved the chain head). */
@@ -217,7 +220,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     let s = states.get(id);
     if (!s) {
       s = {
-        seq: 0, sourceSeq: 0, recent: [], chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+        seq: 0, sourceSeq: 0, recent: [], held: newSlot(), chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
         reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
       };
       states.set(id, s);
@@ -285,6 +288,8 @@ export function createCompactor(o: CompactorOptions): Compactor {
       if (covered !== undefined || start !== undefined) {
         s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role)
           || ((covered === undefined || e.sourceSeq > covered) && (start === undefined || e.sourceSeq >= start)));
+        resetSlot(s.held); // the list is no longer what the core holds
+
       }
     }
     return { s, res: s.res, events: s.recent };
@@ -382,7 +387,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const next = (last: EffectResult, st: LoopState): StepRequest => ({ trigger, task: task ?? null, endInterruptedOnly, modelTimeoutMs: timeout, state: st, last });
     let request = await fresh();
     for (;;) {
-      const { state: st, effect } = step(request);
+      const { state: st, effect } = stepHeld<Step>(s.held, request);
       switch (effect.effect) {
         case "done":
           return effect.finished;
@@ -537,13 +542,14 @@ export function createCompactor(o: CompactorOptions): Compactor {
     endInterrupted: (id) =>
       serial(id, async () => (await leased(id, (fence) => drive(id, { kind: "automatic" }, fence, { endInterruptedOnly: true }))) !== undefined),
     async context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}): Promise<Selection<MessagesOf[F]>> {
-      const { events, res } = await load(id);
+      const { s, events, res } = await load(id);
       // `select` takes either spelling of the AI SDK format.
-      return select({
+      const format = opts.format === "ai-sdk" ? "aiSdk" : opts.format ?? "foldline";
+      return selectHeld<Selection<MessagesOf[F]>>(s.held, {
         declaration: o.declaration, route: routeOf(id), frontier: res.frontier, head: res.head,
-        amendment: res.amendment, events, prompt: opts.prompt ?? null, format: opts.format ?? "foldline",
+        amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
         limit: opts.limit ?? null, render: opts.render ?? true,
-      }) as Selection<MessagesOf[F]>;
+      });
     },
     async timeline(id) {
       let accepted: string[] = [];

@@ -30,6 +30,12 @@ export interface Core {
   call(entry: string, request: string): string;
   /** Crate, ruleset and ABI versions as JSON text. */
   version(): string;
+  /** Update the events held under `id`: `{reset?, events?, warm?, clearWarm?}`; answers `{ok: <count>}`. */
+  hold(id: number, request: string): string;
+  /** `call` with the `count` events held under `id` in front of the request's own. */
+  callHeld(id: number, count: number, entry: string, request: string): string;
+  /** Drop what is held under `id`. */
+  forget(id: number): void;
 }
 
 /** The loaded core, or `not_initialized` before `init()` has finished. */
@@ -44,8 +50,10 @@ export function core(): Core {
  * Linear memory past which the core is re-instantiated once a call has
  * returned. WebAssembly memory grows and never shrinks: without this, one
  * huge request (a pasted log, a long history in one call) would keep its
- * high-water mark for the life of the page or process. The core holds no
- * state between calls, so a fresh instance answers exactly as the old one.
+ * high-water mark for the life of the page or process. The core's answers
+ * depend only on the request (and on events held for it, which a fresh
+ * instance has lost: {@link generation} tells the driver to send them again),
+ * so a fresh instance answers exactly as the old one.
  */
 export const MEMORY_RESET_BYTES = 16 * 1024 * 1024;
 
@@ -60,9 +68,19 @@ export function memoryBytes(): number {
   return exports().memory.buffer.byteLength;
 }
 
+let instances = 0;
+
+/** Which instance of the core is loaded: it changes when one is replaced, and with it everything held in it is gone. */
+export function generation(): number {
+  return instances;
+}
+
 /** After a call: a fresh instance if the last call left the memory past {@link MEMORY_RESET_BYTES}. */
 export function release(): void {
-  if (exports().memory.buffer.byteLength > MEMORY_RESET_BYTES) wasm.__wbg_reset_state();
+  if (exports().memory.buffer.byteLength > MEMORY_RESET_BYTES) {
+    wasm.__wbg_reset_state();
+    instances++;
+  }
 }
 
 /**

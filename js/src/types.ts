@@ -292,7 +292,8 @@ export type ValidateResponse =
   | { kind: "declarations"; agree: boolean; disagreements: string[] }
   | { kind: "stream"; decision: StreamDecision }
   | ({ kind: "failure" } & FailureReport)
-  | { kind: "events"; count: number };
+  /** `contentHashes`: each event's content hash, in order (`""` for events that are not messages or late deliveries). */
+  | { kind: "events"; count: number; contentHashes: string[] };
 
 /** An output format; `"ai-sdk"` (the spelling of the README and the program) is accepted for `"aiSdk"`. */
 export type Format = "foldline" | "openai" | "anthropic" | "aiSdk" | "ai-sdk";

@@ -27,3 +27,25 @@ pub fn call(entry: &str, request: &str) -> String {
 pub fn version() -> String {
     crate::version_info()
 }
+
+/// Update the events held for one conversation under a host-chosen id
+/// (`{reset?, events?, warm?, clearWarm?}`); answers `{ok: <events held>}`
+/// or `{error}`.
+#[wasm_bindgen]
+pub fn hold(id: u32, request: &str) -> String {
+    String::from_utf8(crate::held::hold(id, request.as_bytes())).unwrap_or_default()
+}
+
+/// `call` with the `count` events held under `id` in front of the request's
+/// own (`step`'s view, `select`): the same answer as the plain call with them
+/// written out; `invalid_request` when another number is held.
+#[wasm_bindgen(js_name = callHeld)]
+pub fn call_held(id: u32, count: u32, entry: &str, request: &str) -> String {
+    String::from_utf8(crate::held::call(id, count, entry, request.as_bytes())).unwrap_or_default()
+}
+
+/// Drop what is held under `id`.
+#[wasm_bindgen]
+pub fn forget(id: u32) {
+    crate::held::forget(id)
+}

@@ -18,17 +18,20 @@
 //! |---|---|
 //! | 1.0 | `foldline_abi_major`, `foldline_abi_minor`, `foldline_alloc`, `foldline_free`, `foldline_call` with entries `plan`, `validate`, `select`, `timeline`, `trimPrompt`, `compressToolResult`, `settings` |
 //!
+//! | 1.1 | JS: `hold`, `callHeld`, `forget` — events held between calls (`foldline_core::held`) |
+//!
 //! A host checks the major version on load and refuses a module whose major
 //! differs; a minor bump only adds entries.
 
 pub mod abi;
+pub mod held;
 #[cfg(target_arch = "wasm32")]
 pub mod js;
 
 /// ABI major version: a host must refuse a different major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: additions only.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 
 /// Version information as canonical JSON, as `version()` returns it:
 /// `{"abi":{"major":..,"minor":..},"crate":"..","ruleset":".."}`.

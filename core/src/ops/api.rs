@@ -60,7 +60,7 @@ pub fn envelope<T: Encode>(r: Result<T>) -> Vec<u8> {
     out
 }
 
-fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
+pub(crate) fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "plan" => envelope(parse(input).map(|r| crate::plan(&r))),
         "step" => envelope(parse(input).and_then(crate::step)),

@@ -7,6 +7,7 @@
 //! shape of every contract type, for the TypeScript contract check.
 
 pub mod api;
+pub mod held;
 pub mod member;
 pub mod plan;
 pub mod resolve;

@@ -76,25 +76,35 @@ pub enum ValidateResponse {
     /// The classified failure.
     Failure(FailureReport),
     /// The events may be appended.
+    #[serde(rename_all = "camelCase")]
     Events {
         /// How many were checked.
         count: u64,
+        /// Each event's content hash, in order (`""` for events that are
+        /// not messages or late deliveries): a journal stores it with the
+        /// event, so each turn is hashed once, when it enters.
+        content_hashes: Vec<String>,
     },
 }
 
 /// The journal contract's append check: every event decodes (the decoder
 /// names the offending path, `events[3].role`), every turn is on the route,
 /// and a declared content hash matches the content, so nothing appended can
-/// poison later calls.
+/// poison later calls. Answers each event's content hash (`""` for events
+/// that are not turns with content).
 ///
 /// # Errors
 /// `invalid_request` naming the event index, or `wrong_route`.
-pub fn check_events(c: &EventsCheck) -> Result<u64> {
+pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
     crate::plan::check_route(&c.events, &c.route)?;
+    let mut hashes = Vec::with_capacity(c.events.len());
     for (i, e) in c.events.iter().enumerate() {
         let (turn_id, declared, parts) = match e {
             Event::Message(m) | Event::LateDelivery(m) => (&m.turn_id, &m.content_hash, &m.parts),
-            _ => continue,
+            _ => {
+                hashes.push(String::new());
+                continue;
+            }
         };
         if turn_id.is_empty() {
             return Err(Error::new(
@@ -102,17 +112,17 @@ pub fn check_events(c: &EventsCheck) -> Result<u64> {
                 format!("events[{i}].turnId must not be empty"),
             ));
         }
-        if let Some(h) = declared {
-            if *h != crate::turn::content_hash(parts) {
-                return Err(Error::new(
-                    Code::InvalidRequest,
-                    format!("events[{i}].contentHash does not match the event's parts"),
-                )
-                .with_ids([turn_id.clone()]));
-            }
+        let hash = crate::turn::content_hash(parts);
+        if declared.as_ref().is_some_and(|h| *h != hash) {
+            return Err(Error::new(
+                Code::InvalidRequest,
+                format!("events[{i}].contentHash does not match the event's parts"),
+            )
+            .with_ids([turn_id.clone()]));
         }
+        hashes.push(hash);
     }
-    Ok(c.events.len() as u64)
+    Ok(hashes)
 }
 
 /// Run one validation.
@@ -132,8 +142,12 @@ pub fn validate(req: &ValidateRequest) -> Result<ValidateResponse> {
             decision: decide(s),
         },
         ValidateRequest::Failure(f) => ValidateResponse::Failure(classify(f)),
-        ValidateRequest::Events(c) => ValidateResponse::Events {
-            count: check_events(c)?,
-        },
+        ValidateRequest::Events(c) => {
+            let content_hashes = check_events(c)?;
+            ValidateResponse::Events {
+                count: content_hashes.len() as u64,
+                content_hashes,
+            }
+        }
     })
 }

@@ -210,7 +210,7 @@ pub(crate) fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Ev
             Event::TurnMeta(t) => t.chat.clone(),
             _ => String::new(),
         };
-        foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+        let hashes = foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
             route: foldline_core::turn::Route {
                 conversation: conversation.to_owned(),
                 chat,
@@ -225,13 +225,13 @@ pub(crate) fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Ev
             );
             HostError::Core(err)
         })?;
-        // Hash each turn once, when it enters the journal (natively, where
-        // SHA-256 runs on the CPU's SHA instructions).
+        // Each turn is hashed once, when it enters the journal (by the
+        // check, natively, where SHA-256 runs on the CPU's SHA instructions).
         let mut e = e.clone();
-        if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
-            if m.content_hash.is_none() {
-                m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
-            }
+        if let (Event::Message(m) | Event::LateDelivery(m), Some(h)) =
+            (&mut e, hashes.into_iter().next())
+        {
+            m.content_hash = Some(h);
         }
         out.push(e);
     }

@@ -1,6 +1,5 @@
 import type { Event, Packet } from "../types.js";
 import { FoldlineError, validate } from "../core.js";
-import { withContentHash } from "../hash.js";
 
 /** An event as the journal stores it: its position and the event. */
 export interface StoredEvent { seq: number; event: Event }
@@ -65,20 +64,33 @@ export function chainSlot(e: Event): string | undefined {
  * write: every event decodes (a malformed one is named by its path, a lone
  * UTF-16 surrogate is refused), its turns belong to `conversationId`, a
  * declared content hash matches its parts. Returns the events with content
- * hashes filled in (hashed once, when they enter).
+ * hashes filled in by the core (hashed once, when they enter). One core call
+ * per run of events on the same chat.
  */
 export async function checkAppend(conversationId: string, events: Event[]): Promise<Event[]> {
-  const out = await Promise.all(events.map((e) => withContentHash(e)));
-  out.forEach((e, i) => {
-    const chat = "chat" in e && typeof e.chat === "string" ? e.chat : "";
+  const chatOf = (e: Event): string => ("chat" in e && typeof e.chat === "string" ? e.chat : "");
+  const out: Event[] = [];
+  for (let start = 0; start < events.length;) {
+    const chat = chatOf(events[start]);
+    let end = start + 1;
+    while (end < events.length && chatOf(events[end]) === chat) end++;
+    const run = events.slice(start, end);
+    let answer;
     try {
-      validate({ kind: "events", route: { conversation: conversationId, chat, sender: "" }, events: [e] });
+      answer = validate({ kind: "events", route: { conversation: conversationId, chat, sender: "" }, events: run });
     } catch (err) {
       if (!(err instanceof FoldlineError)) throw err;
-      const message = err.message.replace(/^[a-z_]+: /, "").replace("events[0]", `events[${i}]`);
+      const at = start;
+      const message = err.message.replace(/^[a-z_]+: /, "").replace(/events\[(\d+)\]/g, (_, j: string) => `events[${at + Number(j)}]`);
       throw new FoldlineError({ code: err.code, message: `append refused, nothing written: ${message}`, ids: err.ids });
     }
-  });
+    if (answer.kind !== "events") throw new Error("unexpected validate answer");
+    run.forEach((e, j) => {
+      const hash = answer.contentHashes[j];
+      out.push((e.type === "message" || e.type === "lateDelivery") && hash && e.contentHash !== hash ? { ...e, contentHash: hash } : e);
+    });
+    start = end;
+  }
   return out;
 }
 

@@ -1,0 +1,116 @@
+// Events held in the core between calls (`foldline_core::held`): the driver
+// sends a conversation's live events once, then only each new one, and
+// `step` and `select` run with them in front of the request's own — the same
+// answers as sending them every time, without parsing them every time.
+//
+// What is held lives in the loaded WebAssembly instance, so it is bounded
+// here (at most MAX_SLOTS conversations, MAX_BYTES of events in all, least
+// recently used dropped first) and sent again after the instance was
+// replaced (`generation()`). Whatever cannot be held is sent inline.
+
+import { call } from "./call.js";
+import { core, generation, release } from "./load.js";
+import type { Event, Packet, SelectRequest, StepRequest } from "./types.js";
+
+/** Conversations held at once. */
+export const MAX_SLOTS = 64;
+/** JSON bytes of events held in all (a conversation over it is sent inline). */
+export const MAX_BYTES = 4 * 1024 * 1024;
+
+/** What one conversation holds in the core. */
+export interface Slot {
+  /** Its id in the core. */
+  id: number;
+  /** The instance it was held in. */
+  generation: number;
+  /** Events held: the first `count` of the driver's list. */
+  count: number;
+  /** JSON bytes sent. */
+  bytes: number;
+  /** Id of the warm candidate's packet held, if any. */
+  warm?: string;
+}
+
+const slots = new Map<number, Slot>(); // in order of last use
+let nextId = 1;
+let heldBytes = 0;
+
+function drop(slot: Slot): void {
+  if (!slots.delete(slot.id)) return;
+  heldBytes -= slot.bytes;
+  if (slot.generation === generation()) core().forget(slot.id);
+}
+
+/** A new, empty slot for a conversation. */
+export function newSlot(): Slot {
+  return { id: nextId++, generation: -1, count: 0, bytes: 0 };
+}
+
+/** Forget what a slot holds (the driver's list was rebuilt): the next call sends it again. */
+export function resetSlot(slot: Slot): void {
+  drop(slot);
+  slot.count = 0;
+  slot.bytes = 0;
+  slot.warm = undefined;
+}
+
+/**
+ * Bring the slot up to `events` (which extend what it holds, unless it was
+ * reset) and `warm` (`undefined`: as held); `undefined` when they cannot be held (then send them
+ * inline). Must be followed by the call without anything awaited between.
+ */
+function sync(slot: Slot, events: readonly Event[], warm: Packet | null | undefined): { id: number; count: number } | undefined {
+  if (slot.generation !== generation() || !slots.has(slot.id)) {
+    resetSlot(slot);
+    slot.generation = generation();
+  }
+  const fresh = events.slice(slot.count);
+  const warmChange = warm !== undefined && (warm?.id ?? undefined) !== slot.warm;
+  if (fresh.length > 0 || warmChange || !slots.has(slot.id)) {
+    const update: Record<string, unknown> = { reset: !slots.has(slot.id), events: fresh };
+    if (warmChange) {
+      if (warm) update.warm = warm;
+      else update.clearWarm = true;
+    }
+    const text = JSON.stringify(update);
+    if (slot.bytes + text.length > MAX_BYTES / 4) {
+      resetSlot(slot);
+      return undefined;
+    }
+    const answer = core().hold(slot.id, text);
+    release();
+    if (slot.generation !== generation() || answer !== `{"ok":${slot.count + fresh.length}}`) {
+      // The instance was replaced by this very update, or refused it (an
+      // event the core cannot use: the inline call names it).
+      resetSlot(slot);
+      return undefined;
+    }
+    slots.set(slot.id, slot);
+    slot.count += fresh.length;
+    slot.bytes += text.length;
+    if (warmChange) slot.warm = warm?.id;
+    heldBytes += text.length;
+  }
+  // Most recently used last; the oldest go first.
+  slots.delete(slot.id);
+  slots.set(slot.id, slot);
+  for (const old of slots.values()) {
+    if (slots.size <= MAX_SLOTS && heldBytes <= MAX_BYTES) break;
+    if (old !== slot) drop(old);
+  }
+  return { id: slot.id, count: slot.count };
+}
+
+/** `step` with its view's events and warm candidate held in `slot`. */
+export function stepHeld<T>(slot: Slot, request: StepRequest): T {
+  const view = request.view;
+  if (!view) return call<T>("step", request);
+  const held = sync(slot, view.events, view.warm ?? null);
+  return call<T>("step", held ? { ...request, view: { ...view, events: [], warm: null } } : request, held);
+}
+
+/** `select` with its events held in `slot`. */
+export function selectHeld<T>(slot: Slot, request: SelectRequest): T {
+  const held = sync(slot, request.events, undefined);
+  return call<T>("select", held ? { ...request, events: [] } : request, held);
+}
