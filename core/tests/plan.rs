@@ -590,6 +590,26 @@ fn eager_mode_skips_below_soft_warms_between_and_compacts_at_eager() {
 }
 
 #[test]
+fn with_a_candidate_held_no_other_is_built_and_compaction_still_comes_at_eager() {
+    let d = token_decl(CompactionMode::Eager);
+    let held = |n: u64| {
+        let f = activate(&d, token_turns(1));
+        let mut r = request(&d, token_turns(n));
+        r.frontier = Some(f);
+        r.warm_held = true;
+        plan(&r)
+    };
+    assert!(matches!(held(19), PlanOutcome::Skip { .. })); // below soft
+    assert_eq!(held(20), PlanOutcome::Warm { packet: None }); // the held one stands
+    assert_eq!(held(25), PlanOutcome::Warm { packet: None });
+    assert!(matches!(
+        token_plan(&d, 25),
+        PlanOutcome::Warm { packet: Some(_) }
+    ));
+    assert_eq!(compact_packet(held(26)), compact_packet(token_plan(&d, 26))); // eager: the same packet
+}
+
+#[test]
 fn lazy_mode_compacts_only_when_the_budget_is_full() {
     let d = token_decl(CompactionMode::Lazy);
     assert!(matches!(token_plan(&d, 25), PlanOutcome::Skip { .. })); // 2500 < eager 2595
@@ -635,7 +655,9 @@ fn token_mode_reserves_headroom_for_the_summary_output() {
 fn warm_candidate_stays_valid_while_its_prefix_is_history_and_not_after() {
     let d = token_decl(CompactionMode::Eager);
     let warm = match token_plan(&d, 22) {
-        PlanOutcome::Warm { packet } => *packet,
+        PlanOutcome::Warm {
+            packet: Some(packet),
+        } => *packet,
         o => panic!("{o:?}"),
     };
     let f = activate(&d, token_turns(1));

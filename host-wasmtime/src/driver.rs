@@ -35,8 +35,9 @@ pub enum Outcome {
     Skipped(SkipRecord),
     /// Automatic compaction is paused (disabled, or the circuit breaker is open).
     Paused(PlanOutcome),
-    /// A warm candidate is due (between soft and eager).
-    Warm(String),
+    /// Between soft and eager: the id of the warm candidate's packet (none
+    /// when warm candidates are off).
+    Warm(Option<String>),
     /// A boundary was appended.
     Compacted(Box<Boundary>),
     /// The core refused (fail closed).
@@ -530,11 +531,20 @@ impl<J: Journal, M: Model> Driver<J, M> {
             },
             Finished::Paused { outcome } => Outcome::Paused(*outcome),
             Finished::Warm { packet, prepare } => {
-                if prepare {
-                    // Persisted; summarized by `prepare_warm`, off the critical path.
-                    self.with_cache(conversation, |c| c.warm = Some(((*packet).clone(), None)));
-                }
-                Outcome::Warm(packet.id)
+                let id = match packet {
+                    Some(packet) => {
+                        let id = Some(packet.id.clone());
+                        if prepare {
+                            // Persisted; summarized by `prepare_warm`, off the critical path.
+                            self.with_cache(conversation, |c| c.warm = Some((*packet, None)));
+                        }
+                        id
+                    }
+                    // No new candidate: the one held stands.
+                    None => self
+                        .with_cache(conversation, |c| c.warm.as_ref().map(|(p, _)| p.id.clone())),
+                };
+                Outcome::Warm(id)
             }
             Finished::Refused { error } => Outcome::Refused(error),
             Finished::Compacted { boundary } => {
@@ -585,6 +595,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 events,
                 trigger: run.trigger.clone(),
                 warm: summary.as_ref().and(warm.map(|(p, _)| p)),
+                // The core sets it from `warm_held`.
+                warm_held: false,
             }),
             warm_summary: summary,
             seq,

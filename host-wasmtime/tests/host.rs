@@ -826,7 +826,7 @@ fn a_prepared_warm_candidate_is_used_when_compaction_is_due() {
         s += 1;
         d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
         if let Outcome::Warm(id) = d.on_message("c").unwrap() {
-            break id;
+            break id.expect("the first warm message builds the candidate");
         }
         assert!(s < 200, "never warm");
     };

@@ -438,11 +438,11 @@ export function createCompactor(o: CompactorOptions): Compactor {
       case "warm":
         // One candidate per head: kept while it is prepared, judged by the
         // core when compaction is due, dropped then either way.
-        if (f.prepare) {
+        if (f.prepare && f.packet) {
           s.warm = { packet: f.packet };
           s.warm.preparing = prepareWarm(id, s.warm); // off the critical path: not awaited
         }
-        return { status: "warm", outcome: { outcome: "warm", packet: f.packet } };
+        return { status: "warm", outcome: { outcome: "warm", packet: f.packet ?? s.warm?.packet ?? null } };
       case "refused":
         return { status: "refused", code: f.error.code, message: f.error.message };
       case "compacted":

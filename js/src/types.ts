@@ -156,6 +156,8 @@ export interface PlanRequest {
   declaration: Declaration; route: Route; owner?: string | null; frontier?: Frontier | null;
   head?: ChainHead | null; amendment?: Amendment | null; events: Event[]; trigger?: Trigger;
   warm?: Packet | null;
+  /** A warm candidate for this head is already held (or none is wanted): between the thresholds, `warm` without a new packet. */
+  warmHeld?: boolean;
 }
 
 export interface SkipRecord {
@@ -167,7 +169,8 @@ export type PlanOutcome =
   | { outcome: "activate"; frontier: Frontier }
   | { outcome: "skip"; record: SkipRecord }
   | { outcome: "compact"; packet: Packet; warm?: { packetId: string; valid: boolean; reason?: WarmRefusal } }
-  | { outcome: "warm"; packet: Packet }
+  /** `packet`: null when the request said `warmHeld` (the held candidate stands). */
+  | { outcome: "warm"; packet: Packet | null }
   | { outcome: "paused"; reason: "disabled" | "circuitOpen"; consecutiveFailures: number; retryIn?: number }
   | { outcome: "refuse"; error: ErrorValue; errors?: ErrorValue[] };
 
@@ -257,7 +260,8 @@ export type Effect =
 export type Finished =
   | { status: "skipped"; outcome: PlanOutcome }
   | { status: "paused"; outcome: PlanOutcome }
-  | { status: "warm"; packet: Packet; prepare: boolean }
+  /** `packet`: the new candidate (to prepare when `prepare`), null when one was already held. */
+  | { status: "warm"; packet: Packet | null; prepare: boolean }
   | { status: "compacted"; boundary: Boundary }
   | { status: "refused"; error: ErrorValue }
   | { status: "failed"; report: FailureReport }

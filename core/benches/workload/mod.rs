@@ -101,6 +101,7 @@ pub fn frontier(d: &Declaration) -> Frontier {
         events: vec![turn(1)],
         trigger: Trigger::Automatic,
         warm: None,
+        warm_held: false,
     };
     match plan(&req) {
         PlanOutcome::Activate { frontier } => *frontier,
@@ -134,5 +135,6 @@ pub fn request_after_boundary(history: u64, tail: u64) -> PlanRequest {
         events,
         trigger: Trigger::Automatic,
         warm: None,
+        warm_held: false,
     }
 }

@@ -81,6 +81,12 @@ pub struct PlanRequest {
     /// A warm candidate prepared earlier, to check against current history.
     #[serde(default)]
     pub warm: Option<Packet>,
+    /// A warm candidate for this chain head is already held (or none is
+    /// wanted): between the thresholds the plan answers `warm` without
+    /// building another (`packet: null`), which is most of a message's cost
+    /// there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm_held: bool,
 }
 
 /// Why automatic compaction is paused.
@@ -174,8 +180,8 @@ pub enum PlanOutcome {
     },
     /// Between soft and eager: a candidate to prepare off the critical path.
     Warm {
-        /// The candidate packet.
-        packet: Box<Packet>,
+        /// The candidate packet (`null` with `warmHeld`: the held one stands).
+        packet: Option<Box<Packet>>,
     },
     /// Automatic compaction is paused.
     #[serde(rename_all = "camelCase")]
@@ -361,10 +367,13 @@ fn automatic(ctx: &Ctx<'_>, recon: &Reconstruction, env_size: Sizes) -> Option<P
     if total < th.warm_at.unwrap_or(th.trigger).min(th.trigger) {
         return Some(skip(None));
     }
+    if total < th.trigger && ctx.req.warm_held {
+        return Some(PlanOutcome::Warm { packet: None });
+    }
     if total < th.trigger {
         return Some(match compact(ctx) {
             Ok(p) => PlanOutcome::Warm {
-                packet: Box::new(p),
+                packet: Some(Box::new(p)),
             },
             Err(e) => skip(Some(e.code)),
         });

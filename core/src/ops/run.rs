@@ -222,8 +222,9 @@ pub enum Finished {
     },
     /// Between the soft and eager thresholds.
     Warm {
-        /// The candidate's packet.
-        packet: Box<Packet>,
+        /// The candidate's packet (`null` when a candidate was already held:
+        /// no new one is built).
+        packet: Option<Box<Packet>>,
         /// Whether the candidate was stored now and the host should prepare
         /// its summary off the critical path.
         prepare: bool,
@@ -388,7 +389,7 @@ pub fn step(req: StepRequest) -> Result<Step> {
         }
         (Stage::StoringCandidate, Some(EffectResult::Stored), Some(run)) => {
             Ok(done(Finished::Warm {
-                packet: Box::new(run.packet),
+                packet: Some(Box::new(run.packet)),
                 prepare: true,
             }))
         }
@@ -579,6 +580,9 @@ impl Ctx {
             return ended;
         }
         view.trigger = self.trigger.clone();
+        // One candidate per head: none is built while one is held (or when
+        // the host wants none).
+        view.warm_held |= warm_held || !warm_candidates;
         // Only a prepared candidate is offered to plan.
         if warm_summary.is_none() {
             view.warm = None;
@@ -601,7 +605,9 @@ impl Ctx {
             }),
             PlanOutcome::Refuse { error, .. } => done(Finished::Refused { error }),
             // One candidate per head, stored before any model sees it.
-            PlanOutcome::Warm { packet } if warm_candidates && !warm_held => at(
+            PlanOutcome::Warm {
+                packet: Some(packet),
+            } if warm_candidates && !warm_held => at(
                 Stage::StoringCandidate,
                 Some(self.run(*packet, &view, seq, None)),
                 Effect::PutPacket { candidate: true },

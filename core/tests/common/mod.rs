@@ -88,6 +88,7 @@ pub fn request(decl: &Declaration, events: Vec<Event>) -> PlanRequest {
         events,
         trigger: Trigger::Automatic,
         warm: None,
+        warm_held: false,
     }
 }
 
