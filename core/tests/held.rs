@@ -36,7 +36,11 @@ fn each_split(area: &str, pointer: &str) -> usize {
                 String::from_utf8(answer).unwrap(),
                 format!("{{\"ok\":{k}}}")
             );
-            let through = held::call(&h, entry, rest.to_string().as_bytes());
+            let through = held::call(&mut h, entry, rest.to_string().as_bytes());
+            // Lent, not lost: the same events are held after the call.
+            assert_eq!(h.events.len(), k);
+            let again = held::call(&mut h, entry, rest.to_string().as_bytes());
+            assert_eq!(again, through, "a second call answers the same");
             assert_eq!(
                 String::from_utf8_lossy(&through),
                 String::from_utf8_lossy(&plain),
@@ -77,7 +81,7 @@ fn a_held_warm_candidate_is_offered_as_view_warm() {
         );
         let plain = api::call("step", request.to_string().as_bytes());
         assert_eq!(
-            held::call(&h, "step", rest.to_string().as_bytes()),
+            held::call(&mut h, "step", rest.to_string().as_bytes()),
             plain,
             "{}",
             v["name"]

@@ -34,16 +34,18 @@ pub fn hold(id: u32, input: &[u8]) -> Vec<u8> {
 /// number (nothing held, a re-instantiated module) is an `invalid_request`
 /// error, never an answer from fewer events.
 pub fn call(id: u32, count: u32, entry: &str, input: &[u8]) -> Vec<u8> {
-    STORE.with(|s| match s.borrow().iter().find(|(k, _)| *k == id) {
-        Some((_, h)) if h.events.len() == count as usize => held::call(h, entry, input),
-        found => api::envelope::<()>(Err(Error::new(
-            Code::InvalidRequest,
-            format!(
-                "{count} events were to be held under {id}, {} are: send them again",
-                found.map_or(0, |(_, h)| h.events.len())
-            ),
-        ))),
-    })
+    STORE.with(
+        |s| match s.borrow_mut().iter_mut().find(|(k, _)| *k == id) {
+            Some((_, h)) if h.events.len() == count as usize => held::call(h, entry, input),
+            found => api::envelope::<()>(Err(Error::new(
+                Code::InvalidRequest,
+                format!(
+                    "{count} events were to be held under {id}, {} are: send them again",
+                    found.map_or(0, |(_, h)| h.events.len())
+                ),
+            ))),
+        },
+    )
 }
 
 /// Drop what is held under `id`.

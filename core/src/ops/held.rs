@@ -68,23 +68,46 @@ pub fn hold(held: &mut Held, input: &[u8]) -> Vec<u8> {
 
 /// An entry point with the held events in front of the request's own:
 /// `step` (its `view`, and `view.warm` when the request has none) and
-/// `select`; any other entry runs as [`crate::api::call`] does.
-pub fn call(held: &Held, entry: &str, input: &[u8]) -> Vec<u8> {
-    let front = |own: Vec<Event>| held.events.iter().cloned().chain(own).collect();
+/// `select`; any other entry runs as [`crate::api::call`] does. The held
+/// events are lent to the call, not copied, and held again after it.
+pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "step" => envelope(parse(input).and_then(|mut r: crate::StepRequest| {
-            if let Some(view) = r.view.as_mut() {
-                view.events = front(std::mem::take(&mut view.events));
-                if view.warm.is_none() {
-                    view.warm = held.warm.clone();
-                }
+            let Some(mut view) = r.view.take() else {
+                return crate::step(r);
+            };
+            if view.warm.is_none() {
+                view.warm = held.warm.clone();
             }
-            crate::step(r)
+            let mut own = std::mem::take(&mut view.events);
+            lend(&mut held.events, &mut own, |events| {
+                std::mem::swap(&mut view.events, events);
+                let out = crate::run::step_viewing(r, Some(&mut view));
+                std::mem::swap(&mut view.events, events);
+                out
+            })
         })),
         "select" => envelope(parse(input).and_then(|mut r: crate::SelectRequest| {
-            r.events = front(std::mem::take(&mut r.events));
-            crate::select(&r)
+            let mut own = std::mem::take(&mut r.events);
+            lend(&mut held.events, &mut own, |events| {
+                std::mem::swap(&mut r.events, events);
+                let out = crate::select(&r);
+                std::mem::swap(&mut r.events, events);
+                out
+            })
         })),
         other => run_bytes(other, input),
     }
+}
+
+/// Run `f` on the held events followed by `own`, then hold them again (the
+/// call only reads them).
+fn lend<T>(held: &mut Vec<Event>, own: &mut Vec<Event>, f: impl FnOnce(&mut Vec<Event>) -> T) -> T {
+    let n = held.len();
+    let mut all = std::mem::take(held);
+    all.append(own);
+    let out = f(&mut all);
+    all.truncate(n);
+    *held = all;
+    out
 }

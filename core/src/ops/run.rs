@@ -349,7 +349,18 @@ fn append(
 /// `invalid_request` when the state and the effect result do not go
 /// together; `fork` when another writer moved the chain head under an
 /// append (nothing was written).
-pub fn step(req: StepRequest) -> Result<Step> {
+pub fn step(mut req: StepRequest) -> Result<Step> {
+    let mut view = req.view.take();
+    step_viewing(req, view.as_mut())
+}
+
+/// [`step`] with its view lent instead of in the request (`req.view` is
+/// ignored): what the view holds stays the caller's (`held` keeps its events
+/// between calls this way, without copying them).
+///
+/// # Errors
+/// As [`step`].
+pub fn step_viewing(req: StepRequest, view: Option<&mut PlanRequest>) -> Result<Step> {
     let StepRequest {
         trigger,
         task,
@@ -358,7 +369,7 @@ pub fn step(req: StepRequest) -> Result<Step> {
         warm_held,
         warm_summary,
         model_timeout_ms,
-        view,
+        view: _,
         seq,
         state,
         last,
@@ -570,7 +581,7 @@ impl Ctx {
     /// Plan from a fresh view and follow the plan.
     fn start(
         &self,
-        mut view: PlanRequest,
+        view: &mut PlanRequest,
         seq: u64,
         (warm_candidates, warm_held): (bool, bool),
         warm_summary: Option<ModelOutput>,
@@ -588,7 +599,7 @@ impl Ctx {
             view.warm = None;
         }
         let ready = view.warm.clone();
-        let outcome = plan(&view);
+        let outcome = plan(view);
         match outcome {
             PlanOutcome::Activate { frontier } => append(
                 vec![Event::Frontier(*frontier)],
@@ -609,7 +620,7 @@ impl Ctx {
                 packet: Some(packet),
             } if warm_candidates && !warm_held => at(
                 Stage::StoringCandidate,
-                Some(self.run(*packet, &view, seq, None)),
+                Some(self.run(*packet, view, seq, None)),
                 Effect::PutPacket { candidate: true },
             ),
             PlanOutcome::Warm { packet } => done(Finished::Warm {
@@ -621,9 +632,9 @@ impl Ctx {
                 // is (automatic runs: a member's `/compact` gets a fresh summary).
                 let run = match (warm, ready, &self.trigger) {
                     (Some(v), Some(w), Trigger::Automatic) if v.valid && v.packet_id == w.id => {
-                        self.run(w, &view, seq, warm_summary)
+                        self.run(w, view, seq, warm_summary)
                     }
-                    _ => self.run(*packet, &view, seq, None),
+                    _ => self.run(*packet, view, seq, None),
                 };
                 at(
                     Stage::StoringPacket,
