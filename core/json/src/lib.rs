@@ -263,20 +263,81 @@ pub fn sha256(bytes: &[u8]) -> String {
 /// Fold a sequence of hashes into one (a Merkle-style chain): each step
 /// hashes the previous accumulator and the next hash string. The empty fold
 /// is the hash of no bytes.
+///
+/// The last fold's steps are remembered (up to [`FOLD_MEMO`] of them), and a
+/// fold that starts the same way resumes after their common prefix: the
+/// context of one conversation, selected on every message, grows at its end,
+/// so each new message costs one step instead of one per message in the
+/// context. The answer is the same either way (tested).
 pub fn fold_hashes(hashes: &[&str]) -> String {
-    let mut acc = Sha256::digest(b"");
-    for h in hashes {
-        let mut d = Sha256::new();
-        d.update(acc);
-        d.update(h.as_bytes());
-        acc = d.finalize();
+    type Step = (String, [u8; 32]);
+    thread_local! {
+        static LAST: std::cell::RefCell<Vec<Step>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    format_digest(&acc)
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        let same = last
+            .iter()
+            .zip(hashes)
+            .take_while(|((a, _), b)| a == *b)
+            .count();
+        last.truncate(same);
+        let mut acc: [u8; 32] = match last.last() {
+            Some((_, acc)) => *acc,
+            None => Sha256::digest(b"").into(),
+        };
+        for h in &hashes[same..] {
+            let mut d = Sha256::new();
+            d.update(acc);
+            d.update(h.as_bytes());
+            acc = d.finalize().into();
+            if last.len() < FOLD_MEMO {
+                last.push(((*h).to_owned(), acc));
+            }
+        }
+        format_digest(&acc)
+    })
 }
+
+/// Steps of the last [`fold_hashes`] remembered.
+pub const FOLD_MEMO: usize = 4096;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fold without its memo.
+    fn fold_plain(hashes: &[&str]) -> String {
+        let mut acc = Sha256::digest(b"");
+        for h in hashes {
+            let mut d = Sha256::new();
+            d.update(acc);
+            d.update(h.as_bytes());
+            acc = d.finalize();
+        }
+        format_digest(&acc)
+    }
+
+    #[test]
+    fn a_remembered_fold_answers_as_a_fresh_one() {
+        let names: Vec<String> = (0..40).map(|i| format!("turn:user:{i}")).collect();
+        let all: Vec<&str> = names.iter().map(String::as_str).collect();
+        // Growing, shrinking, diverging in the middle, empty, repeated.
+        let mut cases: Vec<Vec<&str>> = (0..=all.len()).map(|n| all[..n].to_vec()).collect();
+        cases.push(all[..10].to_vec());
+        cases.push([&all[..5], &["other"], &all[6..20]].concat());
+        cases.push(vec![]);
+        cases.push(all.clone());
+        cases.push(all.clone());
+        cases.push(all[1..].to_vec());
+        for c in &cases {
+            assert_eq!(fold_hashes(c), fold_plain(c), "{} steps", c.len());
+        }
+        let long: Vec<String> = (0..FOLD_MEMO + 10).map(|i| i.to_string()).collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        assert_eq!(fold_hashes(&long), fold_plain(&long));
+        assert_eq!(fold_hashes(&long), fold_plain(&long), "past the memo");
+    }
 
     #[test]
     fn strings_escape_exactly_as_serde_json_does() {
