@@ -567,23 +567,30 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// journal position it was read at.
     fn fresh(&self, conversation: &str, run: &RunSpec) -> Result<StepRequest> {
         let (events, res, seq) = self.load_at(conversation)?;
-        let warm = self.with_cache(conversation, |c| c.warm.clone());
-        let summary = warm.as_ref().and_then(|(p, r)| {
-            r.as_ref().map(|r| ModelOutput {
-                packet_id: p.id.clone(),
-                run_id: "warm".into(),
-                model_id: r.evidence.model_id.clone(),
-                usage: r.evidence.usage,
-                finish_reason: r.evidence.finish_reason.clone(),
-                summary: r.text.clone(),
-            })
+        // A held candidate's packet is offered (copied) only once its summary
+        // is prepared; until then the core needs only to know one is held.
+        let (held, prepared) = self.with_cache(conversation, |c| match &c.warm {
+            None => (false, None),
+            Some((_, None)) => (true, None),
+            Some((p, Some(r))) => {
+                let summary = ModelOutput {
+                    packet_id: p.id.clone(),
+                    run_id: "warm".into(),
+                    model_id: r.evidence.model_id.clone(),
+                    usage: r.evidence.usage,
+                    finish_reason: r.evidence.finish_reason.clone(),
+                    summary: r.text.clone(),
+                };
+                (true, Some((p.clone(), summary)))
+            }
         });
+        let (warm, summary) = prepared.unzip();
         Ok(StepRequest {
             trigger: run.trigger.clone(),
             task: run.task.clone(),
             end_interrupted_only: run.end_interrupted_only,
             warm_candidates: self.warm_candidates,
-            warm_held: warm.is_some(),
+            warm_held: held,
             model_timeout_ms: self.model_timeout_ms,
             view: Some(PlanRequest {
                 declaration: self.declaration.clone(),
@@ -594,7 +601,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 amendment: res.amendment,
                 events,
                 trigger: run.trigger.clone(),
-                warm: summary.as_ref().and(warm.map(|(p, _)| p)),
+                warm,
                 // The core sets it from `warm_held`.
                 warm_held: false,
             }),
