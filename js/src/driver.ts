@@ -234,13 +234,16 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const next = s.reading.then(async () => {
       const fresh = await o.journal.readEvents(id, s.seq);
       if (fresh.length === 0) return s;
-      // A journal written by someone else may hold a bad event: name its position.
+      // A journal written by someone else may hold a bad event: name its
+      // position. What the journal vouches it checked on append is not
+      // checked again.
+      const unchecked = fresh.filter((f) => f.checked !== true);
       try {
-        validate({ kind: "events", route: routeOf(id), events: fresh.map((f) => f.event) });
+        if (unchecked.length > 0) validate({ kind: "events", route: routeOf(id), events: unchecked.map((f) => f.event) });
       } catch (e) {
         if (!(e instanceof FoldlineError)) throw e;
         const at = /events\[(\d+)\]/.exec(e.message);
-        const pos = at ? fresh[Number(at[1])]?.seq : e.ids.length ? fresh.find((f) => isTurn(f.event) && e.ids.includes(f.event.turnId))?.seq : undefined;
+        const pos = at ? unchecked[Number(at[1])]?.seq : e.ids.length ? unchecked.find((f) => isTurn(f.event) && e.ids.includes(f.event.turnId))?.seq : undefined;
         throw new FoldlineError({
           code: e.code, ids: e.ids,
           message: `the journal of ${id} holds an event foldline cannot use${pos ? ` at position ${pos}` : ""}: ${e.message.replace(/^[a-z_]+: /, "")}`,

@@ -204,6 +204,24 @@ export function suite(f, makeJournal) {
       await chat(c, journal, 4, 16);
       check((await c.resolve("c1")).head, "the conversation goes on");
     }],
+    ["an event the journal did not check is checked when read, and refused by its position", async () => {
+      const journal = await makeJournal();
+      await journal.append("c1", [say(1, "user", "hello"), say(2, "assistant", "hi")]);
+      // What a journal written by something else may hand back: a stored
+      // event that never passed the append check, not vouched for.
+      const bad = { ...say(3, "user", "changed"), contentHash: "sha256:" + "0".repeat(64) };
+      const tampered = Object.create(journal);
+      tampered.readEvents = async (id, since) => [
+        ...(await journal.readEvents(id, since)).map((e) => ({ seq: e.seq, event: e.event })),
+        ...(since < 3 ? [{ seq: 3, event: bad }] : []),
+      ];
+      const c = f.createCompactor({ journal: tampered, model: fakeModel(), declaration });
+      let caught;
+      try { await c.context("c1"); } catch (e) { caught = e; }
+      check(caught instanceof f.FoldlineError, String(caught));
+      equal(caught.code, "invalid_request");
+      check(caught.message.includes("at position 3") && caught.message.includes("contentHash"), caught.message);
+    }],
     ["a lone UTF-16 surrogate is refused at append, never hashed", async () => {
       const journal = await makeJournal();
       let caught;

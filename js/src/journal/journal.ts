@@ -1,8 +1,14 @@
 import type { Event, Packet } from "../types.js";
 import { FoldlineError, validate } from "../core.js";
 
-/** An event as the journal stores it: its position and the event. */
-export interface StoredEvent { seq: number; event: Event }
+/**
+ * An event as the journal stores it: its position and the event. `checked`:
+ * the journal guarantees the event passed {@link checkAppend} and is returned
+ * exactly as checked (an in-process journal whose only way in is `append`),
+ * so a reader need not check it again. Leave it out when the storage can be
+ * written by anything else.
+ */
+export interface StoredEvent { seq: number; event: Event; checked?: boolean }
 
 /** Where and under which lease a batch may be appended. */
 export interface AppendOptions {

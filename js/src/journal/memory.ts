@@ -14,7 +14,8 @@ export class MemoryJournal implements Journal {
   async readEvents(conversationId: string, sinceSeq = 0): Promise<StoredEvent[]> {
     const list = this.events.get(conversationId) ?? [];
     // Positions are 1-based and dense: position n is list[n - 1].
-    return list.slice(Math.max(0, sinceSeq)).map((e) => structuredClone(e));
+    // Only `append` writes here, after `checkAppend`: the events are checked.
+    return list.slice(Math.max(0, sinceSeq)).map((e) => ({ seq: e.seq, event: structuredClone(e.event), checked: true }));
   }
   async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
     const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
