@@ -33,6 +33,7 @@ mod render;
 pub mod canonical;
 pub mod decode;
 pub mod error;
+mod order;
 
 pub use records::{amendment, boundary, declaration, event, frontier, packet, turn};
 

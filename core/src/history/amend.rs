@@ -32,7 +32,9 @@ impl Amendment {
     /// # Errors
     /// `amendment_too_large` when the rendered envelope exceeds `max_chars`.
     pub fn build(mut entries: Vec<AmendmentEntry>, max_chars: u64) -> Result<Amendment> {
-        entries.sort_by(|a, b| (a.source_seq, &a.turn_id).cmp(&(b.source_seq, &b.turn_id)));
+        crate::order::sort_by(&mut entries, |a, b| {
+            (a.source_seq, &a.turn_id).cmp(&(b.source_seq, &b.turn_id))
+        });
         let mut a = Amendment {
             hash: canonical::hash(&entries),
             entries,

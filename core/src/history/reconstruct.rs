@@ -130,10 +130,10 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
             turns.push(meta_or_corrected(t, latest.remove(id)));
         }
     }
-    turns.sort_by(|a, b| a.key().cmp(&b.key()));
+    crate::order::sort_by(&mut turns, |a, b| a.key().cmp(&b.key()));
 
     let mut tasks: Vec<TaskEvent> = k.tasks.into_iter().cloned().collect();
-    tasks.sort_by(|a, b| {
+    crate::order::sort_by(&mut tasks, |a, b| {
         (a.head_seq, &a.task_id, a.state, &a.boundary_id).cmp(&(
             b.head_seq,
             &b.task_id,
@@ -143,7 +143,9 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
     });
     tasks.dedup();
     let mut failures: Vec<FailureEvent> = k.failures.into_iter().cloned().collect();
-    failures.sort_by(|a, b| (a.head_seq, &a.run_id).cmp(&(b.head_seq, &b.run_id)));
+    crate::order::sort_by(&mut failures, |a, b| {
+        (a.head_seq, &a.run_id).cmp(&(b.head_seq, &b.run_id))
+    });
     failures.dedup();
 
     Ok(Reconstruction {

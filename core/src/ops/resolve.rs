@@ -136,7 +136,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
     }
 
     let mut trusted: Vec<&str> = req.trusted.iter().map(String::as_str).collect();
-    trusted.sort_unstable();
+    crate::order::sort_by(&mut trusted, |a, b| a.cmp(b));
     let is_trusted = |id: &str| trusted.binary_search(&id).is_ok();
     for b in &current {
         check_boundary(b, decl, &req.route, is_trusted(&b.id))?;
@@ -154,7 +154,12 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         Some(f) => order_chain(&current, f, start)?,
     };
 
-    let packets: BTreeMap<&str, &Packet> = req.packets.iter().map(|p| (p.id.as_str(), p)).collect();
+    // Inserted one by one (a later copy wins, as `collect` would): building
+    // from an iterator sorts, and a sort per element type is large in wasm.
+    let mut packets: BTreeMap<&str, &Packet> = BTreeMap::new();
+    for p in &req.packets {
+        packets.insert(&p.id, p);
+    }
     for b in chain[usize::from(start.is_some())..]
         .iter()
         .filter(|b| !is_trusted(&b.id))
@@ -267,11 +272,10 @@ fn order_chain<'a>(
     f: &Frontier,
     start: Option<&'a Boundary>,
 ) -> Result<Vec<&'a Boundary>> {
-    let by_id: BTreeMap<&str, &Boundary> = bs
-        .iter()
-        .chain(start.iter())
-        .map(|b| (b.id.as_str(), *b))
-        .collect();
+    let mut by_id: BTreeMap<&str, &Boundary> = BTreeMap::new();
+    for b in bs.iter().chain(start.iter()) {
+        by_id.insert(&b.id, b);
+    }
     let mut children: BTreeMap<Option<&str>, Vec<&Boundary>> = BTreeMap::new();
     // A verified head is the root: its own predecessors are not sent.
     if let Some(b) = start.filter(|b| b.frontier != f.reference()) {
