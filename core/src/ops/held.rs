@@ -20,14 +20,17 @@ use serde::Serialize;
 use crate::api::{envelope, parse, run_bytes};
 use crate::event::Event;
 use crate::packet::Packet;
+use crate::reconstruct::{reconstruct, Reconstruction};
 
 /// What a host holds for one conversation.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Held {
     /// Events in journal order, as `plan`, `step` and `select` take them.
     pub events: Vec<Event>,
     /// The prepared warm candidate's packet, offered to `step` as `view.warm`.
     pub warm: Option<Packet>,
+    /// `events` reconstructed, once, for every call until they change.
+    recon: Option<Reconstruction>,
 }
 
 /// An update of what is held.
@@ -55,6 +58,9 @@ pub fn hold(held: &mut Held, input: &[u8]) -> Vec<u8> {
         if r.reset {
             *held = Held::default();
         }
+        if !r.events.is_empty() {
+            held.recon = None;
+        }
         if r.clear_warm {
             held.warm = None;
         }
@@ -69,7 +75,9 @@ pub fn hold(held: &mut Held, input: &[u8]) -> Vec<u8> {
 /// An entry point with the held events in front of the request's own:
 /// `step` (its `view`, and `view.warm` when the request has none) and
 /// `select`; any other entry runs as [`crate::api::call`] does. The held
-/// events are lent to the call, not copied, and held again after it.
+/// events are lent to the call, not copied, and held again after it; when
+/// the request brings none of its own, they are reconstructed once for every
+/// call until they change.
 pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "step" => envelope(parse(input).and_then(|mut r: crate::StepRequest| {
@@ -80,23 +88,38 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
                 view.warm = held.warm.clone();
             }
             let mut own = std::mem::take(&mut view.events);
+            let recon = held.reconstructed(own.is_empty());
             lend(&mut held.events, &mut own, |events| {
                 std::mem::swap(&mut view.events, events);
-                let out = crate::run::step_viewing(r, Some(&mut view));
+                let out = crate::run::step_viewing(r, Some(&mut view), recon.as_ref());
                 std::mem::swap(&mut view.events, events);
                 out
             })
+            .inspect(|_| held.recon = recon)
         })),
         "select" => envelope(parse(input).and_then(|mut r: crate::SelectRequest| {
             let mut own = std::mem::take(&mut r.events);
+            let recon = held.reconstructed(own.is_empty());
             lend(&mut held.events, &mut own, |events| {
                 std::mem::swap(&mut r.events, events);
-                let out = crate::select(&r);
+                let out = crate::select::select_from(&r, recon.as_ref());
                 std::mem::swap(&mut r.events, events);
                 out
             })
+            .inspect(|_| held.recon = recon)
         })),
         other => run_bytes(other, input),
+    }
+}
+
+impl Held {
+    /// The held events reconstructed (taken out for the call; put back
+    /// after it), when `alone`: the call brings no events of its own.
+    fn reconstructed(&mut self, alone: bool) -> Option<Reconstruction> {
+        if !alone {
+            return None;
+        }
+        self.recon.take().or_else(|| reconstruct(&self.events).ok())
     }
 }
 

@@ -207,7 +207,13 @@ pub enum PlanOutcome {
 
 /// Decide what to do for one conversation now.
 pub fn plan(req: &PlanRequest) -> PlanOutcome {
-    match plan_inner(req) {
+    plan_from(req, None)
+}
+
+/// [`plan`], with `req.events` already reconstructed when `recon` is given
+/// (what `held` keeps between calls).
+pub(crate) fn plan_from(req: &PlanRequest, recon: Option<&Reconstruction>) -> PlanOutcome {
+    match plan_inner(req, recon) {
         Ok(o) => o,
         Err(error) => PlanOutcome::Refuse {
             error,
@@ -216,14 +222,21 @@ pub fn plan(req: &PlanRequest) -> PlanOutcome {
     }
 }
 
-fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
+fn plan_inner(req: &PlanRequest, recon: Option<&Reconstruction>) -> Result<PlanOutcome> {
     let decl = &req.declaration;
     if let Some((error, errors)) = decl.refusal() {
         return Ok(PlanOutcome::Refuse { error, errors });
     }
     check_manual(req)?;
     check_route(&req.events, &req.route)?;
-    let recon = reconstruct(&req.events)?;
+    let built;
+    let recon = match recon {
+        Some(r) => r,
+        None => {
+            built = reconstruct(&req.events)?;
+            &built
+        }
+    };
     let fingerprint = decl.fingerprint();
     let th = Thresholds::of(decl);
     let metric = th.metric;
@@ -236,7 +249,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
             f.check()?;
             f
         }
-        _ => return activate(req, &recon, metric, &th, pick(metric, pinned_size)),
+        _ => return activate(req, recon, metric, &th, pick(metric, pinned_size)),
     };
     let covered = covered_by_head(req, frontier)?;
     let eligible = standing::eligible(decl, &recon.turns, frontier.start_seq, covered).admitted;
@@ -258,7 +271,7 @@ fn plan_inner(req: &PlanRequest) -> Result<PlanOutcome> {
         fingerprint,
     };
     if req.trigger == Trigger::Automatic {
-        if let Some(early) = automatic(&ctx, &recon, env_size) {
+        if let Some(early) = automatic(&ctx, recon, env_size) {
             return Ok(early);
         }
     }

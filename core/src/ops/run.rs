@@ -35,7 +35,8 @@ use crate::boundary::Boundary;
 use crate::error::{Code, Error, Result};
 use crate::event::{Event, FailureEvent, TaskEvent, TaskState};
 use crate::packet::Packet;
-use crate::plan::{plan, PlanOutcome, PlanRequest, Trigger};
+use crate::plan::{plan_from, PlanOutcome, PlanRequest, Trigger};
+use crate::reconstruct::Reconstruction;
 use crate::settle::{settle, ModelOutput, SettleRequest};
 use crate::stream::{
     classify, decide, FailureInput, FailureKind, FailureReport, StreamDecision, StreamEnd,
@@ -351,16 +352,21 @@ fn append(
 /// append (nothing was written).
 pub fn step(mut req: StepRequest) -> Result<Step> {
     let mut view = req.view.take();
-    step_viewing(req, view.as_mut())
+    step_viewing(req, view.as_mut(), None)
 }
 
 /// [`step`] with its view lent instead of in the request (`req.view` is
 /// ignored): what the view holds stays the caller's (`held` keeps its events
-/// between calls this way, without copying them).
+/// between calls this way, without copying them), and, when `recon` is
+/// given, the view's events already reconstructed.
 ///
 /// # Errors
 /// As [`step`].
-pub fn step_viewing(req: StepRequest, view: Option<&mut PlanRequest>) -> Result<Step> {
+pub(crate) fn step_viewing(
+    req: StepRequest,
+    view: Option<&mut PlanRequest>,
+    recon: Option<&Reconstruction>,
+) -> Result<Step> {
     let StepRequest {
         trigger,
         task,
@@ -390,7 +396,7 @@ pub fn step_viewing(req: StepRequest, view: Option<&mut PlanRequest>) -> Result<
         (Stage::Start, _, _) => Ok(match view {
             None => read(),
             Some(view) if end_interrupted_only => ctx.end_interrupted(&view.events, seq),
-            Some(view) => ctx.start(view, seq, (warm_candidates, warm_held), warm_summary),
+            Some(view) => ctx.start(view, recon, seq, (warm_candidates, warm_held), warm_summary),
         }),
         (Stage::Appending, Some(EffectResult::Conflict { seq, chain_moved }), run) => {
             conflicted(batch, then, run, failure, seq, chain_moved)
@@ -582,6 +588,7 @@ impl Ctx {
     fn start(
         &self,
         view: &mut PlanRequest,
+        recon: Option<&Reconstruction>,
         seq: u64,
         (warm_candidates, warm_held): (bool, bool),
         warm_summary: Option<ModelOutput>,
@@ -599,7 +606,7 @@ impl Ctx {
             view.warm = None;
         }
         let ready = view.warm.clone();
-        let outcome = plan(view);
+        let outcome = plan_from(view, recon);
         match outcome {
             PlanOutcome::Activate { frontier } => append(
                 vec![Event::Frontier(*frontier)],

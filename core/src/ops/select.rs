@@ -22,7 +22,7 @@ use crate::format::{self, Format};
 pub use crate::format::{ContextMessage, Kind};
 use crate::frontier::Frontier;
 use crate::group;
-use crate::reconstruct::reconstruct;
+use crate::reconstruct::{reconstruct, Reconstruction};
 use crate::standing;
 use crate::turn::{parts_chars, Part, Role, Route, Turn};
 
@@ -147,9 +147,25 @@ pub struct Selection {
 /// budget; `wrong_route`, `conflicting_turn`, `frontier_mismatch`,
 /// `divergent_hash` for inconsistent input.
 pub fn select(req: &SelectRequest) -> Result<Selection> {
+    select_from(req, None)
+}
+
+/// [`select`], with `req.events` already reconstructed when `recon` is
+/// given (what `held` keeps between calls).
+pub(crate) fn select_from(
+    req: &SelectRequest,
+    recon: Option<&Reconstruction>,
+) -> Result<Selection> {
     let decl = &req.declaration;
     check_inputs(req)?;
-    let recon = reconstruct(&req.events)?;
+    let built;
+    let recon = match recon {
+        Some(r) => r,
+        None => {
+            built = reconstruct(&req.events)?;
+            &built
+        }
+    };
     let th = Thresholds::of(decl);
     let metric = th.metric;
     let limit = req.limit.unwrap_or(th.limit);
