@@ -44,6 +44,29 @@ pub fn hash_without<T: EncodeMembers + ?Sized>(value: &T, field: &str) -> String
     sha256(&out)
 }
 
+/// What [`remembered`] keeps of one computation: its last input and answer.
+pub(crate) type Memo<T, R> = std::cell::RefCell<Option<(T, R)>>;
+
+/// `f(key)`, or the answer of the last call with an equal key: a value every
+/// call repeats (the declaration, the activation frontier) costs a
+/// comparison instead of an encoding and a hash. The answer is `f`'s either
+/// way.
+pub(crate) fn remembered<T: PartialEq + Clone, R: Clone>(
+    memo: &'static std::thread::LocalKey<Memo<T, R>>,
+    key: &T,
+    f: impl FnOnce(&T) -> R,
+) -> R {
+    let known = memo.with(|m| match &*m.borrow() {
+        Some((k, r)) if k == key => Some(r.clone()),
+        _ => None,
+    });
+    known.unwrap_or_else(|| {
+        let r = f(key);
+        memo.with(|m| *m.borrow_mut() = Some((key.clone(), r.clone())));
+        r
+    })
+}
+
 /// Fold a sequence of hashes into one (a Merkle-style chain): each step hashes
 /// the previous accumulator and the next hash string. The empty fold is the
 /// hash of no bytes. Hashes are combined, content is never re-hashed.

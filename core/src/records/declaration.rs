@@ -342,7 +342,10 @@ impl Declaration {
 
     /// The declaration fingerprint: hash of its canonical encoding.
     pub fn fingerprint(&self) -> String {
-        canonical::hash(self)
+        thread_local! {
+            static LAST: canonical::Memo<Declaration, String> = const { std::cell::RefCell::new(None) };
+        }
+        canonical::remembered(&LAST, self, canonical::hash)
     }
 
     /// The reciprocal compactor declaration of a target: the same pair,

@@ -83,7 +83,10 @@ impl Frontier {
 
     /// Whether the stored id still matches the content.
     pub fn id_is_intact(&self) -> bool {
-        canonical::hash_without(self, "id") == self.id
+        thread_local! {
+            static LAST: canonical::Memo<Frontier, bool> = const { std::cell::RefCell::new(None) };
+        }
+        canonical::remembered(&LAST, self, |f| canonical::hash_without(f, "id") == f.id)
     }
 
     /// Refuse a frontier handed back by a host whose id does not match its

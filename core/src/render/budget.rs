@@ -339,6 +339,14 @@ impl Declaration {
     /// naming every field at fault, as both `plan` (which lists the single
     /// violations beside it) and `select` answer it. `None` when it breaks none.
     pub fn refusal(&self) -> Option<(Error, Vec<Error>)> {
+        thread_local! {
+            static LAST: crate::canonical::Memo<Declaration, Option<(Error, Vec<Error>)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        crate::canonical::remembered(&LAST, self, Declaration::refusal_of)
+    }
+
+    fn refusal_of(&self) -> Option<(Error, Vec<Error>)> {
         let violations = self.violations();
         if violations.is_empty() {
             return None;
