@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import * as f from "../dist/node.js";
-import { suite, chat, declaration, fakeModel, check } from "./shared.mjs";
+import { suite, chat, declaration, fakeModel, check, say } from "./shared.mjs";
 
 await f.init();
 
@@ -159,6 +159,36 @@ test("one huge request does not keep its memory: the core is re-instantiated pas
   assert.ok(f.memoryBytes() <= Math.max(base, 2 * 1024 * 1024), `${f.memoryBytes()} bytes after the reset, ${base} before`);
   assert.deepEqual(f.trimPrompt(small), before);
   assert.equal(JSON.parse(f.callJson("trimPrompt", JSON.stringify({ text: small }))).ok.text, before.text);
+});
+
+/** A compactor's context, and the same selection made statelessly from everything the journal holds. */
+async function contextAndPlain(c, journal, id) {
+  const got = await c.context(id, { format: "openai" });
+  const r = await c.resolve(id);
+  const events = (await journal.readEvents(id)).map((e) => e.event).filter((e) => e.type !== "boundary" && e.type !== "frontier");
+  const plain = f.select({ declaration, route: { conversation: id, chat: "", sender: "" }, frontier: r.frontier, head: r.head, amendment: r.amendment, events, format: "openai" });
+  return { got, plain };
+}
+
+test("held events: a re-instantiated core and conversations past the held limit answer as the stateless select", async () => {
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+  const ids = Array.from({ length: 70 }, (_, i) => `h${i}`); // past the 64 conversations held at once
+  for (let round = 1; round <= 24; round++) {
+    for (const id of ids.slice(0, round % 3 === 0 ? ids.length : 3)) {
+      const seq = (await journal.readEvents(id)).filter((e) => e.event.type === "message").length + 1;
+      await journal.append(id, { ...say(seq, seq % 2 ? "user" : "assistant", `turn ${seq} of ${id} `.padEnd(300, "y")), conversation: id, turnId: `${id}-${seq}` });
+      await c.onMessage(id);
+      const { got, plain } = await contextAndPlain(c, journal, id);
+      assert.deepEqual(got, plain, `${id}, round ${round}`);
+    }
+    if (round === 12) {
+      // A huge call re-instantiates the core: everything held in it is gone.
+      f.trimPrompt("Basically a long paste. ".repeat(200_000));
+      assert.ok(f.memoryBytes() <= f.MEMORY_RESET_BYTES);
+    }
+  }
+  assert.ok((await c.resolve("h0")).head, "h0 compacted along the way");
 });
 
 test("contentHash in JS is held to the core's: tool calls, isError, missing names, text beyond the BMP", async () => {
