@@ -112,3 +112,77 @@ fn reset_drops_what_was_held_and_a_bad_update_changes_nothing() {
     );
     assert!(h.events.is_empty());
 }
+
+/// The request's view (or its select fields) held, and the call made without it.
+#[test]
+fn a_held_view_answers_as_the_plain_call() {
+    let mut steps = 0;
+    for v in vectors("step") {
+        let request = &v["request"];
+        let Some(view) = request.get("view").filter(|w| !w.is_null()) else {
+            continue;
+        };
+        if !request["state"].is_null() || !view["warm"].is_null() {
+            continue;
+        }
+        let mut rest = request.clone();
+        rest.as_object_mut().unwrap().remove("view");
+        let mut h = held::Held::default();
+        let update = serde_json::json!({ "events": view["events"], "view": view });
+        held::hold(&mut h, update.to_string().as_bytes());
+        let plain = api::call("step", request.to_string().as_bytes());
+        assert_eq!(
+            String::from_utf8_lossy(&held::call(&mut h, "step", rest.to_string().as_bytes())),
+            String::from_utf8_lossy(&plain),
+            "{}",
+            v["name"]
+        );
+        steps += 1;
+    }
+    assert!(steps >= 20, "{steps} step vectors");
+    let mut selects = 0;
+    for v in vectors("select") {
+        let r = &v["request"];
+        let view = serde_json::json!({
+            "declaration": r["declaration"], "route": r["route"], "frontier": r.get("frontier"),
+            "head": r.get("head"), "amendment": r.get("amendment"), "events": [],
+        });
+        let mut options = serde_json::Map::new();
+        for k in ["prompt", "format", "limit", "render"] {
+            if let Some(x) = r.get(k) {
+                options.insert(k.into(), x.clone());
+            }
+        }
+        let mut h = held::Held::default();
+        let update = serde_json::json!({ "events": r["events"], "view": view });
+        assert!(
+            String::from_utf8(held::hold(&mut h, update.to_string().as_bytes()))
+                .unwrap()
+                .starts_with("{\"ok\"")
+        );
+        let plain = api::call("select", r.to_string().as_bytes());
+        let context = held::call(
+            &mut h,
+            "context",
+            Value::Object(options).to_string().as_bytes(),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&context),
+            String::from_utf8_lossy(&plain),
+            "{}",
+            v["name"]
+        );
+        selects += 1;
+    }
+    assert!(selects >= 10, "{selects} select vectors");
+}
+
+#[test]
+fn context_without_a_held_view_is_refused() {
+    let mut h = held::Held::default();
+    let out = String::from_utf8(held::call(&mut h, "context", b"{}")).unwrap();
+    assert!(
+        out.starts_with(r#"{"error":{"code":"invalid_request""#),
+        "{out}"
+    );
+}

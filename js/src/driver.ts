@@ -181,6 +181,8 @@ interface State {
   chainEvents: number;
   /** The verified resolution, until a chain event arrives. */
   res?: Resolution;
+  /** Counts the resolutions taken in: names the chain state a held view was made from. */
+  resolutions: number;
   /** Reads run one after another. */
   reading: Promise<unknown>;
   /** Writers run one after another. */
@@ -220,7 +222,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     let s = states.get(id);
     if (!s) {
       s = {
-        seq: 0, sourceSeq: 0, recent: [], held: newSlot(), chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+        seq: 0, sourceSeq: 0, recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
         reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
       };
       states.set(id, s);
@@ -284,6 +286,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       if (r.kind !== "resolved") throw new Error("unexpected validate answer");
       s.chain = extendVerified(s.verified, s.chain, r);
       s.res = r;
+      s.resolutions++;
       // What lies before the frontier or under the head never reaches plan
       // or select again: their cost does not grow with covered history.
       const covered = r.head?.coveredThroughSeq;
@@ -352,16 +355,23 @@ export function createCompactor(o: CompactorOptions): Compactor {
   }
 
   /** What the core plans from: the state read to the journal's end, as a plan request. */
-  async function view(id: string, trigger: Trigger): Promise<{ s: State; request: PlanRequest; seq: number }> {
+  async function view(id: string, trigger: Trigger): Promise<{ s: State; request: PlanRequest; seq: number; key: string }> {
     const { s, events, res } = await load(id);
+    const route = routeOf(id);
+    const owner = o.owner?.(id) ?? null;
     return {
-      s, seq: s.seq,
+      s, seq: s.seq, key: viewKey(s, route, owner),
       request: {
-        declaration: o.declaration, route: routeOf(id), owner: o.owner?.(id) ?? null,
+        declaration: o.declaration, route, owner,
         frontier: res.frontier, head: res.head, amendment: res.amendment, events, trigger,
         warm: s.warm?.result ? s.warm.packet : null,
       },
     };
+  }
+
+  /** Names a view's chain state: the same key, the same declaration, route, owner, frontier, head and amendment. */
+  function viewKey(s: State, route: Route, owner: string | null): string {
+    return `${s.resolutions}|${JSON.stringify(route)}|${owner}`;
   }
 
   /**
@@ -375,8 +385,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
   ): Promise<Finished> {
     const { task, onAccepted, endInterruptedOnly = false } = options;
     const timeout = o.modelTimeoutMs ?? 120_000;
+    let key = "";
     const fresh = async (): Promise<StepRequest> => {
       const v = await view(id, trigger);
+      key = v.key;
       const w = v.s.warm;
       return {
         trigger, task: task ?? null, endInterruptedOnly, warmCandidates: o.warmCandidates !== false, warmHeld: w !== undefined,
@@ -390,7 +402,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const next = (last: EffectResult, st: LoopState): StepRequest => ({ trigger, task: task ?? null, endInterruptedOnly, modelTimeoutMs: timeout, state: st, last });
     let request = await fresh();
     for (;;) {
-      const { state: st, effect } = stepHeld<Step>(s.held, request);
+      const { state: st, effect } = stepHeld<Step>(s.held, request, key);
       switch (effect.effect) {
         case "done":
           return effect.finished;
@@ -548,11 +560,13 @@ export function createCompactor(o: CompactorOptions): Compactor {
       const { s, events, res } = await load(id);
       // `select` takes either spelling of the AI SDK format.
       const format = opts.format === "ai-sdk" ? "aiSdk" : opts.format ?? "foldline";
+      const route = routeOf(id);
+      const owner = o.owner?.(id) ?? null;
       return selectHeld<Selection<MessagesOf[F]>>(s.held, {
-        declaration: o.declaration, route: routeOf(id), frontier: res.frontier, head: res.head,
+        declaration: o.declaration, route, frontier: res.frontier, head: res.head,
         amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
         limit: opts.limit ?? null, render: opts.render ?? true,
-      });
+      }, owner, viewKey(s, route, owner));
     },
     async timeline(id) {
       let accepted: string[] = [];

@@ -10,7 +10,7 @@
 
 import { call } from "./call.js";
 import { core, generation, release } from "./load.js";
-import type { Event, Packet, SelectRequest, StepRequest } from "./types.js";
+import type { Event, Packet, PlanRequest, SelectRequest, StepRequest } from "./types.js";
 
 /** Conversations held at once. */
 export const MAX_SLOTS = 64;
@@ -29,6 +29,8 @@ export interface Slot {
   bytes: number;
   /** Id of the warm candidate's packet held, if any. */
   warm?: string;
+  /** Key of the view held (the driver's: its chain state's version), if any. */
+  view?: string;
 }
 
 const slots = new Map<number, Slot>(); // in order of last use
@@ -52,22 +54,34 @@ export function resetSlot(slot: Slot): void {
   slot.count = 0;
   slot.bytes = 0;
   slot.warm = undefined;
+  slot.view = undefined;
+}
+
+/** The view's chain state, held under the driver's key for it. */
+export interface HeldView {
+  key: string;
+  view: Omit<PlanRequest, "events" | "trigger" | "warm">;
 }
 
 /**
  * Bring the slot up to `events` (which extend what it holds, unless it was
- * reset) and `warm` (`undefined`: as held); `undefined` when they cannot be held (then send them
- * inline). Must be followed by the call without anything awaited between.
+ * reset), `warm` (`undefined`: as held) and `view`; `undefined` when they
+ * cannot be held (then send them inline). Must be followed by the call
+ * without anything awaited between.
  */
-function sync(slot: Slot, events: readonly Event[], warm: Packet | null | undefined): { id: number; count: number } | undefined {
+function sync(
+  slot: Slot, events: readonly Event[], warm: Packet | null | undefined, view: HeldView,
+): { id: number; count: number } | undefined {
   if (slot.generation !== generation() || !slots.has(slot.id)) {
     resetSlot(slot);
     slot.generation = generation();
   }
   const fresh = events.slice(slot.count);
   const warmChange = warm !== undefined && (warm?.id ?? undefined) !== slot.warm;
-  if (fresh.length > 0 || warmChange || !slots.has(slot.id)) {
+  const viewChange = view.key !== slot.view;
+  if (fresh.length > 0 || warmChange || viewChange || !slots.has(slot.id)) {
     const update: Record<string, unknown> = { reset: !slots.has(slot.id), events: fresh };
+    if (viewChange) update.view = { ...view.view, events: [] };
     if (warmChange) {
       if (warm) update.warm = warm;
       else update.clearWarm = true;
@@ -89,6 +103,7 @@ function sync(slot: Slot, events: readonly Event[], warm: Packet | null | undefi
     slot.count += fresh.length;
     slot.bytes += text.length;
     if (warmChange) slot.warm = warm?.id;
+    slot.view = view.key;
     heldBytes += text.length;
   }
   // Most recently used last; the oldest go first.
@@ -101,16 +116,26 @@ function sync(slot: Slot, events: readonly Event[], warm: Packet | null | undefi
   return { id: slot.id, count: slot.count };
 }
 
-/** `step` with its view's events and warm candidate held in `slot`. */
-export function stepHeld<T>(slot: Slot, request: StepRequest): T {
+/**
+ * `step` with its view held in `slot` (`key` names the view's chain state:
+ * the same key, the same declaration, route, owner, frontier, head and
+ * amendment): a starting step then sends no view at all.
+ */
+export function stepHeld<T>(slot: Slot, request: StepRequest, key: string): T {
   const view = request.view;
   if (!view) return call<T>("step", request);
-  const held = sync(slot, view.events, view.warm ?? null);
-  return call<T>("step", held ? { ...request, view: { ...view, events: [], warm: null } } : request, held);
+  const { events, trigger: _trigger, warm, ...rest } = view;
+  const held = sync(slot, events, warm ?? null, { key, view: rest });
+  if (!held) return call<T>("step", request);
+  const { view: _view, ...without } = request;
+  return call<T>("step", without, held);
 }
 
-/** `select` with its events held in `slot`. */
-export function selectHeld<T>(slot: Slot, request: SelectRequest): T {
-  const held = sync(slot, request.events, undefined);
-  return call<T>("select", held ? { ...request, events: [] } : request, held);
+/** `select` with its events and view held in `slot`: the held `context` entry, which takes only the options. */
+export function selectHeld<T>(slot: Slot, request: SelectRequest, owner: string | null, key: string): T {
+  const { declaration, route, frontier, head, amendment, events, prompt, format, limit, render } = request;
+  const held = sync(slot, events, undefined, {
+    key, view: { declaration, route, owner, frontier: frontier ?? null, head: head ?? null, amendment: amendment ?? null },
+  });
+  return held ? call<T>("context", { prompt, format, limit, render }, held) : call<T>("select", request);
 }

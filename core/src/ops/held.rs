@@ -5,9 +5,13 @@
 //! turns each time (everything after the chain head): parsing and decoding
 //! them is most of a call. Instead it can [`hold`] them once — and then only
 //! each new event — and make those calls through [`call`], which puts the
-//! held events in front of the request's own. The answer is byte-identical to
-//! the plain call with the held events written out in the request (tested
-//! below and in the JS package), so holding is a cache, never a rule.
+//! held events in front of the request's own. The view's chain state (the
+//! declaration, route, owner, frontier, head and amendment, which change
+//! only with the chain) can be held too: a starting `step` without a view
+//! then plans from it, and `context` is `select` with it. Every answer is
+//! byte-identical to the plain call with what is held written out in the
+//! request (`core/tests/held.rs`, and the JS package's tests), so holding is a
+//! cache, never a rule.
 //!
 //! The store of [`Held`] values lives with the host's instance (the
 //! WebAssembly module keeps them by a host-chosen id); the core only says how
@@ -18,9 +22,14 @@ use foldline_derive::Decode;
 use serde::Serialize;
 
 use crate::api::{envelope, parse, run_bytes};
+use crate::error::{Code, Error, Result};
 use crate::event::Event;
+use crate::format::Format;
 use crate::packet::Packet;
+use crate::plan::PlanRequest;
 use crate::reconstruct::{reconstruct, Reconstruction};
+use crate::select::{SelectRequest, Selection};
+use crate::turn::Part;
 
 /// What a host holds for one conversation.
 #[derive(Debug, Clone, Default)]
@@ -29,6 +38,10 @@ pub struct Held {
     pub events: Vec<Event>,
     /// The prepared warm candidate's packet, offered to `step` as `view.warm`.
     pub warm: Option<Packet>,
+    /// The view's chain state (declaration, route, owner, frontier, head,
+    /// amendment; no events): a starting `step` without a view plans from
+    /// it, and `context` selects with it.
+    pub view: Option<PlanRequest>,
     /// `events` reconstructed, once, for every call until they change.
     recon: Option<Reconstruction>,
 }
@@ -49,6 +62,33 @@ pub struct HoldRequest {
     /// Drop the held warm candidate.
     #[serde(default)]
     pub clear_warm: bool,
+    /// The view's chain state to hold, replacing any (its `events` are not
+    /// kept: the held ones are used).
+    #[serde(default)]
+    pub view: Option<PlanRequest>,
+}
+
+/// What `context` takes: the held view and events selected, as `select`
+/// with these options.
+#[derive(Debug, Clone, PartialEq, Serialize, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextRequest {
+    /// As `select`'s.
+    #[serde(default)]
+    pub prompt: Option<Vec<Part>>,
+    /// As `select`'s.
+    #[serde(default)]
+    pub format: Format,
+    /// As `select`'s.
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// As `select`'s (default true).
+    #[serde(default = "yes")]
+    pub render: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Apply a JSON [`HoldRequest`] to `held`; answers the envelope of the
@@ -67,6 +107,10 @@ pub fn hold(held: &mut Held, input: &[u8]) -> Vec<u8> {
         if r.warm.is_some() {
             held.warm = r.warm;
         }
+        if let Some(mut view) = r.view {
+            view.events = Vec::new();
+            held.view = Some(view);
+        }
         held.events.extend(r.events);
         held.events.len() as u64
     }))
@@ -81,7 +125,12 @@ pub fn hold(held: &mut Held, input: &[u8]) -> Vec<u8> {
 pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "step" => envelope(parse(input).and_then(|mut r: crate::StepRequest| {
-            let Some(mut view) = r.view.take() else {
+            // A run that starts without a view plans from the held one.
+            let view = match r.view.take() {
+                None if r.state.is_none() => held.view.clone(),
+                view => view,
+            };
+            let Some(mut view) = view else {
                 return crate::step(r);
             };
             if view.warm.is_none() {
@@ -97,19 +146,43 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
             })
             .inspect(|_| held.recon = recon)
         })),
-        "select" => envelope(parse(input).and_then(|mut r: crate::SelectRequest| {
-            let mut own = std::mem::take(&mut r.events);
-            let recon = held.reconstructed(own.is_empty());
-            lend(&mut held.events, &mut own, |events| {
-                std::mem::swap(&mut r.events, events);
-                let out = crate::select::select_from(&r, recon.as_ref());
-                std::mem::swap(&mut r.events, events);
-                out
-            })
-            .inspect(|_| held.recon = recon)
+        "select" => envelope(parse(input).and_then(|r| select(held, r))),
+        "context" => envelope(parse(input).and_then(|c: ContextRequest| {
+            let Some(v) = &held.view else {
+                return Err(Error::new(
+                    Code::InvalidRequest,
+                    "`context` selects with the held view: hold one first",
+                ));
+            };
+            let r = SelectRequest {
+                declaration: v.declaration.clone(),
+                route: v.route.clone(),
+                frontier: v.frontier.clone(),
+                head: v.head.clone(),
+                amendment: v.amendment.clone(),
+                events: Vec::new(),
+                prompt: c.prompt,
+                format: c.format,
+                limit: c.limit,
+                render: c.render,
+            };
+            select(held, r)
         })),
         other => run_bytes(other, input),
     }
+}
+
+/// `select` with the held events in front of the request's own.
+fn select(held: &mut Held, mut r: SelectRequest) -> Result<Selection> {
+    let mut own = std::mem::take(&mut r.events);
+    let recon = held.reconstructed(own.is_empty());
+    lend(&mut held.events, &mut own, |events| {
+        std::mem::swap(&mut r.events, events);
+        let out = crate::select::select_from(&r, recon.as_ref());
+        std::mem::swap(&mut r.events, events);
+        out
+    })
+    .inspect(|_| held.recon = recon)
 }
 
 impl Held {
