@@ -12,23 +12,18 @@ export function __wbg_reset_state(): void;
 export function call(entry: string, request: string): string;
 
 /**
- * `call` with the `count` events held under `id` in front of the request's
- * own (`step`'s view, `select`): the same answer as the plain call with them
- * written out; `invalid_request` when another number is held.
+ * `call` with what is held under `id` (`update`, a hold request
+ * `{reset?, events?, warm?, clearWarm?, view?}` applied first; `""` for
+ * none) in front of the request's own (`step`'s view, `select`, `context`):
+ * the same answer as the plain call with it written out. `count`: the events
+ * held before the update; another number is `invalid_request`.
  */
-export function callHeld(id: number, count: number, entry: string, request: string): string;
+export function callHeld(id: number, count: number, entry: string, request: string, update: string): string;
 
 /**
  * Drop what is held under `id`.
  */
 export function forget(id: number): void;
-
-/**
- * Update the events held for one conversation under a host-chosen id
- * (`{reset?, events?, warm?, clearWarm?}`); answers `{ok: <events held>}`
- * or `{error}`.
- */
-export function hold(id: number, request: string): string;
 
 /**
  * Crate, ruleset and ABI versions as a JSON string.
@@ -40,13 +35,12 @@ export type InitInput = RequestInfo | URL | Response | BufferSource | WebAssembl
 export interface InitOutput {
     readonly memory: WebAssembly.Memory;
     readonly call: (a: number, b: number, c: number, d: number) => [number, number];
-    readonly callHeld: (a: number, b: number, c: number, d: number, e: number, f: number) => [number, number];
+    readonly callHeld: (a: number, b: number, c: number, d: number, e: number, f: number, g: number, h: number) => [number, number];
     readonly foldline_abi_major: () => number;
     readonly foldline_alloc: (a: number) => number;
     readonly foldline_call: (a: number, b: number, c: number, d: number) => bigint;
     readonly foldline_free: (a: number, b: number) => void;
     readonly forget: (a: number) => void;
-    readonly hold: (a: number, b: number, c: number) => [number, number];
     readonly version: () => [number, number];
     readonly foldline_abi_minor: () => number;
     readonly __wbindgen_externrefs: WebAssembly.Table;

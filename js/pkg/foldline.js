@@ -48,41 +48,47 @@ export function call(entry, request) {
 }
 
 /**
- * `call` with the `count` events held under `id` in front of the request's
- * own (`step`'s view, `select`): the same answer as the plain call with them
- * written out; `invalid_request` when another number is held.
+ * `call` with what is held under `id` (`update`, a hold request
+ * `{reset?, events?, warm?, clearWarm?, view?}` applied first; `""` for
+ * none) in front of the request's own (`step`'s view, `select`, `context`):
+ * the same answer as the plain call with it written out. `count`: the events
+ * held before the update; another number is `invalid_request`.
  * @param {number} id
  * @param {number} count
  * @param {string} entry
  * @param {string} request
+ * @param {string} update
  * @returns {string}
  */
-export function callHeld(id, count, entry, request) {
-    let deferred5_0;
-    let deferred5_1;
+export function callHeld(id, count, entry, request, update) {
+    let deferred6_0;
+    let deferred6_1;
     try {
-        const val3 = +id;
-        const val4 = +count;
-        let ptr0, len0, ptr1, len1;
+        const val4 = +id;
+        const val5 = +count;
+        let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
             ptr0 = passStringToWasm0(entry, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
             ptr1 = passStringToWasm0(request, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
+            ptr2 = passStringToWasm0(update, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len2 = WASM_VECTOR_LEN;
         } catch (e) {
+            if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
         let ret;
         __wbg_call_guard();
-        ret = wasm.callHeld(val3, val4, ptr0, len0, ptr1, len1);
-        deferred5_0 = ret[0];
-        deferred5_1 = ret[1];
+        ret = wasm.callHeld(val4, val5, ptr0, len0, ptr1, len1, ptr2, len2);
+        deferred6_0 = ret[0];
+        deferred6_1 = ret[1];
         return getStringFromWasm0(ret[0], ret[1]);
     } finally {
         __wbg_call_guard();
-        wasm.__wbindgen_free(deferred5_0, deferred5_1, 1);
+        wasm.__wbindgen_free(deferred6_0, deferred6_1, 1);
     }
 }
 
@@ -93,33 +99,6 @@ export function callHeld(id, count, entry, request) {
 export function forget(id) {
     __wbg_call_guard();
     wasm.forget(id);
-}
-
-/**
- * Update the events held for one conversation under a host-chosen id
- * (`{reset?, events?, warm?, clearWarm?}`); answers `{ok: <events held>}`
- * or `{error}`.
- * @param {number} id
- * @param {string} request
- * @returns {string}
- */
-export function hold(id, request) {
-    let deferred3_0;
-    let deferred3_1;
-    try {
-        const val2 = +id;
-        const ptr0 = passStringToWasm0(request, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        let ret;
-        __wbg_call_guard();
-        ret = wasm.hold(val2, ptr0, len0);
-        deferred3_0 = ret[0];
-        deferred3_1 = ret[1];
-        return getStringFromWasm0(ret[0], ret[1]);
-    } finally {
-        __wbg_call_guard();
-        wasm.__wbindgen_free(deferred3_0, deferred3_1, 1);
-    }
 }
 
 /**

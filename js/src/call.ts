@@ -14,10 +14,10 @@ type Envelope<T> = { ok: T } | { error: ErrorValue };
  * `Deoptimizer::DoComputeBuiltinContinuation`) when optimized code that
  * inlined a call into WebAssembly is deoptimized by objects created while
  * that call runs, which is what parsing the answer inside the call did.
- * With `held`, the `count` events held under `id` go in front of the
- * request's own (`held.ts`).
+ * With `held`, what is held under `id` (`count` events before `update` is
+ * applied) goes in front of the request's own (`held.ts`).
  */
-export function call<T>(entry: string, request: unknown, held?: { id: number; count: number }): T {
+export function call<T>(entry: string, request: unknown, held?: { id: number; count: number; update: string }): T {
   let text: string | undefined;
   try {
     text = JSON.stringify(request);
@@ -25,7 +25,7 @@ export function call<T>(entry: string, request: unknown, held?: { id: number; co
     throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
   }
   if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
-  const answer = held ? core().callHeld(held.id, held.count, entry, text) : core().call(entry, text);
+  const answer = held ? core().callHeld(held.id, held.count, entry, text, held.update) : core().call(entry, text);
   release();
   const e = JSON.parse(answer) as Envelope<T>;
   if ("error" in e) throw new FoldlineError(e.error);

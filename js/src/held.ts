@@ -9,7 +9,7 @@
 // replaced (`generation()`). Whatever cannot be held is sent inline.
 
 import { call } from "./call.js";
-import { core, generation, release } from "./load.js";
+import { core, generation } from "./load.js";
 import type { Event, Packet, PlanRequest, SelectRequest, StepRequest } from "./types.js";
 
 /** Conversations held at once. */
@@ -63,57 +63,70 @@ export interface HeldView {
   view: Omit<PlanRequest, "events" | "trigger" | "warm">;
 }
 
+/** A held call: what the core holds before it, the update to apply first, and the slot's bookkeeping once it answered. */
+interface HeldCall {
+  id: number;
+  count: number;
+  update: string;
+  apply(): void;
+}
+
 /**
- * Bring the slot up to `events` (which extend what it holds, unless it was
- * reset), `warm` (`undefined`: as held) and `view`; `undefined` when they
- * cannot be held (then send them inline). Must be followed by the call
- * without anything awaited between.
+ * What brings the slot up to `events` (which extend what it holds, unless it
+ * was reset), `warm` (`undefined`: as held) and `view`, applied by the call
+ * itself; `undefined` when they cannot be held (then send them inline).
  */
-function sync(
-  slot: Slot, events: readonly Event[], warm: Packet | null | undefined, view: HeldView,
-): { id: number; count: number } | undefined {
+function prepare(slot: Slot, events: readonly Event[], warm: Packet | null | undefined, view: HeldView): HeldCall | undefined {
   if (slot.generation !== generation() || !slots.has(slot.id)) {
     resetSlot(slot);
     slot.generation = generation();
   }
+  const live = slots.has(slot.id);
   const fresh = events.slice(slot.count);
   const warmChange = warm !== undefined && (warm?.id ?? undefined) !== slot.warm;
   const viewChange = view.key !== slot.view;
-  if (fresh.length > 0 || warmChange || viewChange || !slots.has(slot.id)) {
-    const update: Record<string, unknown> = { reset: !slots.has(slot.id), events: fresh };
-    if (viewChange) update.view = { ...view.view, events: [] };
+  let update = "";
+  if (fresh.length > 0 || warmChange || viewChange || !live) {
+    const u: Record<string, unknown> = { reset: !live, events: fresh };
     if (warmChange) {
-      if (warm) update.warm = warm;
-      else update.clearWarm = true;
+      if (warm) u.warm = warm;
+      else u.clearWarm = true;
     }
-    const text = JSON.stringify(update);
-    if (slot.bytes + text.length > MAX_BYTES / 4) {
+    if (viewChange) u.view = { ...view.view, events: [] };
+    update = JSON.stringify(u);
+    if (slot.bytes + update.length > MAX_BYTES / 4) {
       resetSlot(slot);
       return undefined;
     }
-    const answer = core().hold(slot.id, text);
-    release();
-    if (slot.generation !== generation() || answer !== `{"ok":${slot.count + fresh.length}}`) {
-      // The instance was replaced by this very update, or refused it (an
-      // event the core cannot use: the inline call names it).
-      resetSlot(slot);
-      return undefined;
-    }
-    slots.set(slot.id, slot);
-    slot.count += fresh.length;
-    slot.bytes += text.length;
-    if (warmChange) slot.warm = warm?.id;
-    slot.view = view.key;
-    heldBytes += text.length;
   }
-  // Most recently used last; the oldest go first.
-  slots.delete(slot.id);
-  slots.set(slot.id, slot);
-  for (const old of slots.values()) {
-    if (slots.size <= MAX_SLOTS && heldBytes <= MAX_BYTES) break;
-    if (old !== slot) drop(old);
+  return {
+    id: slot.id, count: slot.count, update,
+    apply() {
+      slots.delete(slot.id); // most recently used last; the oldest go first
+      slots.set(slot.id, slot);
+      slot.count += fresh.length;
+      slot.bytes += update.length;
+      heldBytes += update.length;
+      if (warmChange) slot.warm = warm?.id;
+      slot.view = view.key;
+      for (const old of slots.values()) {
+        if (slots.size <= MAX_SLOTS && heldBytes <= MAX_BYTES) break;
+        if (old !== slot) drop(old);
+      }
+    },
+  };
+}
+
+/** The call through the held slot; any error leaves nothing held (the next call sends it all again). */
+function through<T>(slot: Slot, held: HeldCall, entry: string, request: unknown): T {
+  try {
+    const out = call<T>(entry, request, held);
+    held.apply();
+    return out;
+  } catch (e) {
+    resetSlot(slot);
+    throw e;
   }
-  return { id: slot.id, count: slot.count };
 }
 
 /**
@@ -125,17 +138,17 @@ export function stepHeld<T>(slot: Slot, request: StepRequest, key: string): T {
   const view = request.view;
   if (!view) return call<T>("step", request);
   const { events, trigger: _trigger, warm, ...rest } = view;
-  const held = sync(slot, events, warm ?? null, { key, view: rest });
+  const held = prepare(slot, events, warm ?? null, { key, view: rest });
   if (!held) return call<T>("step", request);
   const { view: _view, ...without } = request;
-  return call<T>("step", without, held);
+  return through<T>(slot, held, "step", without);
 }
 
 /** `select` with its events and view held in `slot`: the held `context` entry, which takes only the options. */
 export function selectHeld<T>(slot: Slot, request: SelectRequest, owner: string | null, key: string): T {
   const { declaration, route, frontier, head, amendment, events, prompt, format, limit, render } = request;
-  const held = sync(slot, events, undefined, {
+  const held = prepare(slot, events, undefined, {
     key, view: { declaration, route, owner, frontier: frontier ?? null, head: head ?? null, amendment: amendment ?? null },
   });
-  return held ? call<T>("context", { prompt, format, limit, render }, held) : call<T>("select", request);
+  return held ? through<T>(slot, held, "context", { prompt, format, limit, render }) : call<T>("select", request);
 }

@@ -30,10 +30,8 @@ export interface Core {
   call(entry: string, request: string): string;
   /** Crate, ruleset and ABI versions as JSON text. */
   version(): string;
-  /** Update the events held under `id`: `{reset?, events?, warm?, clearWarm?}`; answers `{ok: <count>}`. */
-  hold(id: number, request: string): string;
-  /** `call` with the `count` events held under `id` in front of the request's own. */
-  callHeld(id: number, count: number, entry: string, request: string): string;
+  /** `call` with what is held under `id` (`count` events, then `update` applied) in front of the request's own. */
+  callHeld(id: number, count: number, entry: string, request: string, update: string): string;
   /** Drop what is held under `id`. */
   forget(id: number): void;
 }

@@ -28,20 +28,21 @@ pub fn version() -> String {
     crate::version_info()
 }
 
-/// Update the events held for one conversation under a host-chosen id
-/// (`{reset?, events?, warm?, clearWarm?}`); answers `{ok: <events held>}`
-/// or `{error}`.
-#[wasm_bindgen]
-pub fn hold(id: u32, request: &str) -> String {
-    String::from_utf8(crate::held::hold(id, request.as_bytes())).unwrap_or_default()
-}
-
-/// `call` with the `count` events held under `id` in front of the request's
-/// own (`step`'s view, `select`): the same answer as the plain call with them
-/// written out; `invalid_request` when another number is held.
+/// `call` with what is held under `id` (`update`, a hold request
+/// `{reset?, events?, warm?, clearWarm?, view?}` applied first; `""` for
+/// none) in front of the request's own (`step`'s view, `select`, `context`):
+/// the same answer as the plain call with it written out. `count`: the events
+/// held before the update; another number is `invalid_request`.
 #[wasm_bindgen(js_name = callHeld)]
-pub fn call_held(id: u32, count: u32, entry: &str, request: &str) -> String {
-    String::from_utf8(crate::held::call(id, count, entry, request.as_bytes())).unwrap_or_default()
+pub fn call_held(id: u32, count: u32, entry: &str, request: &str, update: &str) -> String {
+    String::from_utf8(crate::held::call(
+        id,
+        count,
+        entry,
+        request.as_bytes(),
+        update.as_bytes(),
+    ))
+    .unwrap_or_default()
 }
 
 /// Drop what is held under `id`.
