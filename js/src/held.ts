@@ -38,8 +38,9 @@ let nextId = 1;
 let heldBytes = 0;
 
 function drop(slot: Slot): void {
-  if (!slots.delete(slot.id)) return;
-  heldBytes -= slot.bytes;
+  if (slots.delete(slot.id)) heldBytes -= slot.bytes;
+  // Also when it never answered: a first call that failed may have left an
+  // update held.
   if (slot.generation === generation()) core().forget(slot.id);
 }
 

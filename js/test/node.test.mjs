@@ -191,6 +191,16 @@ test("held events: a re-instantiated core and conversations past the held limit 
   assert.ok((await c.resolve("h0")).head, "h0 compacted along the way");
 });
 
+test("held events: a refused first context leaves nothing behind; the next one answers", async () => {
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+  await chat(c, journal, 1, 3);
+  await assert.rejects(c.context("c1", { limit: 1 }), (e) => e instanceof f.FoldlineError && e.code === "tail_turn_too_large");
+  await assert.rejects(c.context("c1", { limit: 1 }), (e) => e.code === "tail_turn_too_large", "the same refusal, not a held-state error");
+  const { got, plain } = await contextAndPlain(c, journal, "c1");
+  assert.deepEqual(got, plain);
+});
+
 test("contentHash in JS is held to the core's: tool calls, isError, missing names, text beyond the BMP", async () => {
   const cases = [
     [{ type: "toolCall", callId: "c1", name: "search", arguments: "{\"q\":\"Lisbon 🏖\"}" }],
