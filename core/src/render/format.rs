@@ -7,9 +7,9 @@
 
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use crate::canonical::Encode;
+use crate::canonical::{write_str, Encode};
 use crate::decode::{At, Decode};
 use crate::turn::{Part, Role};
 
@@ -60,12 +60,16 @@ pub enum Format {
 }
 
 /// Messages rendered in a format. foldline's own form stays typed and is
-/// written straight to its canonical bytes; the provider shapes are JSON
-/// values. Read back from JSON (by a Rust host), a rendering is `Json`.
-#[derive(Debug, Clone, PartialEq)]
+/// written straight to its canonical bytes, as are OpenAI messages (the
+/// format a chat client asks for on every message); the other provider
+/// shapes are JSON values. Read back from JSON (by a Rust host), a rendering
+/// is `Json`. Two renderings are equal when their JSON is.
+#[derive(Debug, Clone)]
 pub enum Rendered {
     /// foldline's own messages.
     Foldline(Vec<ContextMessage>),
+    /// Messages already in their canonical bytes (a JSON array).
+    Canonical(Vec<u8>),
     /// A provider's shape, or any rendering read back from JSON.
     Json(Value),
 }
@@ -75,8 +79,16 @@ impl Rendered {
     pub fn to_value(&self) -> Value {
         match self {
             Rendered::Foldline(m) => Value::Array(m.iter().map(message_value).collect()),
+            // Written by `openai` below: JSON by construction.
+            Rendered::Canonical(b) => crate::decode::parse(b).unwrap_or(Value::Null),
             Rendered::Json(v) => v.clone(),
         }
+    }
+}
+
+impl PartialEq for Rendered {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_value() == other.to_value()
     }
 }
 
@@ -91,6 +103,7 @@ impl Encode for Rendered {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Rendered::Foldline(m) => m.encode(out),
+            Rendered::Canonical(b) => out.extend_from_slice(b),
             Rendered::Json(v) => v.encode(out),
         }
     }
@@ -106,6 +119,7 @@ impl Serialize for Rendered {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
             Rendered::Foldline(m) => m.serialize(s),
+            Rendered::Canonical(_) => self.to_value().serialize(s),
             Rendered::Json(v) => v.serialize(s),
         }
     }
@@ -121,7 +135,7 @@ impl<'de> serde::Deserialize<'de> for Rendered {
 pub fn render(format: Format, messages: Vec<ContextMessage>) -> Rendered {
     match format {
         Format::Foldline => Rendered::Foldline(messages),
-        Format::Openai => Rendered::Json(Value::Array(messages.iter().flat_map(openai).collect())),
+        Format::Openai => Rendered::Canonical(openai(&messages)),
         Format::Anthropic => Rendered::Json(anthropic(&messages)),
         Format::AiSdk => Rendered::Json(Value::Array(messages.iter().filter_map(ai_sdk).collect())),
     }
@@ -151,57 +165,111 @@ fn input_of(arguments: &str) -> Value {
     }
 }
 
-fn openai(m: &ContextMessage) -> Vec<Value> {
-    if is_system(m.role) {
-        return vec![json!({"role": "system", "content": texts(&m.parts)})];
-    }
-    match m.role {
-        Role::Assistant => {
-            let calls: Vec<Value> = m
-                .parts
-                .iter()
-                .filter_map(|p| match p {
+/// OpenAI chat messages, written straight to their canonical bytes: each
+/// object's keys in byte order (`content`, `role`, `tool_call_id`,
+/// `tool_calls`; a call's `function`, `id`, `type`; a function's
+/// `arguments`, `name`), as the canonical writer orders a JSON value's.
+fn openai(messages: &[ContextMessage]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(messages.iter().map(|m| 64 + parts_len(&m.parts)).sum());
+    out.push(b'[');
+    for m in messages {
+        if is_system(m.role) {
+            simple(&mut out, &texts(&m.parts), "system");
+            continue;
+        }
+        match m.role {
+            Role::Assistant => {
+                let text = texts(&m.parts);
+                let mut calls = m.parts.iter().filter_map(|p| match p {
                     Part::ToolCall {
                         call_id,
                         name,
                         arguments,
-                    } => Some(json!({
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": name, "arguments": arguments},
-                    })),
+                    } => Some((call_id, name, arguments)),
                     _ => None,
-                })
-                .collect();
-            let text = texts(&m.parts);
-            let mut o = Map::new();
-            o.insert("role".into(), json!("assistant"));
-            o.insert(
-                "content".into(),
-                if text.is_empty() && !calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(text)
-                },
-            );
-            if !calls.is_empty() {
-                o.insert("tool_calls".into(), Value::Array(calls));
+                });
+                let first = calls.next();
+                next(&mut out);
+                out.extend_from_slice(b"{\"content\":");
+                match first {
+                    Some(_) if text.is_empty() => out.extend_from_slice(b"null"),
+                    _ => write_str(&text, &mut out),
+                }
+                out.extend_from_slice(b",\"role\":\"assistant\"");
+                if let Some(call) = first {
+                    out.extend_from_slice(b",\"tool_calls\":[");
+                    for (i, (call_id, name, arguments)) in
+                        std::iter::once(call).chain(calls).enumerate()
+                    {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(b"{\"function\":{\"arguments\":");
+                        write_str(arguments, &mut out);
+                        out.extend_from_slice(b",\"name\":");
+                        write_str(name, &mut out);
+                        out.extend_from_slice(b"},\"id\":");
+                        write_str(call_id, &mut out);
+                        out.extend_from_slice(b",\"type\":\"function\"}");
+                    }
+                    out.push(b']');
+                }
+                out.push(b'}');
             }
-            vec![Value::Object(o)]
+            Role::Tool => {
+                for p in &m.parts {
+                    match p {
+                        Part::ToolResult {
+                            call_id, content, ..
+                        } => {
+                            next(&mut out);
+                            out.extend_from_slice(b"{\"content\":");
+                            write_str(content, &mut out);
+                            out.extend_from_slice(b",\"role\":\"tool\",\"tool_call_id\":");
+                            write_str(call_id, &mut out);
+                            out.push(b'}');
+                        }
+                        Part::Text { text } => simple(&mut out, text, "user"),
+                        Part::ToolCall { .. } => {}
+                    }
+                }
+            }
+            _ => simple(&mut out, &texts(&m.parts), "user"),
         }
-        Role::Tool => m
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::ToolResult {
-                    call_id, content, ..
-                } => Some(json!({"role": "tool", "tool_call_id": call_id, "content": content})),
-                Part::Text { text } => Some(json!({"role": "user", "content": text})),
-                _ => None,
-            })
-            .collect(),
-        _ => vec![json!({"role": "user", "content": texts(&m.parts)})],
     }
+    out.push(b']');
+    out
+}
+
+/// A comma before every element but the first of the array `out` holds.
+fn next(out: &mut Vec<u8>) {
+    if out.last() != Some(&b'[') {
+        out.push(b',');
+    }
+}
+
+/// `{"content": text, "role": role}`.
+fn simple(out: &mut Vec<u8>, text: &str, role: &str) {
+    next(out);
+    out.extend_from_slice(b"{\"content\":");
+    write_str(text, out);
+    out.extend_from_slice(b",\"role\":\"");
+    out.extend_from_slice(role.as_bytes());
+    out.extend_from_slice(b"\"}");
+}
+
+/// Bytes of the parts' text, to size the output once.
+fn parts_len(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => text.len(),
+            Part::ToolCall {
+                name, arguments, ..
+            } => name.len() + arguments.len() + 80,
+            Part::ToolResult { content, .. } => content.len() + 60,
+        })
+        .sum()
 }
 
 fn anthropic(messages: &[ContextMessage]) -> Value {
@@ -303,4 +371,123 @@ fn ai_sdk(m: &ContextMessage) -> Option<Value> {
         return None;
     }
     Some(json!({"role": role, "content": content}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OpenAI shape as JSON values, written by the canonical writer: what
+    /// `openai` writes directly must be these bytes.
+    fn reference(messages: &[ContextMessage]) -> Vec<u8> {
+        let mut all = Vec::new();
+        for m in messages {
+            let role = if is_system(m.role) {
+                Role::System
+            } else {
+                m.role
+            };
+            match role {
+                Role::System => all.push(json!({"role": "system", "content": texts(&m.parts)})),
+                Role::Assistant => {
+                    let calls: Vec<Value> = m
+                        .parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            Part::ToolCall {
+                                call_id,
+                                name,
+                                arguments,
+                            } => Some(json!({
+                                "id": call_id, "type": "function",
+                                "function": {"name": name, "arguments": arguments},
+                            })),
+                            _ => None,
+                        })
+                        .collect();
+                    let text = texts(&m.parts);
+                    let mut o = json!({"role": "assistant", "content": text});
+                    if !calls.is_empty() {
+                        if text.is_empty() {
+                            o["content"] = Value::Null;
+                        }
+                        o["tool_calls"] = Value::Array(calls);
+                    }
+                    all.push(o);
+                }
+                Role::Tool => {
+                    for p in &m.parts {
+                        match p {
+                            Part::ToolResult { call_id, content, .. } => all.push(
+                                json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+                            ),
+                            Part::Text { text } => all.push(json!({"role": "user", "content": text})),
+                            Part::ToolCall { .. } => {}
+                        }
+                    }
+                }
+                _ => all.push(json!({"role": "user", "content": texts(&m.parts)})),
+            }
+        }
+        let mut out = Vec::new();
+        Value::Array(all).encode(&mut out);
+        out
+    }
+
+    fn msg(role: Role, parts: Vec<Part>) -> ContextMessage {
+        ContextMessage {
+            kind: Kind::Turn,
+            role,
+            turn_id: None,
+            parts,
+        }
+    }
+
+    #[test]
+    fn openai_is_written_as_the_canonical_writer_writes_its_values() {
+        let text = |t: &str| Part::Text { text: t.into() };
+        let call = |id: &str| Part::ToolCall {
+            call_id: id.into(),
+            name: "run \"x\"".into(),
+            arguments: "{\"a\":1}\n".into(),
+        };
+        let result = |id: &str| Part::ToolResult {
+            call_id: id.into(),
+            name: "run".into(),
+            content: "out\u{1}\\put é😀".into(),
+            is_error: false,
+        };
+        let cases = vec![
+            vec![],
+            vec![msg(Role::System, vec![text("be brief"), text("and kind")])],
+            vec![
+                msg(Role::Developer, vec![text("dev")]),
+                msg(Role::User, vec![text("hi \"there\"")]),
+            ],
+            vec![msg(Role::Assistant, vec![call("c1"), call("c2")])],
+            vec![msg(Role::Assistant, vec![text("let me"), call("c1")])],
+            vec![
+                msg(Role::Assistant, vec![]),
+                msg(Role::Assistant, vec![text("")]),
+            ],
+            vec![msg(
+                Role::Tool,
+                vec![result("c1"), text("note"), call("x"), result("c2")],
+            )],
+            vec![msg(Role::Tool, vec![])],
+            vec![
+                msg(Role::User, vec![text("a"), call("ignored"), text("b")]),
+                msg(Role::Assistant, vec![text("c")]),
+                msg(Role::Tool, vec![result("c9")]),
+            ],
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            let ours = openai(c);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(reference(c)).unwrap(),
+                "case {i}"
+            );
+        }
+    }
 }
