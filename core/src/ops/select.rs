@@ -7,6 +7,8 @@
 //! Nothing disappears silently: every turn after the covered sequence is
 //! either included or listed as omitted, with the reason.
 
+use std::borrow::Cow;
+
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
@@ -18,7 +20,7 @@ use crate::declaration::Declaration;
 use crate::envelope;
 use crate::error::{self, Code, Error, Result};
 use crate::event::Event;
-use crate::format::{self, Format};
+use crate::format::{self, Format, Outgoing};
 pub use crate::format::{ContextMessage, Kind};
 use crate::frontier::Frontier;
 use crate::group;
@@ -238,7 +240,7 @@ pub(crate) fn select_from(
         rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
     };
     let messages = if req.render {
-        Some(format::render(req.format, messages))
+        Some(format::render_outgoing(req.format, messages))
     } else {
         None
     };
@@ -325,15 +327,16 @@ fn fit_tail(candidates: &[&Turn], room: u64, metric: Metric) -> Result<(usize, u
 
 /// The context in order — pinned turns, the summary envelope, the
 /// amendment envelope, the exact tail, the prompt — and the fold of their
-/// roles and hashes the manifest's `renderedHash` is made of.
-fn assemble(
-    pinned: &[&Turn],
+/// roles and hashes the manifest's `renderedHash` is made of. Turns lend
+/// their content; only foldline's own form copies it.
+fn assemble<'a>(
+    pinned: &[&'a Turn],
     summary_text: Option<String>,
     amendment_text: Option<String>,
-    tail: &[&Turn],
-    prompt: Option<&Vec<Part>>,
-) -> (Vec<ContextMessage>, Vec<String>) {
-    let mut messages: Vec<ContextMessage> = Vec::with_capacity(pinned.len() + tail.len() + 3);
+    tail: &[&'a Turn],
+    prompt: Option<&'a Vec<Part>>,
+) -> (Vec<Outgoing<'a>>, Vec<String>) {
+    let mut messages: Vec<Outgoing<'a>> = Vec::with_capacity(pinned.len() + tail.len() + 3);
     let mut fold: Vec<String> = Vec::with_capacity(messages.capacity());
     for t in pinned {
         fold.push(format!("pinned:{}:{}", t.role.as_str(), t.content_hash));
@@ -359,30 +362,30 @@ fn assemble(
     }
     if let Some(p) = prompt {
         fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)));
-        messages.push(ContextMessage {
+        messages.push(Outgoing {
             kind: Kind::Prompt,
             role: Role::User,
             turn_id: None,
-            parts: p.clone(),
+            parts: Cow::Borrowed(p),
         });
     }
     (messages, fold)
 }
 
-fn turn_message(kind: Kind, t: &Turn) -> ContextMessage {
-    ContextMessage {
+fn turn_message<'a>(kind: Kind, t: &'a Turn) -> Outgoing<'a> {
+    Outgoing {
         kind,
         role: t.role,
-        turn_id: Some(t.turn_id.clone()),
-        parts: t.parts.clone(),
+        turn_id: Some(&t.turn_id),
+        parts: Cow::Borrowed(&t.parts),
     }
 }
 
-fn envelope_message(kind: Kind, text: String) -> ContextMessage {
-    ContextMessage {
+fn envelope_message(kind: Kind, text: String) -> Outgoing<'static> {
+    Outgoing {
         kind,
         role: Role::User,
         turn_id: None,
-        parts: vec![Part::Text { text }],
+        parts: Cow::Owned(vec![Part::Text { text }]),
     }
 }

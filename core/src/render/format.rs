@@ -9,6 +9,8 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use std::borrow::Cow;
+
 use crate::canonical::{write_str, Encode};
 use crate::decode::{At, Decode};
 use crate::turn::{Part, Role};
@@ -135,6 +137,48 @@ impl<'de> serde::Deserialize<'de> for Rendered {
 pub fn render(format: Format, messages: Vec<ContextMessage>) -> Rendered {
     match format {
         Format::Foldline => Rendered::Foldline(messages),
+        f => render_outgoing(f, messages.iter().map(Outgoing::of).collect()),
+    }
+}
+
+/// A context message as rendering reads it, its content borrowed from the
+/// turn it renders (copied only into foldline's own form).
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing<'a> {
+    /// What it is.
+    pub kind: Kind,
+    /// The provider-facing role.
+    pub role: Role,
+    /// The turn it renders.
+    pub turn_id: Option<&'a str>,
+    /// Content.
+    pub parts: Cow<'a, [Part]>,
+}
+
+impl<'a> Outgoing<'a> {
+    fn of(m: &'a ContextMessage) -> Self {
+        Outgoing {
+            kind: m.kind,
+            role: m.role,
+            turn_id: m.turn_id.as_deref(),
+            parts: Cow::Borrowed(&m.parts),
+        }
+    }
+
+    fn owned(self) -> ContextMessage {
+        ContextMessage {
+            kind: self.kind,
+            role: self.role,
+            turn_id: self.turn_id.map(str::to_owned),
+            parts: self.parts.into_owned(),
+        }
+    }
+}
+
+/// [`render`] of borrowed messages.
+pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Rendered {
+    match format {
+        Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),
         Format::Openai => Rendered::Canonical(openai(&messages)),
         Format::Anthropic => Rendered::Json(anthropic(&messages)),
         Format::AiSdk => Rendered::Json(Value::Array(messages.iter().filter_map(ai_sdk).collect())),
@@ -169,7 +213,7 @@ fn input_of(arguments: &str) -> Value {
 /// object's keys in byte order (`content`, `role`, `tool_call_id`,
 /// `tool_calls`; a call's `function`, `id`, `type`; a function's
 /// `arguments`, `name`), as the canonical writer orders a JSON value's.
-fn openai(messages: &[ContextMessage]) -> Vec<u8> {
+fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(messages.iter().map(|m| 64 + parts_len(&m.parts)).sum());
     out.push(b'[');
     for m in messages {
@@ -217,7 +261,7 @@ fn openai(messages: &[ContextMessage]) -> Vec<u8> {
                 out.push(b'}');
             }
             Role::Tool => {
-                for p in &m.parts {
+                for p in m.parts.iter() {
                     match p {
                         Part::ToolResult {
                             call_id, content, ..
@@ -272,7 +316,7 @@ fn parts_len(parts: &[Part]) -> usize {
         .sum()
 }
 
-fn anthropic(messages: &[ContextMessage]) -> Value {
+fn anthropic(messages: &[Outgoing<'_>]) -> Value {
     let mut system: Vec<String> = Vec::new();
     let mut out: Vec<(String, Vec<Value>)> = Vec::new();
     for m in messages {
@@ -286,7 +330,7 @@ fn anthropic(messages: &[ContextMessage]) -> Value {
             "user"
         };
         let mut blocks = Vec::new();
-        for p in &m.parts {
+        for p in m.parts.iter() {
             match p {
                 Part::Text { text } if !text.is_empty() => {
                     blocks.push(json!({"type": "text", "text": text}))
@@ -332,7 +376,7 @@ fn anthropic(messages: &[ContextMessage]) -> Value {
     })
 }
 
-fn ai_sdk(m: &ContextMessage) -> Option<Value> {
+fn ai_sdk(m: &Outgoing<'_>) -> Option<Value> {
     if is_system(m.role) {
         return Some(json!({"role": "system", "content": texts(&m.parts)}));
     }
@@ -379,7 +423,7 @@ mod tests {
 
     /// The OpenAI shape as JSON values, written by the canonical writer: what
     /// `openai` writes directly must be these bytes.
-    fn reference(messages: &[ContextMessage]) -> Vec<u8> {
+    fn reference(messages: &[Outgoing<'_>]) -> Vec<u8> {
         let mut all = Vec::new();
         for m in messages {
             let role = if is_system(m.role) {
@@ -416,7 +460,7 @@ mod tests {
                     all.push(o);
                 }
                 Role::Tool => {
-                    for p in &m.parts {
+                    for p in m.parts.iter() {
                         match p {
                             Part::ToolResult { call_id, content, .. } => all.push(
                                 json!({"role": "tool", "tool_call_id": call_id, "content": content}),
@@ -482,10 +526,11 @@ mod tests {
             ],
         ];
         for (i, c) in cases.iter().enumerate() {
-            let ours = openai(c);
+            let c: Vec<Outgoing<'_>> = c.iter().map(Outgoing::of).collect();
+            let ours = openai(&c);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
-                String::from_utf8(reference(c)).unwrap(),
+                String::from_utf8(reference(&c)).unwrap(),
                 "case {i}"
             );
         }
