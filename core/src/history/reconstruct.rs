@@ -109,6 +109,22 @@ impl<'a> Keyed<'a> {
     }
 }
 
+/// `given`, or else `events` reconstructed into `slot` (a call that may
+/// have been handed the reconstruction of its events already).
+///
+/// # Errors
+/// As [`reconstruct`].
+pub fn given_or<'a>(
+    given: Option<&'a Reconstruction>,
+    events: &[Event],
+    slot: &'a mut Option<Reconstruction>,
+) -> Result<&'a Reconstruction> {
+    match given {
+        Some(r) => Ok(r),
+        None => Ok(slot.insert(reconstruct(events)?)),
+    }
+}
+
 /// Fold events into a [`Reconstruction`].
 ///
 /// # Errors

@@ -21,7 +21,7 @@ use crate::event::{Event, TriggerKind};
 use crate::frontier::Frontier;
 use crate::group::{self, Unit};
 use crate::packet::{CompactorMessage, Packet};
-use crate::reconstruct::{reconstruct, Reconstruction};
+use crate::reconstruct::{given_or, Reconstruction};
 use crate::standing;
 use crate::turn::{estimate_tokens, Route, Turn};
 
@@ -229,14 +229,8 @@ fn plan_inner(req: &PlanRequest, recon: Option<&Reconstruction>) -> Result<PlanO
     }
     check_manual(req)?;
     check_route(&req.events, &req.route)?;
-    let built;
-    let recon = match recon {
-        Some(r) => r,
-        None => {
-            built = reconstruct(&req.events)?;
-            &built
-        }
-    };
+    let mut built = None;
+    let recon = given_or(recon, &req.events, &mut built)?;
     let fingerprint = decl.fingerprint();
     let th = Thresholds::of(decl);
     let metric = th.metric;

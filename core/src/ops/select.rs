@@ -24,7 +24,7 @@ use crate::format::{self, Format, Outgoing};
 pub use crate::format::{ContextMessage, Kind};
 use crate::frontier::Frontier;
 use crate::group;
-use crate::reconstruct::{reconstruct, Reconstruction};
+use crate::reconstruct::{given_or, Reconstruction};
 use crate::standing;
 use crate::turn::{parts_chars, Part, Role, Route, Turn};
 
@@ -160,14 +160,8 @@ pub(crate) fn select_from(
 ) -> Result<Selection> {
     let decl = &req.declaration;
     check_inputs(req)?;
-    let built;
-    let recon = match recon {
-        Some(r) => r,
-        None => {
-            built = reconstruct(&req.events)?;
-            &built
-        }
-    };
+    let mut built = None;
+    let recon = given_or(recon, &req.events, &mut built)?;
     let th = Thresholds::of(decl);
     let metric = th.metric;
     let limit = req.limit.unwrap_or(th.limit);
