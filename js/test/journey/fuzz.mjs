@@ -15,6 +15,28 @@
 
 import { check } from "./journey.mjs";
 
+/** The compactor's context equals `select` over the whole journal with its resolution, or both refuse alike. */
+async function sameAsStateless(f, c, id, stored) {
+  const outcome = async (fn) => {
+    try {
+      return { ok: await fn() };
+    } catch (e) {
+      return { error: e?.code ?? String(e) };
+    }
+  };
+  const r = await outcome(() => c.resolve(id));
+  if (!r.ok) return; // a chain the driver refuses has no context to compare
+  const events = stored.filter((e) => e.type !== "boundary" && e.type !== "frontier");
+  const held = await outcome(() => c.context(id, { format: "openai" }));
+  const plain = await outcome(async () => f.select({
+    declaration: DECLARATION, route: { conversation: id, chat: "", sender: "" },
+    frontier: r.ok.frontier, head: r.ok.head, amendment: r.ok.amendment, events, format: "openai",
+  }));
+  if (JSON.stringify(held) !== JSON.stringify(plain)) {
+    throw new Error(`the compactor's context differs from the stateless select: ${JSON.stringify(held).slice(0, 300)} vs ${JSON.stringify(plain).slice(0, 300)}`);
+  }
+}
+
 const DECLARATION = {
   targetId: "assistant",
   compactorId: "assistant-compactor",
@@ -245,6 +267,10 @@ export async function fuzzCase(f, store, { seed, steps = 120, id = `fuzz-${seed}
       before = await check(f, c, journal, id, before, step);
       // Nothing appended is lost: every turn this case appended is in the journal, in order.
       const stored = (await journal.readEvents(id, 0)).map((s) => s.event);
+      // What the compactor keeps between calls (its read position, verified
+      // chain, events held in the core) changes nothing: its context is the
+      // stateless select of everything the journal holds.
+      await sameAsStateless(f, c, id, stored);
       const turns = stored.filter((e) => e.type === "message" || e.type === "lateDelivery").map((e) => e.turnId);
       if (turns.length !== appended.length || turns.some((t, i) => t !== appended[i])) {
         throw new Error(`journey step ${step}: an appended turn is missing or out of order`);
