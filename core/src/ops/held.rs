@@ -136,15 +136,12 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
             if view.warm.is_none() {
                 view.warm = held.warm.clone();
             }
-            let mut own = std::mem::take(&mut view.events);
-            let recon = held.reconstructed(own.is_empty());
-            lend(&mut held.events, &mut own, |events| {
-                std::mem::swap(&mut view.events, events);
-                let out = crate::run::step_viewing(r, Some(&mut view), recon.as_ref());
-                std::mem::swap(&mut view.events, events);
-                out
+            let own = std::mem::take(&mut view.events);
+            lend(held, own, |events, recon| {
+                view.events = events;
+                let out = crate::run::step_viewing(r, Some(&mut view), recon);
+                (std::mem::take(&mut view.events), out)
             })
-            .inspect(|_| held.recon = recon)
         })),
         "select" => envelope(parse(input).and_then(|r| select(held, r))),
         "context" => envelope(parse(input).and_then(|c: ContextRequest| {
@@ -174,36 +171,34 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
 
 /// `select` with the held events in front of the request's own.
 fn select(held: &mut Held, mut r: SelectRequest) -> Result<Selection> {
-    let mut own = std::mem::take(&mut r.events);
-    let recon = held.reconstructed(own.is_empty());
-    lend(&mut held.events, &mut own, |events| {
-        std::mem::swap(&mut r.events, events);
-        let out = crate::select::select_from(&r, recon.as_ref());
-        std::mem::swap(&mut r.events, events);
-        out
+    let own = std::mem::take(&mut r.events);
+    lend(held, own, |events, recon| {
+        r.events = events;
+        let out = crate::select::select_from(&r, recon);
+        (std::mem::take(&mut r.events), out)
     })
-    .inspect(|_| held.recon = recon)
 }
 
-impl Held {
-    /// The held events reconstructed (taken out for the call; put back
-    /// after it), when `alone`: the call brings no events of its own.
-    fn reconstructed(&mut self, alone: bool) -> Option<Reconstruction> {
-        if !alone {
-            return None;
-        }
-        self.recon.take().or_else(|| reconstruct(&self.events).ok())
-    }
-}
-
-/// Run `f` on the held events followed by `own`, then hold them again (the
-/// call only reads them).
-fn lend<T>(held: &mut Vec<Event>, own: &mut Vec<Event>, f: impl FnOnce(&mut Vec<Event>) -> T) -> T {
-    let n = held.len();
-    let mut all = std::mem::take(held);
-    all.append(own);
-    let out = f(&mut all);
+/// Run `f` on the held events followed by `own` — lent, not copied: `f`
+/// hands them back and the held ones are held again — and, when `own` is
+/// empty, on their reconstruction, made once and kept until they change.
+fn lend<T>(
+    held: &mut Held,
+    own: Vec<Event>,
+    f: impl FnOnce(Vec<Event>, Option<&Reconstruction>) -> (Vec<Event>, T),
+) -> T {
+    let recon = match own.is_empty() {
+        true => held.recon.take().or_else(|| reconstruct(&held.events).ok()),
+        false => None,
+    };
+    let n = held.events.len();
+    let mut all = std::mem::take(&mut held.events);
+    all.extend(own);
+    let (mut all, out) = f(all, recon.as_ref());
     all.truncate(n);
-    *held = all;
+    held.events = all;
+    if recon.is_some() {
+        held.recon = recon;
+    }
     out
 }
