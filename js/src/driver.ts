@@ -14,7 +14,7 @@
 // writer lease's token, and the lease is renewed while a model call runs.
 
 import { timeline, validate, FoldlineError } from "./core.js";
-import { newSlot, resetSlot, selectHeld, stepHeld, type Slot } from "./held.js";
+import { newSlot, rebuiltSlot, selectHeld, stepHeld, type Slot } from "./held.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, PlanRequest, Resolution, Route, Selection, Timeline,
   FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest, Step,
@@ -294,7 +294,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       if (covered !== undefined || start !== undefined) {
         s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role)
           || ((covered === undefined || e.sourceSeq > covered) && (start === undefined || e.sourceSeq >= start)));
-        resetSlot(s.held); // the list is no longer what the core holds
+        rebuiltSlot(s.held); // the list is no longer what the core holds
 
       }
     }

@@ -31,6 +31,8 @@ export interface Slot {
   warm?: string;
   /** Key of the view held (the driver's: its chain state's version), if any. */
   view?: string;
+  /** Over its share of MAX_BYTES: sent inline until the driver's list is rebuilt. */
+  inline?: boolean;
 }
 
 const slots = new Map<number, Slot>(); // in order of last use
@@ -49,8 +51,14 @@ export function newSlot(): Slot {
   return { id: nextId++, generation: -1, count: 0, bytes: 0 };
 }
 
-/** Forget what a slot holds (the driver's list was rebuilt): the next call sends it again. */
-export function resetSlot(slot: Slot): void {
+/** The driver's list was rebuilt: forget what the slot holds, and try to hold the new list on the next call. */
+export function rebuiltSlot(slot: Slot): void {
+  resetSlot(slot);
+  slot.inline = false;
+}
+
+/** Forget what a slot holds: the next call sends it all again. */
+function resetSlot(slot: Slot): void {
   drop(slot);
   slot.count = 0;
   slot.bytes = 0;
@@ -78,6 +86,7 @@ interface HeldCall {
  * itself; `undefined` when they cannot be held (then send them inline).
  */
 function prepare(slot: Slot, events: readonly Event[], warm: Packet | null | undefined, view: HeldView): HeldCall | undefined {
+  if (slot.inline) return undefined; // not written out again only to be refused
   if (slot.generation !== generation() || !slots.has(slot.id)) {
     resetSlot(slot);
     slot.generation = generation();
@@ -97,6 +106,7 @@ function prepare(slot: Slot, events: readonly Event[], warm: Packet | null | und
     update = JSON.stringify(u);
     if (slot.bytes + update.length > MAX_BYTES / 4) {
       resetSlot(slot);
+      slot.inline = true;
       return undefined;
     }
   }

@@ -201,6 +201,22 @@ test("held events: a refused first context leaves nothing behind; the next one a
   assert.deepEqual(got, plain);
 });
 
+test("held events: a live window over its share of the held bytes is sent inline, and answers the same", async () => {
+  const big = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 4_000_000, retain: 2_000_000 } };
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: fakeModel(), declaration: big });
+  const route = { conversation: "c1", chat: "", sender: "" };
+  for (let s = 1; s <= 24; s++) {
+    await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `turn ${s} `.padEnd(60_000, "z")));
+    await c.onMessage("c1");
+    if (s % 6 !== 0) continue; // past 1 MB from the 18th turn on
+    const got = await c.context("c1", { format: "openai" });
+    const r = await c.resolve("c1");
+    const events = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type !== "boundary" && e.type !== "frontier");
+    assert.deepEqual(got, f.select({ declaration: big, route, frontier: r.frontier, head: r.head, amendment: r.amendment, events, format: "openai" }), `turn ${s}`);
+  }
+});
+
 test("contentHash in JS is held to the core's: tool calls, isError, missing names, text beyond the BMP", async () => {
   const cases = [
     [{ type: "toolCall", callId: "c1", name: "search", arguments: "{\"q\":\"Lisbon 🏖\"}" }],
