@@ -242,10 +242,23 @@ fn main() {
     assert!(!packet.is_null(), "no 80,000-character packet");
     let settle = json!({"kind": "settle", "packet": packet, "output": {"packetId": packet["id"], "runId": "r1", "modelId": "m", "summary": "A summary of the conversation so far."}}).to_string().into_bytes();
     call_ok("validate", &settle);
+    assert!(
+        api::settle_as_written(&settle).is_some(),
+        "the packet as plan wrote it settles on its bytes"
+    );
     let packet_bytes = packet.to_string().into_bytes();
     let settle_native = median(
         || {
             api::call("validate", &settle);
+        },
+        budget,
+        20,
+    );
+    // The same request decoded as a whole (the path every other request
+    // takes, and the artifact's path for this one too), beside it.
+    let settle_decoded = median(
+        || {
+            api::envelope(api::parse(&settle).and_then(|r| foldline_core::validate(&r)));
         },
         budget,
         20,
@@ -288,6 +301,9 @@ fn main() {
         "sha256_native_us": sha_native * 1e6,
         "packet_bytes": packet_bytes.len(),
         "settle_vs_sha256": settle_native / sha_native,
+        "settle_decoded_us": settle_decoded * 1e6,
+        "settle_decoded_vs_sha256": settle_decoded / sha_native,
+        "settle_wasmtime_vs_sha256": settle_wasm / sha_native,
         "wasmtime_instantiate_us": inst * 1e6,
     });
     println!("{r}");

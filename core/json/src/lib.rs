@@ -14,8 +14,10 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+mod outline;
 mod parse;
 
+pub use outline::{outline, Member};
 pub use parse::{parse, ParseError};
 
 /// Prefix of every hash string.
@@ -258,6 +260,15 @@ pub fn format_digest(digest: &[u8]) -> String {
 /// `sha256:<hex>` of raw bytes.
 pub fn sha256(bytes: &[u8]) -> String {
     format_digest(&Sha256::digest(bytes))
+}
+
+/// `sha256:<hex>` of the bytes of `parts`, one after the other.
+pub fn sha256_parts(parts: &[&[u8]]) -> String {
+    let mut d = Sha256::new();
+    for p in parts {
+        d.update(p);
+    }
+    format_digest(&d.finalize())
 }
 
 /// Fold a sequence of hashes into one (a Merkle-style chain): each step

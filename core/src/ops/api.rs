@@ -64,7 +64,8 @@ pub(crate) fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "plan" => envelope(parse(input).map(|r| crate::plan(&r))),
         "step" => envelope(parse(input).and_then(crate::step)),
-        "validate" => envelope(parse(input).and_then(|r| crate::validate(&r))),
+        "validate" => settle_as_written(input)
+            .unwrap_or_else(|| envelope(parse(input).and_then(|r| crate::validate(&r)))),
         "select" => envelope(parse(input).and_then(|r| crate::select(&r))),
         "timeline" => envelope(parse(input).and_then(|r| crate::timeline(&r))),
         "trimPrompt" => envelope(parse(input).map(|r| crate::member::trim::trim(&r))),
@@ -92,6 +93,25 @@ fn unknown(entry: &str) -> Error {
 /// path for every runtime, and a small artifact.
 pub fn call(entry: &str, input: &[u8]) -> Vec<u8> {
     run_bytes(entry, input)
+}
+
+/// The `validate` answer [`call`] gives a settle request whose packet comes
+/// as the core wrote it, computed on the request's bytes (the packet's id
+/// checked over them, its rendered messages and frozen turns never decoded);
+/// `None` for any other request, which `call` decodes, and always `None` in
+/// the WebAssembly artifact. For tests: `call` answers the same either way.
+#[doc(hidden)]
+pub fn settle_as_written(input: &[u8]) -> Option<Vec<u8>> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        super::settle_bytes::settle(input)
+    }
+    // Not in the artifact (its size budget): `call` decodes every request.
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = input;
+        None
+    }
 }
 
 /// [`call`] for string input and output.

@@ -58,6 +58,19 @@ const TRUNCATING: [&str; 3] = ["length", "max_tokens", "max_output_tokens"];
 /// `summary_truncated`, or `divergent_hash` for a packet whose id does not
 /// match its content.
 pub fn settle(req: &SettleRequest) -> Result<Boundary> {
+    if !req.packet.id_is_intact() {
+        return Err(Error::new(
+            Code::DivergentHash,
+            "the packet's id does not match its content",
+        )
+        .with_ids([req.packet.id.clone()]));
+    }
+    settle_intact(req)
+}
+
+/// [`settle`] of a packet whose id is known to match its content (checked
+/// over the bytes it came in: `settle_bytes`).
+pub(crate) fn settle_intact(req: &SettleRequest) -> Result<Boundary> {
     let packet = &req.packet;
     let out = &req.output;
     check_run(req)?;
@@ -120,17 +133,10 @@ pub fn settle(req: &SettleRequest) -> Result<Boundary> {
     Ok(b)
 }
 
-/// The output answers this packet (intact) from the run the host
-/// dispatched: `divergent_hash`, else `run_mismatch`.
+/// The output answers this packet from the run the host dispatched:
+/// `run_mismatch`.
 fn check_run(req: &SettleRequest) -> Result<()> {
     let (packet, out) = (&req.packet, &req.output);
-    if !packet.id_is_intact() {
-        return Err(Error::new(
-            Code::DivergentHash,
-            "the packet's id does not match its content",
-        )
-        .with_ids([packet.id.clone()]));
-    }
     if out.packet_id != packet.id {
         return Err(Error::new(
             Code::RunMismatch,
