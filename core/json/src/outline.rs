@@ -112,83 +112,74 @@ impl Scan<'_, '_> {
         }
     }
 
-    fn nest(&mut self) -> Option<()> {
+    /// At `{` or `[`: past the matching `close`, each item (a member, an
+    /// element) read by `item`.
+    fn container(
+        &mut self,
+        close: u8,
+        item: &mut dyn FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.nesting += 1;
         self.i += 1;
-        (self.nesting <= MAX_NESTING).then_some(())
+        if self.nesting > MAX_NESTING {
+            return None;
+        }
+        self.whitespace();
+        if self.s.get(self.i) != Some(&close) {
+            loop {
+                item(self)?;
+                self.whitespace();
+                match *self.s.get(self.i)? {
+                    b',' => self.i += 1,
+                    b if b == close => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.i += 1;
+        self.nesting -= 1;
+        Some(())
     }
 
     /// At `{`: past the matching `}`, its members outlined when `level` is
     /// above the depth.
     fn object(&mut self, level: usize, parent: Option<usize>) -> Option<()> {
-        self.nest()?;
-        self.whitespace();
-        if self.s.get(self.i) == Some(&b'}') {
-            self.i += 1;
-            self.nesting -= 1;
-            return Some(());
-        }
-        loop {
-            self.whitespace();
-            if self.s.get(self.i) != Some(&b'"') {
-                return None;
-            }
-            let key_start = self.i + 1;
-            self.string()?;
-            let key = key_start..self.i - 1;
-            self.expect(b':')?;
-            self.whitespace();
-            let start = self.i;
-            if level < self.depth {
-                if !(self.accept)(level, &self.s[key.clone()]) {
-                    return None;
-                }
-                let at = self.members.len();
-                self.members.push(Member {
-                    parent,
-                    key,
-                    value: start..start,
-                });
-                self.value(level + 1, Some(at))?;
-                self.members[at].value.end = self.i;
-            } else {
-                self.value(level + 1, None)?;
-            }
-            self.whitespace();
-            match self.s.get(self.i)? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    self.nesting -= 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.container(b'}', &mut |scan| scan.member(level, parent))
     }
 
     /// At `[`: past the matching `]` (nothing inside is outlined).
     fn array(&mut self) -> Option<()> {
-        self.nest()?;
+        let below = self.depth;
+        self.container(b']', &mut |scan| scan.value(below, None))
+    }
+
+    /// One member of an object at `level`.
+    fn member(&mut self, level: usize, parent: Option<usize>) -> Option<()> {
         self.whitespace();
-        if self.s.get(self.i) == Some(&b']') {
-            self.i += 1;
-            self.nesting -= 1;
-            return Some(());
+        if self.s.get(self.i) != Some(&b'"') {
+            return None;
         }
-        loop {
-            self.value(self.depth, None)?;
-            self.whitespace();
-            match self.s.get(self.i)? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    self.nesting -= 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
+        let key_start = self.i + 1;
+        self.string()?;
+        let key = key_start..self.i - 1;
+        self.expect(b':')?;
+        self.whitespace();
+        if level >= self.depth {
+            return self.value(level + 1, None);
         }
+        if !(self.accept)(level, &self.s[key.clone()]) {
+            return None;
+        }
+        let at = self.members.len();
+        let start = self.i;
+        self.members.push(Member {
+            parent,
+            key,
+            value: start..start,
+        });
+        self.value(level + 1, Some(at))?;
+        self.members[at].value.end = self.i;
+        Some(())
     }
 }
 
