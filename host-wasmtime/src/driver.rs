@@ -24,7 +24,7 @@ use foldline_core::validate::{ValidateRequest, ValidateResponse};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::model::{Evidence, Model, ModelResult, StreamChunk};
-use crate::runtime::Foldline;
+use crate::runtime::{Foldline, Holding};
 
 /// What one driver pass did.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +108,11 @@ pub struct Driver<J: Journal, M: Model> {
     /// the late call's appends are refused by their stale fence. A model
     /// that hangs cannot hold a conversation forever.
     pub model_timeout_ms: u64,
+    /// Hold each conversation's live events in the core's instance between
+    /// calls (`foldline_core::held`, ABI 1.2; default on): a message then
+    /// sends `step` and `select` only what is new, not the whole window
+    /// again. The answers are the same either way.
+    pub hold_events: bool,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -203,6 +208,8 @@ struct Cached {
     /// The warm candidate (persisted), and its verified summary once
     /// [`Driver::prepare_warm`] has run.
     warm: Option<(Packet, Option<ModelResult>)>,
+    /// What the core's instance holds of `recent`.
+    holding: Holding,
 }
 
 /// Marks a conversation as running on this driver until dropped (also on a
@@ -291,6 +298,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             warm_candidates: true,
             warm_lease_ms: 900_000,
             model_timeout_ms: 120_000,
+            hold_events: true,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
@@ -301,20 +309,21 @@ impl<J: Journal, M: Model> Driver<J, M> {
         self.foldline.validate(&r)
     }
 
-    fn load(&self, conversation: &str) -> Result<(Vec<Event>, Resolution)> {
-        self.load_at(conversation).map(|(e, r, _)| (e, r))
+    fn load(&self, conversation: &str) -> Result<Resolution> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let c = cache.entry(conversation.to_owned()).or_default();
+        self.load_into(c, conversation).map(|(r, _)| r)
     }
 
-    /// The events plan and select need, the resolved chain, and the journal
-    /// position they were read at (where a batch planned from them goes).
+    /// Read what is new: the resolved chain, and the journal position it
+    /// was read at (where a batch planned from it goes); the events plan and
+    /// select need stay in the cache (`recent`).
     ///
     /// Incremental: only events after the cached position are read; the
     /// chain is resolved again only when a chain event (frontier, boundary,
     /// correction, late delivery) arrived; turns under the head or before the
     /// frontier are dropped from the cache once the chain says so.
-    fn load_at(&self, conversation: &str) -> Result<(Vec<Event>, Resolution, u64)> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let c = cache.entry(conversation.to_owned()).or_default();
+    fn load_into(&self, c: &mut Cached, conversation: &str) -> Result<(Resolution, u64)> {
         let under = format!(
             "{}{}",
             self.declaration.fingerprint(),
@@ -325,8 +334,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
         );
         if c.under != under {
             // Another epoch may need turns this cache already dropped: read again.
+            let mut holding = std::mem::take(&mut c.holding);
+            holding.rebuilt();
             *c = Cached {
                 under,
+                holding,
                 ..Cached::default()
             };
         }
@@ -378,6 +390,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     }
                 };
                 c.recent = after_head(std::mem::take(&mut c.recent), &r);
+                c.holding.rebuilt();
                 c.verified.extend(&mut c.chain, &r);
                 // The cached copy names only the head (`resolve` answers them
                 // all): each message clones it, and that must not grow with
@@ -388,7 +401,36 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 r
             }
         };
-        Ok((c.recent.clone(), res, c.seq))
+        Ok((res, c.seq))
+    }
+
+    /// Read what is new, then call `entry` with the request `make` builds
+    /// from the conversation's cache, the resolved chain, the position read
+    /// at and the live events to send — none when the core's instance holds
+    /// them (only what it lacks is sent beside the request), else all. One
+    /// read and one call under the cache's lock, so the events the call
+    /// plans or selects from are those of the position it names.
+    fn read_and_call<Req: serde::Serialize, Resp: serde::de::DeserializeOwned>(
+        &self,
+        conversation: &str,
+        entry: &str,
+        make: impl FnOnce(&Cached, Resolution, u64, Vec<Event>) -> Req,
+    ) -> Result<Resp> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let c = cache.entry(conversation.to_owned()).or_default();
+        let (res, seq) = self.load_into(c, conversation)?;
+        if !(self.hold_events && self.foldline.holds_events()) {
+            let request = make(c, res, seq, c.recent.clone());
+            drop(cache);
+            return self.foldline.call(entry, &request);
+        }
+        let request = make(c, res, seq, Vec::new());
+        let bytes = serde_json::to_vec(&request).map_err(|e| HostError::Input(e.to_string()))?;
+        let out = self
+            .foldline
+            .call_holding(&mut c.holding, &c.recent, entry, &bytes)?;
+        drop(cache);
+        Foldline::answer(&out)
     }
 
     /// Resolve the chain (the `verify` of the command-line program).
@@ -396,7 +438,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The chain's failure code, or a host error.
     pub fn resolve(&self, conversation: &str) -> Result<Resolution> {
-        let mut r = self.load(conversation)?.1;
+        let mut r = self.load(conversation)?;
         // Every boundary the chain accepts, not only those from the head on.
         let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cache.get(conversation) {
@@ -563,52 +605,54 @@ impl<J: Journal, M: Model> Driver<J, M> {
         })
     }
 
-    /// The step request of a fresh read: what the core plans from, at the
-    /// journal position it was read at.
-    fn fresh(&self, conversation: &str, run: &RunSpec) -> Result<StepRequest> {
-        let (events, res, seq) = self.load_at(conversation)?;
-        // A held candidate's packet is offered (copied) only once its summary
-        // is prepared; until then the core needs only to know one is held.
-        let (held, prepared) = self.with_cache(conversation, |c| match &c.warm {
-            None => (false, None),
-            Some((_, None)) => (true, None),
-            Some((p, Some(r))) => {
-                let summary = ModelOutput {
-                    packet_id: p.id.clone(),
-                    run_id: "warm".into(),
-                    model_id: r.evidence.model_id.clone(),
-                    usage: r.evidence.usage,
-                    finish_reason: r.evidence.finish_reason.clone(),
-                    summary: r.text.clone(),
-                };
-                (true, Some((p.clone(), summary)))
-            }
-        });
-        let (warm, summary) = prepared.unzip();
-        Ok(StepRequest {
-            trigger: run.trigger.clone(),
-            task: run.task.clone(),
-            end_interrupted_only: run.end_interrupted_only,
-            warm_candidates: self.warm_candidates,
-            warm_held: held,
-            model_timeout_ms: self.model_timeout_ms,
-            view: Some(PlanRequest {
-                declaration: self.declaration.clone(),
-                route: (self.route_of)(conversation),
-                owner: run.owner.clone(),
-                frontier: res.frontier,
-                head: res.head,
-                amendment: res.amendment,
-                events,
+    /// The first `step` of a fresh read: the core plans from what was read,
+    /// at the journal position it was read at.
+    fn fresh_step(&self, conversation: &str, run: &RunSpec) -> Result<Step> {
+        self.read_and_call(conversation, "step", |c, res, seq, events| {
+            // A held candidate's packet is offered (copied) only once its
+            // summary is prepared; until then the core needs only to know
+            // one is held.
+            let (held, prepared) = match &c.warm {
+                None => (false, None),
+                Some((_, None)) => (true, None),
+                Some((p, Some(r))) => {
+                    let summary = ModelOutput {
+                        packet_id: p.id.clone(),
+                        run_id: "warm".into(),
+                        model_id: r.evidence.model_id.clone(),
+                        usage: r.evidence.usage,
+                        finish_reason: r.evidence.finish_reason.clone(),
+                        summary: r.text.clone(),
+                    };
+                    (true, Some((p.clone(), summary)))
+                }
+            };
+            let (warm, summary) = prepared.unzip();
+            StepRequest {
                 trigger: run.trigger.clone(),
-                warm,
-                // The core sets it from `warm_held`.
-                warm_held: false,
-            }),
-            warm_summary: summary,
-            seq,
-            state: None,
-            last: None,
+                task: run.task.clone(),
+                end_interrupted_only: run.end_interrupted_only,
+                warm_candidates: self.warm_candidates,
+                warm_held: held,
+                model_timeout_ms: self.model_timeout_ms,
+                view: Some(PlanRequest {
+                    declaration: self.declaration.clone(),
+                    route: (self.route_of)(conversation),
+                    owner: run.owner.clone(),
+                    frontier: res.frontier,
+                    head: res.head,
+                    amendment: res.amendment,
+                    events,
+                    trigger: run.trigger.clone(),
+                    warm,
+                    // The core sets it from `warm_held`.
+                    warm_held: false,
+                }),
+                warm_summary: summary,
+                seq,
+                state: None,
+                last: None,
+            }
         })
     }
 
@@ -636,12 +680,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
             state: Some(state),
             last: Some(last),
         };
-        let mut request = self.fresh(conversation, run)?;
+        let mut step = self.fresh_step(conversation, run)?;
         loop {
-            let Step { state, effect } = self.foldline.step(&request)?;
-            request = match effect {
+            let Step { state, effect } = step;
+            let request = match effect {
                 Effect::Done { finished } => return Ok(*finished),
-                Effect::Read => self.fresh(conversation, run)?,
+                Effect::Read => {
+                    step = self.fresh_step(conversation, run)?;
+                    continue;
+                }
                 Effect::Append {
                     expected_seq,
                     accepts_task,
@@ -673,6 +720,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     next(state, last)
                 }
             };
+            step = self.foldline.step(&request)?;
         }
     }
 
@@ -906,8 +954,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The core's error, or a host error.
     pub fn context(&self, conversation: &str, o: ContextOptions) -> Result<Selection> {
-        let (events, res) = self.load(conversation)?;
-        self.foldline.select(&SelectRequest {
+        self.read_and_call(conversation, "select", |_, res, _, events| SelectRequest {
             declaration: self.declaration.clone(),
             route: (self.route_of)(conversation),
             frontier: res.frontier,

@@ -12,6 +12,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use wasmtime::{
@@ -98,6 +99,37 @@ struct Warm {
     alloc: TypedFunc<u32, u32>,
     free: TypedFunc<(u32, u32), ()>,
     call: TypedFunc<(u32, u32, u32, u32), u64>,
+    /// `foldline_call_held` and `foldline_forget` (ABI 1.2 and later).
+    held: Option<(HeldCall, TypedFunc<u32, ()>)>,
+    /// Which instance this is: what it holds is gone with it.
+    generation: u64,
+}
+
+type HeldCall = TypedFunc<(u32, u32, u32, u32, u32, u32, u32, u32), u64>;
+
+/// One conversation's events held in the kept instance between calls
+/// (`foldline_core::held`; ABI 1.2), as the host keeps track of them: which
+/// instance holds them, under which id, and how many of the host's list.
+/// [`Foldline::call_holding`] sends only what the instance does not hold
+/// yet, and everything again after the instance was replaced.
+#[derive(Debug, Default)]
+pub struct Holding {
+    /// The id in the instance (0: none yet).
+    id: u32,
+    /// The instance holding them.
+    generation: u64,
+    /// Held: the first `count` events of the host's list.
+    count: usize,
+    /// The host's list was rebuilt: start again.
+    stale: bool,
+}
+
+impl Holding {
+    /// The host's list changed other than at its end (turns dropped under a
+    /// new chain head): the next call sends it all again.
+    pub fn rebuilt(&mut self) {
+        self.stale = true;
+    }
 }
 
 /// Linear memory past which the instance a call ran in is dropped instead of
@@ -111,6 +143,12 @@ pub struct Foldline {
     sha256: String,
     limits: Limits,
     warm: Mutex<Option<Warm>>,
+    /// Instances made so far (each one's generation).
+    generations: AtomicU64,
+    /// Held ids handed out so far.
+    held_ids: AtomicU32,
+    /// The module's ABI minor version.
+    abi_minor: u32,
 }
 
 impl Foldline {
@@ -152,15 +190,21 @@ impl Foldline {
             sha256: format!("sha256:{:x}", Sha256::digest(bytes)),
             limits,
             warm: Mutex::new(None),
+            generations: AtomicU64::new(0),
+            held_ids: AtomicU32::new(0),
+            abi_minor: 0,
         };
-        let (major, _) = f.abi_version()?;
+        let (major, minor) = f.abi_version()?;
         if major != ABI_MAJOR {
             return Err(HostError::AbiMismatch {
                 found: major,
                 expected: ABI_MAJOR,
             });
         }
-        Ok(f)
+        Ok(Foldline {
+            abi_minor: minor,
+            ..f
+        })
     }
 
     /// `sha256:<hex>` of the loaded artifact.
@@ -251,6 +295,11 @@ impl Foldline {
             call: inst
                 .get_typed_func(&mut store, "foldline_call")
                 .map_err(load)?,
+            held: inst
+                .get_typed_func(&mut store, "foldline_call_held")
+                .ok()
+                .zip(inst.get_typed_func(&mut store, "foldline_forget").ok()),
+            generation: self.generations.fetch_add(1, Ordering::Relaxed) + 1,
             memory,
             store,
         })
@@ -265,6 +314,84 @@ impl Foldline {
     /// # Errors
     /// `fuel_exhausted`, `memory_limit`, `trap`, `malformed_output`.
     pub fn call_raw(&self, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
+        self.with_instance(|f, w| {
+            f.exchange(w, [entry.as_bytes(), input, &[]], |w, [e, i, _]| {
+                w.call.call(&mut w.store, (e.0, e.1, i.0, i.1))
+            })
+        })
+    }
+
+    /// Whether the module holds events between calls (ABI 1.2 and later):
+    /// [`Foldline::call_holding`] needs it.
+    pub fn holds_events(&self) -> bool {
+        self.abi_minor >= 2
+    }
+
+    /// [`Foldline::call_raw`] with `events` (the host's whole list for one
+    /// conversation) held in the instance in front of the request's own:
+    /// the same answer as the plain call with them written into the request
+    /// (`step`'s `view.events`, `select`'s `events`), but only the events
+    /// the instance does not hold yet are sent and parsed. An answer that is
+    /// an error, or a failed call, leaves nothing held (the next call sends
+    /// them all).
+    ///
+    /// # Errors
+    /// As [`Foldline::call_raw`]; `load_failed` for a module before ABI 1.2.
+    pub fn call_holding(
+        &self,
+        h: &mut Holding,
+        events: &[foldline_core::event::Event],
+        entry: &str,
+        input: &[u8],
+    ) -> Result<Vec<u8>> {
+        self.with_instance(|f, w| {
+            let Some((held, forget)) = w.held.clone() else {
+                return Err(HostError::Load(
+                    "the module holds no events (ABI before 1.2)".into(),
+                ));
+            };
+            let here = h.id != 0 && h.generation == w.generation;
+            let from = if here && !h.stale && h.count <= events.len() {
+                h.count
+            } else {
+                if here {
+                    forget.call(&mut w.store, h.id).map_err(|e| f.classify(e))?;
+                }
+                h.id = f.held_ids.fetch_add(1, Ordering::Relaxed) + 1;
+                0
+            };
+            // Lost unless the call answers: a failure forgets it below.
+            (h.generation, h.count, h.stale) = (0, 0, false);
+            let update = if from == events.len() {
+                Vec::new()
+            } else {
+                let mut u = b"{\"events\":".to_vec();
+                serde_json::to_writer(&mut u, &events[from..])
+                    .map_err(|e| HostError::Input(e.to_string()))?;
+                u.push(b'}');
+                u
+            };
+            let count = u32::try_from(from)
+                .map_err(|_| HostError::Input("more than 2^32 events held".into()))?;
+            let id = h.id;
+            let out = f.exchange(w, [entry.as_bytes(), input, &update], |w, [e, i, u]| {
+                held.call(&mut w.store, (id, count, e.0, e.1, i.0, i.1, u.0, u.1))
+            })?;
+            if out.starts_with(b"{\"ok\"") {
+                (h.generation, h.count) = (w.generation, events.len());
+            } else {
+                forget.call(&mut w.store, id).map_err(|e| f.classify(e))?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// Run `work` on the kept instance (or a new one) with a full fuel
+    /// budget; keep the instance for the next call only after a success, and
+    /// only if its memory is still of a usual size: linear memory never
+    /// shrinks, so an instance that one huge request grew is dropped rather
+    /// than kept for the process's life.
+    fn with_instance<T>(&self, work: impl FnOnce(&Self, &mut Warm) -> Result<T>) -> Result<T> {
         let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
         let mut w = match slot.take() {
             Some(w) => w,
@@ -273,10 +400,7 @@ impl Foldline {
         w.store
             .set_fuel(self.limits.fuel)
             .map_err(|e| HostError::Load(e.to_string()))?;
-        let out = self.run(&mut w, entry, input)?;
-        // Only a clean success is reused, and only if its memory is still of
-        // a usual size: linear memory never shrinks, so an instance that one
-        // huge request grew is dropped rather than kept for the process's life.
+        let out = work(self, &mut w)?;
         if w.memory.data_size(&w.store) <= MEMORY_RESET_BYTES {
             *slot = Some(w);
         }
@@ -290,36 +414,35 @@ impl Foldline {
         slot.as_ref().map_or(0, |w| w.memory.data_size(&w.store))
     }
 
-    fn run(&self, w: &mut Warm, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
-        let len = |n: usize| {
-            u32::try_from(n).map_err(|_| HostError::Input("request larger than 4 GiB".into()))
-        };
-        let (elen, ilen) = (len(entry.len())?, len(input.len())?);
-        let eptr = w
-            .alloc
-            .call(&mut w.store, elen)
-            .map_err(|e| self.classify(e))?;
-        let iptr = w
-            .alloc
-            .call(&mut w.store, ilen)
-            .map_err(|e| self.classify(e))?;
-        let oob = |e: wasmtime::MemoryAccessError| HostError::MalformedOutput(e.to_string());
-        w.memory
-            .write(&mut w.store, eptr as usize, entry.as_bytes())
-            .map_err(oob)?;
-        w.memory
-            .write(&mut w.store, iptr as usize, input)
-            .map_err(oob)?;
-        let packed = w
-            .call
-            .call(&mut w.store, (eptr, elen, iptr, ilen))
-            .map_err(|e| self.classify(e))?;
+    /// Copy `parts` into the instance (an empty part as pointer 0, length
+    /// 0), `invoke` an export with their `(pointer, length)`, and read the
+    /// `(ptr << 32) | len` answer it returns; every buffer is freed after.
+    fn exchange(
+        &self,
+        w: &mut Warm,
+        parts: [&[u8]; 3],
+        invoke: impl FnOnce(&mut Warm, [(u32, u32); 3]) -> wasmtime::Result<u64>,
+    ) -> Result<Vec<u8>> {
+        let mut at = [(0u32, 0u32); 3];
+        for (slot, part) in at.iter_mut().zip(parts) {
+            let len = u32::try_from(part.len())
+                .map_err(|_| HostError::Input("request larger than 4 GiB".into()))?;
+            let ptr = w
+                .alloc
+                .call(&mut w.store, len)
+                .map_err(|e| self.classify(e))?;
+            w.memory
+                .write(&mut w.store, ptr as usize, part)
+                .map_err(|e| HostError::MalformedOutput(e.to_string()))?;
+            *slot = (ptr, len);
+        }
+        let packed = invoke(w, at).map_err(|e| self.classify(e))?;
         let (ptr, n) = ((packed >> 32) as u32, (packed & 0xffff_ffff) as u32);
         let mut out = vec![0u8; n as usize];
         w.memory
             .read(&w.store, ptr as usize, &mut out)
             .map_err(|e| HostError::MalformedOutput(format!("result out of bounds: {e}")))?;
-        for (p, l) in [(eptr, elen), (iptr, ilen), (ptr, n)] {
+        for (p, l) in at.into_iter().chain([(ptr, n)]) {
             w.free
                 .call(&mut w.store, (p, l))
                 .map_err(|e| self.classify(e))?;
@@ -338,14 +461,22 @@ impl Foldline {
         request: &Req,
     ) -> Result<Resp> {
         let bytes = serde_json::to_vec(request).map_err(|e| HostError::Input(e.to_string()))?;
-        let out = self.call_raw(entry, &bytes)?;
+        Self::answer(&self.call_raw(entry, &bytes)?)
+    }
+
+    /// The typed answer in an envelope `call_raw` returned, or the core's
+    /// typed error.
+    ///
+    /// # Errors
+    /// The core's error, or `malformed_output`.
+    pub fn answer<Resp: DeserializeOwned>(out: &[u8]) -> Result<Resp> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         enum Envelope<T> {
             Ok(T),
             Error(foldline_core::Error),
         }
-        match serde_json::from_slice::<Envelope<Resp>>(&out) {
+        match serde_json::from_slice::<Envelope<Resp>>(out) {
             Ok(Envelope::Ok(v)) => Ok(v),
             Ok(Envelope::Error(e)) => Err(HostError::Core(e)),
             Err(e) => Err(HostError::MalformedOutput(format!(

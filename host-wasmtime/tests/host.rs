@@ -1144,3 +1144,63 @@ fn one_huge_request_does_not_keep_its_memory_and_the_next_answer_is_the_same() {
     assert!(f.memory_bytes() <= kept, "{} bytes kept", f.memory_bytes());
     assert_eq!(f.call_raw("trimPrompt", small).unwrap(), before);
 }
+
+#[test]
+fn held_events_change_no_answer_across_compactions_and_a_replaced_instance() {
+    let driver = |hold: bool| {
+        let mut d = Driver::new(
+            Foldline::embedded().unwrap(),
+            SqliteJournal::in_memory().unwrap(),
+            Extractive,
+            small_decl(),
+        );
+        d.hold_events = hold;
+        d
+    };
+    let (held, plain) = (driver(true), driver(false));
+    assert!(held.foldline.holds_events(), "the artifact holds events");
+    let huge = format!(
+        "{{\"text\":\"{}\"}}",
+        "Basically, I think that the hotel is really quite near the station. ".repeat(60_000)
+    );
+    let mut compacted = 0;
+    for s in 1..=160u64 {
+        let turn = ordinary("c", s, s, 700);
+        held.journal.append("c", &turn).unwrap();
+        plain.journal.append("c", &turn).unwrap();
+        let (a, b) = (
+            held.on_message("c").unwrap(),
+            plain.on_message("c").unwrap(),
+        );
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "message {s}");
+        compacted += usize::from(matches!(a, Outcome::Compacted(_)));
+        let (a, b) = (
+            held.context("c", ContextOptions::default()).unwrap(),
+            plain.context("c", ContextOptions::default()).unwrap(),
+        );
+        assert_eq!(
+            foldline_core::canonical::encode(&a),
+            foldline_core::canonical::encode(&b),
+            "context after message {s}"
+        );
+        if s % 50 == 0 {
+            // The instance that holds the events is replaced (a call grew
+            // its memory past the bound): the next call sends them again.
+            held.foldline
+                .call_raw("trimPrompt", huge.as_bytes())
+                .unwrap();
+        }
+    }
+    assert!(compacted >= 3, "{compacted} compactions");
+    let journal = |d: &Driver<SqliteJournal, Extractive>| {
+        let events: Vec<_> = d
+            .journal
+            .read_events("c", 0)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        foldline_core::canonical::encode(&events)
+    };
+    assert_eq!(journal(&held), journal(&plain), "the same journal");
+}

@@ -37,12 +37,14 @@ export interface InitOutput {
     readonly call: (a: number, b: number, c: number, d: number) => [number, number];
     readonly callHeld: (a: number, b: number, c: number, d: number, e: number, f: number, g: number, h: number) => [number, number];
     readonly foldline_abi_major: () => number;
+    readonly foldline_abi_minor: () => number;
     readonly foldline_alloc: (a: number) => number;
     readonly foldline_call: (a: number, b: number, c: number, d: number) => bigint;
+    readonly foldline_call_held: (a: number, b: number, c: number, d: number, e: number, f: number, g: number, h: number) => bigint;
     readonly foldline_free: (a: number, b: number) => void;
     readonly forget: (a: number) => void;
     readonly version: () => [number, number];
-    readonly foldline_abi_minor: () => number;
+    readonly foldline_forget: (a: number) => void;
     readonly __wbindgen_externrefs: WebAssembly.Table;
     readonly __wbindgen_malloc: (a: number, b: number) => number;
     readonly __wbindgen_realloc: (a: number, b: number, c: number, d: number) => number;

@@ -6,6 +6,10 @@
 //! `(result_ptr << 32) | result_len`, reads the canonical JSON envelope there,
 //! and frees all three buffers with `foldline_free(ptr, len)`. The call frees
 //! nothing the host allocated.
+//!
+//! Since ABI 1.2, held events as the JS exports have them (`crate::held`):
+//! `foldline_call_held(id, count, entry…, input…, update…)` (a third buffer
+//! for the hold update; length 0 for none) and `foldline_forget(id)`.
 
 use foldline_core::api;
 
@@ -66,6 +70,54 @@ pub unsafe extern "C" fn foldline_call(
         Ok(name) => api::call(name, input),
         Err(_) => api::call("", b"{}"),
     };
+    handed_over(out)
+}
+
+/// [`foldline_call`] with the events held under `id` in front of the
+/// request's own, `update` (a hold request; length 0: none) applied first;
+/// `count` is the number of events the host believes are held (another is
+/// `invalid_request`). See `crate::held::call`.
+///
+/// # Safety
+/// As [`foldline_call`], for all three buffers.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn foldline_call_held(
+    id: u32,
+    count: u32,
+    entry_ptr: u32,
+    entry_len: u32,
+    input_ptr: u32,
+    input_len: u32,
+    update_ptr: u32,
+    update_len: u32,
+) -> u64 {
+    // SAFETY: the host wrote these buffers through `foldline_alloc`.
+    let (entry, input, update) = unsafe {
+        (
+            bytes(entry_ptr, entry_len),
+            bytes(input_ptr, input_len),
+            bytes(update_ptr, update_len),
+        )
+    };
+    let out = crate::held::call(
+        id,
+        count,
+        std::str::from_utf8(entry).unwrap_or(""),
+        input,
+        update,
+    );
+    handed_over(out)
+}
+
+/// Drop what is held under `id`.
+#[no_mangle]
+pub extern "C" fn foldline_forget(id: u32) {
+    crate::held::forget(id)
+}
+
+/// An answer handed to the host: `(ptr << 32) | len`, freed by it.
+fn handed_over(out: Vec<u8>) -> u64 {
     let len = out.len() as u32;
     let boxed = out.into_boxed_slice();
     let ptr = Box::into_raw(boxed) as *mut u8 as usize as u32;

@@ -31,7 +31,7 @@ pub mod js;
 /// ABI major version: a host must refuse a different major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: additions only.
-pub const ABI_MINOR: u32 = 1;
+pub const ABI_MINOR: u32 = 2;
 
 /// Version information as canonical JSON, as `version()` returns it:
 /// `{"abi":{"major":..,"minor":..},"crate":"..","ruleset":".."}`.
