@@ -7,7 +7,8 @@
 //! - the summary appears once per head, as the user-role
 //!   `untrusted-history-summary` envelope;
 //! - a tool result never reaches the model without its call;
-//! - the timeline draws only boundaries the chain accepts.
+//! - the timeline draws only boundaries the chain accepts;
+//! - the driver's context is the stateless select of the whole journal.
 
 use std::collections::BTreeSet;
 
@@ -59,6 +60,26 @@ pub fn check<J: Journal, M: Model>(
             return now;
         }
     };
+    // What the driver keeps between calls (its cache, the events held in the
+    // core's instance) changes nothing: the context is the stateless select
+    // of the whole journal with the chain's resolution.
+    let whole = foldline_core::select(&foldline_core::SelectRequest {
+        declaration: d.declaration.clone(),
+        route: (d.route_of)(conv),
+        frontier: r.frontier.clone(),
+        head: r.head.clone(),
+        amendment: r.amendment.clone(),
+        events: stored.iter().map(|s| s.event.clone()).collect(),
+        prompt: None,
+        format: Default::default(),
+        limit: None,
+        render: true,
+    })
+    .unwrap_or_else(|e| panic!("step {step}: the stateless select refused: {e:?}"));
+    assert!(
+        foldline_core::canonical::encode(&ctx) == foldline_core::canonical::encode(&whole),
+        "step {step}: the driver's context differs from the stateless select"
+    );
     let m = &ctx.manifest;
     assert!(
         m.sizes.total <= m.limit,
