@@ -100,12 +100,16 @@ export async function check(f, c, journal, id, before, step) {
     if (heads.has(head)) fail(step, "two boundaries on one head");
     heads.add(head);
   }
-  // The context fits, or a typed refusal says why.
+  // The context fits, or a typed refusal says why: one turn over the whole
+  // budget, or an amendment (corrections of frozen turns, kept until a
+  // compaction absorbs them) that leaves the budget no room — it fails
+  // closed, never truncated (seed 000).
   let ctx;
   try {
     ctx = await c.context(id);
   } catch (e) {
-    if (e.code !== "tail_turn_too_large") fail(step, `context: ${e.code ?? e}`);
+    const allowed = e.code === "tail_turn_too_large" || (e.code === "over_budget" && r.amendment);
+    if (!allowed) fail(step, `context: ${e.code ?? e}: ${e.message}`);
     return now;
   }
   const m = ctx.manifest;
