@@ -522,13 +522,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         d.on_message("c").unwrap();
     }
     let wasm = d.context("c", ContextOptions::default()).unwrap();
-    let events: Vec<_> = d
-        .journal
-        .read_events("c", 0)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.event)
-        .collect();
+    let events = stored(&d);
     let res = d.resolve("c").unwrap();
     let native = foldline_core::select(&foldline_core::SelectRequest {
         declaration: small_decl(),
@@ -547,6 +541,12 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         foldline_core::canonical::encode(&wasm),
         foldline_core::canonical::encode(&native)
     );
+}
+
+/// Every event of conversation `c` in the driver's journal.
+fn stored(d: &Driver<SqliteJournal, Extractive>) -> Vec<foldline_core::event::Event> {
+    let read = d.journal.read_events("c", 0).unwrap();
+    read.into_iter().map(|s| s.event).collect()
 }
 
 /// Ordinary alternating turns of `size` characters, sources `from..=to`.
@@ -1191,16 +1191,7 @@ fn held_events_change_no_answer_across_compactions_and_a_replaced_instance() {
         }
     }
     assert!(compacted >= 3, "{compacted} compactions");
-    let journal = |d: &Driver<SqliteJournal, Extractive>| {
-        let events: Vec<_> = d
-            .journal
-            .read_events("c", 0)
-            .unwrap()
-            .into_iter()
-            .map(|s| s.event)
-            .collect();
-        foldline_core::canonical::encode(&events)
-    };
+    let journal = |d| foldline_core::canonical::encode(&stored(d));
     assert!(journal(&held) == journal(&plain), "the same journal");
 }
 
