@@ -92,19 +92,22 @@ fn artifact() -> Foldline {
 /// `on_message`, `context`, through the driver over a SQLite journal file on
 /// the seed-002 token defaults, after `history` turns were written to the
 /// journal before the driver started. Median seconds over `messages`.
-fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64) -> f64 {
+/// `hold`: the driver holds the live events in the core's instance (the
+/// default) or sends them whole with every call.
+fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: bool) -> f64 {
     use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
     use foldline_wasmtime::journal::{Journal, SqliteJournal};
-    let path = dir.join(format!("driver-{history}.db"));
+    let path = dir.join(format!("driver-{history}-{hold}.db"));
     let _ = std::fs::remove_file(&path);
     let mut d = Declaration::new("assistant", "assistant-compactor");
     d.budget = Budget::default_tokens();
-    let driver = Driver::new(
+    let mut driver = Driver::new(
         artifact(),
         SqliteJournal::open(&path).unwrap(),
         foldline_wasmtime::model::Extractive,
         d,
     );
+    driver.hold_events = hold;
     let say = |s: u64| {
         let mut e = workload::turn(s);
         if let Event::Message(m) = &mut e {
@@ -281,14 +284,17 @@ fn main() {
     let inst = median(|| f.instantiate_only().unwrap(), budget, 50);
 
     let (big, messages) = if quick { (20_000, 60) } else { (100_000, 300) };
-    let driver_1k = driver_per_message(&out, 1_000, messages);
-    let driver_big = driver_per_message(&out, big, messages);
+    let driver_1k = driver_per_message(&out, 1_000, messages, true);
+    let driver_big = driver_per_message(&out, big, messages, true);
+    let driver_plain_1k = driver_per_message(&out, 1_000, messages, false);
 
     let r = json!({
         "program_driver_1k_us": driver_1k * 1e6,
         "program_driver_big_us": driver_big * 1e6,
         "program_driver_history_big": big,
         "program_driver_growth_100k_vs_1k": driver_big / driver_1k,
+        "program_driver_plain_1k_us": driver_plain_1k * 1e6,
+        "program_driver_held_vs_plain": driver_1k / driver_plain_1k,
         "native_per_message_us": native * 1e6,
         "wasmtime_per_message_us": wasm * 1e6,
         "wasmtime_vs_native": wasm / native,
