@@ -24,7 +24,7 @@ use foldline_core::validate::{ValidateRequest, ValidateResponse};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::model::{Evidence, Model, ModelResult, StreamChunk};
-use crate::runtime::{Foldline, Holding};
+use crate::runtime::{encode, Foldline, Holding};
 
 /// What one driver pass did.
 #[derive(Debug, Clone, PartialEq)]
@@ -425,10 +425,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
             return self.foldline.call(entry, &request);
         }
         let request = make(c, res, seq, Vec::new());
-        let bytes = serde_json::to_vec(&request).map_err(|e| HostError::Input(e.to_string()))?;
-        let out = self
-            .foldline
-            .call_holding(&mut c.holding, &c.recent, entry, &bytes)?;
+        let out =
+            self.foldline
+                .call_holding(&mut c.holding, &c.recent, entry, &encode(&request)?)?;
         drop(cache);
         Foldline::answer(&out)
     }

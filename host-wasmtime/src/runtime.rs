@@ -460,16 +460,12 @@ impl Foldline {
         entry: &str,
         request: &Req,
     ) -> Result<Resp> {
-        let bytes = serde_json::to_vec(request).map_err(|e| HostError::Input(e.to_string()))?;
-        Self::answer(&self.call_raw(entry, &bytes)?)
+        Self::answer(&self.call_raw(entry, &encode(request)?)?)
     }
 
     /// The typed answer in an envelope `call_raw` returned, or the core's
     /// typed error.
-    ///
-    /// # Errors
-    /// The core's error, or `malformed_output`.
-    pub fn answer<Resp: DeserializeOwned>(out: &[u8]) -> Result<Resp> {
+    pub(crate) fn answer<Resp: DeserializeOwned>(out: &[u8]) -> Result<Resp> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         enum Envelope<T> {
@@ -538,4 +534,9 @@ impl Foldline {
             _ => HostError::Trap(e.to_string()),
         }
     }
+}
+
+/// A typed request as the JSON bytes a call sends.
+pub(crate) fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>> {
+    serde_json::to_vec(request).map_err(|e| HostError::Input(e.to_string()))
 }

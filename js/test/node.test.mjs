@@ -201,7 +201,7 @@ test("held events: a refused first context leaves nothing behind; the next one a
   assert.deepEqual(got, plain);
 });
 
-test("held events: a live window over its share of the held bytes is sent inline, and answers the same", async () => {
+test("held events: a live window over its share of the held bytes (sent inline from then on) answers as the stateless select", async () => {
   const big = { targetId: "a", compactorId: "b", budget: { kind: "chars", trigger: 4_000_000, retain: 2_000_000 } };
   const journal = new f.MemoryJournal();
   const c = f.createCompactor({ journal, model: fakeModel(), declaration: big });

@@ -69,9 +69,7 @@ pub(crate) fn settle(input: &[u8]) -> Option<Vec<u8>> {
     let evidence = find(Some(p), b"input")??;
     let turns = members[find(Some(evidence), b"turns")??].value.clone();
     // The request as sent, with those two emptied: decoded as usual.
-    let ValidateRequest::Settle(req) =
-        parse(&without(input, 0..input.len(), [&messages, &turns])).ok()?
-    else {
+    let ValidateRequest::Settle(req) = parse(&without(input, [&messages, &turns])).ok()? else {
         return None;
     };
     let mut boundary = settle_intact(&req).ok()?;
@@ -115,18 +113,17 @@ fn id_matches(input: &[u8], members: &[Member], packet: usize, id: usize) -> boo
     digest.as_bytes() == claimed
 }
 
-/// `bytes[range]` with the values at `cuts` (in any order) replaced by `[]`.
-fn without(bytes: &[u8], range: Range<usize>, cuts: [&Range<usize>; 2]) -> Vec<u8> {
-    let mut cuts = cuts;
+/// `bytes` with the values at `cuts` (in any order) replaced by `[]`.
+fn without(bytes: &[u8], mut cuts: [&Range<usize>; 2]) -> Vec<u8> {
     cuts.sort_by_key(|c| c.start);
-    let mut out = Vec::with_capacity(range.len());
-    let mut at = range.start;
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
     for c in cuts {
         out.extend_from_slice(&bytes[at..c.start]);
         out.extend_from_slice(b"[]");
         at = c.end;
     }
-    out.extend_from_slice(&bytes[at..range.end]);
+    out.extend_from_slice(&bytes[at..]);
     out
 }
 

@@ -52,6 +52,21 @@ pub fn check<J: Journal, M: Model>(
             );
         }
     }
+    // What the driver keeps between calls (its cache, the events held in the
+    // core's instance) changes nothing: its context, or its refusal, is the
+    // stateless select's of the whole journal with the chain's resolution.
+    let whole = foldline_core::select(&foldline_core::SelectRequest {
+        declaration: d.declaration.clone(),
+        route: (d.route_of)(conv),
+        frontier: r.frontier.clone(),
+        head: r.head.clone(),
+        amendment: r.amendment.clone(),
+        events: stored.iter().map(|s| s.event.clone()).collect(),
+        prompt: None,
+        format: Default::default(),
+        limit: None,
+        render: true,
+    });
     // The context fits, or a typed refusal says why: one turn over the whole
     // budget, or an amendment (corrections of frozen turns, kept until a
     // compaction absorbs them) that leaves the budget no room — it fails
@@ -64,25 +79,16 @@ pub fn check<J: Journal, M: Model>(
                     || (e.code() == "over_budget" && r.amendment.is_some()),
                 "step {step}: {e}"
             );
+            assert_eq!(
+                whole.as_ref().err().map(|w| w.code.as_str()),
+                Some(e.code()),
+                "step {step}: the driver refused, the stateless select answered otherwise"
+            );
             return now;
         }
     };
-    // What the driver keeps between calls (its cache, the events held in the
-    // core's instance) changes nothing: the context is the stateless select
-    // of the whole journal with the chain's resolution.
-    let whole = foldline_core::select(&foldline_core::SelectRequest {
-        declaration: d.declaration.clone(),
-        route: (d.route_of)(conv),
-        frontier: r.frontier.clone(),
-        head: r.head.clone(),
-        amendment: r.amendment.clone(),
-        events: stored.iter().map(|s| s.event.clone()).collect(),
-        prompt: None,
-        format: Default::default(),
-        limit: None,
-        render: true,
-    })
-    .unwrap_or_else(|e| panic!("step {step}: the stateless select refused: {e:?}"));
+    let whole =
+        whole.unwrap_or_else(|e| panic!("step {step}: the stateless select refused: {e:?}"));
     assert!(
         foldline_core::canonical::encode(&ctx) == foldline_core::canonical::encode(&whole),
         "step {step}: the driver's context differs from the stateless select"
