@@ -18,6 +18,7 @@ use foldline_core::api;
 use foldline_core::canonical;
 use foldline_core::declaration::{Budget, CompactionMode, Declaration};
 use foldline_core::event::Event;
+use foldline_core::plan::PlanOutcome;
 use foldline_core::turn::Role;
 use serde_json::{json, Value};
 
@@ -188,20 +189,43 @@ fn gen_plan() -> Vec<Value> {
     let mut pb = d.clone();
     pb.prefix_bounds.max_turns = 5;
     g.add(
-        "refuse-prefix-turns",
-        "refuse: the frozen prefix over its turn bound",
+        "backlog-prefix-turns",
+        "a history before the tail over the prefix's turn bound folds its oldest turns within it; the rest is the packet's backlog",
         "plan",
         plan_req(&pb, turns(1, 30, 1_000), true),
-        &refuse("prefix_over_bounds"),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/input/turnCount", json!(5)),
+            ("/ok/packet/coveredThroughSeq", json!(5)),
+            ("/ok/packet/stats/backlog/turns", json!(15)),
+            ("/ok/packet/stats/retainedTailTurns", json!(10)),
+        ],
     );
     let mut pc = d.clone();
     pc.prefix_bounds.max_chars = 15_000;
     g.add(
-        "refuse-prefix-chars",
-        "refuse: the compactor input over its character bound",
+        "backlog-prefix-chars",
+        "a compactor input over its character bound folds the oldest whole turns that render within it",
         "plan",
         plan_req(&pc, turns(1, 30, 1_000), true),
-        &refuse("prefix_over_bounds"),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/input/turnCount", json!(13)),
+            ("/ok/packet/stats/backlog/turns", json!(7)),
+        ],
+    );
+    let mut one = turns(1, 1, 16_000);
+    one.extend(turns(2, 29, 1_000));
+    g.add(
+        "refuse-prefix-unit",
+        "refuse: the oldest unit alone over the compactor's bounds (nothing could take it), named",
+        "plan",
+        plan_req(&pc, one, true),
+        &[
+            ("/ok/outcome", json!("refuse")),
+            ("/ok/error/code", json!("prefix_over_bounds")),
+            ("/ok/error/ids", json!(["t1"])),
+        ],
     );
     let mut ns = turns(1, 21, 500);
     ns.push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
@@ -288,15 +312,24 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/packet/input/turnCount", json!(5)),
         ],
     );
-    let mut fails = turns(1, 30, 1_000);
+    // The breaker pauses eager compaction only: a token budget whose eager
+    // trigger (7,200) lies below its hard limit (9,232); turns of 100 tokens.
+    let mut bd = chars_decl(20_000, 10_000);
+    bd.budget = Budget::default_tokens();
+    if let Budget::Tokens { window, .. } = &mut bd.budget {
+        *window = 20_000;
+    }
+    bd.summary.max_tokens = Some(300);
+    bd.summary.max_chars = Some(1_200);
+    let mut fails = token_turns(75);
     for i in 0..3 {
-        fails.push(failure_at(&format!("r{i}"), None, 30));
+        fails.push(failure_at(&format!("r{i}"), None, 75));
     }
     g.add(
         "paused-circuit-open",
-        "circuit breaker: after N consecutive failures automatic plans pause",
+        "circuit breaker: after N consecutive failures automatic plans below the hard limit pause",
         "plan",
-        plan_req(&d, fails.clone(), true),
+        plan_req(&bd, fails.clone(), true),
         &[
             ("/ok/outcome", json!("paused")),
             ("/ok/reason", json!("circuitOpen")),
@@ -304,24 +337,41 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/retryIn", json!(10)),
         ],
     );
-    let mut half_open = fails.clone();
-    half_open.extend(turns(31, 10, 1_000));
+    let mut at_limit = token_turns(93);
+    for i in 0..5 {
+        at_limit.push(failure_at(&format!("r{i}"), None, 93));
+    }
     g.add(
-        "breaker-half-open",
-        "circuit breaker: after breakerRetryAfter new turns one automatic attempt goes through",
+        "breaker-never-stops-safety",
+        "circuit breaker: at the hard limit every message attempts safety compaction, whatever the failures",
         "plan",
-        plan_req(&d, half_open, true),
+        plan_req(&bd, at_limit, true),
         &[
             ("/ok/outcome", json!("compact")),
             ("/ok/packet/trigger", json!("automatic")),
         ],
     );
-    fails.truncate(32);
+    let mut half_open = token_turns(73);
+    for i in 0..3 {
+        half_open.push(failure_at(&format!("r{i}"), None, 73));
+    }
+    half_open.extend(token_turns(83).split_off(73));
+    g.add(
+        "breaker-half-open",
+        "circuit breaker: after breakerRetryAfter new turns one automatic attempt goes through",
+        "plan",
+        plan_req(&bd, half_open, true),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/trigger", json!("automatic")),
+        ],
+    );
+    fails.truncate(77);
     g.add(
         "compact-two-failures",
         "circuit breaker: fewer than N failures still compact",
         "plan",
-        plan_req(&d, fails, true),
+        plan_req(&bd, fails, true),
         &[
             ("/ok/outcome", json!("compact")),
             ("/ok/packet/trigger", json!("automatic")),
@@ -1447,8 +1497,12 @@ fn drive(
         with_view = false;
         last = match effect {
             "read" => {
+                // Hosts pass the state back with the fresh view; it matters
+                // only to a run folding a backlog (it carries `folds`).
                 with_view = true;
-                state = Value::Null;
+                if state.get("folds").is_none() {
+                    state = Value::Null;
+                }
                 Value::Null
             }
             "append" => {
@@ -1681,8 +1735,105 @@ fn gen_step() -> Vec<Value> {
             .unwrap()
             .ends_with(":2")
     );
+    // Backlogs fold in steps: 33 turns before the tail, 11 per compaction
+    // (the context stays over the trigger until the third part is folded).
+    let mut bounded = d.clone();
+    bounded.prefix_bounds.max_turns = 11;
+    // The frontier is activated on the first turn, then the history grows
+    // (as behind an outage): everything after it is eligible.
+    let backlog = |decl: &Declaration, n: u64| {
+        let mut s = Sim::new(decl.clone());
+        s.say(1, 300);
+        assert!(matches!(s.step(), PlanOutcome::Skip { .. }));
+        s.say(n - 1, 300);
+        s
+    };
+    let mut sim = backlog(&bounded, 39);
+    let folded = drive(
+        &mut g,
+        "backlog-in-steps",
+        "a backlog of 3x the prefix bound folds oldest first in 3 boundaries in one run (each boundary but the last leaves a backlog; the run reads and folds on)",
+        &mut sim,
+        auto.clone(),
+        &[
+            Answer::Complete("Turns one to eleven."),
+            Answer::Complete("Turns one to twenty-two."),
+            Answer::Complete("Turns one to thirty-three."),
+        ],
+        Host::default(),
+        &[
+            "putPacket", "callModel", "append", "read", "putPacket", "callModel", "append", "read",
+            "putPacket", "callModel", "append", "done:compacted",
+        ],
+    );
+    let covered: Vec<u64> = sim
+        .boundaries()
+        .iter()
+        .map(|b| b.covered_through_seq)
+        .collect();
+    assert_eq!(covered, [11, 22, 33], "each part folded once, none skipped");
+    assert_eq!(
+        folded["ok"]["effect"]["finished"]["boundary"]["coveredThroughSeq"],
+        json!(33)
+    );
+    assert!(sim.resolve().is_ok(), "the chain verifies");
+    let mut six = d.clone();
+    six.prefix_bounds.max_turns = 6;
+    let mut sim = backlog(&six, 60);
+    drive(
+        &mut g,
+        "backlog-bounded-per-run",
+        "one run folds at most MAX_FOLDS_PER_RUN (4) parts; the rest waits for the next run",
+        &mut sim,
+        auto.clone(),
+        &[
+            Answer::Complete("Part one."),
+            Answer::Complete("Part two."),
+            Answer::Complete("Part three."),
+            Answer::Complete("Part four."),
+        ],
+        Host::default(),
+        &[
+            "putPacket",
+            "callModel",
+            "append",
+            "read",
+            "putPacket",
+            "callModel",
+            "append",
+            "read",
+            "putPacket",
+            "callModel",
+            "append",
+            "read",
+            "putPacket",
+            "callModel",
+            "append",
+            "done:compacted",
+        ],
+    );
+    assert_eq!(sim.boundaries().len(), 4);
+    assert!(
+        sim.boundaries()[3].stats.backlog.is_some(),
+        "the fourth part left a backlog"
+    );
     // Manual tasks.
     let manual = json!({"trigger": {"kind": "manual", "actor": "member-1"}, "task": "task-1"});
+    let mut two = d.clone();
+    two.prefix_bounds.max_turns = 4;
+    let mut sim = backlog(&two, 14);
+    drive(&mut g, "manual-task-backlog", "a manual task over a backlog: one requested event before the first model call, the task's end with the last part's boundary",
+        &mut sim, manual.clone(), &[Answer::Complete("Turns one to four."), Answer::Complete("Turns one to eight.")], Host::default(),
+        &["putPacket", "append", "callModel", "append", "read", "putPacket", "callModel", "append", "done:compacted"]);
+    let tasks: Vec<String> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CompactionTask(t) => Some(format!("{:?}:{}", t.state, t.boundary_id.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tasks, ["Requested:false", "Completed:true"]);
     drive(&mut g, "manual-task", "a manual task: its requested event is durable (acceptsTask) before the model runs; the boundary and the task's end are one batch",
         &mut fresh(10), manual.clone(), &[Answer::Complete("What the member asked, through turn six.")], Host::default(),
         &["append", "read", "putPacket", "append", "callModel", "append", "done:compacted"]);

@@ -349,19 +349,87 @@ fn latest_turn_larger_than_tail_is_refused_not_split() {
 }
 
 #[test]
-fn prefix_over_bounds_is_refused() {
+fn a_backlog_over_the_prefix_bounds_folds_its_oldest_units_first() {
+    // 20 turns before the 10-turn tail; at most 5 per compaction.
     let mut d = chars_decl(20_000, 10_000);
     d.prefix_bounds.max_turns = 5;
+    let p = compact_packet(plan(&compact_setup(&d, 30, 1_000)));
+    assert_eq!(p.input.turn_count, 5);
+    assert_eq!(p.covered_through_seq, 5);
+    let backlog = p.stats.backlog.expect("a backlog is left");
+    assert_eq!(backlog.turns, 15);
+    assert_eq!(backlog.size.chars, 15_000);
+    assert_eq!(p.stats.retained_tail_turns, 10);
     assert_eq!(
-        code_of(&plan(&compact_setup(&d, 30, 1_000))),
-        Some("prefix_over_bounds")
+        p.stats.after.chars,
+        p.stats.summary.chars + 15_000 + 10_000,
+        "after counts the backlog"
     );
+    // 15,000 rendered characters: as many whole turns as render within it.
     let mut d = chars_decl(20_000, 10_000);
     d.prefix_bounds.max_chars = 15_000;
+    let p = compact_packet(plan(&compact_setup(&d, 30, 1_000)));
+    assert!(p.input.rendered_chars <= 15_000);
+    assert!(p.input.turn_count >= 9, "{}", p.input.turn_count);
     assert_eq!(
-        code_of(&plan(&compact_setup(&d, 30, 1_000))),
-        Some("prefix_over_bounds")
+        p.input.turn_count + p.stats.backlog.unwrap().turns,
+        20,
+        "frozen + backlog = everything before the tail"
     );
+    // One more turn would not have fitted: the fold is as large as it may be.
+    let mut one_more = d.clone();
+    one_more.prefix_bounds.max_chars = p.input.rendered_chars + 100;
+    assert_eq!(
+        compact_packet(plan(&compact_setup(&one_more, 30, 1_000)))
+            .input
+            .turn_count,
+        p.input.turn_count
+    );
+    // What fits in one compaction is still folded whole, without a backlog.
+    let p = compact_packet(plan(&compact_setup(&chars_decl(20_000, 10_000), 30, 1_000)));
+    assert_eq!((p.input.turn_count, p.stats.backlog), (20, None));
+}
+
+#[test]
+fn a_backlog_folds_in_steps_until_the_tail_each_turn_once() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.prefix_bounds.max_turns = 10;
+    let mut s = Sim::new(d);
+    s.say(1, 1_000);
+    assert!(matches!(s.step(), PlanOutcome::Skip { .. }));
+    s.say(39, 1_000); // 30 before the 10-turn tail: 3x the bound
+    for _ in 0..3 {
+        assert!(matches!(s.step(), PlanOutcome::Compact { .. }));
+    }
+    assert!(matches!(s.step(), PlanOutcome::Skip { .. }));
+    let bs = s.boundaries();
+    let folded: Vec<u64> = bs
+        .iter()
+        .flat_map(|b| b.input.turns.iter().map(|t| t.source_seq))
+        .collect();
+    assert_eq!(
+        folded,
+        (1..=30).collect::<Vec<_>>(),
+        "no turn twice, none skipped"
+    );
+    assert!(bs[0].stats.backlog.is_some() && bs[1].stats.backlog.is_some());
+    assert_eq!(bs[2].stats.backlog, None);
+    assert!(s.resolve().is_ok(), "the chain verifies");
+}
+
+#[test]
+fn a_single_unit_over_the_prefix_bounds_is_refused_naming_it() {
+    let mut d = chars_decl(20_000, 10_000);
+    d.prefix_bounds.max_chars = 15_000;
+    let mut events = turns(1, 1, 16_000);
+    events.extend(turns(2, 29, 1_000));
+    let mut r = request(&d, events);
+    r.frontier = Some(activate(&d, turns(1, 1, 16_000)));
+    let o = plan(&r);
+    assert_eq!(code_of(&o), Some("prefix_over_bounds"));
+    if let PlanOutcome::Refuse { error, .. } = o {
+        assert_eq!(error.ids, vec!["t1".to_owned()]);
+    }
 }
 
 #[test]
@@ -465,17 +533,31 @@ fn manual_requests_are_checked_for_owner_session_and_content() {
 
 // ---- Circuit breaker and disabled ---------------------------------------
 
+/// A token budget whose eager trigger (7,200) lies well below its hard
+/// limit (9,232), with `n` turns of 100 tokens and `failures` failed runs
+/// recorded at source `at`.
+fn breaker_setup(n: u64, failures: u64, at: u64) -> foldline_core::plan::PlanRequest {
+    let mut d = token_decl(CompactionMode::Eager);
+    if let Budget::Tokens { window, .. } = &mut d.budget {
+        *window = 20_000;
+    }
+    let th = foldline_core::budget::Thresholds::of(&d);
+    assert_eq!((th.trigger, th.limit), (7_200, 9_232));
+    let mut r = request(&d, token_turns(n));
+    r.frontier = Some(activate(&d, token_turns(1)));
+    for i in 0..failures {
+        r.events.push(failure_at(&format!("run-{i}"), None, at));
+    }
+    r
+}
+
 #[test]
 fn circuit_breaker_pauses_automatic_plans_after_repeated_failures() {
-    let d = chars_decl(20_000, 10_000);
-    let mut r = compact_setup(&d, 30, 1_000);
-    r.events.push(failure_at("run-1", None, 30));
-    r.events.push(failure_at("run-2", None, 30));
     assert!(
-        matches!(plan(&r), PlanOutcome::Compact { .. }),
+        matches!(plan(&breaker_setup(75, 2, 75)), PlanOutcome::Compact { .. }),
         "two failures < three"
     );
-    r.events.push(failure_at("run-3", None, 30));
+    let r = breaker_setup(75, 3, 75);
     assert_eq!(
         plan(&r),
         PlanOutcome::Paused {
@@ -485,11 +567,11 @@ fn circuit_breaker_pauses_automatic_plans_after_repeated_failures() {
         }
     );
     // Failures against another head (an earlier chain state) do not count.
-    let mut other = compact_setup(&d, 30, 1_000);
+    let mut other = breaker_setup(75, 0, 75);
     for i in 0..3 {
         other
             .events
-            .push(failure_at(&format!("old-{i}"), Some("b0"), 30));
+            .push(failure_at(&format!("old-{i}"), Some("b0"), 75));
     }
     assert!(matches!(plan(&other), PlanOutcome::Compact { .. }));
     // A manual request goes through the open breaker.
@@ -502,14 +584,32 @@ fn circuit_breaker_pauses_automatic_plans_after_repeated_failures() {
 }
 
 #[test]
-fn an_open_breaker_half_opens_after_new_turns_and_reopens_on_failure() {
+fn no_breaker_stops_safety_compaction_at_the_hard_limit() {
+    // Ten failures, no new turn since: past the hard limit it still compacts.
+    let at_limit = breaker_setup(93, 10, 93);
+    assert!(
+        matches!(plan(&at_limit), PlanOutcome::Compact { .. }),
+        "{:?}",
+        plan(&at_limit)
+    );
+    assert!(matches!(
+        plan(&breaker_setup(92, 10, 92)),
+        PlanOutcome::Paused { .. }
+    ));
+    // In character mode the trigger is the hard limit: no pause at all.
     let d = chars_decl(20_000, 10_000);
     let mut r = compact_setup(&d, 30, 1_000);
-    for i in 0..3 {
+    for i in 0..5 {
         r.events.push(failure_at(&format!("run-{i}"), None, 30));
     }
+    assert!(matches!(plan(&r), PlanOutcome::Compact { .. }));
+}
+
+#[test]
+fn an_open_breaker_half_opens_after_new_turns_and_reopens_on_failure() {
+    let mut r = breaker_setup(73, 3, 73);
     // Nine new turns: still open, one to go.
-    r.events.extend(turns(31, 9, 1_000));
+    r.events.extend(token_turns(82).split_off(73));
     assert!(matches!(
         plan(&r),
         PlanOutcome::Paused {
@@ -518,10 +618,10 @@ fn an_open_breaker_half_opens_after_new_turns_and_reopens_on_failure() {
         }
     ));
     // The tenth: half-open, one automatic attempt.
-    r.events.extend(turns(40, 1, 1_000));
+    r.events.extend(token_turns(83).split_off(82));
     assert!(matches!(plan(&r), PlanOutcome::Compact { .. }));
     // That attempt fails: open again for another ten turns.
-    r.events.push(failure_at("run-4", None, 40));
+    r.events.push(failure_at("run-4", None, 83));
     assert!(matches!(
         plan(&r),
         PlanOutcome::Paused {
@@ -632,8 +732,11 @@ fn token_mode_reserves_headroom_for_the_summary_output() {
     };
     // C = 18,464; the frozen prefix is ~17,400 tokens, and with the summary's
     // 1,500 tokens of output headroom and the margin it cannot fit the window.
+    // It folds the oldest part that fits, and leaves the rest as a backlog.
     d.summary.max_tokens = Some(1_500);
-    assert_eq!(code_of(&token_plan(&d, 195)), Some("prefix_over_bounds"));
+    let p = compact_packet(token_plan(&d, 195));
+    assert!(p.input.tokens + 1_500 + 512 <= 20_000, "{}", p.input.tokens);
+    assert!(p.stats.backlog.is_some());
     d.summary.max_tokens = Some(300);
     d.budget = Budget::Tokens {
         window: 40_000,

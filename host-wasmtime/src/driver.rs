@@ -604,9 +604,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
         })
     }
 
-    /// The first `step` of a fresh read: the core plans from what was read,
-    /// at the journal position it was read at.
-    fn fresh_step(&self, conversation: &str, run: &RunSpec) -> Result<Step> {
+    /// The `step` after a fresh read: the core plans from what was read, at
+    /// the journal position it was read at; `state` is what the `read`
+    /// effect came with (`None` when a run starts).
+    fn fresh_step(
+        &self,
+        conversation: &str,
+        run: &RunSpec,
+        state: Option<LoopState>,
+    ) -> Result<Step> {
+        let mut state = state;
         self.read_and_call(conversation, "step", |c, res, seq, events| {
             // A held candidate's packet is offered (copied) only once its
             // summary is prepared; until then the core needs only to know
@@ -649,7 +656,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }),
                 warm_summary: summary,
                 seq,
-                state: None,
+                state: state.take(),
                 last: None,
             }
         })
@@ -679,13 +686,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
             state: Some(state),
             last: Some(last),
         };
-        let mut step = self.fresh_step(conversation, run)?;
+        let mut step = self.fresh_step(conversation, run, None)?;
         loop {
             let Step { state, effect } = step;
             let request = match effect {
                 Effect::Done { finished } => return Ok(*finished),
                 Effect::Read => {
-                    step = self.fresh_step(conversation, run)?;
+                    step = self.fresh_step(conversation, run, Some(state))?;
                     continue;
                 }
                 Effect::Append {

@@ -407,7 +407,8 @@ export function createCompactor(o: CompactorOptions): Compactor {
         case "done":
           return effect.finished;
         case "read":
-          request = await fresh();
+          // The state rides along: a run folding a backlog goes on with it.
+          request = { ...(await fresh()), state: st };
           break;
         case "append": {
           const last = await appendAt(id, s, st.batch ?? [], effect.expectedSeq, fence);

@@ -81,7 +81,11 @@ export interface Sizes { chars: number; tokens: number }
 export interface Stats {
   metric: "chars" | "tokens"; before: Sizes; pinned: Sizes; retainedTail: Sizes;
   retainedTailTurns: number; summary: Sizes; after: Sizes;
+  /** What this compaction left for the next one: a backlog larger than one compaction may take folds oldest first, in steps. */
+  backlog?: Backlog;
 }
+/** Eligible turns between a compaction's frozen prefix and its exact tail. */
+export interface Backlog { turns: number; size: Sizes }
 export interface InputTurn { turnId: string; sourceSeq: number; role: Role; contentHash: string }
 export interface InputEvidence {
   turnCount: number; chars: number; tokens: number; sourceCount: number; turnIdsHash: string;
@@ -233,10 +237,12 @@ export interface StepRequest {
 }
 
 export type Stage = "start" | "appending" | "storingCandidate" | "storingPacket" | "streaming" | "replaying";
-export type Then = "read" | "summarize" | "compacted" | "failed";
+export type Then = "read" | "summarize" | "compacted" | "folded" | "failed";
 
 /** A run between steps: the host passes it back unchanged. */
-export interface LoopState { stage?: Stage; then?: Then; batch?: Event[]; run?: Run | null; failure?: FailureKind | null }
+export interface LoopState { stage?: Stage; then?: Then; batch?: Event[]; run?: Run | null; failure?: FailureKind | null; folds?: Folds }
+/** The parts of a backlog a run has folded so far (at most MAX_FOLDS_PER_RUN, 4). */
+export interface Folds { count: number; last: Boundary }
 
 /** A compaction in flight: its packet, derived run id, and where its batches go. */
 export interface Run { packet: Packet; runId: string; headSeq: number; previousBoundaryId?: string | null; seq: number; prepared?: ModelOutput | null }

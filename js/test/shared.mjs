@@ -321,6 +321,57 @@ export function suite(f, makeJournal) {
         check(ctx.messages[0].content.startsWith("[untrusted-history-summary]"), `${name}: summary envelope`);
       }
     }],
+    ["compaction resumes after a provider outage of any length; backlogs fold in bounded steps", async () => {
+      // Seed 002's token defaults; answers of ordinary length (~300 tokens).
+      const turn = (s) => say(s, s % 2 ? "user" : "assistant", `${s % 2 ? "Question" : "Answer"} ${s}: the plan for week ${s % 9} keeps the budget. `.repeat(20).slice(0, s % 2 ? 200 : 1200));
+      for (const [budget, outage] of [[{ kind: "tokens", window: 8192 }, 20], [{ kind: "tokens", window: 8192 }, 100], [{ kind: "tokens", window: 8192 }, 300], [{ kind: "chars" }, 300]]) {
+        const name = `${budget.kind}, outage of ${outage} exchanges`;
+        const journal = await makeJournal();
+        const inner = fakeModel();
+        let down = false;
+        let calls = 0;
+        const model = {
+          async *stream(p) { calls++; if (down) throw new f.ModelError("providerRefusal", "unavailable"); yield* inner.stream(p); },
+          async complete(p) { calls++; if (down) throw new f.ModelError("providerRefusal", "unavailable"); return inner.complete(p); },
+        };
+        const c = f.createCompactor({ journal, model, declaration: { targetId: "agent", compactorId: "agent-compactor", budget } });
+        let s = 0;
+        const next = async () => {
+          s++;
+          await journal.append("c1", turn(s));
+          const before = calls;
+          const r = await c.onMessage("c1");
+          check(calls - before <= 4, `${name}, message ${s}: ${calls - before} model calls, over the bound of MAX_FOLDS_PER_RUN`);
+          check(r.status !== "refused", `${name}, message ${s}: ${JSON.stringify(r)}`);
+          return r;
+        };
+        for (let i = 0; i < 80; i++) await next();
+        down = true;
+        // (A warm candidate summarized before the outage may still settle once.)
+        let during = 0;
+        for (let i = 0; i < outage * 2; i++) if ((await next()).status === "compacted") during++;
+        check(during <= 1, `${name}: ${during} compactions while the provider was down`);
+        down = false;
+        let clean;
+        for (let n = 1; n <= 40; n++) {
+          const r = await next();
+          if (n === 1) equal(r.status, "compacted", `${name}: compaction resumes with the first message after recovery`);
+          const ctx = await c.context("c1");
+          check(ctx.manifest.sizes.total <= ctx.manifest.limit, `${name}: fits`);
+          equal(ctx.manifest.included[ctx.manifest.included.length - 1], `t${s}`, `${name}: the newest turn`);
+          const left = ctx.manifest.omitted.filter((o) => o.reason === "budget").length;
+          if (left === 0 && clean === undefined) clean = n;
+          check(clean === undefined || left === 0, `${name}: message ${n} after recovery left ${left} turns out (clean since ${clean})`);
+        }
+        check(clean !== undefined && clean <= 10, `${name}: clean from message ${clean}`);
+        let last = 0;
+        for (const { event: e } of await journal.readEvents("c1")) {
+          if (e.type !== "boundary") continue;
+          for (const t of e.input.turns) { check(t.sourceSeq > last, `${t.turnId} folded twice`); last = t.sourceSeq; }
+        }
+        check((await c.resolve("c1")).head, "the chain verifies");
+      }
+    }],
     ["member compression runs in the core", async () => {
       const t = f.trimPrompt("Could you please explain how Rust lifetimes work?");
       equal(t.text, "Explain how Rust lifetimes work?");

@@ -125,9 +125,14 @@ pub fn hold(held: &mut Held, input: &[u8]) -> Vec<u8> {
 pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
         "step" => envelope(parse(input).and_then(|mut r: crate::StepRequest| {
-            // A run that starts without a view plans from the held one.
+            // A step at the start of a run (or after its `read`, with the
+            // state the read came with) without a view plans from the held one.
+            let starting = r
+                .state
+                .as_ref()
+                .is_none_or(|s| s.stage == crate::run::Stage::Start);
             let view = match r.view.take() {
-                None if r.state.is_none() => held.view.clone(),
+                None if starting => held.view.clone(),
                 view => view,
             };
             let Some(mut view) = view else {

@@ -10,7 +10,7 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::amendment::Amendment;
-use crate::boundary::{ChainHead, InputEvidence, InputTurn, Sizes, Stats};
+use crate::boundary::{Backlog, ChainHead, InputEvidence, InputTurn, Sizes, Stats};
 use crate::budget::{turn_size, Metric, Thresholds};
 use crate::canonical;
 use crate::compactor;
@@ -359,8 +359,13 @@ fn automatic(ctx: &Ctx<'_>, recon: &Reconstruction, env_size: Sizes) -> Option<P
             warm_refused,
         },
     };
-    if let Some(paused) = breaker(decl, recon, ctx.req.head.as_ref()) {
-        return Some(paused);
+    // The breaker pauses eager compaction only: at the hard limit (in
+    // character mode, the trigger) every message attempts safety
+    // compaction (seed 002: compaction is mandatory).
+    if total < th.limit {
+        if let Some(paused) = breaker(decl, recon, ctx.req.head.as_ref()) {
+            return Some(paused);
+        }
     }
     if !decl.enabled {
         // Safety compaction cannot be disabled (seed 002): a disabled
@@ -388,7 +393,7 @@ fn automatic(ctx: &Ctx<'_>, recon: &Reconstruction, env_size: Sizes) -> Option<P
     None
 }
 
-/// The circuit breaker: automatic plans pause after
+/// The circuit breaker: automatic plans below the hard limit pause after
 /// `maxConsecutiveFailures` failed runs on the current chain head, and
 /// half-open once `breakerRetryAfter` new turns have arrived since the last
 /// failure (one more attempt; a failure reopens it). A new head (any
@@ -563,45 +568,45 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         .th
         .tail_target(pick(metric, ctx.pinned_size), pick(metric, reserve));
     let tail_start = tail_start(ctx, &units, tail_target)?;
-    let frozen_end = units
+    let tail_begins = units
         .get(tail_start)
         .map(|u| u.start)
         .unwrap_or(eligible.len());
-    if frozen_end == 0 {
+    if tail_begins == 0 {
         return Err(Error::new(
             Code::NothingToFold,
             "every eligible turn fits the exact tail; there is nothing older to fold",
         ));
     }
-    let frozen = &eligible[..frozen_end];
-    let tail = &eligible[frozen_end..];
-    require_content(frozen, "be frozen into a packet")?;
+    require_content(&eligible[..tail_begins], "be frozen into a packet")?;
     require_content(ctx.pinned, "render the compactor's documents")?;
-    let frozen_groups: u64 = units[..tail_start].iter().map(|u| u.groups).sum();
-    if frozen.len() as u64 > decl.prefix_bounds.max_turns {
-        return Err(Error::new(
-            Code::PrefixOverBounds,
-            format!(
-                "the frozen prefix has {} turns, over the bound of {}",
-                frozen.len(),
-                decl.prefix_bounds.max_turns
-            ),
-        ));
-    }
-    let messages = compactor::messages(
-        decl,
-        ctx.pinned,
-        ctx.req.head.as_ref(),
-        ctx.req.amendment.as_ref(),
-        frozen,
-    )?;
+    let Folded {
+        units: folded_units,
+        messages,
+        rendered_chars,
+        input_tokens,
+    } = fold(ctx, &units[..tail_start], bounds.max_tokens)?;
+    let frozen_end = units[folded_units - 1].end;
+    let frozen = &eligible[..frozen_end];
+    let backlog = &eligible[frozen_end..tail_begins];
+    let tail = &eligible[tail_begins..];
+    let frozen_groups: u64 = units[..folded_units].iter().map(|u| u.groups).sum();
     let frozen_size = sizes_of(frozen)?;
-    let (rendered_chars, input_tokens) =
-        check_rendered(decl, bounds.max_tokens, &messages, frozen_size)?;
+    let backlog_size = sizes_of(backlog)?;
     let tail_size = sizes_of(tail)?;
     let after = Sizes {
-        chars: error::sum([ctx.pinned_size.chars, reserve.chars, tail_size.chars])?,
-        tokens: error::sum([ctx.pinned_size.tokens, reserve.tokens, tail_size.tokens])?,
+        chars: error::sum([
+            ctx.pinned_size.chars,
+            reserve.chars,
+            backlog_size.chars,
+            tail_size.chars,
+        ])?,
+        tokens: error::sum([
+            ctx.pinned_size.tokens,
+            reserve.tokens,
+            backlog_size.tokens,
+            tail_size.tokens,
+        ])?,
     };
     if pick(metric, after) >= pick(metric, ctx.before) {
         return Err(Error::new(
@@ -646,6 +651,10 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         retained_tail_turns: tail.len() as u64,
         summary: reserve,
         after,
+        backlog: (!backlog.is_empty()).then_some(Backlog {
+            turns: backlog.len() as u64,
+            size: backlog_size,
+        }),
     };
     Ok(packet(
         ctx,
@@ -655,6 +664,127 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         stats,
         messages,
     ))
+}
+
+/// What one compaction folds: the oldest units of the history before the
+/// tail, with the compactor messages rendered for them.
+struct Folded {
+    /// How many of the oldest units are frozen.
+    units: usize,
+    messages: Vec<CompactorMessage>,
+    rendered_chars: u64,
+    input_tokens: u64,
+}
+
+/// Backlogs fold in steps: the whole history before the exact tail
+/// (`before_tail`, oldest first) when one compaction may take it, else the
+/// oldest coherent units that fit the prefix bounds (turns, rendered
+/// characters, and in token mode the compactor's window with the summary's
+/// headroom) — never a split unit. What is left is the packet's backlog,
+/// which the next compaction folds. A single oldest unit over the bounds is
+/// `prefix_over_bounds` (nothing could ever take it).
+fn fold(ctx: &Ctx<'_>, before_tail: &[Unit], summary_tokens: u64) -> Result<Folded> {
+    let all = before_tail.len();
+    match render_fold(ctx, before_tail, all, summary_tokens) {
+        Err(e) if e.code == Code::PrefixOverBounds && all > 1 => {}
+        done => return done,
+    }
+    // Too large for one compaction: walk the units oldest first with the
+    // rendered size estimated from below-the-line sums (the transcript's
+    // framing per turn, plus the fixed part measured on the oldest unit and
+    // room for a longer header), then render what fits and check it for real.
+    let decl = &ctx.req.declaration;
+    let eligible = ctx.eligible;
+    // The oldest unit alone over the bounds: nothing could ever take it.
+    let one = render_fold(ctx, before_tail, 1, summary_tokens).map_err(|e| {
+        if e.ids.is_empty() {
+            let unit = &eligible[..before_tail[0].end];
+            e.with_ids(unit.iter().map(|t| t.turn_id.clone()))
+        } else {
+            e
+        }
+    })?;
+    let line = |t: &Turn| envelope::chars(&envelope::transcript_line(t)).saturating_add(1);
+    let first_lines = error::sum(eligible[..before_tail[0].end].iter().map(|t| line(t)))?;
+    let fixed = one
+        .rendered_chars
+        .saturating_sub(first_lines)
+        .saturating_add(HEADER_SLACK_CHARS);
+    let (mut turns, mut lines, mut chars, mut tokens) = (0u64, fixed, 0u64, 0u64);
+    let mut fits = 0;
+    for u in before_tail {
+        for t in &eligible[u.start..u.end] {
+            turns += 1;
+            lines = error::add(lines, line(t))?;
+            chars = error::add(chars, t.chars)?;
+            tokens = error::add(tokens, t.tokens)?;
+        }
+        let input = error::add(tokens, estimate_tokens(lines.saturating_sub(chars)))?;
+        let window_ok = match decl.budget {
+            Budget::Tokens {
+                window,
+                safety_margin,
+                ..
+            } => error::sum([input, summary_tokens, safety_margin])? <= window,
+            Budget::Chars { .. } => true,
+        };
+        if turns > decl.prefix_bounds.max_turns
+            || lines > decl.prefix_bounds.max_chars
+            || !window_ok
+        {
+            break;
+        }
+        fits += 1;
+    }
+    // The estimate is from above; should rendering still disagree, fold less.
+    for n in (2..=fits).rev() {
+        match render_fold(ctx, before_tail, n, summary_tokens) {
+            Err(e) if e.code == Code::PrefixOverBounds => continue,
+            done => return done,
+        }
+    }
+    Ok(one)
+}
+
+/// Room for the transcript header's longer source numbers when the fold's
+/// size is estimated from its oldest unit (a `u64` has at most 20 digits).
+const HEADER_SLACK_CHARS: u64 = 20;
+
+/// The compactor messages for the oldest `n` units, checked against the
+/// prefix bounds.
+fn render_fold(
+    ctx: &Ctx<'_>,
+    before_tail: &[Unit],
+    n: usize,
+    summary_tokens: u64,
+) -> Result<Folded> {
+    let decl = &ctx.req.declaration;
+    let frozen = &ctx.eligible[..before_tail[n - 1].end];
+    if frozen.len() as u64 > decl.prefix_bounds.max_turns {
+        return Err(Error::new(
+            Code::PrefixOverBounds,
+            format!(
+                "the frozen prefix has {} turns, over the bound of {}",
+                frozen.len(),
+                decl.prefix_bounds.max_turns
+            ),
+        ));
+    }
+    let messages = compactor::messages(
+        decl,
+        ctx.pinned,
+        ctx.req.head.as_ref(),
+        ctx.req.amendment.as_ref(),
+        frozen,
+    )?;
+    let (rendered_chars, input_tokens) =
+        check_rendered(decl, summary_tokens, &messages, sizes_of(frozen)?)?;
+    Ok(Folded {
+        units: n,
+        messages,
+        rendered_chars,
+        input_tokens,
+    })
 }
 
 /// The first unit of the exact tail: the newest coherent units,

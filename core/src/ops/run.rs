@@ -46,6 +46,14 @@ use crate::stream::{
 /// Default deadline of one model call, in milliseconds.
 pub const MODEL_TIMEOUT_MS: u64 = 120_000;
 
+/// Most boundaries one run appends. A history before the exact tail larger
+/// than one compaction may take is folded oldest first, one boundary per
+/// part (the packet's `stats.backlog` says what is left); a run goes on to
+/// the next part until none is left or it has folded this many, so one
+/// message costs at most this many successful model calls (and a failed call
+/// ends the run). What is left waits for the next message.
+pub const MAX_FOLDS_PER_RUN: u64 = 4;
+
 /// One step of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -127,6 +135,9 @@ pub enum Then {
     Summarize,
     /// The boundary is durable: finish `compacted`.
     Compacted,
+    /// The boundary of a fold that left a backlog is durable: read, and
+    /// fold the next part.
+    Folded,
     /// The failure record is durable: finish `failed`.
     Failed,
 }
@@ -151,6 +162,20 @@ pub struct LoopState {
     /// The failure being recorded.
     #[serde(default)]
     pub failure: Option<FailureKind>,
+    /// Boundaries this run appended so far while folding a backlog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folds: Option<Folds>,
+}
+
+/// The parts of a backlog a run has folded so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Folds {
+    /// Boundaries appended (at most [`MAX_FOLDS_PER_RUN`]).
+    pub count: u64,
+    /// The last of them: what the run finishes with when nothing more is
+    /// folded.
+    pub last: Box<Boundary>,
 }
 
 /// A compaction in flight.
@@ -340,6 +365,7 @@ fn append(
             batch,
             run,
             failure,
+            folds: None,
         },
     }
 }
@@ -380,44 +406,47 @@ pub(crate) fn step_viewing(
         state,
         last,
     } = req;
-    let ctx = Ctx {
-        trigger,
-        task,
-        timeout: model_timeout_ms,
-    };
     let LoopState {
         stage,
         then,
         batch,
         run,
         failure,
+        folds,
     } = state.unwrap_or_default();
-    match (stage, last, run) {
-        (Stage::Start, _, _) => Ok(match view {
+    let ctx = Ctx {
+        trigger,
+        task,
+        timeout: model_timeout_ms,
+        folds,
+    };
+    let mut next = match (stage, last, run) {
+        (Stage::Start, _, _) => match view {
             None => read(),
             Some(view) if end_interrupted_only => ctx.end_interrupted(&view.events, seq),
             Some(view) => ctx.start(view, recon, seq, (warm_candidates, warm_held), warm_summary),
-        }),
+        },
         (Stage::Appending, Some(EffectResult::Conflict { seq, chain_moved }), run) => {
-            conflicted(batch, then, run, failure, seq, chain_moved)
+            conflicted(batch, then, run, failure, seq, chain_moved)?
         }
         (Stage::Appending, Some(EffectResult::Appended { seq }), run) => {
-            ctx.appended(then, batch, run, failure, seq)
+            ctx.appended(then, batch, run, failure, seq)?
         }
-        (Stage::StoringCandidate, Some(EffectResult::Stored), Some(run)) => {
-            Ok(done(Finished::Warm {
-                packet: Some(Box::new(run.packet)),
-                prepare: true,
-            }))
-        }
-        (Stage::StoringPacket, Some(EffectResult::Stored), Some(run)) => Ok(match ctx.task() {
-            Some(id) => {
-                let requested = ctx.task_event(&run, id, TaskState::Requested, None);
-                let seq = run.seq;
-                append(vec![requested], seq, Then::Summarize, Some(run), None)
-            }
-            None => ctx.summarize(run),
+        (Stage::StoringCandidate, Some(EffectResult::Stored), Some(run)) => done(Finished::Warm {
+            packet: Some(Box::new(run.packet)),
+            prepare: true,
         }),
+        // A run folding a backlog requested its task before the first part.
+        (Stage::StoringPacket, Some(EffectResult::Stored), Some(run)) => {
+            match ctx.task().filter(|_| ctx.folds.is_none()) {
+                Some(id) => {
+                    let requested = ctx.task_event(&run, id, TaskState::Requested, None);
+                    let seq = run.seq;
+                    append(vec![requested], seq, Then::Summarize, Some(run), None)
+                }
+                None => ctx.summarize(run),
+            }
+        }
         (
             Stage::Streaming,
             Some(EffectResult::Model {
@@ -426,12 +455,30 @@ pub(crate) fn step_viewing(
                 error,
             }),
             Some(run),
-        ) => Ok(ctx.streamed(run, content_received, output, error)),
+        ) => ctx.streamed(run, content_received, output, error),
         (Stage::Replaying, Some(EffectResult::Model { output, error, .. }), Some(run)) => {
-            Ok(ctx.replayed(run, output, error))
+            ctx.replayed(run, output, error)
         }
-        _ => Err(mismatch()),
+        _ => return Err(mismatch()),
+    };
+    // The folds so far ride along every step of the run until it is done.
+    let carried = matches!(next.effect, Effect::Done { .. }) || next.state.folds.is_some();
+    if !carried {
+        next.state.folds = ctx.folds;
     }
+    Ok(next)
+}
+
+/// The newest source sequence among some events' messages.
+fn newest_seq(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn mismatch() -> Error {
@@ -477,9 +524,19 @@ struct Ctx {
     trigger: Trigger,
     task: Option<String>,
     timeout: u64,
+    /// What this run folded so far (a backlog folded in parts).
+    folds: Option<Folds>,
 }
 
 impl Ctx {
+    /// Who asked for the run (empty for automatic runs).
+    fn actor(&self) -> String {
+        match &self.trigger {
+            Trigger::Manual { actor, .. } => actor.clone(),
+            Trigger::Automatic => String::new(),
+        }
+    }
+
     /// The manual task's id, when this run writes task events.
     fn task(&self) -> Option<&str> {
         match self.trigger {
@@ -495,14 +552,10 @@ impl Ctx {
         state: TaskState,
         boundary_id: Option<String>,
     ) -> Event {
-        let actor = match &self.trigger {
-            Trigger::Manual { actor, .. } => actor.clone(),
-            Trigger::Automatic => String::new(),
-        };
         Event::CompactionTask(TaskEvent {
             task_id: id.to_owned(),
             state,
-            actor,
+            actor: self.actor(),
             head_seq: run.head_seq,
             boundary_id,
         })
@@ -551,8 +604,21 @@ impl Ctx {
                 run.seq = seq;
                 self.summarize(run)
             }
-            (Then::Compacted, _) => match batch.into_iter().next() {
-                Some(Event::Boundary(boundary)) => done(Finished::Compacted { boundary }),
+            (Then::Compacted, _) => match (batch.into_iter().next(), &self.folds) {
+                (Some(Event::Boundary(boundary)), _) => done(Finished::Compacted { boundary }),
+                // The task's end after the last part of a backlog.
+                (Some(Event::CompactionTask(_)), Some(f)) => done(Finished::Compacted {
+                    boundary: f.last.clone(),
+                }),
+                _ => return Err(mismatch()),
+            },
+            (Then::Folded, _) => match batch.into_iter().next() {
+                Some(Event::Boundary(last)) => {
+                    let count = self.folds.as_ref().map_or(0, |f| f.count) + 1;
+                    let mut next = read();
+                    next.state.folds = Some(Folds { count, last });
+                    next
+                }
                 _ => return Err(mismatch()),
             },
             (Then::Failed, _) => match (batch.into_iter().next(), failure) {
@@ -593,20 +659,28 @@ impl Ctx {
         (warm_candidates, warm_held): (bool, bool),
         warm_summary: Option<ModelOutput>,
     ) -> Step {
-        let ended = self.end_interrupted(&view.events, seq);
-        if !matches!(ended.effect, Effect::Done { .. }) {
-            return ended;
+        // A run folding a backlog swept interrupted tasks when it started
+        // (its own task is open now) and wants no warm candidate.
+        let folding = self.folds.is_some();
+        if !folding {
+            let ended = self.end_interrupted(&view.events, seq);
+            if !matches!(ended.effect, Effect::Done { .. }) {
+                return ended;
+            }
         }
         view.trigger = self.trigger.clone();
         // One candidate per head: none is built while one is held (or when
         // the host wants none).
-        view.warm_held |= warm_held || !warm_candidates;
+        view.warm_held |= warm_held || !warm_candidates || folding;
         // Only a prepared candidate is offered to plan.
-        if warm_summary.is_none() {
+        if warm_summary.is_none() || folding {
             view.warm = None;
         }
         let ready = view.warm.clone();
         let outcome = plan_from(view, recon);
+        if let (Some(f), false) = (&self.folds, matches!(outcome, PlanOutcome::Compact { .. })) {
+            return self.folded_all(f, seq, newest_seq(&view.events));
+        }
         match outcome {
             PlanOutcome::Activate { frontier } => append(
                 vec![Event::Frontier(*frontier)],
@@ -659,15 +733,12 @@ impl Ctx {
         seq: u64,
         prepared: Option<ModelOutput>,
     ) -> Run {
-        let mut head_seq = 0;
-        let mut attempt = 1;
-        for e in &view.events {
-            match e {
-                Event::Message(m) | Event::LateDelivery(m) => head_seq = head_seq.max(m.source_seq),
-                Event::CompactionFailed(f) if f.packet_id == packet.id => attempt += 1,
-                _ => {}
-            }
-        }
+        let head_seq = newest_seq(&view.events);
+        let attempt = 1 + view
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::CompactionFailed(f) if f.packet_id == packet.id))
+            .count();
         Run {
             run_id: format!(
                 "run:{}:{attempt}",
@@ -741,6 +812,26 @@ impl Ctx {
         }
     }
 
+    /// A run that folded parts of a backlog and has nothing more to fold
+    /// now: finish with the last boundary (after the task's end).
+    fn folded_all(&self, folds: &Folds, seq: u64, head_seq: u64) -> Step {
+        match self.task() {
+            Some(task) => {
+                let end = Event::CompactionTask(TaskEvent {
+                    task_id: task.to_owned(),
+                    state: TaskState::Completed,
+                    actor: self.actor(),
+                    head_seq,
+                    boundary_id: Some(folds.last.id.clone()),
+                });
+                append(vec![end], seq, Then::Compacted, None, None)
+            }
+            None => done(Finished::Compacted {
+                boundary: folds.last.clone(),
+            }),
+        }
+    }
+
     /// Settle the answer into a boundary and append it with the task's end,
     /// or record why it could not be used.
     fn settled(&self, run: Run, output: ModelOutput) -> Step {
@@ -756,6 +847,13 @@ impl Ctx {
         };
         match settled {
             Ok(boundary) => {
+                // A fold that left a backlog goes on with the next part,
+                // within the run's bound.
+                let folded = self.folds.as_ref().map_or(0, |f| f.count) + 1;
+                if boundary.stats.backlog.is_some() && folded < MAX_FOLDS_PER_RUN {
+                    let batch = vec![Event::Boundary(Box::new(boundary))];
+                    return append(batch, run.seq, Then::Folded, None, None);
+                }
                 let id = Some(boundary.id.clone());
                 let mut batch = vec![Event::Boundary(Box::new(boundary))];
                 if let Some(task) = self.task() {

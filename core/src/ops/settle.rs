@@ -82,9 +82,20 @@ pub(crate) fn settle_intact(req: &SettleRequest) -> Result<Boundary> {
         tokens: estimate_tokens(summary_env),
     };
     let s = packet.stats;
+    let backlog = s.backlog.map(|b| b.size).unwrap_or_default();
     let after = Sizes {
-        chars: error::sum([s.pinned.chars, summary.chars, s.retained_tail.chars])?,
-        tokens: error::sum([s.pinned.tokens, summary.tokens, s.retained_tail.tokens])?,
+        chars: error::sum([
+            s.pinned.chars,
+            summary.chars,
+            backlog.chars,
+            s.retained_tail.chars,
+        ])?,
+        tokens: error::sum([
+            s.pinned.tokens,
+            summary.tokens,
+            backlog.tokens,
+            s.retained_tail.tokens,
+        ])?,
     };
     let id_digest = canonical::sha256(format!("{}\n{}", packet.id, out.run_id).as_bytes());
     let mut b = Boundary {

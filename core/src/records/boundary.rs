@@ -91,8 +91,25 @@ pub struct Stats {
     pub retained_tail_turns: u64,
     /// Summary envelope (after settle: the real summary; in a packet: the reserve).
     pub summary: Sizes,
-    /// Active context after compaction: pinned + summary envelope + tail.
+    /// Active context after compaction: pinned + summary envelope + backlog
+    /// + tail.
     pub after: Sizes,
+    /// What this compaction left for the next one, when the history before
+    /// the exact tail was larger than one compaction may take (the oldest
+    /// part is folded first; see `docs/rules.md`, "backlogs fold in steps").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<Backlog>,
+}
+
+/// Eligible turns between a compaction's frozen prefix and its exact tail:
+/// folded by the next compaction of the same run (or the next message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Backlog {
+    /// Turns left unfolded before the tail.
+    pub turns: u64,
+    /// Their size.
+    pub size: Sizes,
 }
 
 /// Model usage evidence.
