@@ -63,6 +63,10 @@ pub enum Code {
     OverBudget,
     /// An arithmetic result does not fit (absurd sizes in the input).
     Overflow,
+    /// One message larger than any compaction could take (`ids`): accepted,
+    /// it would leave the conversation unable to compact, so admission
+    /// refuses it.
+    TurnTooLarge,
     /// The ABI version requested is not supported.
     UnsupportedVersion,
 }

@@ -1345,6 +1345,39 @@ fn gen_contract() -> Vec<Value> {
         json!({"kind": "events", "route": v(&route()), "events": v(&forged)}),
         &bad("invalid_request"),
     );
+    let mut far = turns(1, 1, 10);
+    if let Event::Message(m) = &mut far[0] {
+        m.source_seq = 1 << 53;
+    }
+    g.add(
+        "append-check-seq-cannot-advance",
+        "admission: a source sequence over 2^53 - 1 (one that could not advance, or that JS could not hold) is refused",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": v(&far)}),
+        &[("/error/code", json!("invalid_request")), ("/error/ids", json!(["t1"]))],
+    );
+    // Seed 002's token defaults: one compaction takes a message of at most
+    // ~3,600 tokens beside the prompt, previous summary and amendment.
+    let mut seed002 = Declaration::new("agent", "agent-compactor");
+    seed002.budget = Budget::default_tokens();
+    let (max_chars, max_tokens) = foldline_core::budget::admissible_turn(&seed002);
+    assert!((3_000..4_000).contains(&max_tokens), "{max_tokens}");
+    let fits = turns(1, 1, (max_tokens as usize - 4) * 4);
+    g.add(
+        "admission-turn-fits",
+        "admission: a message a compaction could take alone is accepted",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": v(&fits), "declaration": v(&seed002)}),
+        &[("/ok/count", json!(1))],
+    );
+    g.add(
+        "admission-turn-too-large",
+        "admission: a message larger than any compaction could take is refused (turn_too_large, named): accepted, it would stop compaction for good",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": v(&turns(1, 1, (max_tokens as usize) * 4 + 8)), "declaration": v(&seed002)}),
+        &[("/error/code", json!("turn_too_large")), ("/error/ids", json!(["t1"]))],
+    );
+    assert!(max_chars > 300_000, "{max_chars}");
     g.add_raw(
         "append-check-bad-event",
         "journal contract: a malformed event is refused naming its path",

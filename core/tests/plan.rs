@@ -844,3 +844,55 @@ fn absurd_sizes_in_the_input_never_panic() {
     };
     let _ = plan(&r);
 }
+
+#[test]
+fn a_message_admission_accepts_can_always_be_folded() {
+    use foldline_core::budget::admissible_turn;
+    use foldline_core::validate::{check_events, EventsCheck};
+    for budget in [Budget::default_tokens(), Budget::default()] {
+        let mut d = Declaration::new("agent", "agent-compactor");
+        d.budget = budget;
+        let (chars, tokens) = admissible_turn(&d);
+        let size = chars.min(tokens.saturating_sub(4).saturating_mul(4)) as usize;
+        let big = turns(2, 1, size);
+        let check = |events: Vec<Event>| {
+            check_events(&EventsCheck {
+                route: route(),
+                events,
+                declaration: Some(d.clone()),
+            })
+        };
+        assert!(check(big.clone()).is_ok(), "{budget:?}: {size} admitted");
+        assert_eq!(
+            check(turns(2, 1, size + 8)).unwrap_err().code.as_str(),
+            "turn_too_large"
+        );
+        let mut s = Sim::new(d.clone());
+        s.say(1, 100);
+        s.step();
+        s.events.extend(big);
+        s.next_seq = 3;
+        let mut covered = 0;
+        for _ in 0..200 {
+            s.say(1, 400);
+            match s.step() {
+                PlanOutcome::Refuse { error, .. } => {
+                    assert_ne!(
+                        error.code.as_str(),
+                        "prefix_over_bounds",
+                        "{budget:?}: {error:?}"
+                    );
+                }
+                PlanOutcome::Compact { packet, .. } => covered = packet.covered_through_seq,
+                _ => {}
+            }
+            if covered >= 2 {
+                break;
+            }
+        }
+        assert!(
+            covered >= 2,
+            "{budget:?}: the largest admitted message was folded"
+        );
+    }
+}

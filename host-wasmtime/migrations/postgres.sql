@@ -66,3 +66,10 @@ CREATE TABLE IF NOT EXISTS serve_answers (
   answer TEXT NOT NULL,
   until_ms BIGINT NOT NULL
 );
+
+-- Which versions of this schema were applied (the migration's SHA-256): a
+-- starting replica that finds its version here applies nothing, so it never
+-- takes a lock on the tables that appends wait for.
+CREATE TABLE IF NOT EXISTS foldline_schema (
+  version TEXT PRIMARY KEY
+);

@@ -55,6 +55,11 @@ pub enum HostError {
         /// The journal's position.
         found: u64,
     },
+    /// The storage could not take the write in time (a row the write needs
+    /// is held by a stalled writer: the database's lock timeout passed). The
+    /// transaction was rolled back: nothing was written; try again.
+    #[error("busy: {0}; nothing was written")]
+    Busy(String),
     /// The writer lease this batch was fenced by was granted to a newer
     /// writer since: a stale holder's append is refused.
     #[error("lease_lost: a newer writer lease was granted (fence {fence} is stale); nothing was written")]
@@ -80,6 +85,7 @@ impl HostError {
             HostError::Input(_) => "invalid_input",
             HostError::Model(_) => "model",
             HostError::Conflict { .. } => "conflict",
+            HostError::Busy(_) => "busy",
             HostError::LeaseLost { .. } => "lease_lost",
         }
     }

@@ -15,6 +15,20 @@ use crate::error::{HostError, Result};
 /// # Errors
 /// `invalid_input` naming the line (JSON Lines) or item (array) at fault.
 pub fn parse(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
+    parse_items(text, route, after_seq, true)
+}
+
+/// [`parse`] for the HTTP messages route: OpenAI-style messages only. The
+/// server numbers turns and writes every other event itself, so a raw
+/// foldline event (anything with a `type`) is refused, naming its item.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_messages(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
+    parse_items(text, route, after_seq, false)
+}
+
+fn parse_items(text: &str, route: &Route, after_seq: u64, events_too: bool) -> Result<Vec<Event>> {
     let trimmed = text.trim_start();
     let items: Vec<(String, Value)> = if trimmed.starts_with('[') {
         let v: Vec<Value> = serde_json::from_str(text).map_err(|e| {
@@ -43,6 +57,16 @@ pub fn parse(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
     let mut events = Vec::with_capacity(items.len());
     let mut seq = after_seq;
     for (place, v) in items {
+        if !v.is_object() {
+            return Err(HostError::Input(format!(
+                "{place}: a message is a JSON object"
+            )));
+        }
+        if v.get("type").is_some() && !events_too {
+            return Err(HostError::Input(format!(
+                "{place}: raw foldline events are not accepted here; send OpenAI-style messages ({{\"role\", \"content\"}}): the server numbers turns and writes every other event itself"
+            )));
+        }
         if v.get("type").is_some() {
             let e: Event = serde_json::from_value(v)
                 .map_err(|e| HostError::Input(format!("{place}: not a foldline event: {e}")))?;
@@ -82,7 +106,57 @@ fn text_of(place: &str, content: &Value) -> Result<String> {
     }
 }
 
+/// An optional string field: absent or `null`, or a string (any other type
+/// is refused, naming the field).
+fn opt_str<'a>(place: &str, v: &'a Value, field: &str) -> Result<Option<&'a str>> {
+    match v.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(HostError::Input(format!(
+            "{place}: {field} must be a string"
+        ))),
+    }
+}
+
+/// The tool calls of an assistant message: `tool_calls` absent, `null`, or
+/// an array of `{"id": string, "type": "function", "function": {"name":
+/// string, "arguments": string}}`; anything else is refused, naming it.
+fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
+    let calls = match v.get("tool_calls") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(_) => {
+            return Err(HostError::Input(format!(
+                "{place}: tool_calls must be an array of tool calls"
+            )))
+        }
+    };
+    let mut out = Vec::with_capacity(calls.len());
+    for (i, c) in calls.iter().enumerate() {
+        let at = format!("{place}: tool_calls[{i}]");
+        let id = opt_str(&at, c, "id")?.filter(|s| !s.is_empty());
+        let f = c.get("function").filter(|f| f.is_object());
+        let (Some(id), Some(f)) = (id, f) else {
+            return Err(HostError::Input(format!(
+                "{at} needs an id and a function {{\"name\", \"arguments\"}}"
+            )));
+        };
+        let name = opt_str(&at, f, "name")?
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                HostError::Input(format!("{at}: function.name must be a non-empty string"))
+            })?;
+        out.push(Part::ToolCall {
+            call_id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: opt_str(&at, f, "arguments")?.unwrap_or("{}").to_owned(),
+        });
+    }
+    Ok(out)
+}
+
 fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
+    let name = opt_str(place, v, "name")?;
     let role = match v.get("role").and_then(Value::as_str) {
         Some("system") => Role::System,
         Some("developer") => Role::Developer,
@@ -95,19 +169,14 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
     let text = text_of(place, v.get("content").unwrap_or(&Value::Null))?;
     let mut parts = Vec::new();
     if role == Role::Tool {
-        let call_id = v
-            .get("tool_call_id")
-            .and_then(Value::as_str)
+        let call_id = opt_str(place, v, "tool_call_id")?
+            .filter(|s| !s.is_empty())
             .ok_or_else(|| {
                 HostError::Input(format!("{place}: a tool message needs tool_call_id"))
             })?;
         parts.push(Part::ToolResult {
             call_id: call_id.to_owned(),
-            name: v
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
+            name: name.unwrap_or_default().to_owned(),
             content: text,
             is_error: false,
         });
@@ -115,31 +184,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         if !text.is_empty() {
             parts.push(Part::Text { text });
         }
-        for c in v
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let f = c.get("function").unwrap_or(&Value::Null);
-            parts.push(Part::ToolCall {
-                call_id: c
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                name: f
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                arguments: f
-                    .get("arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or("{}")
-                    .to_owned(),
-            });
-        }
+        parts.extend(tool_calls(place, v)?);
     }
     Ok(Message {
         conversation: route.conversation.clone(),
@@ -150,11 +195,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         index: 0,
         turn_id: format!("{}-{seq}", route.conversation),
         role,
-        author_agent: v
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|_| role == Role::Assistant)
-            .map(str::to_owned),
+        author_agent: name.filter(|_| role == Role::Assistant).map(str::to_owned),
         parts,
         tokens: None,
         pinned: false,

@@ -551,36 +551,20 @@ fn stored(d: &Driver<SqliteJournal, Extractive>) -> Vec<foldline_core::event::Ev
 
 /// Ordinary alternating turns of `size` characters, sources `from..=to`.
 fn ordinary(conv: &str, from: u64, to: u64, size: usize) -> Vec<foldline_core::event::Event> {
-    use foldline_core::event::{Event, Message};
-    use foldline_core::turn::{Part, Role};
+    use foldline_core::turn::Role;
     (from..=to)
         .map(|s| {
-            Event::Message(Message {
-                conversation: conv.into(),
-                chat: String::new(),
-                sender: String::new(),
-                source: String::new(),
-                source_seq: s,
-                index: 0,
-                turn_id: format!("t{s}"),
-                role: if s % 2 == 1 {
-                    Role::User
-                } else {
-                    Role::Assistant
-                },
-                author_agent: None,
-                parts: vec![Part::Text {
-                    text: format!("message {s} about the plan for week {} ", s % 7)
-                        .chars()
-                        .chain(std::iter::repeat('x'))
-                        .take(size)
-                        .collect(),
-                }],
-                tokens: None,
-                pinned: false,
-                sensitive: false,
-                content_hash: None,
-            })
+            let role = if s % 2 == 1 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let text = format!("message {s} about the plan for week {} ", s % 7)
+                .chars()
+                .chain(std::iter::repeat('x'))
+                .take(size)
+                .collect();
+            support::fixtures::text_message(conv, s, role, text)
         })
         .collect()
 }

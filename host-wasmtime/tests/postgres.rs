@@ -151,6 +151,69 @@ fn the_driver_compacts_a_long_conversation_on_postgres() {
     assert_eq!(r.accepted.len(), compacted);
 }
 
+/// A replica paused inside an open transaction (a GC pause, a frozen VM,
+/// `SIGSTOP`) holding the head row of one conversation: appends to other
+/// conversations are not delayed; an append to the paused one is refused
+/// fast as `busy` (nothing written, never written later) or written once the
+/// database ends the idle session; a replica starting meanwhile applies
+/// nothing and does not wait.
+#[test]
+fn a_paused_replica_stalls_no_other() {
+    let pg = Pg::start();
+    let url = pg.database("stall");
+    let j = PgJournal::open(&url).unwrap();
+    j.append("x", &demo_events("x", 2)).unwrap();
+    j.append("y", &demo_events("y", 2)).unwrap();
+    // The paused replica: a connection of the journal's own pool (same
+    // session settings) that locks x's head and then does nothing.
+    let mut paused = j.pool().get().unwrap();
+    let mut tx = paused.transaction().unwrap();
+    tx.query(
+        "SELECT seq FROM foldline_heads WHERE conversation = 'x' FOR UPDATE",
+        &[],
+    )
+    .unwrap();
+    let mut watch = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let idle: i64 = watch
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = 'stall'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        idle, 1,
+        "the paused transaction is seen in pg_stat_activity"
+    );
+    // Another conversation: not delayed.
+    let t = Instant::now();
+    let more: Vec<Event> = demo_events("y", 4).split_off(3);
+    j.append("y", &more).unwrap();
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    // A replica starting now: the schema is applied already, nothing waits.
+    let t = Instant::now();
+    let _starting = PgJournal::open(&url).unwrap();
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // The paused conversation: refused fast, nothing written.
+    let before = j.read_events("x", 0).unwrap().len();
+    let next: Vec<Event> = demo_events("x", 3).split_off(3);
+    let t = Instant::now();
+    let e = j.append("x", &next).unwrap_err();
+    assert_eq!(e.code(), "busy", "{e}");
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    // The database ends the idle session (5 s): its locks are gone, the
+    // refused append was never written, and the next one goes through.
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(tx.commit().is_err(), "the paused session was ended");
+    assert_eq!(
+        j.read_events("x", 0).unwrap().len(),
+        before,
+        "a refused append is never written later"
+    );
+    j.append("x", &next).unwrap();
+    assert_eq!(j.read_events("x", 0).unwrap().len(), before + 1);
+}
+
 fn replica(url: &str, dir: &std::path::Path, name: &str, extra: &[&str]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_foldline"));
     cmd.args(["--journal", url, "--declaration"])

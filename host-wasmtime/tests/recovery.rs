@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use foldline_core::declaration::{Budget, Declaration};
-use foldline_core::event::{Event, Message};
+use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::run::MAX_FOLDS_PER_RUN;
 use foldline_core::select::OmitReason;
 use foldline_core::stream::FailureKind;
-use foldline_core::turn::{Part, Role};
+use foldline_core::turn::Role;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, Model, ModelError, ModelResult, StreamChunk};
@@ -70,22 +70,8 @@ fn turn(s: u64) -> Event {
     .cycle()
     .take(size)
     .collect();
-    Event::Message(Message {
-        conversation: "c".into(),
-        chat: String::new(),
-        sender: String::new(),
-        source: String::new(),
-        source_seq: s,
-        index: 0,
-        turn_id: format!("t{s}"),
-        role: if user { Role::User } else { Role::Assistant },
-        author_agent: None,
-        parts: vec![Part::Text { text }],
-        tokens: None,
-        pinned: false,
-        sensitive: false,
-        content_hash: None,
-    })
+    let role = if user { Role::User } else { Role::Assistant };
+    support::fixtures::text_message("c", s, role, text)
 }
 
 fn decl(budget: Budget) -> Declaration {

@@ -518,3 +518,142 @@ fn a_stopped_server_finishes_its_running_task_before_it_exits() {
         );
     assert!(ended);
 }
+
+/// Hostile input over real HTTP: raw events, sequences that cannot advance,
+/// wrong field types, undecodable paths, wrong methods, a message no
+/// compaction could take, and seeded random JSON. Never a 5xx; every
+/// refusal is `{"error": {code, message}}`; nothing a refused request sent
+/// is written; after every request the conversation still selects and
+/// verifies, and it still compacts.
+#[test]
+fn hostile_input_never_breaks_a_conversation() {
+    let setup = Setup::new();
+    let srv = setup.start(&[]);
+    let base = &srv.base;
+    let conv = format!("{base}/api/conversations/h1");
+    append_turns(base, "h1", 0..4);
+    let shape = |s: u16, v: &Value, what: &str| {
+        assert!(s < 500, "{what}: {s} {v}");
+        if s >= 400 {
+            assert!(
+                !code(v).is_empty() && v["error"]["message"].is_string(),
+                "{what}: {s} {v}"
+            );
+        }
+    };
+    let mut hostile: Vec<String> = vec![
+        json!({"type": "message", "conversation": "h1", "sourceSeq": u64::MAX, "turnId": "x", "role": "user", "parts": [{"type": "text", "text": "hi"}]}).to_string(),
+        json!({"type": "message", "conversation": "h1", "sourceSeq": 2, "turnId": "h1-1", "role": "user", "parts": [{"type": "text", "text": "other"}]}).to_string(),
+        json!({"role": "assistant", "content": null, "tool_calls": [1, 2, 3]}).to_string(),
+        json!({"role": "assistant", "content": "x", "tool_calls": "nope"}).to_string(),
+        json!({"role": "assistant", "content": "x", "tool_calls": {"id": "a"}}).to_string(),
+        json!({"role": "assistant", "content": "x", "tool_calls": [{"id": "a", "type": "function"}]}).to_string(),
+        json!({"role": "assistant", "content": "x", "tool_calls": [{"id": "a", "function": {"name": 5}}]}).to_string(),
+        json!({"role": "user", "content": "x", "name": 5}).to_string(),
+        json!({"role": "tool", "content": "x", "tool_call_id": 7}).to_string(),
+        json!([{"role": "user", "content": "ok"}, 5]).to_string(),
+        json!({"role": "user", "content": "y".repeat(390_000)}).to_string(),
+    ];
+    // Seeded random JSON: a small linear congruential generator, so a
+    // failure names a body that can be replayed.
+    let mut x: u64 = 0x5eed;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        x >> 33
+    };
+    let atoms = [
+        "null",
+        "true",
+        "1",
+        "-1",
+        "1e308",
+        "\"user\"",
+        "\"assistant\"",
+        "\"tool\"",
+        "\"\\ud800\"",
+        "[]",
+        "{}",
+        "18446744073709551615",
+    ];
+    let keys = [
+        "role",
+        "content",
+        "tool_calls",
+        "tool_call_id",
+        "name",
+        "type",
+        "function",
+        "id",
+        "sourceSeq",
+        "turnId",
+        "parts",
+    ];
+    for _ in 0..120 {
+        let n = next() % 5;
+        let fields: Vec<String> = (0..n)
+            .map(|_| {
+                let k = keys[(next() % keys.len() as u64) as usize];
+                let v = atoms[(next() % atoms.len() as u64) as usize];
+                format!("\"{k}\":{v}")
+            })
+            .collect();
+        hostile.push(format!("{{{}}}", fields.join(",")));
+    }
+    let stored = || {
+        SqliteJournal::open(setup.journal())
+            .unwrap()
+            .read_events("h1", 0)
+            .unwrap()
+            .len()
+    };
+    let mut accepted = 0;
+    for body in &hostile {
+        let before = stored();
+        let (s, v) = call("POST", &format!("{conv}/messages"), Some(ALICE), Some(body));
+        let what = body.chars().take(120).collect::<String>();
+        shape(s, &v, &what);
+        if s >= 400 {
+            assert_eq!(stored(), before, "{what}: a refused request wrote nothing");
+        } else {
+            accepted += 1;
+        }
+        let (s, v) = call("GET", &format!("{conv}/context"), Some(ALICE), None);
+        assert!(
+            s == 200 || code(&v) == "tail_turn_too_large",
+            "{what}: context {s} {v}"
+        );
+        let (s, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
+        assert_eq!(s, 200, "{what}: verify {v}");
+    }
+    assert!(accepted >= 1, "some random bodies are ordinary messages");
+    let (s, v) = call(
+        "POST",
+        &format!("{conv}/messages"),
+        Some(ALICE),
+        Some(&hostile[10]),
+    );
+    assert_eq!((s, code(&v)), (413, "turn_too_large"), "{v}");
+    // The framework's own refusals in the one shape.
+    for (m, url) in [
+        ("GET", format!("{base}/api/conversations/%FF%FE/context")),
+        (
+            "GET",
+            format!("{base}/api/conversations/h1/tasks/%FF/events"),
+        ),
+        ("PUT", format!("{conv}/context")),
+        ("DELETE", format!("{conv}/messages")),
+    ] {
+        let (s, v) = call(m, &url, Some(ALICE), None);
+        shape(s, &v, &url);
+        assert!(s == 400 || s == 405 || s == 404, "{m} {url}: {s} {v}");
+    }
+    // And the conversation still compacts.
+    append_turns(base, "h1", 4..turns_for(30_000));
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert!(s == 202 || code(&v) == "nothing_to_fold", "{s} {v}");
+    wait_for("a boundary", || setup.boundaries("h1") >= 1);
+    let (s, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
+    assert_eq!(s, 200, "{v}");
+}

@@ -53,13 +53,23 @@ export function fromOpenAiMessages(
     const role = m.role as Role;
     const text = textOf(place, m.content);
     const parts: Part[] = [];
+    if (m.name != null && typeof m.name !== "string") refuse(place, "name must be a string");
     if (role === "tool") {
-      if (typeof m.tool_call_id !== "string") refuse(place, "a tool message needs tool_call_id");
+      if (typeof m.tool_call_id !== "string" || m.tool_call_id === "") refuse(place, "a tool message needs tool_call_id");
       parts.push({ type: "toolResult", callId: m.tool_call_id, name: typeof m.name === "string" ? m.name : "", content: text, isError: false });
     } else {
       if (text) parts.push({ type: "text", text });
-      for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-        parts.push({ type: "toolCall", callId: c?.id ?? "", name: c?.function?.name ?? "", arguments: c?.function?.arguments ?? "{}" });
+      if (m.tool_calls != null && !Array.isArray(m.tool_calls)) refuse(place, "tool_calls must be an array of tool calls");
+      for (const [k, c] of (m.tool_calls ?? []).entries()) {
+        // The same shape rules as the Rust importer (host-wasmtime/src/import.rs).
+        const at = `${place}: tool_calls[${k}]`;
+        const f = (c as { function?: unknown } | null)?.function as { name?: unknown; arguments?: unknown } | undefined;
+        if (typeof c !== "object" || c === null || typeof c.id !== "string" || c.id === "" || typeof f !== "object" || f === null) {
+          throw new FoldlineError({ code: "invalid_request", message: `${at} needs an id and a function {"name", "arguments"}` });
+        }
+        if (typeof f.name !== "string" || f.name === "") throw new FoldlineError({ code: "invalid_request", message: `${at}: function.name must be a non-empty string` });
+        if (f.arguments != null && typeof f.arguments !== "string") throw new FoldlineError({ code: "invalid_request", message: `${at}: arguments must be a string` });
+        parts.push({ type: "toolCall", callId: c.id, name: f.name, arguments: f.arguments ?? "{}" });
       }
     }
     seq += 1;

@@ -99,6 +99,12 @@ export interface Compactor {
    * Returns the journal position and the events written.
    */
   append(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }>;
+  /**
+   * Check messages as `append` would, without reading or writing anything:
+   * they convert, and each is one a compaction could take under the
+   * declaration (else `turn_too_large`, naming it). Throws the typed error.
+   */
+  check(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): void;
   /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */
   onMessage(conversationId: string): Promise<OnMessageResult>;
   /** A member's `/compact`. */
@@ -518,7 +524,8 @@ export function createCompactor(o: CompactorOptions): Compactor {
     });
   }
 
-  async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }> {
+  /** The messages as OpenAI chat messages, checked: they convert, and each is one a compaction could take. */
+  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): readonly OpenAiChatMessage[] {
     const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
       ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
       : (input as AppendMessages);
@@ -527,7 +534,15 @@ export function createCompactor(o: CompactorOptions): Compactor {
       : spec.format === "ai-sdk" ? aiSdkToOpenAi(list(spec.messages))
       : list(spec.messages);
     if (openai.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
-    fromOpenAiMessages(openai, { conversation: id }); // checked before anything is read or written
+    // Nothing accepted may leave the conversation unable to compact: the
+    // core's admission rule, with the real token counts when there are.
+    const events = counted(fromOpenAiMessages(openai, { conversation: id }));
+    validate({ kind: "events", route: routeOf(id), events, declaration: o.declaration });
+    return openai;
+  }
+
+  async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }> {
+    const openai = admitted(id, input); // checked before anything is read or written
     const s = state(id);
     const next = s.appending.then(async () => {
       for (;;) {
@@ -550,6 +565,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
   let tasks = 0;
   return {
     append: appendMessages,
+    check: (id, input) => void admitted(id, input),
     onMessage: (id) => serial(id, () => run(id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>
       serial(id, () => run(id, { kind: "manual", actor, sessionBusy }, `task-${holder}-${++tasks}-${Date.now()}`)),

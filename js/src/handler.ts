@@ -5,7 +5,7 @@
 //   export default { fetch: createHandler({ journal, model, declaration, members }) };
 
 import { createCompactor, type OnMessageResult } from "./driver.js";
-import { fromOpenAiMessages, type OpenAiChatMessage } from "./convert.js";
+import { type OpenAiChatMessage } from "./convert.js";
 import { FoldlineError } from "./core.js";
 import type { Journal } from "./journal/journal.js";
 import type { Model } from "./model/model.js";
@@ -73,7 +73,9 @@ function statusOf(code: string): number {
     case "unauthorized": return 401;
     case "not_owner": return 403;
     case "not_found": return 404;
-    case "body_too_large": return 413;
+    case "body_too_large": case "turn_too_large": return 413;
+    case "timeout": return 408;
+    case "method_not_allowed": return 405;
     case "rate_limited": return 429;
     case "session_busy": case "nothing_to_fold": case "busy": case "conflict": case "fork": case "lease_lost": return 409;
     case "invalid_input": case "invalid_request": case "wrong_route": case "conflicting_turn": return 400;
@@ -110,6 +112,15 @@ function same(a: string, b: string): boolean {
 }
 
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A path segment, percent-decoded; escapes that are not UTF-8 are refused (`invalid_input`), never a 500. */
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(400, "invalid_input", "the request's path cannot be read (percent-escapes must be UTF-8)");
+  }
+}
 const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify)$/;
 const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
 const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
@@ -144,7 +155,6 @@ export function createHandler(o: HandlerOptions): Handler {
   const rate = new Map<string, number[]>();
   const running = new Set<string>();
   const wakers = new Set<() => void>();
-  let ids = 0;
 
   const wrote = () => { for (const w of [...wakers]) w(); };
   const later = (p: Promise<unknown>, ctx?: ExecutionContext) => {
@@ -224,7 +234,7 @@ export function createHandler(o: HandlerOptions): Handler {
     await owned(id, member);
     if (answering(id)) throw new ApiError(409, "session_busy", "an answer owns the session; compact after it ends");
     takeCondense(member);
-    const task = `task-${Date.now()}-${++ids}`;
+    const task = `task-${crypto.randomUUID().replaceAll("-", "")}`;
     type First = { seq: number } | { result: OnMessageResult } | { error: unknown };
     let settle!: (f: First) => void;
     const first = new Promise<First>((r) => (settle = r));
@@ -291,13 +301,13 @@ export function createHandler(o: HandlerOptions): Handler {
     const member = await caller(req);
     let m = EVENTS.exec(url.pathname);
     if (m && req.method === "GET") {
-      const id = decodeURIComponent(m[1]);
+      const id = decode(m[1]);
       await owned(id, member);
-      return events(req, id, decodeURIComponent(m[2]));
+      return events(req, id, decode(m[2]));
     }
     m = ANSWER.exec(url.pathname);
     if (m && req.method === "DELETE") {
-      const [id, answer] = [decodeURIComponent(m[1]), decodeURIComponent(m[2])];
+      const [id, answer] = [decode(m[1]), decode(m[2])];
       await owned(id, member);
       if (answers.get(id)?.id !== answer) throw new ApiError(404, "not_found", `no answer ${JSON.stringify(answer)} holds this session`);
       answers.delete(id);
@@ -307,16 +317,19 @@ export function createHandler(o: HandlerOptions): Handler {
     }
     m = ROUTE.exec(url.pathname);
     if (!m) throw new ApiError(404, "not_found", "no such endpoint");
-    const id = decodeURIComponent(m[1]);
+    const id = decode(m[1]);
     switch (`${req.method} ${m[2]}`) {
       case "POST messages": {
         checkId(id);
         const b = await body(req);
         const list = Array.isArray(b) ? b : [b];
         if (list.length === 0) throw new ApiError(400, "invalid_input", "no messages in the body");
+        // Checked before anything is claimed or written (ownership
+        // included): they convert, and each is one a compaction could take.
         try {
-          fromOpenAiMessages(list, { conversation: id }); // checked before anything is claimed or written
+          compactor.check(id, list as OpenAiChatMessage[]);
         } catch (e) {
+          if (e instanceof FoldlineError && e.code === "turn_too_large") throw e;
           if (e instanceof FoldlineError) throw new ApiError(400, "invalid_input", e.message.replace(/^[a-z_]+: /, ""));
           throw e;
         }
@@ -331,7 +344,7 @@ export function createHandler(o: HandlerOptions): Handler {
       case "POST answer": {
         await owned(id, member);
         if (answering(id)) throw new ApiError(409, "busy", "another answer holds the session");
-        const answer = `answer-${Date.now()}-${++ids}`;
+        const answer = `answer-${crypto.randomUUID().replaceAll("-", "")}`;
         if ((await o.journal.acquireLease(id, `answer:${answer}`, answerLeaseMs)) === undefined) {
           throw new ApiError(409, "busy", "a compaction is running; ask again in a moment");
         }

@@ -14,6 +14,8 @@ export type Code =
   | "summary_truncated" | "run_mismatch" | "missing_link" | "fork" | "stale_declaration"
   | "divergent_hash" | "fabricated_run" | "non_advancing" | "frontier_mismatch"
   | "amendment_too_large" | "needs_content" | "over_budget" | "overflow" | "unsupported_version"
+  /** One message larger than any compaction could take: refused at admission (a journal given the declaration, the servers). */
+  | "turn_too_large"
   /** The journal's head moved: a compare-and-append at an expected position lost the race. */
   | "conflict"
   /** The writer lease is held by another holder, or a fenced append came from a stale holder. */
@@ -282,7 +284,7 @@ export type ValidateRequest =
   | { kind: "declarations"; target: Declaration; compactor: Declaration }
   | ({ kind: "stream" } & StreamReport)
   | { kind: "failure"; failure: FailureKind; detail?: string }
-  | { kind: "events"; route: Route; events: Event[] };
+  | { kind: "events"; route: Route; events: Event[]; declaration?: Declaration };
 
 export interface Resolution {
   frontier: Frontier | null; head: ChainHead | null; amendment: Amendment | null;

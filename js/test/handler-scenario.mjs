@@ -255,4 +255,41 @@ export async function scenario(api) {
   eq((await boundaries("c4")).length, 1, "exactly one boundary");
   r = await call("GET", "/api/conversations/c4/verify", ALICE);
   eq(r.json.ok, true, "verify c4");
+  // 8. Hostile input (the server's admission rules): never a 5xx, every
+  // refusal in the one error shape, nothing written by a refused request
+  // (ownership included), and the conversation still selects and verifies.
+  const shape = (r, what) => {
+    assert(r.status < 500, `${what}: ${r.status} ${JSON.stringify(r.json)}`);
+    if (r.status >= 400) assert(typeof r.json?.error?.code === "string" && typeof r.json?.error?.message === "string", `${what}: ${JSON.stringify(r.json)}`);
+  };
+  for (const path of ["/api/conversations/%FF%FE/context", "/api/conversations/c1/tasks/%FF/events", "/api/conversations/%E0%A4%A/verify"]) {
+    r = await call("GET", path, ALICE);
+    shape(r, path);
+    eq([r.status, code(r)], [400, "invalid_input"], path);
+  }
+  // A stranger's refused first message claims nothing.
+  r = await call("POST", "/api/conversations/h9/messages", BOB, JSON.stringify({ role: "user", content: "y".repeat(5_000) }));
+  eq([r.status, code(r)], [413, "body_too_large"], "a body over the limit");
+  r = await call("POST", "/api/conversations/h9/messages", BOB, JSON.stringify({ role: "user", content: "cut \ud83d" }));
+  shape(r, "lone surrogate");
+  eq(r.status, 400, "lone surrogate");
+  await append("h9", 0, 2, ALICE);
+  const stored = (await api.journal("h9")).length;
+  for (const body of [
+    { role: "assistant", content: null, tool_calls: [1, 2, 3] },
+    { role: "assistant", content: "x", tool_calls: "nope" },
+    { role: "assistant", content: "x", tool_calls: { id: "a" } },
+    { role: "assistant", content: "x", tool_calls: [{ id: "a", type: "function" }] },
+    { role: "assistant", content: "x", tool_calls: [{ id: "a", function: { name: 5 } }] },
+    { role: "user", content: "x", name: 5 },
+    { type: "message", conversation: "h9", sourceSeq: Number.MAX_SAFE_INTEGER + 2, turnId: "x", role: "user", parts: [] },
+    [{ role: "user", content: "fine" }, 5],
+  ]) {
+    r = await call("POST", "/api/conversations/h9/messages", ALICE, JSON.stringify(body));
+    shape(r, JSON.stringify(body));
+    eq(r.status, 400, JSON.stringify(body));
+    eq((await api.journal("h9")).length, stored, `${JSON.stringify(body)}: nothing written`);
+  }
+  for (const p of ["context", "verify"]) eq((await call("GET", `/api/conversations/h9/${p}`, ALICE)).status, 200, p);
 }
+

@@ -372,6 +372,60 @@ export function suite(f, makeJournal) {
         check((await c.resolve("c1")).head, "the chain verifies");
       }
     }],
+    ["a frontier that lands behind a long history (another writer raced it) recovers in bounded steps", async () => {
+      const inner = await makeJournal();
+      const turn = (s) => say(s, s % 2 ? "user" : "assistant", `${s % 2 ? "Question" : "Answer"} ${s}: the plan for week ${s % 9}. `.repeat(40).slice(0, s % 2 ? 200 : 1200));
+      let raced = false;
+      // Another writer appends 150 messages between the driver's read and its
+      // compare-and-append of the activation frontier.
+      const journal = new Proxy(inner, {
+        get(target, prop) {
+          const v = target[prop];
+          if (prop !== "append") return typeof v === "function" ? v.bind(target) : v;
+          return async (id, events, opts) => {
+            const list = Array.isArray(events) ? events : [events];
+            if (!raced && list.some((e) => e.type === "frontier")) {
+              raced = true;
+              for (let s = 2; s <= 151; s++) await target.append(id, turn(s));
+            }
+            return target.append(id, events, opts);
+          };
+        },
+      });
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } } });
+      await journal.append("c1", turn(1));
+      await c.onMessage("c1");
+      check(raced, "the race happened");
+      equal((await c.resolve("c1")).frontier.startSeq, 1, "the frontier starts at source 1");
+      let clean;
+      for (let s = 152; s <= 170; s++) {
+        await journal.append("c1", turn(s));
+        const r = await c.onMessage("c1");
+        check(!["refused", "failed"].includes(r.status), `message ${s}: ${JSON.stringify(r)}`);
+        const ctx = await c.context("c1");
+        const left = ctx.manifest.omitted.filter((o) => o.reason === "budget").length;
+        if (left === 0 && clean === undefined) clean = s;
+        check(clean === undefined || left === 0, `message ${s} left ${left} turns out (clean since ${clean})`);
+      }
+      check(clean !== undefined && clean <= 160, `clean from ${clean}`);
+      check((await c.resolve("c1")).head, "the chain verifies");
+    }],
+    ["a message no compaction could take is refused at append (turn_too_large), nothing written", async () => {
+      const journal = await makeJournal();
+      const small = { ...declaration, prefixBounds: { maxChars: 30000 } };
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration: small });
+      await c.append("c1", { role: "user", content: "hello" });
+      let caught;
+      try { await c.append("c1", { role: "assistant", content: "z".repeat(20000) }); } catch (e) { caught = e; }
+      check(caught instanceof f.FoldlineError, String(caught));
+      equal(caught.code, "turn_too_large");
+      let checked;
+      try { c.check("c1", [{ role: "user", content: "z".repeat(20000) }]); } catch (e) { checked = e; }
+      equal(checked?.code, "turn_too_large", "check refuses the same without writing");
+      equal((await journal.readEvents("c1")).length, 1, "nothing written");
+      await c.append("c1", { role: "assistant", content: "z".repeat(5000) });
+      equal((await journal.readEvents("c1")).length, 2, "a message a compaction could take is accepted");
+    }],
     ["member compression runs in the core", async () => {
       const t = f.trimPrompt("Could you please explain how Rust lifetimes work?");
       equal(t.text, "Explain how Rust lifetimes work?");

@@ -53,6 +53,11 @@ pub struct EventsCheck {
     pub route: Route,
     /// The events, in append order.
     pub events: Vec<Event>,
+    /// The conversation's declaration, when the caller admits messages for
+    /// it (a server, a driver's append): each message must then be one
+    /// that a compaction could take ([`crate::budget::admissible_turn`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<Declaration>,
 }
 
 /// The answer to a validate request, tagged by `kind`.
@@ -87,25 +92,59 @@ pub enum ValidateResponse {
     },
 }
 
+/// The largest source sequence a message may carry: 2^53 - 1, the largest
+/// integer JavaScript holds exactly, so every runtime reads the same number
+/// and the next one still exists.
+pub const MAX_SOURCE_SEQ: u64 = (1 << 53) - 1;
+
 /// The journal contract's append check: every event decodes (the decoder
 /// names the offending path, `events[3].role`), every turn is on the route,
-/// and a declared content hash matches the content, so nothing appended can
-/// poison later calls. Answers each event's content hash (`""` for events
-/// that are not turns with content).
+/// its source sequence can still advance (at most [`MAX_SOURCE_SEQ`]), and a
+/// declared content hash matches the content, so nothing appended can poison
+/// later calls. Given the declaration, each message is also one a compaction
+/// could take. Answers each event's content hash (`""` for events that are
+/// not turns with content).
 ///
 /// # Errors
-/// `invalid_request` naming the event index, or `wrong_route`.
+/// `invalid_request` naming the event index, `wrong_route`, or
+/// `turn_too_large` naming the turn.
 pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
     crate::plan::check_route(&c.events, &c.route)?;
+    let admissible = c.declaration.as_ref().map(crate::budget::admissible_turn);
     let mut hashes = Vec::with_capacity(c.events.len());
     for (i, e) in c.events.iter().enumerate() {
-        let (turn_id, declared, parts) = match e {
-            Event::Message(m) | Event::LateDelivery(m) => (&m.turn_id, &m.content_hash, &m.parts),
+        let m = match e {
+            Event::Message(m) | Event::LateDelivery(m) => m,
             _ => {
                 hashes.push(String::new());
                 continue;
             }
         };
+        let (turn_id, declared, parts) = (&m.turn_id, &m.content_hash, &m.parts);
+        if m.source_seq > MAX_SOURCE_SEQ {
+            return Err(Error::new(
+                Code::InvalidRequest,
+                format!(
+                    "events[{i}].sourceSeq must be at most {MAX_SOURCE_SEQ} (the largest integer every runtime holds exactly), so the conversation can advance"
+                ),
+            )
+            .with_ids([turn_id.clone()]));
+        }
+        if let Some((max_chars, max_tokens)) = admissible {
+            let chars = crate::turn::parts_chars(parts);
+            let tokens = m
+                .tokens
+                .unwrap_or_else(|| crate::turn::estimate_tokens(chars));
+            if chars > max_chars || tokens > max_tokens {
+                return Err(Error::new(
+                    Code::TurnTooLarge,
+                    format!(
+                        "events[{i}] measures {chars} characters ({tokens} tokens), over the {max_chars} characters ({max_tokens} tokens) one compaction can take under this declaration"
+                    ),
+                )
+                .with_ids([turn_id.clone()]));
+            }
+        }
         if turn_id.is_empty() {
             return Err(Error::new(
                 Code::InvalidRequest,

@@ -96,6 +96,41 @@ pub fn summary_reserve(bounds: &SummaryBounds) -> (u64, u64) {
     (chars, tokens)
 }
 
+/// The largest message admission accepts under a declaration, in
+/// characters and tokens: one that a compaction could take alone, with the
+/// compactor's prompt and framing ([`PROMPT_HEADROOM_CHARS`]), the
+/// instructions, the reference documents, the previous summary and the
+/// largest amendment beside it — within `prefixBounds.maxChars`, and in
+/// token mode within the window less the summary's output headroom and the
+/// safety margin. A message over it could never be folded, so it would stop
+/// compaction for good; the servers and the drivers' appends refuse it
+/// (`turn_too_large`). In character mode the token bound is unlimited.
+pub fn admissible_turn(decl: &Declaration) -> (u64, u64) {
+    let bounds = summary_bounds(decl);
+    let instructions = decl
+        .instructions
+        .as_ref()
+        .map_or(0, |i| envelope::chars(&i.text));
+    let beside = PROMPT_HEADROOM_CHARS
+        .saturating_add(instructions)
+        .saturating_add(decl.documents.budget_chars)
+        .saturating_add(bounds.max_chars)
+        .saturating_add(decl.amendment_max_chars);
+    let chars = decl.prefix_bounds.max_chars.saturating_sub(beside);
+    let tokens = match decl.budget {
+        Budget::Tokens {
+            window,
+            safety_margin,
+            ..
+        } => window
+            .saturating_sub(safety_margin)
+            .saturating_sub(bounds.max_tokens)
+            .saturating_sub(estimate_tokens(beside)),
+        Budget::Chars { .. } => u64::MAX,
+    };
+    (chars, tokens)
+}
+
 /// The budget's own checks: a positive retain below the trigger; in token
 /// mode, room in the window and ratios in their ranges (soft ≤ eager ≤
 /// 1000‰, target below eager).

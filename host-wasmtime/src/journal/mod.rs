@@ -217,6 +217,7 @@ pub(crate) fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Ev
                 sender: String::new(),
             },
             events: vec![e.clone()],
+            declaration: None,
         })
         .map_err(|mut err| {
             err.message = format!(

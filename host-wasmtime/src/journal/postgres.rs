@@ -29,30 +29,99 @@ fn pool_error(e: r2d2::Error) -> HostError {
     HostError::Storage(format!("postgres pool: {e}"))
 }
 
+/// Session settings of every connection, so that no paused process can
+/// stall another replica: a statement waits at most 2 s for a lock (then
+/// `busy`, rolled back, nothing written), and a session idle inside a
+/// transaction for 5 s (a process paused mid-write: a GC pause, a frozen
+/// VM, `SIGSTOP`) is ended by the server, which releases its locks.
+pub const SESSION_OPTIONS: &str =
+    "-c lock_timeout=2000 -c idle_in_transaction_session_timeout=5000";
+
 impl From<postgres::Error> for HostError {
     fn from(e: postgres::Error) -> HostError {
-        HostError::Storage(format!("postgres: {e}"))
+        use postgres::error::SqlState;
+        let Some(db) = e.as_db_error() else {
+            return HostError::Storage(format!("postgres: {e}"));
+        };
+        let code = db.code();
+        if *code == SqlState::LOCK_NOT_AVAILABLE || *code == SqlState::QUERY_CANCELED {
+            return HostError::Busy(format!(
+                "the database could not take the write in time ({}: {})",
+                code.code(),
+                db.message()
+            ));
+        }
+        // The database's own words, for the log (members see the code only).
+        let detail = db.detail().map(|d| format!("; {d}")).unwrap_or_default();
+        HostError::Storage(format!(
+            "postgres {}: {}{detail}",
+            code.code(),
+            db.message()
+        ))
     }
 }
 
-/// Connect a pool to `url` (`postgres://user@host:port/db`) and apply the
-/// schema under an advisory lock.
+/// The schema's version: the migration's own hash, so a changed migration
+/// is applied again and an applied one is recognized without a lock.
+fn schema_version() -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(MIGRATION.as_bytes());
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether this schema version is already applied: a plain read, which
+/// takes no lock any writer waits for.
+fn applied(c: &mut postgres::Client, version: &str) -> Result<bool> {
+    let exists: bool = c
+        .query_one("SELECT to_regclass('foldline_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(false);
+    }
+    Ok(c.query_opt(
+        "SELECT 1 FROM foldline_schema WHERE version = $1",
+        &[&version],
+    )?
+    .is_some())
+}
+
+/// Connect a pool to `url` (`postgres://user@host:port/db`) with the
+/// [`SESSION_OPTIONS`], and apply the schema unless this version is already
+/// applied (checked without a lock first, so a replica starting beside a
+/// stalled one never queues behind it on the events table; the migration
+/// itself runs under an advisory lock, so replicas starting together do not
+/// race).
 ///
 /// # Errors
 /// `journal` when the database cannot be reached or the schema not applied.
 pub fn connect(url: &str) -> Result<PgPool> {
-    let config: postgres::Config = url
+    let mut config: postgres::Config = url
         .parse()
         .map_err(|e| HostError::Input(format!("{url}: not a postgres URL: {e}")))?;
+    let options = match config.get_options() {
+        Some(o) if !o.is_empty() => format!("{o} {SESSION_OPTIONS}"),
+        _ => SESSION_OPTIONS.to_owned(),
+    };
+    config.options(&options);
     let pool = r2d2::Pool::builder()
         .max_size(8)
         .connection_timeout(std::time::Duration::from_secs(10))
         .build(PostgresConnectionManager::new(config, NoTls))
         .map_err(pool_error)?;
     let mut c = pool.get().map_err(pool_error)?;
+    let version = schema_version();
+    if applied(&mut c, &version)? {
+        return Ok(pool);
+    }
     let mut tx = c.transaction()?;
+    // Waiting for the events table behind a stalled replica is no use here.
+    tx.batch_execute("SET LOCAL lock_timeout = '30s'")?;
     tx.execute("SELECT pg_advisory_xact_lock(7261746564)", &[])?;
     tx.batch_execute(MIGRATION)?;
+    tx.execute(
+        "INSERT INTO foldline_schema (version) VALUES ($1) ON CONFLICT DO NOTHING",
+        &[&version],
+    )?;
     tx.commit()?;
     Ok(pool)
 }

@@ -39,8 +39,10 @@ pub fn status_of(code: &str) -> StatusCode {
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "not_owner" => StatusCode::FORBIDDEN,
         "not_found" => StatusCode::NOT_FOUND,
-        "body_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large" | "turn_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
         "rate_limited" => StatusCode::TOO_MANY_REQUESTS,
+        "timeout" => StatusCode::REQUEST_TIMEOUT,
+        "method_not_allowed" => StatusCode::METHOD_NOT_ALLOWED,
         "session_busy" | "nothing_to_fold" | "busy" | "conflict" | "fork" | "shutting_down" => {
             StatusCode::CONFLICT
         }
@@ -78,6 +80,46 @@ impl From<HostError> for ApiError {
             retry_after: None,
         }
     }
+}
+
+/// The framework's own refusals (an undecodable path, a wrong method, a
+/// request timeout, a body over the limit: answered by axum and tower-http
+/// with a plain or empty body) rewritten into the one error shape, with the
+/// stable code of their status. Answers that are already JSON pass as they
+/// are.
+pub async fn one_shape(r: Response) -> Response {
+    let status = r.status();
+    let json = r
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || json {
+        return r;
+    }
+    let (code, message) = match status {
+        StatusCode::BAD_REQUEST => (
+            "invalid_input",
+            "the request's path or query cannot be read (percent-escapes must be UTF-8)",
+        ),
+        StatusCode::NOT_FOUND => ("not_found", "no such endpoint"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            "this endpoint does not take that method",
+        ),
+        StatusCode::REQUEST_TIMEOUT => (
+            "timeout",
+            "the request took longer than the server's limit; nothing was written",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "body_too_large",
+            "the request body is larger than the server's limit",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("invalid_input", "unsupported content type"),
+        s if s.is_client_error() => ("invalid_input", "the request was refused"),
+        _ => ("internal", "the server failed; the details are in its log"),
+    };
+    ApiError::new(status, code, message).into_response()
 }
 
 impl IntoResponse for ApiError {

@@ -30,7 +30,6 @@ type Shared = State<Arc<App>>;
 /// The router of every endpoint.
 pub fn router(app: Arc<App>) -> Router {
     let timed = Router::new()
-        .route("/api/conversations/{id}/messages", post(append))
         .route("/api/conversations/{id}/condense", post(tasks::condense))
         .route("/api/conversations/{id}/answer", post(answer_start))
         .route(
@@ -49,11 +48,15 @@ pub fn router(app: Arc<App>) -> Router {
             "/api/conversations/{id}/tasks/{task}/events",
             get(tasks::events),
         )
+        // Appends keep their own deadline, checked before anything is
+        // written: a timeout either wrote nothing or did not happen.
+        .route("/api/conversations/{id}/messages", post(append))
         .merge(timed)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
         .layer(DefaultBodyLimit::max(app.config.body_limit))
+        .layer(axum::middleware::map_response(super::reply::one_shape))
         .with_state(app)
 }
 
@@ -153,12 +156,18 @@ fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
 }
 
 /// `POST …/messages`: one OpenAI-style message, or an array of them.
+///
+/// The request timeout is a deadline checked before the conversation is
+/// claimed or written: past it the answer is `408 timeout` and nothing was
+/// written; once writing began it completes and answers `201`, however
+/// late — never a timeout for a write that happened.
 async fn append(
     State(app): Shared,
     Caller(member): Caller,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let deadline = std::time::Instant::now() + app.config.request_timeout;
     check_id(&id)?;
     let text = body_text(body)?;
     let text = if text.trim_start().starts_with('{') {
@@ -174,8 +183,9 @@ async fn append(
             chat: String::new(),
             sender: String::new(),
         };
-        // Check before claiming, so bad input creates nothing.
-        let probe = crate::import::parse(&text, &route, 0)?;
+        // Check before claiming, so bad input creates nothing: OpenAI-style
+        // messages only, each one a compaction could take.
+        let probe = crate::import::parse_messages(&text, &route, 0)?;
         if probe.is_empty() {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -183,14 +193,17 @@ async fn append(
                 "no messages in the body",
             ));
         }
-        if probe
-            .iter()
-            .any(|e| !matches!(e, foldline_core::event::Event::Message(_)))
-        {
+        foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+            route: route.clone(),
+            events: probe,
+            declaration: Some(a.driver.declaration.clone()),
+        })
+        .map_err(HostError::Core)?;
+        if std::time::Instant::now() > deadline {
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_input",
-                "send OpenAI-style messages ({\"role\", \"content\"}); the server numbers turns and writes every other event itself",
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                "the request took longer than the server's limit; nothing was written",
             ));
         }
         if a.store.claim(&conv, &member)? != member {
@@ -200,7 +213,9 @@ async fn append(
                 "this conversation belongs to another member",
             ));
         }
-        Ok(a.append(&conv, |after| crate::import::parse(&text, &route, after))?)
+        Ok(a.append(&conv, |after| {
+            crate::import::parse_messages(&text, &route, after)
+        })?)
     })
     .await?;
     app.wrote();

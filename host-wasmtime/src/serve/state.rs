@@ -2,7 +2,6 @@
 //! in flight (append positions, compaction checks, answers, rate windows).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -43,7 +42,6 @@ pub struct App {
     pub stopping: CancellationToken,
     /// Bumped on every write this process makes; wakes event streams.
     pub written: tokio::sync::watch::Sender<u64>,
-    ids: AtomicU64,
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -65,7 +63,6 @@ impl App {
             tracker: TaskTracker::new(),
             stopping: CancellationToken::new(),
             written: tokio::sync::watch::channel(0).0,
-            ids: AtomicU64::new(0),
         })
     }
 
@@ -74,13 +71,11 @@ impl App {
         self.written.send_modify(|n| *n += 1);
     }
 
-    /// A task id unique on this server: the clock and a counter.
+    /// A task or answer id unique across replicas: 122 random bits (a UUID
+    /// v4 from the operating system's generator), never a clock or counter
+    /// that two processes could share.
     pub fn next_id(&self, prefix: &str) -> String {
-        format!(
-            "{prefix}-{}-{}",
-            (self.driver.clock)(),
-            self.ids.fetch_add(1, Ordering::Relaxed)
-        )
+        format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
     }
 
     /// End the tasks a previous run of this server left open (it stopped

@@ -14,6 +14,28 @@ pub fn small_decl() -> Declaration {
     d
 }
 
+/// A plain text message of conversation `conv` at source `seq` (turn id
+/// `t<seq>`), as a member or the assistant writes it.
+#[allow(dead_code)] // the tests use it; the examples that include this file do not
+pub fn text_message(conv: &str, seq: u64, role: foldline_core::turn::Role, text: String) -> Event {
+    Event::Message(foldline_core::event::Message {
+        conversation: conv.into(),
+        chat: String::new(),
+        sender: String::new(),
+        source: String::new(),
+        source_seq: seq,
+        index: 0,
+        turn_id: format!("t{seq}"),
+        role,
+        author_agent: None,
+        parts: vec![foldline_core::turn::Part::Text { text }],
+        tokens: None,
+        pinned: false,
+        sensitive: false,
+        content_hash: None,
+    })
+}
+
 /// The bundled demo conversation as journal events of conversation `conv`.
 pub fn demo_events(conv: &str, turns: usize) -> Vec<Event> {
     let text: String = foldline_wasmtime::import::demo_conversation(turns)
