@@ -178,10 +178,10 @@ fn gen_plan() -> Vec<Value> {
         ],
     );
     let mut big = turns(1, 10, 1_000);
-    big.push(msg(11, "huge", Role::User, &"h".repeat(15_000)));
+    big.push(msg(11, "huge", Role::User, &"h".repeat(19_900)));
     g.add(
         "refuse-tail-turn-too-large",
-        "refuse, never split: a latest turn larger than the tail target",
+        "refuse, never split: a latest turn that cannot fit the hard limit beside even the shortest summary",
         "plan",
         plan_req(&d, big, true),
         &refuse("tail_turn_too_large"),
@@ -227,6 +227,33 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/error/ids", json!(["t1"])),
         ],
     );
+    // A long newest turn at seed 002's token defaults (tail target ~1,196
+    // tokens, conversation budget 3,328): 20 turns of 100 tokens before it.
+    let mut t2 = Declaration::new("agent", "agent-compactor");
+    t2.budget = Budget::default_tokens();
+    let th = foldline_core::budget::Thresholds::of(&t2);
+    let reserve = foldline_core::budget::summary_reserve(&t2.summary_bounds()).1;
+    let target = th.tail_target(0, reserve);
+    let alone = th.limit - reserve;
+    let long = |newest: u64| {
+        let mut e: Vec<Event> = (1..=20).map(|s| counted_turn(s, 100)).collect();
+        e.push(counted_turn(21, newest));
+        plan_req(&t2, e, true)
+    };
+    for (name, rule, newest, checks) in [
+        ("long-newest-under-target", "a newest turn just under the tail target is the tail as always", target - 50,
+         vec![("/ok/outcome", json!("compact")), ("/ok/packet/stats/retainedTailTurns", json!(1)), ("/ok/packet/stats/oversizedTail", Value::Null)]),
+        ("long-newest-over-target", "a newest turn just over the tail target is kept whole as the tail, everything before it folded (never split, never a lost recent turn)", target + 1,
+         vec![("/ok/outcome", json!("compact")), ("/ok/packet/stats/retainedTailTurns", json!(1)), ("/ok/packet/stats/oversizedTail", json!(true)), ("/ok/packet/input/turnCount", json!(20))]),
+        ("long-newest-fits-beside-summary", "a newest turn that fits the hard limit only beside the summary's reserve is kept whole as the tail", alone,
+         vec![("/ok/outcome", json!("compact")), ("/ok/packet/stats/oversizedTail", json!(true)), ("/ok/packet/stats/after/tokens", json!(th.limit))]),
+        ("long-newest-tighter-summary", "a newest turn over what the declared summary leaves is kept whole and the packet's summary bound tightened to the room left", alone + 1,
+         vec![("/ok/outcome", json!("compact")), ("/ok/packet/stats/oversizedTail", json!(true)), ("/ok/packet/stats/after/tokens", json!(th.limit)), ("/ok/packet/bounds/maxTokens", json!(t2.summary_bounds().max_tokens - 1))]),
+        ("long-newest-cannot-fit", "a newest turn that cannot fit beside even the shortest summary fails closed (tail_turn_too_large), never split or truncated", th.limit - 10,
+         vec![("/ok/outcome", json!("refuse")), ("/ok/error/code", json!("tail_turn_too_large")), ("/ok/error/ids", json!(["t21"]))]),
+    ] {
+        g.add(name, rule, "plan", long(newest), &checks);
+    }
     let mut ns = turns(1, 21, 500);
     ns.push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
     g.add(

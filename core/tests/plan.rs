@@ -336,11 +336,31 @@ fn message_on_another_route_is_refused() {
 // ---- Refusals ----------------------------------------------------------
 
 #[test]
-fn latest_turn_larger_than_tail_is_refused_not_split() {
+fn a_latest_turn_over_the_tail_target_is_kept_whole_and_one_that_cannot_fit_refused() {
     let d = chars_decl(20_000, 10_000);
+    // Over retain, within the trigger beside a (shorter) summary: kept whole
+    // as the tail, everything before it folded.
+    let mut r = compact_setup(&d, 10, 1_000);
+    // It leaves room for a summary of 300 characters, not the declared 500.
+    let long = 20_000 - foldline_core::envelope::summary_overhead_chars() - 300;
+    r.events
+        .push(msg(11, "long", Role::User, &"h".repeat(long as usize)));
+    let p = compact_packet(plan(&r));
+    assert_eq!(
+        (p.stats.retained_tail_turns, p.stats.oversized_tail),
+        (1, true)
+    );
+    assert_eq!(p.input.turn_count, 10);
+    assert_eq!(p.bounds.max_chars, 300, "a tighter summary");
+    assert!(
+        p.messages[0].content.contains("at most 300 characters"),
+        "the prompt asks for it"
+    );
+    assert!(p.stats.after.chars <= 20_000, "{}", p.stats.after.chars);
+    // Not even the shortest summary fits beside it: refused, never split.
     let mut r = compact_setup(&d, 10, 1_000);
     r.events
-        .push(msg(11, "huge", Role::User, &"h".repeat(15_000)));
+        .push(msg(11, "huge", Role::User, &"h".repeat(19_900)));
     let o = plan(&r);
     assert_eq!(code_of(&o), Some("tail_turn_too_large"));
     if let PlanOutcome::Refuse { error, .. } = o {

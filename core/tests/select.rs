@@ -474,3 +474,51 @@ fn select_refuses_an_invalid_declaration_as_plan_does_naming_every_field() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Seed 002's token defaults with answers of ordinary length (1,000–3,000
+/// tokens, longer than the ~1,196-token tail target): after every message
+/// the context fits, holds the newest turn, and leaves out no turn that no
+/// summary covers.
+#[test]
+fn long_answers_never_cost_the_model_its_recent_history() {
+    let mut d = foldline_core::declaration::Declaration::new("agent", "agent-compactor");
+    d.budget = foldline_core::declaration::Budget::default_tokens();
+    let mut s = Sim::new(d.clone());
+    let mut compactions = 0;
+    for n in 1..=300u64 {
+        // A question, then an answer whose length cycles through 1,000–3,000.
+        let tokens = if n % 2 == 1 {
+            40 + n % 60
+        } else {
+            1_000 + (n * 397) % 2_001
+        };
+        s.events.push(counted_turn(n, tokens));
+        s.next_seq = n + 1;
+        match s.step() {
+            PlanOutcome::Refuse { error, .. } => panic!("message {n}: {error:?}"),
+            PlanOutcome::Compact { .. } => compactions += 1,
+            _ => {}
+        }
+        let r = s.resolve().expect("the chain verifies");
+        let mut req = select_req(&d, s.events.clone());
+        req.frontier = r.frontier;
+        req.head = r.head;
+        req.amendment = r.amendment;
+        req.render = false;
+        let sel: Selection = select(&req).unwrap_or_else(|e| panic!("message {n}: {e:?}"));
+        let m = &sel.manifest;
+        assert!(
+            m.sizes.total <= m.limit,
+            "message {n}: {} > {}",
+            m.sizes.total,
+            m.limit
+        );
+        assert_eq!(
+            m.included.last(),
+            Some(&format!("t{n}")),
+            "message {n}: the newest turn"
+        );
+        assert_eq!(m.uncovered_omitted, 0, "message {n}: {:?}", m.omitted);
+    }
+    assert!(compactions >= 50, "{compactions}");
+}

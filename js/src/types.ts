@@ -83,6 +83,8 @@ export interface Sizes { chars: number; tokens: number }
 export interface Stats {
   metric: "chars" | "tokens"; before: Sizes; pinned: Sizes; retainedTail: Sizes;
   retainedTailTurns: number; summary: Sizes; after: Sizes;
+  /** The exact tail is one long newest unit over the tail target, kept whole (everything before it folded). */
+  oversizedTail?: boolean;
   /** What this compaction left for the next one: a backlog larger than one compaction may take folds oldest first, in steps. */
   backlog?: Backlog;
 }
@@ -322,6 +324,8 @@ export interface Manifest {
   boundaryId: string | null; boundaryHash: string | null; amendmentHash: string | null;
   pinned: string[]; included: string[];
   omitted: { turnId: string; reason: "budget" | "notAdmitted" }[];
+  /** Admitted turns after the summary's coverage left out for lack of room (absent when none): no summary covers them, so alert on it. */
+  uncoveredOmitted?: number;
   messageCount: number; renderedHash: string;
 }
 

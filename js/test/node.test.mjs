@@ -238,3 +238,43 @@ test("contentHash in JS is held to the core's: tool calls, isError, missing name
     assert.equal(code, "invalid_request", `case ${i}: a wrong hash must be refused`);
   }
 });
+
+test("long answers at seed 002's token budget never cost the model its recent history (a real o200k tokenizer)", async () => {
+  const { encode } = await import("gpt-tokenizer");
+  const count = (text) => encode(text).length;
+  // Answers as models write them: prose, a code block and a list, 1,000–3,000 tokens.
+  const answer = (n) => {
+    const want = 1000 + ((n * 397) % 2001);
+    let out = `Here is how to handle case ${n}.\n\n`;
+    for (let k = 0; count(out) < want; k++) {
+      out += k % 3 === 0
+        ? `\`\`\`ts\nexport function step${n}_${k}(input: number[]): number {\n  return input.reduce((a, b) => a + b * ${k}, ${n});\n}\n\`\`\`\n`
+        : k % 3 === 1
+          ? `- Point ${k}: the budget for week ${k % 9} stays at ${n * 17 % 1000} euros, and the review moves to day ${k % 28}.\n`
+          : `The reason is that paragraph ${k} of the plan depends on what we decided about item ${n - 1}; keep both in mind when you change it.\n`;
+    }
+    return out;
+  };
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({
+    journal, model: fakeModel(), countTokens: count,
+    declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } },
+  });
+  let compacted = 0;
+  for (let n = 1; n <= 300; n++) {
+    const text = n % 2 ? `Question ${n}: what about step ${n}? Please show code.` : answer(n);
+    await c.append("c1", { role: n % 2 ? "user" : "assistant", content: text });
+    const r = await c.onMessage("c1");
+    assert.ok(r.status !== "refused" && r.status !== "failed", `message ${n}: ${JSON.stringify(r)}`);
+    if (r.status === "compacted") compacted++;
+    const ctx = await c.context("c1", { format: "openai" });
+    const m = ctx.manifest;
+    assert.equal(m.uncoveredOmitted ?? 0, 0, `message ${n}: ${JSON.stringify(m.omitted)}`);
+    assert.equal(m.included.at(-1), `c1-${n}`, `message ${n}: the newest turn`);
+    assert.equal(ctx.messages.at(-1).content, text, `message ${n}: verbatim`);
+    // As the provider counts it: every message's content and ~4 tokens of framing each.
+    const real = ctx.messages.reduce((a, x) => a + count(x.content ?? "") + 4, 0);
+    assert.ok(real <= 8192 - 1024, `message ${n}: ${real} tokens for the model`);
+  }
+  assert.ok(compacted >= 50, `${compacted}`);
+});

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::amendment::Amendment;
 use crate::boundary::{Backlog, ChainHead, InputEvidence, InputTurn, Sizes, Stats};
-use crate::budget::{turn_size, Metric, Thresholds};
+use crate::budget::{turn_size, Metric, Thresholds, SUMMARY_MIN_CHARS};
 use crate::canonical;
 use crate::compactor;
 use crate::declaration::{Budget, Declaration, SummaryBounds};
@@ -558,16 +558,15 @@ fn summary_reserve(bounds: &SummaryBounds) -> Sizes {
 }
 
 fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
-    let decl = &ctx.req.declaration;
     let metric = ctx.metric;
     let eligible = ctx.eligible;
     let units = group::units(eligible);
-    let bounds = decl.summary_bounds();
-    let reserve = summary_reserve(&bounds);
+    let (bounds, reserve) = summary_room(ctx, &units)?;
     let tail_target = ctx
         .th
         .tail_target(pick(metric, ctx.pinned_size), pick(metric, reserve));
-    let tail_start = tail_start(ctx, &units, tail_target)?;
+    let room = pick(metric, ctx.pinned_size).saturating_add(pick(metric, reserve));
+    let tail_start = tail_start(ctx, &units, tail_target, ctx.th.limit.saturating_sub(room))?;
     let tail_begins = units
         .get(tail_start)
         .map(|u| u.start)
@@ -585,7 +584,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         messages,
         rendered_chars,
         input_tokens,
-    } = fold(ctx, &units[..tail_start], bounds.max_tokens)?;
+    } = fold(ctx, &units[..tail_start], &bounds)?;
     let frozen_end = units[folded_units - 1].end;
     let frozen = &eligible[..frozen_end];
     let backlog = &eligible[frozen_end..tail_begins];
@@ -651,6 +650,7 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         retained_tail_turns: tail.len() as u64,
         summary: reserve,
         after,
+        oversized_tail: pick(metric, tail_size) > tail_target,
         backlog: (!backlog.is_empty()).then_some(Backlog {
             turns: backlog.len() as u64,
             size: backlog_size,
@@ -683,9 +683,10 @@ struct Folded {
 /// headroom) — never a split unit. What is left is the packet's backlog,
 /// which the next compaction folds. A single oldest unit over the bounds is
 /// `prefix_over_bounds` (nothing could ever take it).
-fn fold(ctx: &Ctx<'_>, before_tail: &[Unit], summary_tokens: u64) -> Result<Folded> {
+fn fold(ctx: &Ctx<'_>, before_tail: &[Unit], bounds: &SummaryBounds) -> Result<Folded> {
+    let summary_tokens = bounds.max_tokens;
     let all = before_tail.len();
-    match render_fold(ctx, before_tail, all, summary_tokens) {
+    match render_fold(ctx, before_tail, all, bounds) {
         Err(e) if e.code == Code::PrefixOverBounds && all > 1 => {}
         done => return done,
     }
@@ -696,7 +697,7 @@ fn fold(ctx: &Ctx<'_>, before_tail: &[Unit], summary_tokens: u64) -> Result<Fold
     let decl = &ctx.req.declaration;
     let eligible = ctx.eligible;
     // The oldest unit alone over the bounds: nothing could ever take it.
-    let one = render_fold(ctx, before_tail, 1, summary_tokens).map_err(|e| {
+    let one = render_fold(ctx, before_tail, 1, bounds).map_err(|e| {
         if e.ids.is_empty() {
             let unit = &eligible[..before_tail[0].end];
             e.with_ids(unit.iter().map(|t| t.turn_id.clone()))
@@ -738,7 +739,7 @@ fn fold(ctx: &Ctx<'_>, before_tail: &[Unit], summary_tokens: u64) -> Result<Fold
     }
     // The estimate is from above; should rendering still disagree, fold less.
     for n in (2..=fits).rev() {
-        match render_fold(ctx, before_tail, n, summary_tokens) {
+        match render_fold(ctx, before_tail, n, bounds) {
             Err(e) if e.code == Code::PrefixOverBounds => continue,
             done => return done,
         }
@@ -756,7 +757,7 @@ fn render_fold(
     ctx: &Ctx<'_>,
     before_tail: &[Unit],
     n: usize,
-    summary_tokens: u64,
+    bounds: &SummaryBounds,
 ) -> Result<Folded> {
     let decl = &ctx.req.declaration;
     let frozen = &ctx.eligible[..before_tail[n - 1].end];
@@ -772,13 +773,14 @@ fn render_fold(
     }
     let messages = compactor::messages(
         decl,
+        bounds.max_chars,
         ctx.pinned,
         ctx.req.head.as_ref(),
         ctx.req.amendment.as_ref(),
         frozen,
     )?;
     let (rendered_chars, input_tokens) =
-        check_rendered(decl, summary_tokens, &messages, sizes_of(frozen)?)?;
+        check_rendered(decl, bounds.max_tokens, &messages, sizes_of(frozen)?)?;
     Ok(Folded {
         units: n,
         messages,
@@ -787,10 +789,62 @@ fn render_fold(
     })
 }
 
+/// The summary bounds of this packet and their reserve: the
+/// declaration's, or, when the newest unit would not fit the hard limit
+/// beside them, bounds tightened to the room it leaves (at least
+/// [`SUMMARY_MIN_CHARS`] characters): a long newest turn is kept whole and
+/// the summary is made shorter, rather than the turn refused.
+fn summary_room(ctx: &Ctx<'_>, units: &[Unit]) -> Result<(SummaryBounds, Sizes)> {
+    let metric = ctx.metric;
+    let bounds = ctx.req.declaration.summary_bounds();
+    let reserve = summary_reserve(&bounds);
+    let Some(last) = units.last() else {
+        return Ok((bounds, reserve));
+    };
+    let newest = unit_size(metric, ctx.eligible, last)?;
+    let room = ctx
+        .th
+        .limit
+        .saturating_sub(pick(metric, ctx.pinned_size))
+        .saturating_sub(newest);
+    if room >= pick(metric, reserve) {
+        return Ok((bounds, reserve));
+    }
+    let overhead = envelope::summary_overhead_chars();
+    let (max_chars, max_tokens) = match metric {
+        Metric::Chars => {
+            let chars = room.saturating_sub(overhead);
+            (chars, chars.div_ceil(2))
+        }
+        Metric::Tokens => {
+            let tokens = room.saturating_sub(estimate_tokens(overhead));
+            let chars = room
+                .saturating_sub(4)
+                .saturating_mul(4)
+                .saturating_sub(overhead);
+            (chars, tokens)
+        }
+    };
+    if max_chars < SUMMARY_MIN_CHARS || max_tokens < SUMMARY_MIN_CHARS / 4 {
+        // No summary could fit beside it: `tail_start` refuses it.
+        return Ok((bounds, reserve));
+    }
+    let tight = SummaryBounds {
+        max_chars: max_chars.min(bounds.max_chars),
+        max_tokens: max_tokens.min(bounds.max_tokens),
+        ..bounds
+    };
+    Ok((tight, summary_reserve(&tight)))
+}
+
 /// The first unit of the exact tail: the newest coherent units,
-/// contiguous, while they fit the tail target. The newest alone over it is
+/// contiguous, while they fit the tail target. A newest unit over the
+/// target that still fits `alone` (the hard limit beside the pinned turns
+/// and the summary's reserve) is kept as the whole tail, everything before
+/// it folded: a long answer never costs the model its recent history
+/// (docs/rules.md, "a long newest turn"). Over `alone` too it is
 /// `tail_turn_too_large` (never split or truncated).
-fn tail_start(ctx: &Ctx<'_>, units: &[Unit], tail_target: u64) -> Result<usize> {
+fn tail_start(ctx: &Ctx<'_>, units: &[Unit], tail_target: u64, alone: u64) -> Result<usize> {
     let (metric, eligible) = (ctx.metric, ctx.eligible);
     let mut start = units.len();
     let mut acc = 0u64;
@@ -805,12 +859,15 @@ fn tail_start(ctx: &Ctx<'_>, units: &[Unit], tail_target: u64) -> Result<usize> 
         }
     }
     if let Some(last) = units.last() {
+        let size = unit_size(metric, eligible, last)?;
+        if start == units.len() && size <= alone {
+            return Ok(units.len() - 1);
+        }
         if start == units.len() {
             return Err(Error::new(
                 Code::TailTurnTooLarge,
                 format!(
-                    "the latest turn(s) measure {} {}, over the tail target of {tail_target}; refusing to split or truncate",
-                    unit_size(metric, eligible, last)?,
+                    "the latest turn(s) measure {size} {}, over the {alone} the hard limit leaves beside the pinned turns and the summary; refusing to split or truncate",
                     metric.as_str()
                 ),
             )

@@ -125,6 +125,12 @@ pub struct Manifest {
     pub included: Vec<String>,
     /// Turns after the covered sequence left out, with reasons.
     pub omitted: Vec<Omitted>,
+    /// How many admitted turns after the summary's coverage were left out
+    /// for lack of room: no summary covers them, so the model does not see
+    /// them at all. A last resort (compaction is behind: failing, paused or
+    /// refused); a host should alert on anything but zero.
+    #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
+    pub uncovered_omitted: u64,
     /// Messages in the context.
     pub message_count: u64,
     /// Merkle-style fold over each message's kind, role and content hash.
@@ -229,6 +235,7 @@ pub(crate) fn select_from(
         amendment_hash: req.amendment.as_ref().map(|a| a.hash.clone()),
         pinned: pinned.iter().map(|t| t.turn_id.clone()).collect(),
         included: tail.iter().map(|t| t.turn_id.clone()).collect(),
+        uncovered_omitted: first_included as u64,
         omitted,
         message_count: messages.len() as u64,
         rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
@@ -263,6 +270,10 @@ fn check_inputs(req: &SelectRequest) -> Result<()> {
         a.check()?;
     }
     Ok(())
+}
+
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn omissions(turns: &[&Turn], reason: OmitReason) -> Vec<Omitted> {

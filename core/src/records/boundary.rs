@@ -94,6 +94,11 @@ pub struct Stats {
     /// Active context after compaction: pinned + summary envelope + backlog
     /// + tail.
     pub after: Sizes,
+    /// The exact tail is over the tail target: its newest unit alone was
+    /// larger (a long answer), so it is kept whole as the tail and
+    /// everything before it folded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oversized_tail: bool,
     /// What this compaction left for the next one, when the history before
     /// the exact tail was larger than one compaction may take (the oldest
     /// part is folded first; see `docs/rules.md`, "backlogs fold in steps").

@@ -11,9 +11,11 @@ use crate::error::{self, Code, Error, Result};
 use crate::packet::{CompactorMessage, CompactorRole, BUILTIN_PROMPT};
 use crate::turn::{Role, Turn};
 
-/// The compactor's system prompt for a declaration (built-in, appended or replaced).
-pub fn prompt(decl: &Declaration) -> String {
-    let builtin = BUILTIN_PROMPT.replace("{max}", &decl.summary_bounds().max_chars.to_string());
+/// The compactor's system prompt for a declaration (built-in, appended or
+/// replaced), asking for a summary of at most `max_chars` characters (the
+/// packet's bound: the declaration's, or tighter beside a long newest turn).
+pub fn prompt(decl: &Declaration, max_chars: u64) -> String {
+    let builtin = BUILTIN_PROMPT.replace("{max}", &max_chars.to_string());
     match &decl.instructions {
         None => builtin,
         Some(i) => match i.mode {
@@ -32,12 +34,13 @@ pub fn prompt(decl: &Declaration) -> String {
 /// `prefix_over_bounds` when the documents exceed their budget.
 pub fn messages(
     decl: &Declaration,
+    max_chars: u64,
     pinned: &[&Turn],
     head: Option<&ChainHead>,
     amendment: Option<&Amendment>,
     frozen: &[&Turn],
 ) -> Result<Vec<CompactorMessage>> {
-    let mut system = prompt(decl);
+    let mut system = prompt(decl, max_chars);
     let docs: Vec<&&Turn> = pinned.iter().filter(|t| t.role == Role::Document).collect();
     if !docs.is_empty() {
         let doc_chars = error::sum(docs.iter().map(|t| t.chars))?;

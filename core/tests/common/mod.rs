@@ -50,6 +50,24 @@ pub fn token_turns(n: u64) -> Vec<Event> {
         .collect()
 }
 
+/// A turn at source `s` that the host counted as `tokens` tokens (its text
+/// about four characters a token), alternating user/assistant.
+pub fn counted_turn(s: u64, tokens: u64) -> Event {
+    let role = if s % 2 == 1 {
+        Role::User
+    } else {
+        Role::Assistant
+    };
+    let body: String = format!("t{s}:")
+        .chars()
+        .chain(std::iter::repeat('y'))
+        .take((tokens * 4) as usize)
+        .collect();
+    let mut m = message(s, 0, &format!("t{s}"), role, text(&body));
+    m.tokens = Some(tokens);
+    Event::Message(m)
+}
+
 /// `n` turns, alternating user/assistant, one per source sequence starting at
 /// `first`, each exactly `size` characters.
 pub fn turns(first: u64, n: u64, size: usize) -> Vec<Event> {
