@@ -214,6 +214,22 @@ fn a_paused_replica_stalls_no_other() {
     assert_eq!(j.read_events("x", 0).unwrap().len(), before + 1);
 }
 
+/// A folder with the replicas' members file (alice) and declaration.
+fn replica_files() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("members.json"),
+        serde_json::json!({"members": [{"id": "alice", "tokenSha256": foldline_wasmtime::serve::hash_token("alice-token")}]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("decl.json"),
+        serde_json::to_string(&small_decl()).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
 fn replica(url: &str, dir: &std::path::Path, name: &str, extra: &[&str]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_foldline"));
     cmd.args(["--journal", url, "--declaration"])
@@ -287,17 +303,7 @@ fn gated_model(gate: std::path::PathBuf) -> String {
 fn replicas_share_one_chain_and_a_stopped_replica_is_fenced_out() {
     let pg = Pg::start();
     let url = pg.database("replicas");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("members.json"),
-        serde_json::json!({"members": [{"id": "alice", "tokenSha256": foldline_wasmtime::serve::hash_token("alice-token")}]}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("decl.json"),
-        serde_json::to_string(&small_decl()).unwrap(),
-    )
-    .unwrap();
+    let dir = replica_files();
     let gate = dir.path().join("gate");
     let model = gated_model(gate.clone());
     // r1 summarizes through a model that waits; r2 and r3 offline.
@@ -423,4 +429,81 @@ fn replicas_share_one_chain_and_a_stopped_replica_is_fenced_out() {
     assert!(!events
         .iter()
         .any(|s| matches!(&s.event, Event::Boundary(b) if b.summary.contains("stale"))));
+}
+
+/// Three replicas on one database, hit at once: condense and answers on
+/// every replica never collide (ids are random, so no two replicas issue
+/// the same task or answer id, and no two answers ever share the writer
+/// lease's holder); never a 5xx; at most one answer holds the session at a
+/// time.
+#[test]
+fn simultaneous_condense_and_answers_on_three_replicas_never_collide() {
+    let pg = Pg::start();
+    let url = pg.database("collide");
+    let dir = replica_files();
+    let rs: Vec<Server> = ["r1", "r2", "r3"]
+        .iter()
+        .map(|n| replica(&url, dir.path(), n, &[]))
+        .collect();
+    let turns = foldline_wasmtime::import::demo_conversation(60);
+    for (i, t) in turns.iter().enumerate() {
+        let (s, v) = call(
+            "POST",
+            &format!("{}/api/conversations/c/messages", rs[i % 3].base),
+            Some(&t.to_string()),
+        );
+        assert_eq!(s, 201, "{v}");
+    }
+    let bases: Vec<String> = rs.iter().map(|r| r.base.clone()).collect();
+    let mut task_ids = std::collections::BTreeSet::new();
+    for round in 0..10 {
+        let path = if round % 2 == 0 { "condense" } else { "answer" };
+        let answers: Vec<(u16, serde_json::Value)> = std::thread::scope(|s| {
+            let hs: Vec<_> = bases
+                .iter()
+                .map(|b| {
+                    s.spawn(move || call("POST", &format!("{b}/api/conversations/c/{path}"), None))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (s, v) in &answers {
+            assert!(*s < 500, "round {round} {path}: {s} {v}");
+        }
+        let won: Vec<&serde_json::Value> = answers
+            .iter()
+            .filter(|(s, _)| *s == 201 || *s == 202)
+            .map(|(_, v)| v)
+            .collect();
+        if path == "answer" {
+            assert!(
+                won.len() <= 1,
+                "round {round}: {} answers hold the session",
+                won.len()
+            );
+            for v in &won {
+                let id = v["answer"].as_str().unwrap();
+                assert!(task_ids.insert(id.to_owned()), "{id} issued twice");
+                let (s, v) = call(
+                    "DELETE",
+                    &format!("{}/api/conversations/c/answer/{id}", bases[round % 3]),
+                    None,
+                );
+                assert_eq!(s, 204, "{v}");
+            }
+        } else {
+            for v in &won {
+                let events = v["events"].as_str().unwrap();
+                assert!(task_ids.insert(events.to_owned()), "{events} issued twice");
+                let end = last_event(&format!("{}{events}", bases[0]));
+                assert!(end == "completed" || end == "failed", "{end}");
+            }
+        }
+    }
+    let (s, v) = call(
+        "GET",
+        &format!("{}/api/conversations/c/verify", bases[1]),
+        None,
+    );
+    assert_eq!((s, &v["ok"]), (200, &serde_json::json!(true)), "{v}");
 }

@@ -649,11 +649,97 @@ fn hostile_input_never_breaks_a_conversation() {
         shape(s, &v, &url);
         assert!(s == 400 || s == 405 || s == 404, "{m} {url}: {s} {v}");
     }
+    // The bearer scheme in any case; "." and ".." are not ids.
+    let lower = agent()
+        .get(&format!("{conv}/verify"))
+        .set("Authorization", &format!("bearer {ALICE}"))
+        .call()
+        .unwrap();
+    assert_eq!(lower.status(), 200);
+    for id in ["%2E", "%2E%2E"] {
+        // (A URL library may normalize the segment away first: then 404.)
+        let (s, v) = call(
+            "GET",
+            &format!("{base}/api/conversations/{id}/verify"),
+            Some(ALICE),
+            None,
+        );
+        shape(s, &v, id);
+        assert!(s == 400 || s == 404, "{id}: {s} {v}");
+    }
     // And the conversation still compacts.
     append_turns(base, "h1", 4..turns_for(30_000));
     let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
     assert!(s == 202 || code(&v) == "nothing_to_fold", "{s} {v}");
     wait_for("a boundary", || setup.boundaries("h1") >= 1);
     let (s, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
+    assert_eq!(s, 200, "{v}");
+}
+
+/// An append retried under its `Idempotency-Key` — after a lost answer, a
+/// timeout, or a restart of the server — writes nothing again and answers
+/// as the first time; the same key with other messages is refused.
+#[test]
+fn a_retried_append_never_writes_twice() {
+    let setup = Setup::new();
+    let post = |base: &str, key: &str, body: &str| {
+        let r = agent()
+            .post(&format!("{base}/api/conversations/k1/messages"))
+            .set("Authorization", &format!("Bearer {ALICE}"))
+            .set("Idempotency-Key", key)
+            .send_string(body);
+        let r = match r {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{e}"),
+        };
+        let replayed = r.header("idempotent-replayed").is_some();
+        let status = r.status();
+        let v: Value = serde_json::from_str(&r.into_string().unwrap()).unwrap_or(Value::Null);
+        (status, v, replayed)
+    };
+    let messages = || {
+        SqliteJournal::open(setup.journal())
+            .unwrap()
+            .read_events("k1", 0)
+            .unwrap()
+            .iter()
+            .filter(|s| matches!(s.event, Event::Message(_)))
+            .count()
+    };
+    let batch =
+        json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}])
+            .to_string();
+    let first = {
+        let srv = setup.start(&[]);
+        let (s, v, replayed) = post(&srv.base, "req-1", &batch);
+        assert_eq!((s, replayed), (201, false), "{v}");
+        let (s, again, replayed) = post(&srv.base, "req-1", &batch);
+        assert_eq!((s, replayed), (201, true), "{again}");
+        assert_eq!(again, v, "the first answer again");
+        let (s, other, _) = post(&srv.base, "req-1", r#"{"role":"user","content":"else"}"#);
+        assert_eq!(
+            (s, code(&other)),
+            (422, "idempotency_key_reused"),
+            "{other}"
+        );
+        let (s, v2, _) = post(&srv.base, "bad key!", &batch);
+        assert_eq!((s, code(&v2)), (400, "invalid_input"), "{v2}");
+        v
+    };
+    assert_eq!(messages(), 2);
+    // A new server process (the first one gone): the key is read back from
+    // the journal.
+    let srv = setup.start(&[]);
+    let (s, v, replayed) = post(&srv.base, "req-1", &batch);
+    assert_eq!((s, replayed, &v), (201, true, &first));
+    let (s, _, replayed) = post(&srv.base, "req-2", &batch);
+    assert_eq!((s, replayed), (201, false));
+    assert_eq!(messages(), 4);
+    let (s, v) = call(
+        "GET",
+        &format!("{}/api/conversations/k1/verify", srv.base),
+        Some(ALICE),
+        None,
+    );
     assert_eq!(s, 200, "{v}");
 }

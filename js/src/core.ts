@@ -17,7 +17,7 @@ import type {
 
 export type * from "./types.js";
 export { createCompactor } from "./driver.js";
-export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask, AppendMessages } from "./driver.js";
+export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask, AppendMessages, AppendMessagesOptions, Appended } from "./driver.js";
 export { createHandler, MemoryOwners } from "./handler.js";
 export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
 export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi, aiSdkPrompt } from "./convert.js";

@@ -90,6 +90,36 @@ export interface ContextOptions {
   render?: boolean;
 }
 
+/** Options of `append`. */
+export interface AppendMessagesOptions {
+  /**
+   * An idempotency key (1 to 128 of `A-Z a-z 0-9 . _ : -`), written with the
+   * batch in the same atomic append (each message's turn id ends `@<key>`):
+   * a retry with the same key and messages writes nothing again and answers
+   * as the first time (`replayed`); with other messages it is
+   * `idempotency_key_reused`. Recognized for the latest 4,096 keyed appends
+   * of a conversation, also across compactors and restarts (it is read back
+   * from the journal).
+   */
+  idempotencyKey?: string;
+}
+
+/** What `append` did. */
+export interface Appended {
+  /** Journal position of the batch's last event. */
+  seq: number;
+  /** The events written (none when `replayed`). */
+  events: Event[];
+  /** Messages the append holds (the first append's count when `replayed`). */
+  count: number;
+  /** A retry under an idempotency key already written: nothing new was written. */
+  replayed: boolean;
+}
+
+/** How many keyed appends per conversation a retry is recognized for. */
+const KEPT_KEYS = 4096;
+const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+
 export interface Compactor {
   /**
    * Append messages to the journal as the conversation's next turns
@@ -98,7 +128,7 @@ export interface Compactor {
    * messages directly, or `{ format: "anthropic" | "ai-sdk", messages }`.
    * Returns the journal position and the events written.
    */
-  append(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }>;
+  append(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options?: AppendMessagesOptions): Promise<Appended>;
   /**
    * Check messages as `append` would, without reading or writing anything:
    * they convert, and each is one a compaction could take under the
@@ -197,6 +227,8 @@ interface State {
   appending: Promise<unknown>;
   /** Highest source sequence of a turn read so far. */
   sourceSeq: number;
+  /** The latest keyed appends read (oldest first): key → last journal position, content hashes. */
+  keys: Map<string, { seq: number; hashes: string[] }>;
   /** The chain prefix verified so far: resolve starts from its head, so its boundaries leave `chain`. */
   verified: VerifiedPrefix;
   /** Manual tasks requested and not yet ended. */
@@ -228,7 +260,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     let s = states.get(id);
     if (!s) {
       s = {
-        seq: 0, sourceSeq: 0, recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+        seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
         reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
       };
       states.set(id, s);
@@ -257,8 +289,18 @@ export function createCompactor(o: CompactorOptions): Compactor {
           message: `the journal of ${id} holds an event foldline cannot use${pos ? ` at position ${pos}` : ""}: ${e.message.replace(/^[a-z_]+: /, "")}`,
         });
       }
-      for (const { event } of fresh) {
+      for (const { event, seq } of fresh) {
         if (isTurn(event) && event.sourceSeq > s.sourceSeq) s.sourceSeq = event.sourceSeq;
+        const at = event.type === "message" ? event.turnId.lastIndexOf("@") : -1;
+        if (event.type === "message" && at >= 0) {
+          const key = event.turnId.slice(at + 1);
+          const k = s.keys.get(key);
+          if (k) { k.seq = seq; k.hashes.push(event.contentHash ?? ""); }
+          else {
+            s.keys.set(key, { seq, hashes: [event.contentHash ?? ""] });
+            if (s.keys.size > KEPT_KEYS) s.keys.delete(s.keys.keys().next().value as string);
+          }
+        }
         if (CHAIN_TYPES.has(event.type)) {
           s.chain.push(event);
           if (event.type === "boundary" || event.type === "frontier") s.chainEvents++;
@@ -524,8 +566,8 @@ export function createCompactor(o: CompactorOptions): Compactor {
     });
   }
 
-  /** The messages as OpenAI chat messages, checked: they convert, and each is one a compaction could take. */
-  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): readonly OpenAiChatMessage[] {
+  /** The messages as OpenAI chat messages, checked (they convert, and each is one a compaction could take), and their content hashes. */
+  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { openai: readonly OpenAiChatMessage[]; hashes: string[] } {
     const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
       ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
       : (input as AppendMessages);
@@ -537,21 +579,29 @@ export function createCompactor(o: CompactorOptions): Compactor {
     // Nothing accepted may leave the conversation unable to compact: the
     // core's admission rule, with the real token counts when there are.
     const events = counted(fromOpenAiMessages(openai, { conversation: id }));
-    validate({ kind: "events", route: routeOf(id), events, declaration: o.declaration });
-    return openai;
+    const checked = validate({ kind: "events", route: routeOf(id), events, declaration: o.declaration });
+    return { openai, hashes: checked.kind === "events" ? checked.contentHashes : [] };
   }
 
-  async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): Promise<{ seq: number; events: Event[] }> {
-    const openai = admitted(id, input); // checked before anything is read or written
+  async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options: AppendMessagesOptions = {}): Promise<Appended> {
+    const { openai, hashes } = admitted(id, input); // checked before anything is read or written
+    const key = options.idempotencyKey;
+    if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
     const s = state(id);
     const next = s.appending.then(async () => {
       for (;;) {
         await sync(id);
-        const events = counted(fromOpenAiMessages(openai, { conversation: id, afterSeq: s.sourceSeq }));
+        const done = key === undefined ? undefined : s.keys.get(key);
+        if (done) {
+          if (done.hashes.join(" ") !== hashes.join(" ")) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
+          return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
+        }
+        const numbered = counted(fromOpenAiMessages(openai, { conversation: id, afterSeq: s.sourceSeq }));
+        const events = key === undefined ? numbered : numbered.map((e) => (e.type === "message" ? { ...e, turnId: `${e.turnId}@${key}` } : e));
         try {
           const seq = await o.journal.append(id, events, { expectedSeq: s.seq });
           await sync(id);
-          return { seq, events };
+          return { seq, events, count: events.length, replayed: false };
         } catch (e) {
           // Another writer appended meanwhile: number after it and try again.
           if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;

@@ -163,8 +163,9 @@ export function createHandler(o: HandlerOptions): Handler {
   };
 
   async function caller(req: Request): Promise<string> {
-    const h = req.headers.get("authorization") ?? "";
-    const token = h.startsWith("Bearer ") ? h.slice(7).trim() : undefined;
+    // The scheme is case-insensitive (RFC 9110, section 11.1).
+    const m = /^\s*bearer\s+(.+)$/i.exec(req.headers.get("authorization") ?? "");
+    const token = m ? m[1].trim() : undefined;
     if (token) {
       const hash = await sha256Hex(token);
       let found: string | undefined;
@@ -175,7 +176,7 @@ export function createHandler(o: HandlerOptions): Handler {
   }
 
   function checkId(id: string): void {
-    if (!ID.test(id)) throw new ApiError(400, "invalid_input", "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -");
+    if (!ID.test(id) || id === "." || id === "..") throw new ApiError(400, "invalid_input", "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and ..");
   }
 
   async function owned(id: string, member: string): Promise<void> {
@@ -334,10 +335,13 @@ export function createHandler(o: HandlerOptions): Handler {
           throw e;
         }
         if ((await owners.claim(id, member)) !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
-        const r = await compactor.append(id, list as OpenAiChatMessage[]);
+        const key = req.headers.get("idempotency-key") ?? undefined;
+        if (key !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(key)) throw new ApiError(400, "invalid_input", "an Idempotency-Key is 1 to 128 of A-Z a-z 0-9 . _ : -");
+        const r = await compactor.append(id, list as OpenAiChatMessage[], { idempotencyKey: key });
+        if (r.replayed) return json(201, { seq: r.seq, appended: r.count }, { "idempotent-replayed": "true" });
         wrote();
         schedule(id, ctx);
-        return json(201, { seq: r.seq, appended: r.events.length });
+        return json(201, { seq: r.seq, appended: r.count });
       }
       case "POST condense":
         return condense(id, member, ctx);

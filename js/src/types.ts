@@ -20,6 +20,8 @@ export type Code =
   | "conflict"
   /** The writer lease is held by another holder, or a fenced append came from a stale holder. */
   | "lease_lost"
+  /** An `Idempotency-Key` already used for other messages. */
+  | "idempotency_key_reused"
   /** A call before `init()` finished loading the core. */
   | "not_initialized";
 

@@ -267,6 +267,13 @@ export async function scenario(api) {
     shape(r, path);
     eq([r.status, code(r)], [400, "invalid_input"], path);
   }
+  r = await api.call("GET", "/api/conversations/c1/verify", undefined, undefined, { authorization: `bearer ${ALICE}` });
+  eq(r.status, 200, "the bearer scheme in any case");
+  for (const id of ["%2E", "%2E%2E"]) {
+    // (The URL parser may normalize the segment away first: then 404.)
+    r = await call("GET", `/api/conversations/${id}/verify`, ALICE);
+    assert(["invalid_input", "not_found"].includes(code(r)), `${id}: ${JSON.stringify(r.json)}`);
+  }
   // A stranger's refused first message claims nothing.
   r = await call("POST", "/api/conversations/h9/messages", BOB, JSON.stringify({ role: "user", content: "y".repeat(5_000) }));
   eq([r.status, code(r)], [413, "body_too_large"], "a body over the limit");

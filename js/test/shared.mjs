@@ -426,6 +426,26 @@ export function suite(f, makeJournal) {
       await c.append("c1", { role: "assistant", content: "z".repeat(5000) });
       equal((await journal.readEvents("c1")).length, 2, "a message a compaction could take is accepted");
     }],
+    ["an append retried under its idempotency key never writes twice (another compactor, a restart)", async () => {
+      const journal = await makeJournal();
+      const batch = [{ role: "user", content: "one" }, { role: "assistant", content: "two" }];
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const first = await a.append("c1", batch, { idempotencyKey: "req-1" });
+      equal([first.count, first.replayed], [2, false]);
+      const again = await a.append("c1", batch, { idempotencyKey: "req-1" });
+      equal([again.seq, again.count, again.replayed, again.events.length], [first.seq, 2, true, 0], "the first answer again");
+      // Another compactor on the same journal (a replica, a restarted process) reads the key back.
+      const b = f.createCompactor({ journal, model: fakeModel(), declaration });
+      equal((await b.append("c1", batch, { idempotencyKey: "req-1" })).replayed, true, "recognized from the journal");
+      let caught;
+      try { await b.append("c1", [{ role: "user", content: "else" }], { idempotencyKey: "req-1" }); } catch (e) { caught = e; }
+      equal(caught?.code, "idempotency_key_reused");
+      try { await b.append("c1", batch, { idempotencyKey: "bad key!" }); caught = undefined; } catch (e) { caught = e; }
+      equal(caught?.code, "invalid_request");
+      equal((await b.append("c1", batch, { idempotencyKey: "req-2" })).replayed, false);
+      equal((await journal.readEvents("c1")).filter((e) => e.event.type === "message").length, 4, "each batch once");
+      check((await b.resolve("c1")), "the conversation resolves");
+    }],
     ["member compression runs in the core", async () => {
       const t = f.trimPrompt("Could you please explain how Rust lifetimes work?");
       equal(t.text, "Explain how Rust lifetimes work?");

@@ -71,8 +71,10 @@ impl FromRequestParts<Arc<App>> for Caller {
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            // The scheme is case-insensitive (RFC 9110, section 11.1).
+            .and_then(|v| v.trim_start().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim());
         match token.and_then(|t| app.config.members.authenticate(t)) {
             Some(m) => Ok(Caller(m.to_owned())),
             None => Err(ApiError::new(
@@ -84,9 +86,12 @@ impl FromRequestParts<Arc<App>> for Caller {
     }
 }
 
-/// A conversation id: 1 to 128 of `A-Z a-z 0-9 . _ : -`.
+/// A conversation id: 1 to 128 of `A-Z a-z 0-9 . _ : -`, and not `.` or
+/// `..` (browsers and curl normalize those path segments away).
 pub fn check_id(id: &str) -> Result<(), ApiError> {
     let ok = !id.is_empty()
+        && id != "."
+        && id != ".."
         && id.len() <= 128
         && id
             .bytes()
@@ -97,7 +102,7 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
         Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_input",
-            "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -",
+            "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and ..",
         ))
     }
 }
@@ -165,10 +170,12 @@ async fn append(
     State(app): Shared,
     Caller(member): Caller,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let deadline = std::time::Instant::now() + app.config.request_timeout;
     check_id(&id)?;
+    let key = idempotency_key(&headers)?;
     let text = body_text(body)?;
     let text = if text.trim_start().starts_with('{') {
         format!("[{text}]")
@@ -177,7 +184,7 @@ async fn append(
     };
     let a = app.clone();
     let conv = id.clone();
-    let (seq, n) = blocking(move || {
+    let done = blocking(move || {
         let route = Route {
             conversation: conv.clone(),
             chat: String::new(),
@@ -213,19 +220,48 @@ async fn append(
                 "this conversation belongs to another member",
             ));
         }
-        Ok(a.append(&conv, |after| {
+        a.append(&conv, key.as_deref(), |after| {
             crate::import::parse_messages(&text, &route, after)
-        })?)
+        })
     })
     .await?;
+    let mut r = (
+        StatusCode::CREATED,
+        Json(json!({"seq": done.seq, "appended": done.count})),
+    )
+        .into_response();
+    if done.replayed {
+        r.headers_mut().insert(
+            "idempotent-replayed",
+            axum::http::HeaderValue::from_static("true"),
+        );
+        return Ok(r);
+    }
     app.wrote();
     // The automatic check runs after the answer, off the request's path.
     app.schedule(&id);
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"seq": seq, "appended": n})),
-    )
-        .into_response())
+    Ok(r)
+}
+
+/// The request's `Idempotency-Key`, when it has one: 1 to 128 of
+/// `A-Z a-z 0-9 . _ : -`.
+fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let k = v.to_str().unwrap_or("");
+    let ok = !k.is_empty()
+        && k.len() <= 128
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+    if !ok {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            "an Idempotency-Key is 1 to 128 of A-Z a-z 0-9 . _ : -",
+        ));
+    }
+    Ok(Some(k.to_owned()))
 }
 
 fn format_of(q: &BTreeMap<String, String>) -> Result<Format, ApiError> {
@@ -381,4 +417,17 @@ async fn answer_end(
     // Messages that arrived during the answer may have made compaction due.
     app.schedule(&id);
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dot_segments_and_other_characters_are_not_ids() {
+        for bad in [".", "..", "", "a b", "a/b", &"x".repeat(129)] {
+            assert!(super::check_id(bad).is_err(), "{bad:?}");
+        }
+        for good in ["c1", "a.b", "...", "x:y-z_1"] {
+            assert!(super::check_id(good).is_ok(), "{good:?}");
+        }
+    }
 }

@@ -24,6 +24,71 @@ pub struct Position {
     pub seq: u64,
     /// Highest source sequence of a turn.
     pub source_seq: u64,
+    /// The idempotency keys of the latest [`KEPT_KEYS`] keyed appends, read
+    /// back from the journal (a keyed message's turn id ends `@<key>`).
+    keys: BTreeMap<String, Keyed>,
+    /// Those keys, oldest first.
+    order: VecDeque<String>,
+}
+
+/// What one keyed append wrote.
+struct Keyed {
+    /// Journal position of its last event.
+    seq: u64,
+    /// Its messages' content hashes, in order.
+    hashes: Vec<String>,
+}
+
+/// How many keyed appends per conversation a retry is recognized for.
+pub const KEPT_KEYS: usize = 4_096;
+
+/// What [`App::append`] did.
+pub struct Appended {
+    /// Journal position of the batch's last event.
+    pub seq: u64,
+    /// Messages in it.
+    pub count: usize,
+    /// A retry of an append already written under its idempotency key:
+    /// nothing new was written, and this is the first answer again.
+    pub replayed: bool,
+}
+
+impl Position {
+    /// Take in one stored event: the numbering, and a keyed message's key.
+    fn read(&mut self, seq: u64, event: &Event) {
+        self.seq = seq;
+        let m = match event {
+            Event::Message(m) | Event::LateDelivery(m) => m,
+            Event::TurnMeta(t) => {
+                self.source_seq = self.source_seq.max(t.source_seq);
+                return;
+            }
+            _ => return,
+        };
+        self.source_seq = self.source_seq.max(m.source_seq);
+        let Some((_, key)) = m.turn_id.rsplit_once('@') else {
+            return;
+        };
+        let hash = m.content_hash.clone().unwrap_or_default();
+        if let Some(k) = self.keys.get_mut(key) {
+            k.seq = seq;
+            k.hashes.push(hash);
+            return;
+        }
+        self.keys.insert(
+            key.to_owned(),
+            Keyed {
+                seq,
+                hashes: vec![hash],
+            },
+        );
+        self.order.push_back(key.to_owned());
+        if self.order.len() > KEPT_KEYS {
+            if let Some(old) = self.order.pop_front() {
+                self.keys.remove(&old);
+            }
+        }
+    }
 }
 
 /// Shared by every request.
@@ -107,12 +172,23 @@ impl App {
 
     /// Append `events` made by `make(source_seq_before)`, numbered after the
     /// conversation's last turn; compare-and-append, so another process's
-    /// appends only renumber this batch. Returns the new journal position.
+    /// appends only renumber this batch.
+    ///
+    /// With an idempotency `key`, the key is written with the batch (each
+    /// message's turn id ends `@<key>`), in the same atomic append: a retry
+    /// finds it — also one made to another replica, which the
+    /// compare-and-append makes read it first — and writes nothing again
+    /// (`replayed`); the same key with other messages is
+    /// `idempotency_key_reused`.
+    ///
+    /// # Errors
+    /// The journal's, `make`'s, or `idempotency_key_reused`.
     pub fn append(
         &self,
         conversation: &str,
+        key: Option<&str>,
         make: impl Fn(u64) -> Result<Vec<Event>>,
-    ) -> Result<(u64, usize)> {
+    ) -> std::result::Result<Appended, ApiError> {
         let pos = lock(&self.positions)
             .entry(conversation.to_owned())
             .or_default()
@@ -120,26 +196,52 @@ impl App {
         let mut pos = lock(&pos);
         loop {
             for s in self.driver.journal.read_events(conversation, pos.seq)? {
-                pos.seq = s.seq;
-                let turn = match &s.event {
-                    Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
-                    Event::TurnMeta(t) => Some(t.source_seq),
-                    _ => None,
-                };
-                pos.source_seq = pos.source_seq.max(turn.unwrap_or(0));
+                pos.read(s.seq, &s.event);
             }
-            let events = make(pos.source_seq)?;
+            let mut events = make(pos.source_seq)?;
+            if let Some(key) = key {
+                let hashes: Vec<String> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Message(m) => Some(foldline_core::turn::content_hash(&m.parts)),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(done) = pos.keys.get(key) {
+                    if done.hashes != hashes {
+                        return Err(ApiError::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "idempotency_key_reused",
+                            "this Idempotency-Key was used for other messages",
+                        ));
+                    }
+                    return Ok(Appended {
+                        seq: done.seq,
+                        count: done.hashes.len(),
+                        replayed: true,
+                    });
+                }
+                for e in &mut events {
+                    if let Event::Message(m) = e {
+                        m.turn_id = format!("{}@{key}", m.turn_id);
+                    }
+                }
+            }
             match self
                 .driver
                 .journal
                 .append_at(conversation, &events, pos.seq, None)
             {
+                // The next call reads what this one wrote (and learns its numbering).
                 Ok(seq) => {
-                    // The next call reads what this one wrote (and learns its numbering).
-                    return Ok((seq, events.len()));
+                    return Ok(Appended {
+                        seq,
+                        count: events.len(),
+                        replayed: false,
+                    })
                 }
                 Err(HostError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
     }
