@@ -609,8 +609,9 @@ fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
         );
     }
     out!(
-        "  model-bound context now: {} messages, {} characters ({} of the {} budget), {} exact turns after the summary",
-        ctx.manifest.message_count, ctx.manifest.sizes.total, ctx.manifest.sizes.total, ctx.manifest.limit, ctx.manifest.included.len()
+        "  model-bound context now: {} messages, {} {unit} of the {} budget, {} exact turns after the summary",
+        ctx.manifest.message_count, ctx.manifest.sizes.total, ctx.manifest.limit, ctx.manifest.included.len(),
+        unit = ctx.manifest.metric.as_str()
     );
     // What the model is actually sent: the envelope, then the exact tail.
     out!("\nwhat the model is sent now");

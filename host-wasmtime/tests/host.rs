@@ -1220,3 +1220,27 @@ fn a_list_rebuilt_under_another_writers_boundary_is_held_again() {
         .unwrap();
     assert!(context(&held) == context(&plain), "after it");
 }
+
+#[test]
+fn the_demo_names_the_budgets_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::default_tokens();
+    let decl = dir.path().join("tokens.json");
+    std::fs::write(&decl, serde_json::to_string(&d).unwrap()).unwrap();
+    let out = bin()
+        .arg("--journal")
+        .arg(dir.path().join("j.db"))
+        .arg("--declaration")
+        .arg(&decl)
+        .arg("demo")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("model-bound context now"))
+        .unwrap_or_default();
+    assert!(line.contains(" tokens of the 3328 budget"), "{line}");
+}
