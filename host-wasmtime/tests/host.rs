@@ -4,7 +4,7 @@ mod support;
 
 use std::process::Command;
 use std::sync::Arc;
-use support::fixtures::{demo_events, small_decl};
+use support::fixtures::{budget_decl, demo_events, small_decl};
 
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
@@ -642,8 +642,7 @@ fn every_default_compacts_a_long_conversation_through_the_driver() {
         ("tokens 8192 (seed 002)", Budget::default_tokens(), 300, 120),
         ("tokens 128k", tokens_window(128_000), 4_000, 120),
     ] {
-        let mut decl = Declaration::new("assistant", "assistant-compactor");
-        decl.budget = budget;
+        let decl = budget_decl(budget);
         let d = Driver::new(
             Foldline::embedded().unwrap(),
             SqliteJournal::in_memory().unwrap(),
@@ -797,8 +796,7 @@ impl foldline_wasmtime::model::Model for Counting {
 
 #[test]
 fn a_prepared_warm_candidate_is_used_when_compaction_is_due() {
-    let mut decl = Declaration::new("assistant", "assistant-compactor");
-    decl.budget = Budget::default_tokens();
+    let decl = budget_decl(Budget::default_tokens());
     let d = Driver::new(
         Foldline::embedded().unwrap(),
         SqliteJournal::in_memory().unwrap(),
@@ -1224,9 +1222,8 @@ fn a_list_rebuilt_under_another_writers_boundary_is_held_again() {
 #[test]
 fn the_demo_names_the_budgets_unit() {
     let dir = tempfile::tempdir().unwrap();
-    let mut d = Declaration::new("assistant", "assistant-compactor");
-    d.budget = Budget::default_tokens();
     let decl = dir.path().join("tokens.json");
+    let d = budget_decl(Budget::default_tokens());
     std::fs::write(&decl, serde_json::to_string(&d).unwrap()).unwrap();
     let out = bin()
         .arg("--journal")

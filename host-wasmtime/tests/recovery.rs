@@ -10,7 +10,7 @@ mod support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::declaration::Budget;
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::run::MAX_FOLDS_PER_RUN;
@@ -21,6 +21,7 @@ use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, Model, ModelError, ModelResult, StreamChunk};
 use foldline_wasmtime::runtime::Foldline;
+use support::fixtures::budget_decl;
 use support::intercept::{Intercept, Write};
 
 /// The offline summarizer behind a provider that refuses every call while
@@ -74,12 +75,6 @@ fn turn(s: u64) -> Event {
     support::fixtures::text_message("c", s, role, text)
 }
 
-fn decl(budget: Budget) -> Declaration {
-    let mut d = Declaration::new("assistant", "assistant-compactor");
-    d.budget = budget;
-    d
-}
-
 /// Turns after the last summary that the model's context leaves out for
 /// lack of room, and whether the newest turn is in it.
 fn budget_omissions<J: Journal, M: Model>(d: &Driver<J, M>, newest: u64) -> usize {
@@ -129,7 +124,7 @@ fn live_through(budget: Budget, warm: u64, outage: u64) -> u64 {
             down: down.clone(),
             calls: calls.clone(),
         },
-        decl(budget),
+        budget_decl(budget),
     );
     let mut s = 0;
     let mut say = |d: &Driver<SqliteJournal, Outage>| {
@@ -237,7 +232,7 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
             down: Arc::new(AtomicBool::new(false)),
             calls: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         },
-        decl(tokens()),
+        budget_decl(tokens()),
     );
     d.journal.append("c", &[turn(1)]).unwrap();
     d.on_message("c").unwrap();

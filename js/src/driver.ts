@@ -566,8 +566,12 @@ export function createCompactor(o: CompactorOptions): Compactor {
     });
   }
 
-  /** The messages as OpenAI chat messages, checked (they convert, and each is one a compaction could take), and their content hashes. */
-  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { openai: readonly OpenAiChatMessage[]; hashes: string[] } {
+  /**
+   * The messages as OpenAI chat messages, checked (they convert, and each is
+   * one a compaction could take), with each one's token count (counted once,
+   * here) and content hash.
+   */
+  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { openai: readonly OpenAiChatMessage[]; tokens: (number | undefined)[]; hashes: string[] } {
     const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
       ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
       : (input as AppendMessages);
@@ -580,11 +584,12 @@ export function createCompactor(o: CompactorOptions): Compactor {
     // core's admission rule, with the real token counts when there are.
     const events = counted(fromOpenAiMessages(openai, { conversation: id }));
     const checked = validate({ kind: "events", route: routeOf(id), events, declaration: o.declaration });
-    return { openai, hashes: checked.kind === "events" ? checked.contentHashes : [] };
+    const tokens = events.map((e) => (e.type === "message" ? e.tokens : undefined));
+    return { openai, tokens, hashes: checked.kind === "events" ? checked.contentHashes : [] };
   }
 
   async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options: AppendMessagesOptions = {}): Promise<Appended> {
-    const { openai, hashes } = admitted(id, input); // checked before anything is read or written
+    const { openai, tokens, hashes } = admitted(id, input); // checked before anything is read or written
     const key = options.idempotencyKey;
     if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
     const s = state(id);
@@ -596,8 +601,11 @@ export function createCompactor(o: CompactorOptions): Compactor {
           if (done.hashes.join(" ") !== hashes.join(" ")) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
           return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
         }
-        const numbered = counted(fromOpenAiMessages(openai, { conversation: id, afterSeq: s.sourceSeq }));
-        const events = key === undefined ? numbered : numbered.map((e) => (e.type === "message" ? { ...e, turnId: `${e.turnId}@${key}` } : e));
+        // Numbered after the journal's last turn, with the counts made once above.
+        const events = fromOpenAiMessages(openai, { conversation: id, afterSeq: s.sourceSeq }).map((e, i) => {
+          if (e.type !== "message") return e;
+          return { ...e, ...(tokens[i] === undefined ? {} : { tokens: tokens[i] }), ...(key === undefined ? {} : { turnId: `${e.turnId}@${key}` }) };
+        });
         try {
           const seq = await o.journal.append(id, events, { expectedSeq: s.seq });
           await sync(id);

@@ -440,7 +440,7 @@ pub(crate) fn step_viewing(
         (Stage::StoringPacket, Some(EffectResult::Stored), Some(run)) => {
             match ctx.task().filter(|_| ctx.folds.is_none()) {
                 Some(id) => {
-                    let requested = ctx.task_event(&run, id, TaskState::Requested, None);
+                    let requested = ctx.task_event(run.head_seq, id, TaskState::Requested, None);
                     let seq = run.seq;
                     append(vec![requested], seq, Then::Summarize, Some(run), None)
                 }
@@ -545,9 +545,10 @@ impl Ctx {
         }
     }
 
+    /// The manual task's event, planned at `head_seq`.
     fn task_event(
         &self,
-        run: &Run,
+        head_seq: u64,
         id: &str,
         state: TaskState,
         boundary_id: Option<String>,
@@ -556,7 +557,7 @@ impl Ctx {
             task_id: id.to_owned(),
             state,
             actor: self.actor(),
-            head_seq: run.head_seq,
+            head_seq,
             boundary_id,
         })
     }
@@ -817,13 +818,8 @@ impl Ctx {
     fn folded_all(&self, folds: &Folds, seq: u64, head_seq: u64) -> Step {
         match self.task() {
             Some(task) => {
-                let end = Event::CompactionTask(TaskEvent {
-                    task_id: task.to_owned(),
-                    state: TaskState::Completed,
-                    actor: self.actor(),
-                    head_seq,
-                    boundary_id: Some(folds.last.id.clone()),
-                });
+                let id = Some(folds.last.id.clone());
+                let end = self.task_event(head_seq, task, TaskState::Completed, id);
                 append(vec![end], seq, Then::Compacted, None, None)
             }
             None => done(Finished::Compacted {
@@ -857,7 +853,7 @@ impl Ctx {
                 let id = Some(boundary.id.clone());
                 let mut batch = vec![Event::Boundary(Box::new(boundary))];
                 if let Some(task) = self.task() {
-                    batch.push(self.task_event(&run, task, TaskState::Completed, id));
+                    batch.push(self.task_event(run.head_seq, task, TaskState::Completed, id));
                 }
                 append(batch, run.seq, Then::Compacted, None, None)
             }
@@ -879,7 +875,7 @@ impl Ctx {
             reason: report.audit_reason,
         })];
         if let Some(task) = self.task() {
-            batch.push(self.task_event(&run, task, TaskState::Failed, None));
+            batch.push(self.task_event(run.head_seq, task, TaskState::Failed, None));
         }
         append(batch, run.seq, Then::Failed, None, Some(report.failure))
     }

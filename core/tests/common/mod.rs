@@ -53,19 +53,11 @@ pub fn token_turns(n: u64) -> Vec<Event> {
 /// A turn at source `s` that the host counted as `tokens` tokens (its text
 /// about four characters a token), alternating user/assistant.
 pub fn counted_turn(s: u64, tokens: u64) -> Event {
-    let role = if s % 2 == 1 {
-        Role::User
-    } else {
-        Role::Assistant
-    };
-    let body: String = format!("t{s}:")
-        .chars()
-        .chain(std::iter::repeat('y'))
-        .take((tokens * 4) as usize)
-        .collect();
-    let mut m = message(s, 0, &format!("t{s}"), role, text(&body));
-    m.tokens = Some(tokens);
-    Event::Message(m)
+    let mut e = turns(s, 1, (tokens * 4) as usize).remove(0);
+    if let Event::Message(m) = &mut e {
+        m.tokens = Some(tokens);
+    }
+    e
 }
 
 /// `n` turns, alternating user/assistant, one per source sequence starting at

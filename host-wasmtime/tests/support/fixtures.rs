@@ -14,6 +14,15 @@ pub fn small_decl() -> Declaration {
     d
 }
 
+/// A declaration of the `assistant` target with this budget (and every
+/// other field its default).
+#[allow(dead_code)] // the tests use it; the examples that include this file do not
+pub fn budget_decl(budget: Budget) -> Declaration {
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = budget;
+    d
+}
+
 /// A plain text message of conversation `conv` at source `seq` (turn id
 /// `t<seq>`), as a member or the assistant writes it.
 #[allow(dead_code)] // the tests use it; the examples that include this file do not
