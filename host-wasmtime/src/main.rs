@@ -307,6 +307,10 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
                 HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
                 other => other,
             })?;
+            refuse_conflicts(&d, &conv, &events).map_err(|e| match e {
+                HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
+                other => other,
+            })?;
             let n = import_events(&d, &conv, events, !no_compact)?;
             out!("imported {n} events into {conv}");
             Ok(ExitCode::SUCCESS)
@@ -421,6 +425,36 @@ fn last_seq(j: &impl Journal, conv: &str) -> Result<u64, HostError> {
         })
         .max()
         .unwrap_or(0))
+}
+
+/// An import may carry raw foldline events with their own turn ids: before
+/// anything is written, the conversation with the import appended must still
+/// reconstruct (the core's rule: one turn id, one content), or the import is
+/// refused naming the turn — an append-only journal could never be repaired.
+fn refuse_conflicts(
+    d: &Driver<AnyJournal, AnyModel>,
+    conv: &str,
+    events: &[foldline_core::event::Event],
+) -> Result<(), HostError> {
+    let mut all: Vec<_> = d
+        .journal
+        .read_events(conv, 0)?
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    all.extend_from_slice(events);
+    match d.foldline.timeline(&foldline_core::TimelineRequest {
+        events: all,
+        accepted: None,
+    }) {
+        Err(HostError::Core(e)) if e.code == foldline_core::Code::ConflictingTurn => {
+            Err(HostError::Input(format!(
+                "conflicting_turn: {} (nothing imported)",
+                e.message
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn import_events(

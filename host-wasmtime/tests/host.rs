@@ -128,6 +128,51 @@ fn bad_input_names_the_place_and_writes_nothing() {
     );
 }
 
+/// A raw event that reuses a stored turn id with other content would leave
+/// the conversation unable to reconstruct for good (the journal is
+/// append-only): the import is refused naming the turn, and nothing is
+/// written.
+#[test]
+fn an_import_reusing_a_turn_id_with_other_content_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 4);
+    let import = |p: &std::path::Path| {
+        bin()
+            .arg("--journal")
+            .arg(&db)
+            .args(["import", "--no-compact"])
+            .arg(p)
+            .output()
+            .unwrap()
+    };
+    assert!(import(&file).status.success());
+    let j = SqliteJournal::open(&db).unwrap();
+    let stored = j.read_events("default", 0).unwrap();
+    let foldline_core::event::Event::Message(first) = &stored[0].event else {
+        panic!("{:?}", stored[0].event)
+    };
+    let mut forged = first.clone();
+    forged.source_seq = 99;
+    forged.content_hash = None;
+    forged.parts = vec![foldline_core::turn::Part::Text {
+        text: "other words".into(),
+    }];
+    let raw = dir.path().join("raw.jsonl");
+    let line = serde_json::to_string(&foldline_core::event::Event::Message(forged)).unwrap();
+    std::fs::write(&raw, format!("{line}\n")).unwrap();
+    let out = import(&raw);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("conflicting_turn"), "{err}");
+    assert!(err.contains(&first.turn_id), "{err}");
+    assert_eq!(
+        j.read_events("default", 0).unwrap().len(),
+        stored.len(),
+        "nothing written"
+    );
+}
+
 #[test]
 fn a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundary() {
     let dir = tempfile::tempdir().unwrap();
