@@ -36,6 +36,7 @@ fn build(shape: &[(u8, usize)]) -> Vec<Event> {
                         call_id: call.clone(),
                         name: "run_code".into(),
                         arguments: "{}".into(),
+                        custom: false,
                     }],
                 )));
                 seq += 1;

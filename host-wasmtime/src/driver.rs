@@ -289,7 +289,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
             model,
             declaration,
             compactor: Some(compactor),
-            holder: format!("host-{}", std::process::id()),
+            // Unique per driver, so two drivers in one process never share
+            // a lease.
+            holder: format!("host-{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             lease_ms: 120_000,
             owner: None,
             route_of: default_route,
@@ -303,6 +305,22 @@ impl<J: Journal, M: Model> Driver<J, M> {
             cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         }
+    }
+
+    /// [`Driver::new`], with the declaration checked now: a rule it breaks is
+    /// `invalid_declaration` naming the rule and its numbers, here rather
+    /// than on the first message.
+    ///
+    /// # Errors
+    /// `invalid_declaration`.
+    pub fn checked(foldline: Foldline, journal: J, model: M, declaration: Declaration) -> Result<Self> {
+        let d = Driver::new(foldline, journal, model, declaration);
+        d.validate(ValidateRequest::Events(Box::new(foldline_core::validate::EventsCheck {
+            route: Route::default(),
+            events: Vec::new(),
+            declaration: Some(d.declaration.clone()),
+        })))?;
+        Ok(d)
     }
 
     fn validate(&self, r: ValidateRequest) -> Result<ValidateResponse> {

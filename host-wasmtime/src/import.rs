@@ -120,7 +120,9 @@ fn opt_str<'a>(place: &str, v: &'a Value, field: &str) -> Result<Option<&'a str>
 
 /// The tool calls of an assistant message: `tool_calls` absent, `null`, or
 /// an array of `{"id": string, "type": "function", "function": {"name":
-/// string, "arguments": string}}`; anything else is refused, naming it.
+/// string, "arguments": string}}` or custom tool calls `{"id": string,
+/// "type": "custom", "custom": {"name": string, "input": string}}`;
+/// anything else is refused, naming it.
 fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
     let calls = match v.get("tool_calls") {
         None | Some(Value::Null) => return Ok(Vec::new()),
@@ -135,6 +137,27 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
     for (i, c) in calls.iter().enumerate() {
         let at = format!("{place}: tool_calls[{i}]");
         let id = opt_str(&at, c, "id")?.filter(|s| !s.is_empty());
+        let custom = c.get("type").and_then(Value::as_str) == Some("custom");
+        if custom {
+            let f = c.get("custom").filter(|f| f.is_object());
+            let (Some(id), Some(f)) = (id, f) else {
+                return Err(HostError::Input(format!(
+                    "{at} needs an id and a custom {{\"name\", \"input\"}}"
+                )));
+            };
+            let name = opt_str(&at, f, "name")?
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    HostError::Input(format!("{at}: custom.name must be a non-empty string"))
+                })?;
+            out.push(Part::ToolCall {
+                call_id: id.to_owned(),
+                name: name.to_owned(),
+                arguments: opt_str(&at, f, "input")?.unwrap_or("").to_owned(),
+                custom: true,
+            });
+            continue;
+        }
         let f = c.get("function").filter(|f| f.is_object());
         let (Some(id), Some(f)) = (id, f) else {
             return Err(HostError::Input(format!(
@@ -150,6 +173,7 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
             call_id: id.to_owned(),
             name: name.to_owned(),
             arguments: opt_str(&at, f, "arguments")?.unwrap_or("{}").to_owned(),
+            custom: false,
         });
     }
     Ok(out)

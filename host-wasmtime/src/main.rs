@@ -235,12 +235,12 @@ fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, 
         ))),
         None => Box::new(Extractive),
     };
-    let mut d = Driver::new(
+    let mut d = Driver::checked(
         load(cli)?,
         open_journal(&journal)?,
         model,
         declaration(cli)?,
-    );
+    )?;
     if let Some(p) = &cli.compactor_declaration {
         d.compactor = Some(
             serde_json::from_str(&std::fs::read_to_string(p)?)

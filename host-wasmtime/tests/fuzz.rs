@@ -222,6 +222,7 @@ impl Case {
                         call_id: call.clone(),
                         name: "search".into(),
                         arguments: "{\"q\":\"hotel\"}".into(),
+                        custom: false,
                     },
                 ],
             );

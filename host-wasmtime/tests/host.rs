@@ -173,6 +173,39 @@ fn an_import_reusing_a_turn_id_with_other_content_is_refused() {
     );
 }
 
+/// A declaration that breaks a rule is refused when the driver is built,
+/// naming the rule (not "breaks 1 rule(s)"), and two drivers in one process
+/// never share a lease holder.
+#[test]
+fn a_bad_declaration_is_named_when_the_driver_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = small_decl();
+    bad.compactor_id = bad.target_id.clone();
+    let p = dir.path().join("decl.json");
+    std::fs::write(&p, serde_json::to_string(&bad).unwrap()).unwrap();
+    let out = bin()
+        .arg("--journal")
+        .arg(dir.path().join("j.db"))
+        .arg("--declaration")
+        .arg(&p)
+        .arg("context")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("invalid_declaration"), "{err}");
+    assert!(err.contains("separate consumer id"), "the rule is named: {err}");
+    let j = || SqliteJournal::open(dir.path().join("j.db")).unwrap();
+    let e = match Driver::checked(Foldline::embedded().unwrap(), j(), Extractive, bad) {
+        Err(e) => e,
+        Ok(_) => panic!("a declaration breaking a rule was accepted"),
+    };
+    assert_eq!(e.code(), "invalid_declaration");
+    let a = Driver::checked(Foldline::embedded().unwrap(), j(), Extractive, small_decl()).unwrap();
+    let b = Driver::checked(Foldline::embedded().unwrap(), j(), Extractive, small_decl()).unwrap();
+    assert_ne!(a.holder, b.holder, "two drivers, two lease holders");
+}
+
 #[test]
 fn a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundary() {
     let dir = tempfile::tempdir().unwrap();

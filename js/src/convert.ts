@@ -1,18 +1,55 @@
-// Getting messages in: OpenAI chat messages (`role`, `content`, `name`,
-// `tool_calls`, `tool_call_id`) as foldline journal events — the same
-// conversion as the `foldline` program's `import` and `foldline serve`.
+// Getting messages in: OpenAI chat messages, Anthropic messages and AI SDK
+// model messages as foldline journal events, each part kept as the kind it
+// is (text, tool calls of either OpenAI kind, tool results with their error
+// status, approvals and their answers). The OpenAI rules are the `foldline`
+// program's and `foldline serve`'s (host-wasmtime/src/import.rs).
+//
+// What has no place in a journal of text (docs/formats.md):
+// - reasoning (AI SDK `reasoning`, Anthropic `thinking`) is model-private
+//   and dropped;
+// - files and images are not stored (a journal holds text): each becomes a
+//   text part `[file <media type> <name>]` so the model still knows one was
+//   there.
+// Anything else unknown is refused (`invalid_request`), naming the caller's
+// item and part: nothing is half-converted or silently lost.
 
 import { FoldlineError } from "./core.js";
 import type { AiSdkRendered, Event, Part, Role } from "./types.js";
 
-/** An OpenAI chat-completions message (text content; tool calls and results). */
+/** An OpenAI chat-completions message: text (or text parts), function and custom tool calls, tool results. */
 export interface OpenAiChatMessage {
-  role: "system" | "developer" | "user" | "assistant" | "tool";
-  content?: string | Array<{ type: "text"; text: string }> | null;
+  /** `"function"` (deprecated by OpenAI) is refused with a message saying so. */
+  role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
+  content?: string | ReadonlyArray<{ type: string; text?: string; refusal?: string }> | null;
   name?: string;
-  tool_calls?: Array<{ id: string; type?: "function"; function: { name: string; arguments?: string } }>;
+  refusal?: string | null;
+  tool_calls?: ReadonlyArray<
+    | { id: string; type?: "function"; function: { name: string; arguments?: string } }
+    | { id: string; type: "custom"; custom: { name: string; input?: string } }
+  >;
   tool_call_id?: string;
 }
+
+/** An Anthropic Messages API message (text, tool use, tool results with their error status). */
+export interface AnthropicMessage {
+  role: "user" | "assistant";
+  content:
+    | string
+    | ReadonlyArray<
+        | { type: "text"; text: string }
+        | { type: "tool_use"; id: string; name: string; input: unknown }
+        | { type: "tool_result"; tool_use_id: string; content?: string | ReadonlyArray<{ type: string; text?: string }>; is_error?: boolean }
+        | { type: string }
+      >;
+}
+
+/** A Vercel AI SDK `ModelMessage` of any major line (5, 6, 7): text, files, reasoning, tool calls, tool results, approvals. */
+export type AiSdkMessage =
+  | { role: "system"; content: string }
+  | { role: "user" | "assistant" | "tool"; content: string | ReadonlyArray<{ type: string }> };
+
+/** A message on its way in: its parts in foldline's form, before numbering. */
+interface Draft { role: Role; parts: Part[]; authorAgent?: string }
 
 const ROLES = new Set<Role>(["system", "developer", "user", "assistant", "tool"]);
 
@@ -20,155 +57,266 @@ function refuse(place: string, why: string): never {
   throw new FoldlineError({ code: "invalid_request", message: `${place}: ${why}` });
 }
 
-function textOf(place: string, content: unknown): string {
-  if (content === undefined || content === null) return "";
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((p: unknown) => {
-      const part = p as { type?: unknown; text?: unknown };
-      if (part?.type !== "text" || typeof part.text !== "string") refuse(place, "only text content parts can be imported");
-      return part.text;
-    }).join("\n");
-  }
-  return refuse(place, "content must be a string or an array of text parts");
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function str(place: string, v: Record<string, unknown>, field: string, required = true): string | undefined {
+  const x = v[field];
+  if (x === undefined || x === null) return required ? refuse(place, `${field} must be a non-empty string`) : undefined;
+  if (typeof x !== "string" || (required && x === "")) refuse(place, `${field} must be ${required ? "a non-empty" : "a"} string`);
+  return x;
 }
 
-/**
- * OpenAI chat messages as journal events of `conversation`, numbered after
- * `afterSeq` (the conversation's last source sequence). Throws
- * `invalid_request` naming the item at fault; nothing is half-converted.
- */
-export function fromOpenAiMessages(
-  messages: readonly OpenAiChatMessage[] | readonly unknown[],
-  o: { conversation: string; afterSeq?: number },
-): Event[] {
+/** The placeholder a file or image leaves in the journal. */
+function fileMark(mediaType: unknown, name: unknown): Part {
+  const what = [typeof mediaType === "string" && mediaType ? mediaType : "file", typeof name === "string" && name ? name : ""].filter(Boolean).join(" ");
+  return { type: "text", text: `[file ${what}]` };
+}
+
+/** Tool-call input as JSON text: a string is taken as the JSON text it already is, anything else is encoded. */
+function inputText(input: unknown): string {
+  return typeof input === "string" ? input : JSON.stringify(input ?? {});
+}
+
+/** The turn id of a conversation's `seq`-th message, as every importer numbers it. */
+export function turnIdOf(conversation: string, seq: number): string {
+  return `${conversation}-${seq}`;
+}
+
+/** Number drafts after `afterSeq` as message events of `conversation`. */
+function number(drafts: Draft[], o: { conversation: string; afterSeq?: number }): Event[] {
   let seq = o.afterSeq ?? 0;
-  return messages.map((raw, i) => {
-    const place = `item ${i + 1}`;
-    const m = raw as Partial<OpenAiChatMessage> & Record<string, unknown>;
-    if (typeof m !== "object" || m === null || Array.isArray(m)) refuse(place, "a message is an object");
-    if ("type" in m) refuse(place, "send OpenAI-style messages; foldline events are written by foldline");
-    if (typeof m.role !== "string") refuse(place, "a message needs a role");
-    if (!ROLES.has(m.role as Role)) refuse(place, `unknown role ${JSON.stringify(m.role)}`);
-    const role = m.role as Role;
-    const text = textOf(place, m.content);
-    const parts: Part[] = [];
-    if (m.name != null && typeof m.name !== "string") refuse(place, "name must be a string");
-    if (role === "tool") {
-      if (typeof m.tool_call_id !== "string" || m.tool_call_id === "") refuse(place, "a tool message needs tool_call_id");
-      parts.push({ type: "toolResult", callId: m.tool_call_id, name: typeof m.name === "string" ? m.name : "", content: text, isError: false });
-    } else {
-      if (text) parts.push({ type: "text", text });
-      if (m.tool_calls != null && !Array.isArray(m.tool_calls)) refuse(place, "tool_calls must be an array of tool calls");
-      for (const [k, c] of (m.tool_calls ?? []).entries()) {
-        // The same shape rules as the Rust importer (host-wasmtime/src/import.rs).
-        const at = `${place}: tool_calls[${k}]`;
-        const f = (c as { function?: unknown } | null)?.function as { name?: unknown; arguments?: unknown } | undefined;
-        if (typeof c !== "object" || c === null || typeof c.id !== "string" || c.id === "" || typeof f !== "object" || f === null) {
-          throw new FoldlineError({ code: "invalid_request", message: `${at} needs an id and a function {"name", "arguments"}` });
-        }
-        if (typeof f.name !== "string" || f.name === "") throw new FoldlineError({ code: "invalid_request", message: `${at}: function.name must be a non-empty string` });
-        if (f.arguments != null && typeof f.arguments !== "string") throw new FoldlineError({ code: "invalid_request", message: `${at}: arguments must be a string` });
-        parts.push({ type: "toolCall", callId: c.id, name: f.name, arguments: f.arguments ?? "{}" });
-      }
-    }
+  return drafts.map((d) => {
     seq += 1;
     return {
-      type: "message", conversation: o.conversation, sourceSeq: seq, turnId: `${o.conversation}-${seq}`, role, parts,
-      ...(role === "assistant" && typeof m.name === "string" ? { authorAgent: m.name } : {}),
+      type: "message", conversation: o.conversation, sourceSeq: seq, turnId: turnIdOf(o.conversation, seq), role: d.role, parts: d.parts,
+      ...(d.authorAgent === undefined ? {} : { authorAgent: d.authorAgent }),
     } satisfies Event;
   });
 }
 
-/** An Anthropic Messages API message (text, tool use and tool results). */
-export interface AnthropicMessage {
-  role: "user" | "assistant";
-  content:
-    | string
-    | Array<
-        | { type: "text"; text: string }
-        | { type: "tool_use"; id: string; name: string; input: unknown }
-        | { type: "tool_result"; tool_use_id: string; content?: string | Array<{ type: "text"; text: string }>; is_error?: boolean }
-      >;
+// ---- OpenAI chat ----
+
+function openAiText(place: string, content: unknown, role: Role): Part[] {
+  if (content === undefined || content === null) return [];
+  if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
+  if (!Array.isArray(content)) return refuse(place, "content must be a string or an array of content parts");
+  const texts: string[] = [];
+  const files: Part[] = [];
+  content.forEach((p: unknown, k) => {
+    const at = `${place}: content[${k}]`;
+    if (!isObject(p)) refuse(at, "a content part is an object");
+    if (p.type === "text") texts.push(str(at, p, "text", false) ?? "");
+    else if (p.type === "refusal" && role === "assistant") texts.push(str(at, p, "refusal", false) ?? "");
+    else if (p.type === "image_url") files.push(fileMark("image", undefined));
+    else if (p.type === "input_audio") files.push(fileMark("audio", undefined));
+    else if (p.type === "file") files.push(fileMark("file", isObject(p.file) ? p.file.filename : undefined));
+    else refuse(at, `unsupported content part ${JSON.stringify(p.type)}`);
+  });
+  const text = texts.join("\n");
+  return [...(text ? [{ type: "text" as const, text }] : []), ...files];
+}
+
+function openAiCalls(place: string, calls: unknown): Part[] {
+  if (calls === undefined || calls === null) return [];
+  if (!Array.isArray(calls)) refuse(place, "tool_calls must be an array of tool calls");
+  return calls.map((c: unknown, k): Part => {
+    const at = `${place}: tool_calls[${k}]`;
+    if (!isObject(c) || typeof c.id !== "string" || c.id === "") refuse(at, 'needs an id and a function {"name", "arguments"}');
+    if (c.type === "custom") {
+      if (!isObject(c.custom)) refuse(at, 'needs an id and a custom {"name", "input"}');
+      const name = str(at, c.custom, "name") as string;
+      return { type: "toolCall", callId: c.id, name, arguments: str(at, c.custom, "input", false) ?? "", custom: true };
+    }
+    if (!isObject(c.function)) refuse(at, 'needs an id and a function {"name", "arguments"}');
+    const name = str(`${at}: function`, c.function, "name") as string;
+    return { type: "toolCall", callId: c.id, name, arguments: str(`${at}: function`, c.function, "arguments", false) ?? "{}" };
+  });
+}
+
+function openAiDrafts(messages: readonly unknown[]): Draft[] {
+  return messages.map((raw, i) => {
+    const place = `item ${i + 1}`;
+    if (!isObject(raw)) refuse(place, "a message is an object");
+    const m = raw;
+    if ("type" in m) refuse(place, "send OpenAI-style messages; foldline events are written by foldline");
+    if (typeof m.role !== "string") refuse(place, "a message needs a role");
+    if (m.role === "function") refuse(place, 'the deprecated "function" role is not imported; send tool calls and "tool" messages');
+    if (!ROLES.has(m.role as Role)) refuse(place, `unknown role ${JSON.stringify(m.role)}`);
+    const role = m.role as Role;
+    if (m.name != null && typeof m.name !== "string") refuse(place, "name must be a string");
+    if (role === "tool") {
+      const callId = str(place, m, "tool_call_id");
+      if (!callId) refuse(place, "a tool message needs tool_call_id");
+      const content = openAiText(place, m.content, role).map((p) => (p.type === "text" ? p.text : "")).join("\n");
+      return { role, parts: [{ type: "toolResult", callId, name: typeof m.name === "string" ? m.name : "", content, isError: false }] };
+    }
+    const parts = openAiText(place, m.content, role);
+    if (role === "assistant" && typeof m.refusal === "string" && m.refusal) parts.push({ type: "text", text: m.refusal });
+    if (role === "assistant") parts.push(...openAiCalls(place, m.tool_calls));
+    else if (m.tool_calls != null) refuse(place, "only an assistant message carries tool_calls");
+    return { role, parts, ...(role === "assistant" && typeof m.name === "string" ? { authorAgent: m.name } : {}) };
+  });
 }
 
 /**
- * Anthropic messages (and the request's separate `system` prompt) as the
- * OpenAI chat shape `fromOpenAiMessages` numbers: text and `tool_use` blocks
- * of a turn stay together; `tool_result` blocks become tool messages.
+ * OpenAI chat messages as journal events of `conversation`, numbered after
+ * `afterSeq` (the conversation's last source sequence). Function and custom
+ * tool calls keep their kind. Throws `invalid_request` naming the item (and
+ * part) at fault; nothing is half-converted.
  */
-export function anthropicToOpenAi(messages: readonly AnthropicMessage[], system?: string): OpenAiChatMessage[] {
-  const out: OpenAiChatMessage[] = system ? [{ role: "system", content: system }] : [];
+export function fromOpenAiMessages(messages: readonly OpenAiChatMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number }): Event[] {
+  return number(openAiDrafts(messages), o);
+}
+
+// ---- Anthropic ----
+
+function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[] {
+  const out: Draft[] = system ? [{ role: "system", parts: [{ type: "text", text: system }] }] : [];
   messages.forEach((m, i) => {
+    const place = `item ${i + 1}`;
+    if (!isObject(m) || (m.role !== "user" && m.role !== "assistant")) refuse(place, 'a message is {"role": "user" | "assistant", "content"}');
+    const role = m.role as "user" | "assistant";
     if (typeof m.content === "string") {
-      out.push({ role: m.role, content: m.content });
+      out.push({ role, parts: [{ type: "text", text: m.content }] });
       return;
     }
-    if (!Array.isArray(m.content)) refuse(`item ${i + 1}`, "content must be a string or an array of blocks");
-    const text: string[] = [];
-    const calls: NonNullable<OpenAiChatMessage["tool_calls"]> = [];
-    const results: OpenAiChatMessage[] = [];
-    for (const b of m.content) {
-      if (b.type === "text") text.push(b.text);
-      else if (b.type === "tool_use") calls.push({ id: b.id, type: "function", function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
+    if (!Array.isArray(m.content)) refuse(place, "content must be a string or an array of blocks");
+    const parts: Part[] = [];
+    const results: Part[] = [];
+    m.content.forEach((b: unknown, k) => {
+      const at = `${place}: content[${k}]`;
+      if (!isObject(b)) refuse(at, "a block is an object");
+      if (b.type === "text") parts.push({ type: "text", text: str(at, b, "text", false) ?? "" });
+      else if (b.type === "tool_use") parts.push({ type: "toolCall", callId: str(at, b, "id") as string, name: str(at, b, "name") as string, arguments: inputText(b.input) });
       else if (b.type === "tool_result") {
-        const content = typeof b.content === "string" ? b.content : (b.content ?? []).map((c) => c.text).join("\n");
-        results.push({ role: "tool", tool_call_id: b.tool_use_id, content: b.is_error ? `[error] ${content}` : content });
-      } else refuse(`item ${i + 1}`, `unsupported block ${JSON.stringify((b as { type?: unknown }).type)}`);
-    }
-    out.push(...results);
-    if (text.length || calls.length) {
-      out.push({ role: m.role, content: text.length ? text.join("\n") : null, ...(calls.length ? { tool_calls: calls } : {}) });
-    }
+        const content = typeof b.content === "string" ? b.content
+          : Array.isArray(b.content) ? b.content.map((c: unknown) => (isObject(c) && c.type === "text" && typeof c.text === "string" ? c.text : `[file ${isObject(c) ? String(c.type) : "block"}]`)).join("\n")
+          : b.content == null ? "" : refuse(at, "content must be a string or an array of blocks");
+        results.push({ type: "toolResult", callId: str(at, b, "tool_use_id") as string, name: "", content, isError: b.is_error === true });
+      } else if (b.type === "thinking" || b.type === "redacted_thinking") {
+        // model-private reasoning: dropped
+      } else if (b.type === "image" || b.type === "document") {
+        const source = isObject(b.source) ? b.source : {};
+        parts.push(fileMark(source.media_type ?? b.type, b.title));
+      } else refuse(at, `unsupported block ${JSON.stringify(b.type)}`);
+    });
+    // Tool results answer the previous assistant turn: they come first, as
+    // their own tool turn; the member's text follows.
+    if (results.length) out.push({ role: "tool", parts: results });
+    if (parts.length || !results.length) out.push({ role, parts });
   });
   return out;
 }
 
-/** A Vercel AI SDK `ModelMessage` (text, tool calls and tool results). */
-export type AiSdkMessage =
-  | { role: "system"; content: string }
-  | { role: "user"; content: string | Array<{ type: "text"; text: string } | { type: string }> }
-  | { role: "assistant"; content: string | Array<{ type: "text"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown } | { type: string }> }
-  | { role: "tool"; content: Array<{ type: "tool-result"; toolCallId: string; toolName: string; output: { type: string; value?: unknown } }> };
+/**
+ * Anthropic messages (and the request's separate `system` prompt) as journal
+ * events: text and `tool_use` blocks of a turn stay together; `tool_result`
+ * blocks (with `is_error`) become a tool turn before the rest of their message.
+ */
+export function fromAnthropicMessages(messages: readonly AnthropicMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number; system?: string }): Event[] {
+  return number(anthropicDrafts(messages, o.system), o);
+}
 
-/** AI SDK `ModelMessage`s as the OpenAI chat shape `fromOpenAiMessages` numbers. */
-export function aiSdkToOpenAi(messages: readonly AiSdkMessage[]): OpenAiChatMessage[] {
-  const out: OpenAiChatMessage[] = [];
-  messages.forEach((m, i) => {
-    const place = `item ${i + 1}`;
-    if (m.role === "system") {
-      out.push({ role: "system", content: m.content });
-    } else if (m.role === "tool") {
-      for (const r of m.content) {
-        const v = r.output?.value;
-        const text = typeof v === "string" ? v : JSON.stringify(v ?? null);
-        out.push({ role: "tool", tool_call_id: r.toolCallId, name: r.toolName, content: r.output?.type?.startsWith("error") ? `[error] ${text}` : text });
-      }
-    } else if (typeof m.content === "string") {
-      out.push({ role: m.role, content: m.content });
-    } else if (Array.isArray(m.content)) {
-      const text: string[] = [];
-      const calls: NonNullable<OpenAiChatMessage["tool_calls"]> = [];
-      for (const p of m.content) {
-        if (p.type === "text" && "text" in p) text.push(p.text);
-        else if (p.type === "tool-call" && "toolCallId" in p) calls.push({ id: p.toolCallId, type: "function", function: { name: p.toolName, arguments: JSON.stringify(p.input ?? {}) } });
-        else if (p.type === "reasoning") continue; // model-private: not part of the history a summary keeps
-        else refuse(place, `unsupported part ${JSON.stringify(p.type)} (text, tool calls and tool results are imported)`);
-      }
-      out.push({ role: m.role, content: text.length ? text.join("\n") : null, ...(calls.length ? { tool_calls: calls } : {}) });
-    } else {
-      refuse(place, "content must be a string or an array of parts");
+// ---- AI SDK ----
+
+/** An AI SDK tool-result `output` as content and error status (every line's output kinds). */
+function aiSdkOutput(at: string, output: unknown): { content: string; isError: boolean } {
+  if (!isObject(output) || typeof output.type !== "string") return refuse(at, 'output must be {"type", "value"}');
+  const v = output.value;
+  const json = (x: unknown) => (typeof x === "string" ? x : JSON.stringify(x ?? null));
+  switch (output.type) {
+    case "text": return { content: typeof v === "string" ? v : json(v), isError: false };
+    case "json": return { content: json(v), isError: false };
+    case "error-text": return { content: typeof v === "string" ? v : json(v), isError: true };
+    case "error-json": return { content: json(v), isError: true };
+    case "execution-denied":
+      return { content: `execution denied${typeof output.reason === "string" && output.reason ? `: ${output.reason}` : ""}`, isError: true };
+    case "content":
+      if (!Array.isArray(v)) return refuse(at, "a content output's value is an array");
+      return {
+        content: v.map((c: unknown) => (isObject(c) && c.type === "text" && typeof c.text === "string" ? c.text : `[file ${isObject(c) && typeof c.mediaType === "string" ? c.mediaType : "media"}]`)).join("\n"),
+        isError: false,
+      };
+    default: return refuse(at, `unsupported output ${JSON.stringify(output.type)}`);
+  }
+}
+
+function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | undefined {
+  switch (p.type) {
+    case "text": return { type: "text", text: str(at, p, "text", false) ?? "" };
+    case "reasoning": case "reasoning-file": return undefined; // model-private: dropped
+    case "image": return fileMark(p.mediaType ?? "image", undefined);
+    case "file": return fileMark(p.mediaType, p.filename);
+    case "tool-call":
+      if (role !== "assistant") refuse(at, "only an assistant message carries tool calls");
+      return { type: "toolCall", callId: str(at, p, "toolCallId") as string, name: str(at, p, "toolName") as string, arguments: inputText(p.input) };
+    case "tool-result": {
+      const { content, isError } = aiSdkOutput(at, p.output);
+      return { type: "toolResult", callId: str(at, p, "toolCallId") as string, name: str(at, p, "toolName", false) ?? "", content, isError };
     }
+    case "tool-approval-request":
+      if (role !== "assistant") refuse(at, "only an assistant message asks for an approval");
+      return { type: "approvalRequest", approvalId: str(at, p, "approvalId") as string, callId: str(at, p, "toolCallId") as string };
+    case "tool-approval-response": {
+      if (role !== "tool") refuse(at, "an approval's answer is part of a tool message");
+      if (typeof p.approved !== "boolean") refuse(at, "approved must be true or false");
+      const reason = str(at, p, "reason", false);
+      return { type: "approvalResponse", approvalId: str(at, p, "approvalId") as string, approved: p.approved, ...(reason ? { reason } : {}) };
+    }
+    default: return refuse(at, `unsupported part ${JSON.stringify(p.type)}`);
+  }
+}
+
+function aiSdkDrafts(messages: readonly unknown[]): Draft[] {
+  return messages.map((m, i) => {
+    const place = `item ${i + 1}`;
+    if (!isObject(m) || typeof m.role !== "string") refuse(place, "a message needs a role");
+    if (!["system", "user", "assistant", "tool"].includes(m.role)) refuse(place, `unknown role ${JSON.stringify(m.role)}`);
+    const role = m.role as Role;
+    if (typeof m.content === "string") {
+      if (role === "tool") refuse(place, "a tool message's content is an array of tool results");
+      return { role, parts: [{ type: "text", text: m.content }] };
+    }
+    if (role === "system" || !Array.isArray(m.content)) return refuse(place, role === "system" ? "a system message's content is a string" : "content must be a string or an array of parts");
+    const parts: Part[] = [];
+    m.content.forEach((p: unknown, k) => {
+      const at = `${place}: content[${k}]`;
+      if (!isObject(p)) refuse(at, "a part is an object");
+      const part = aiSdkPart(at, role, p);
+      if (part) parts.push(part);
+    });
+    return { role, parts };
   });
-  return out;
+}
+
+/**
+ * AI SDK `ModelMessage`s (ai 5, 6 and 7 — a `generateText`/`streamText`
+ * result's `response.messages` as it is) as journal events: tool calls with
+ * object or JSON-text input, tool results with their error status
+ * (`error-text`, `error-json`, `execution-denied`), approval requests and
+ * their answers, each kept as its kind.
+ */
+export function fromAiSdkMessages(messages: readonly AiSdkMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number }): Event[] {
+  return number(aiSdkDrafts(messages), o);
+}
+
+/** The three formats `append` takes, as events. */
+export function eventsOf(
+  format: "openai" | "anthropic" | "ai-sdk",
+  messages: readonly unknown[],
+  o: { conversation: string; afterSeq?: number; system?: string },
+): Event[] {
+  return format === "anthropic" ? fromAnthropicMessages(messages, o) : format === "ai-sdk" ? fromAiSdkMessages(messages, o) : fromOpenAiMessages(messages, o);
 }
 
 /**
  * A rendered AI SDK context as the arguments `generateText`/`streamText`
- * take since ai v7, which refuses system messages inside `messages`: the
- * pinned system text as `instructions`, the turns as `messages`.
+ * take on every line: the pinned system text as `system` (ai 5 and 6) and as
+ * `instructions` (ai 7, which refuses system messages inside `messages`),
+ * the turns as `messages`. Spread it: `streamText({ model, ...aiSdkPrompt(m) })`.
  */
 export function aiSdkPrompt(messages: readonly AiSdkRendered[]): {
+  system: string;
   instructions: string;
   messages: Array<Exclude<AiSdkRendered, { role: "system" }>>;
 } {
@@ -178,5 +326,6 @@ export function aiSdkPrompt(messages: readonly AiSdkRendered[]): {
     if (m.role === "system") system.push(m.content);
     else rest.push(m);
   }
-  return { instructions: system.join("\n\n"), messages: rest };
+  const text = system.join("\n\n");
+  return { system: text, instructions: text, messages: rest };
 }

@@ -16,11 +16,11 @@ import type {
 } from "./types.js";
 
 export type * from "./types.js";
-export { createCompactor } from "./driver.js";
+export { createCompactor, MESSAGE_OVERHEAD_TOKENS } from "./driver.js";
 export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, ManualTask, AppendMessages, AppendMessagesOptions, Appended } from "./driver.js";
 export { createHandler, MemoryOwners } from "./handler.js";
 export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
-export { fromOpenAiMessages, anthropicToOpenAi, aiSdkToOpenAi, aiSdkPrompt } from "./convert.js";
+export { fromOpenAiMessages, fromAnthropicMessages, fromAiSdkMessages, aiSdkPrompt } from "./convert.js";
 export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";

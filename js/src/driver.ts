@@ -20,7 +20,7 @@ import type {
   FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest, Step,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
-import { aiSdkToOpenAi, anthropicToOpenAi, fromOpenAiMessages, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
+import { eventsOf, turnIdOf, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
 import { failureKindOf, type Model, type ModelResult } from "./model/model.js";
 
 export interface CompactorOptions {
@@ -56,7 +56,18 @@ export interface CompactorOptions {
    * instead of the four-characters-a-token estimate.
    */
   countTokens?: (text: string) => number;
+  /**
+   * Tokens of framing each message costs beside its content (role, message
+   * separators) when `countTokens` counts: added to every counted turn
+   * (default {@link MESSAGE_OVERHEAD_TOKENS}, the core's own estimate's
+   * overhead; OpenAI's chat framing is 3 per message). Set it to your
+   * provider's framing.
+   */
+  messageOverheadTokens?: number;
 }
+
+/** Per-message framing added to host token counts by default: 4, as the core's estimate adds. */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
 
 /** Messages `append` takes: OpenAI chat (default), Anthropic, or AI SDK `ModelMessage`s. */
 export type AppendMessages =
@@ -255,6 +266,14 @@ export function createCompactor(o: CompactorOptions): Compactor {
   const holder = o.holder ?? `js-${Math.random().toString(36).slice(2)}`;
   const leaseMs = o.leaseMs ?? 60_000;
   const states = new Map<string, State>();
+  // The declaration is checked when the compactor is built (once the core is
+  // loaded): a rule it breaks throws `invalid_declaration` naming the rule
+  // and its numbers here, not on the first message.
+  try {
+    validate({ kind: "events", route: routeOf(""), events: [], declaration: o.declaration });
+  } catch (e) {
+    if (!(e instanceof FoldlineError) || e.code !== "not_initialized") throw e;
+  }
 
   function state(id: string): State {
     let s = states.get(id);
@@ -553,43 +572,49 @@ export function createCompactor(o: CompactorOptions): Compactor {
   }
 
 
+  /**
+   * Each message's tokens as the provider counts them: the host's count of
+   * its parts plus the per-message framing (`messageOverheadTokens`), so a
+   * context never exceeds the window by its framing.
+   */
   function counted(events: Event[]): Event[] {
     const count = o.countTokens;
     if (!count) return events;
+    const framing = o.messageOverheadTokens ?? MESSAGE_OVERHEAD_TOKENS;
     return events.map((e) => {
       if (e.type !== "message") return e;
-      let tokens = 0;
+      let tokens = framing;
       for (const p of e.parts) {
-        tokens += p.type === "text" ? count(p.text) : p.type === "toolCall" ? count(p.name) + count(p.arguments) : count(p.content);
+        tokens += p.type === "text" ? count(p.text)
+          : p.type === "toolCall" ? count(p.name) + count(p.arguments)
+          : p.type === "toolResult" ? count(p.content)
+          : p.type === "approvalResponse" ? count(p.reason ?? "")
+          : 0;
       }
       return { ...e, tokens };
     });
   }
 
   /**
-   * The messages as OpenAI chat messages, checked (they convert, and each is
-   * one a compaction could take), with each one's token count (counted once,
-   * here) and content hash.
+   * The messages as journal events (numbered from 1; renumbered when
+   * written), checked (they convert, and each is one a compaction could
+   * take), with each one's token count (counted once, here) and content hash.
    */
-  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { openai: readonly OpenAiChatMessage[]; tokens: (number | undefined)[]; hashes: string[] } {
+  function admitted(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { events: Event[]; hashes: string[] } {
     const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
       ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
       : (input as AppendMessages);
-    const list = <T,>(m: T | readonly T[]): readonly T[] => (Array.isArray(m) ? m : [m as T]);
-    const openai = spec.format === "anthropic" ? anthropicToOpenAi(list(spec.messages), spec.system)
-      : spec.format === "ai-sdk" ? aiSdkToOpenAi(list(spec.messages))
-      : list(spec.messages);
-    if (openai.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
+    const list: readonly unknown[] = Array.isArray(spec.messages) ? spec.messages : [spec.messages];
     // Nothing accepted may leave the conversation unable to compact: the
     // core's admission rule, with the real token counts when there are.
-    const events = counted(fromOpenAiMessages(openai, { conversation: id }));
+    const events = counted(eventsOf(spec.format ?? "openai", list, { conversation: id, ...(spec.format === "anthropic" ? { system: spec.system } : {}) }));
+    if (events.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
     const checked = validate({ kind: "events", route: routeOf(id), events, declaration: o.declaration });
-    const tokens = events.map((e) => (e.type === "message" ? e.tokens : undefined));
-    return { openai, tokens, hashes: checked.kind === "events" ? checked.contentHashes : [] };
+    return { events, hashes: checked.kind === "events" ? checked.contentHashes : [] };
   }
 
   async function appendMessages(id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options: AppendMessagesOptions = {}): Promise<Appended> {
-    const { openai, tokens, hashes } = admitted(id, input); // checked before anything is read or written
+    const { events: converted, hashes } = admitted(id, input); // checked before anything is read or written
     const key = options.idempotencyKey;
     if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
     const s = state(id);
@@ -602,9 +627,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
           return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
         }
         // Numbered after the journal's last turn, with the counts made once above.
-        const events = fromOpenAiMessages(openai, { conversation: id, afterSeq: s.sourceSeq }).map((e, i) => {
+        const events = converted.map((e, i) => {
           if (e.type !== "message") return e;
-          return { ...e, ...(tokens[i] === undefined ? {} : { tokens: tokens[i] }), ...(key === undefined ? {} : { turnId: `${e.turnId}@${key}` }) };
+          const seq = s.sourceSeq + i + 1;
+          return { ...e, sourceSeq: seq, turnId: `${turnIdOf(id, seq)}${key === undefined ? "" : `@${key}`}` };
         });
         try {
           const seq = await o.journal.append(id, events, { expectedSeq: s.seq });

@@ -46,12 +46,18 @@ export async function withContentHash<E extends { type: string }>(e: E): Promise
 
 /** A message's metadata (sizes, role, tool links, content hash) without its content. */
 export async function turnMeta(m: import("./types.js").Message): Promise<import("./types.js").TurnMeta> {
-  const chars = m.parts.reduce((n, p) => n + [...(p.type === "text" ? p.text : p.type === "toolCall" ? p.name + p.arguments : p.content)].length, 0);
+  // As the core counts and links parts (core/src/records/turn.rs `Part::chars`, `Part::link`).
+  const text = (p: Part): string =>
+    p.type === "text" ? p.text : p.type === "toolCall" ? p.name + p.arguments : p.type === "toolResult" ? p.content : p.type === "approvalResponse" ? p.reason ?? "" : "";
+  const link = (p: Part): [string, boolean] | undefined =>
+    p.type === "toolCall" ? [p.callId, false] : p.type === "toolResult" ? [p.callId, true]
+      : p.type === "approvalRequest" ? [p.approvalId, false] : p.type === "approvalResponse" ? [p.approvalId, true] : undefined;
+  const chars = m.parts.reduce((n, p) => n + [...text(p)].length, 0);
   const meta: import("./types.js").TurnMeta = {
     conversation: m.conversation, chat: m.chat ?? "", sender: m.sender ?? "", sourceSeq: m.sourceSeq,
     index: m.index ?? 0, turnId: m.turnId, role: m.role, chars, contentHash: m.contentHash ?? (await contentHash(m.parts)),
-    toolCalls: m.parts.flatMap((p) => (p.type === "toolCall" ? [p.callId] : [])),
-    toolResults: m.parts.flatMap((p) => (p.type === "toolResult" ? [p.callId] : [])),
+    toolCalls: m.parts.flatMap((p) => { const l = link(p); return l && !l[1] ? [l[0]] : []; }),
+    toolResults: m.parts.flatMap((p) => { const l = link(p); return l?.[1] ? [l[0]] : []; }),
   };
   if (m.source) meta.source = m.source;
   if (m.authorAgent) meta.authorAgent = m.authorAgent;

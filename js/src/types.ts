@@ -32,8 +32,10 @@ export type Role = "system" | "developer" | "document" | "user" | "assistant" | 
 
 export type Part =
   | { type: "text"; text: string }
-  | { type: "toolCall"; callId: string; name: string; arguments: string }
-  | { type: "toolResult"; callId: string; name?: string; content: string; isError?: boolean };
+  | { type: "toolCall"; callId: string; name: string; arguments: string; custom?: boolean }
+  | { type: "toolResult"; callId: string; name?: string; content: string; isError?: boolean }
+  | { type: "approvalRequest"; approvalId: string; callId: string }
+  | { type: "approvalResponse"; approvalId: string; approved: boolean; reason?: string };
 
 export interface Route { conversation: string; chat?: string; sender?: string }
 
@@ -341,7 +343,10 @@ export interface Selection<M = unknown> { messages?: M; manifest: Manifest }
 export type OpenAiMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string }
-  | { role: "assistant"; content: string | null; tool_calls?: Array<{ id: string; type: "function"; function: { name: string; arguments: string } }> }
+  | {
+      role: "assistant"; content: string | null;
+      tool_calls?: Array<{ id: string; type: "function"; function: { name: string; arguments: string } } | { id: string; type: "custom"; custom: { name: string; input: string } }>;
+    }
   | { role: "tool"; tool_call_id: string; content: string };
 
 /** Anthropic messages as rendered: the system text apart, then the turns. */
@@ -361,8 +366,21 @@ export interface AnthropicRendered {
 export type AiSdkRendered =
   | { role: "system"; content: string }
   | { role: "user"; content: string | Array<{ type: "text"; text: string }> }
-  | { role: "assistant"; content: string | Array<{ type: "text"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }> }
-  | { role: "tool"; content: Array<{ type: "tool-result"; toolCallId: string; toolName: string; output: { type: "text" | "error-text"; value: string } }> };
+  | {
+      role: "assistant";
+      content: string | Array<
+        | { type: "text"; text: string }
+        | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }
+        | { type: "tool-approval-request"; approvalId: string; toolCallId: string }
+      >;
+    }
+  | {
+      role: "tool";
+      content: Array<
+        | { type: "tool-result"; toolCallId: string; toolName: string; output: { type: "text" | "error-text"; value: string } }
+        | { type: "tool-approval-response"; approvalId: string; approved: boolean; reason?: string }
+      >;
+    };
 
 /** What `messages` holds in each format. */
 export interface MessagesOf {

@@ -481,8 +481,36 @@ export function suite(f, makeJournal) {
       equal(stored[2].parts.map((p) => p.type), ["text", "toolCall"], "text and tool call stay one turn");
       equal(stored[2].parts[1], { type: "toolCall", callId: "tu1", name: "weather", arguments: '{"city":"Porto"}' }, "tool call as data");
       equal(stored[3].parts[0].callId, "tu1", "tool result answers its call");
-      equal(stored[5].parts[0].content, "[error] quota", "an error result says so");
-      equal(stored[1].tokens, 6, "countTokens recorded");
+      equal([stored[5].parts[0].content, stored[5].parts[0].isError], ["quota", true], "an error result keeps its status, its text unchanged");
+      equal(stored[1].tokens, 6 + f.MESSAGE_OVERHEAD_TOKENS, "countTokens recorded, with the message's framing");
+      // Approvals, JSON-text input and custom tool calls arrive as their kinds.
+      await c.append("c1", {
+        format: "ai-sdk",
+        messages: [
+          { role: "assistant", content: [{ type: "tool-call", toolCallId: "tc3", toolName: "pay", input: '{"invoice": 7}' }, { type: "tool-approval-request", approvalId: "ap1", toolCallId: "tc3" }] },
+          { role: "tool", content: [{ type: "tool-approval-response", approvalId: "ap1", approved: false, reason: "later" }, { type: "tool-result", toolCallId: "tc3", toolName: "pay", output: { type: "execution-denied", reason: "later" } }] },
+        ],
+      });
+      await c.append("c1", { role: "assistant", content: null, tool_calls: [{ id: "k1", type: "custom", custom: { name: "grep", input: "warn|error" } }] });
+      const more = (await journal.readEvents("c1")).map((s) => s.event).slice(7);
+      equal(more[0].parts, [
+        { type: "toolCall", callId: "tc3", name: "pay", arguments: '{"invoice": 7}' },
+        { type: "approvalRequest", approvalId: "ap1", callId: "tc3" },
+      ], "JSON-text input kept as the JSON it is; the approval request kept with its call");
+      equal(more[1].parts[0], { type: "approvalResponse", approvalId: "ap1", approved: false, reason: "later" }, "the answer");
+      equal([more[1].parts[1].isError, more[1].parts[1].content], [true, "execution denied: later"], "a denied execution is an error result");
+      equal(more[2].parts[0], { type: "toolCall", callId: "k1", name: "grep", arguments: "warn|error", custom: true }, "a custom tool call keeps its kind");
+      const ai = (await c.context("c1", { format: "ai-sdk" })).messages;
+      const kinds = ai.flatMap((m) => (Array.isArray(m.content) ? m.content.map((p) => p.type) : []));
+      for (const k of ["tool-approval-request", "tool-approval-response", "tool-result", "tool-call"]) check(kinds.includes(k), `${k} comes back in the AI SDK format`);
+      const back = ai.find((m) => m.role === "assistant" && Array.isArray(m.content) && m.content.some((p) => p.toolCallId === "tc3"));
+      equal(back.content[0].input, { invoice: 7 }, "the input comes back as the object, not double-encoded");
+      const oa = (await c.context("c1", { format: "openai" })).messages;
+      equal(oa.at(-1).tool_calls, [{ custom: { input: "warn|error", name: "grep" }, id: "k1", type: "custom" }], "OpenAI gets its custom call back");
+      let caught;
+      try { await c.append("c1", { format: "ai-sdk", messages: [{ role: "user", content: "ok" }, { role: "tool", content: [{ type: "tool-approval-response", approved: true }] }] }); } catch (e) { caught = e; }
+      equal(caught?.code, "invalid_request");
+      check(/item 2: content\[0\]: approvalId/.test(caught.message), `the caller's item and part are named: ${caught.message}`);
       check(stored.every((e) => typeof e.contentHash === "string"), "hashed when they entered");
     }],
     ["append refuses a bad message and writes nothing", async () => {

@@ -123,6 +123,7 @@ mod tests {
                     call_id: "c1".into(),
                     name: "f".into(),
                     arguments: "{}".into(),
+                    custom: false,
                 }],
             ),
             turn("m", 3, Role::User, vec![Part::Text { text: "y".into() }]),
@@ -165,5 +166,52 @@ mod tests {
         ];
         let refs: Vec<&Turn> = t.iter().collect();
         assert_eq!(units(&refs).len(), 1);
+    }
+
+    /// An approval request and its answer arrive apart (the member answers
+    /// later, between other turns): the call, the request, the answer and
+    /// the result stay one unit.
+    #[test]
+    fn an_approval_and_its_answer_are_one_unit() {
+        let t = [
+            turn("a", 1, Role::User, vec![Part::Text { text: "x".into() }]),
+            turn(
+                "b",
+                2,
+                Role::Assistant,
+                vec![
+                    Part::ToolCall {
+                        call_id: "c1".into(),
+                        name: "pay".into(),
+                        arguments: "{}".into(),
+                        custom: false,
+                    },
+                    Part::ApprovalRequest {
+                        approval_id: "ap1".into(),
+                        call_id: "c1".into(),
+                    },
+                ],
+            ),
+            turn("m", 3, Role::User, vec![Part::Text { text: "y".into() }]),
+            turn(
+                "c",
+                4,
+                Role::Tool,
+                vec![Part::ApprovalResponse {
+                    approval_id: "ap1".into(),
+                    approved: true,
+                    reason: String::new(),
+                }],
+            ),
+            turn("d", 5, Role::User, vec![Part::Text { text: "z".into() }]),
+        ];
+        let refs: Vec<&Turn> = t.iter().collect();
+        assert_eq!(
+            units(&refs)
+                .iter()
+                .map(|u| (u.start, u.end))
+                .collect::<Vec<_>>(),
+            vec![(0, 1), (1, 4), (4, 5)]
+        );
     }
 }

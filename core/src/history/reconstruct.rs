@@ -36,10 +36,7 @@ pub struct Reconstruction {
 /// tool calls and results that the correction does not carry stay (after the
 /// corrected parts), so a call and its result are never split.
 fn corrected_parts(fix: &[Part], original: &[Part]) -> Vec<Part> {
-    let id = |p: &Part| match p {
-        Part::ToolCall { call_id, .. } | Part::ToolResult { call_id, .. } => Some(call_id.clone()),
-        Part::Text { .. } => None,
-    };
+    let id = |p: &Part| p.link().map(|(id, _)| id.to_owned());
     let carried: Vec<String> = fix.iter().filter_map(id).collect();
     let mut out = fix.to_vec();
     out.extend(
@@ -269,6 +266,7 @@ mod correction_tests {
             call_id: "c1".into(),
             name: "weather".into(),
             arguments: "{}".into(),
+            custom: false,
         };
         let original = vec![
             Part::Text {

@@ -109,6 +109,9 @@ pub const MAX_SOURCE_SEQ: u64 = (1 << 53) - 1;
 /// `invalid_request` naming the event index, `wrong_route`, or
 /// `turn_too_large` naming the turn.
 pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
+    if let Some((refusal, _)) = c.declaration.as_ref().and_then(Declaration::refusal) {
+        return Err(refusal);
+    }
     crate::plan::check_route(&c.events, &c.route)?;
     let admissible = c.declaration.as_ref().map(crate::budget::admissible_turn);
     let mut hashes = Vec::with_capacity(c.events.len());

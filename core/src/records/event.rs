@@ -89,9 +89,8 @@ impl TurnMeta {
         let ids = |result: bool| {
             m.parts
                 .iter()
-                .filter_map(|p| match p {
-                    Part::ToolCall { call_id, .. } if !result => Some(call_id.clone()),
-                    Part::ToolResult { call_id, .. } if result => Some(call_id.clone()),
+                .filter_map(|p| match p.link() {
+                    Some((id, answers)) if answers == result => Some(id.to_owned()),
                     _ => None,
                 })
                 .collect()

@@ -46,8 +46,13 @@ pub enum Part {
         call_id: String,
         /// Tool name.
         name: String,
-        /// Arguments as JSON text (as OpenAI sends them).
+        /// Arguments as JSON text (as OpenAI sends them); a custom tool's
+        /// free-form input as given.
         arguments: String,
+        /// An OpenAI custom tool call (`type: "custom"`, free-form `input`)
+        /// rather than a function call.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        custom: bool,
     },
     /// The result of a tool call.
     #[serde(rename_all = "camelCase")]
@@ -63,6 +68,28 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// The assistant asks the member to approve a tool call before it runs
+    /// (the AI SDK's `tool-approval-request`); kept in one unit with the call,
+    /// the answer and the result.
+    #[serde(rename_all = "camelCase")]
+    ApprovalRequest {
+        /// The approval's id, which the answer names.
+        approval_id: String,
+        /// The call it is for.
+        call_id: String,
+    },
+    /// The member's answer to an approval request (the AI SDK's
+    /// `tool-approval-response`).
+    #[serde(rename_all = "camelCase")]
+    ApprovalResponse {
+        /// The approval it answers.
+        approval_id: String,
+        /// Granted or denied.
+        approved: bool,
+        /// Why, when given.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
 }
 
 impl Part {
@@ -74,8 +101,23 @@ impl Part {
                 name, arguments, ..
             } => name.chars().count() + arguments.chars().count(),
             Part::ToolResult { content, .. } => content.chars().count(),
+            Part::ApprovalRequest { .. } => 0,
+            Part::ApprovalResponse { reason, .. } => reason.chars().count(),
         };
         n as u64
+    }
+
+    /// The id this part links by, and whether it answers (a tool result, an
+    /// approval's answer) rather than asks (a tool call, an approval
+    /// request): a cut may never fall between an ask and its answer.
+    pub fn link(&self) -> Option<(&str, bool)> {
+        match self {
+            Part::ToolCall { call_id, .. } => Some((call_id, false)),
+            Part::ToolResult { call_id, .. } => Some((call_id, true)),
+            Part::ApprovalRequest { approval_id, .. } => Some((approval_id, false)),
+            Part::ApprovalResponse { approval_id, .. } => Some((approval_id, true)),
+            Part::Text { .. } => None,
+        }
     }
 }
 
@@ -113,14 +155,37 @@ pub fn render_parts(parts: &[Part]) -> String {
                 out.push_str("] ");
                 out.push_str(arguments);
             }
-            Part::ToolResult { name, content, .. } => {
-                out.push_str("[tool result");
+            Part::ToolResult {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                out.push_str(if *is_error {
+                    "[tool error"
+                } else {
+                    "[tool result"
+                });
                 if !name.is_empty() {
                     out.push(' ');
                     out.push_str(name);
                 }
                 out.push_str("] ");
                 out.push_str(content);
+            }
+            Part::ApprovalRequest { .. } => out.push_str("[tool approval requested]"),
+            Part::ApprovalResponse {
+                approved, reason, ..
+            } => {
+                out.push_str(if *approved {
+                    "[tool approved]"
+                } else {
+                    "[tool denied]"
+                });
+                if !reason.is_empty() {
+                    out.push(' ');
+                    out.push_str(reason);
+                }
             }
         }
     }
@@ -212,8 +277,8 @@ impl Turn {
     pub fn call_ids(&self) -> impl Iterator<Item = &str> {
         self.parts
             .iter()
-            .filter_map(|p| match p {
-                Part::ToolCall { call_id, .. } => Some(call_id.as_str()),
+            .filter_map(|p| match p.link() {
+                Some((id, false)) => Some(id),
                 _ => None,
             })
             .chain(self.meta_calls.iter().map(String::as_str))
@@ -223,8 +288,8 @@ impl Turn {
     pub fn result_ids(&self) -> impl Iterator<Item = &str> {
         self.parts
             .iter()
-            .filter_map(|p| match p {
-                Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            .filter_map(|p| match p.link() {
+                Some((id, true)) => Some(id),
                 _ => None,
             })
             .chain(self.meta_results.iter().map(String::as_str))
@@ -233,7 +298,7 @@ impl Turn {
     /// Whether the turn starts with a tool result (may never start a tail).
     pub fn starts_with_tool_result(&self) -> bool {
         self.role == Role::Tool
-            || matches!(self.parts.first(), Some(Part::ToolResult { .. }))
+            || matches!(self.parts.first().and_then(Part::link), Some((_, true)))
             || (self.metadata_only && !self.meta_results.is_empty() && self.meta_calls.is_empty())
     }
 }
@@ -252,6 +317,7 @@ mod tests {
                 call_id: "c1".into(),
                 name: "f".into(),
                 arguments: "{\"a\":1}".into(),
+                custom: false,
             },
             Part::ToolResult {
                 call_id: "c1".into(),

@@ -387,9 +387,14 @@ impl Declaration {
             return None;
         }
         let fields: Vec<String> = violations.iter().flat_map(|e| e.ids.clone()).collect();
+        let rules: Vec<&str> = violations.iter().map(|e| e.message.as_str()).collect();
         let error = Error::new(
             Code::InvalidDeclaration,
-            format!("the declaration breaks {} rule(s)", violations.len()),
+            format!(
+                "the declaration breaks {} rule(s): {}",
+                violations.len(),
+                rules.join("; ")
+            ),
         )
         .with_ids(fields);
         Some((error, violations))

@@ -185,6 +185,10 @@ pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Re
     }
 }
 
+/// How an error result's text begins where the format has no error flag
+/// (OpenAI chat).
+pub const ERROR_MARK: &str = "[error] ";
+
 fn is_system(role: Role) -> bool {
     role.always_pinned()
 }
@@ -229,7 +233,8 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
                         call_id,
                         name,
                         arguments,
-                    } => Some((call_id, name, arguments)),
+                        custom,
+                    } => Some((call_id, name, arguments, *custom)),
                     _ => None,
                 });
                 let first = calls.next();
@@ -242,19 +247,27 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
                 out.extend_from_slice(b",\"role\":\"assistant\"");
                 if let Some(call) = first {
                     out.extend_from_slice(b",\"tool_calls\":[");
-                    for (i, (call_id, name, arguments)) in
+                    for (i, (call_id, name, arguments, custom)) in
                         std::iter::once(call).chain(calls).enumerate()
                     {
                         if i > 0 {
                             out.push(b',');
                         }
-                        out.extend_from_slice(b"{\"function\":{\"arguments\":");
+                        if custom {
+                            out.extend_from_slice(b"{\"custom\":{\"input\":");
+                        } else {
+                            out.extend_from_slice(b"{\"function\":{\"arguments\":");
+                        }
                         write_str(arguments, &mut out);
                         out.extend_from_slice(b",\"name\":");
                         write_str(name, &mut out);
                         out.extend_from_slice(b"},\"id\":");
                         write_str(call_id, &mut out);
-                        out.extend_from_slice(b",\"type\":\"function\"}");
+                        out.extend_from_slice(if custom {
+                            b",\"type\":\"custom\"}"
+                        } else {
+                            b",\"type\":\"function\"}"
+                        });
                     }
                     out.push(b']');
                 }
@@ -264,17 +277,28 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
                 for p in m.parts.iter() {
                     match p {
                         Part::ToolResult {
-                            call_id, content, ..
+                            call_id,
+                            content,
+                            is_error,
+                            ..
                         } => {
                             next(&mut out);
                             out.extend_from_slice(b"{\"content\":");
-                            write_str(content, &mut out);
+                            // OpenAI has no error flag: the status leads the text.
+                            if *is_error {
+                                write_str(&format!("{ERROR_MARK}{content}"), &mut out);
+                            } else {
+                                write_str(content, &mut out);
+                            }
                             out.extend_from_slice(b",\"role\":\"tool\",\"tool_call_id\":");
                             write_str(call_id, &mut out);
                             out.push(b'}');
                         }
                         Part::Text { text } => simple(&mut out, text, "user"),
-                        Part::ToolCall { .. } => {}
+                        // OpenAI has no approvals: the call and its result carry the exchange.
+                        Part::ToolCall { .. }
+                        | Part::ApprovalRequest { .. }
+                        | Part::ApprovalResponse { .. } => {}
                     }
                 }
             }
@@ -312,6 +336,7 @@ fn parts_len(parts: &[Part]) -> usize {
                 name, arguments, ..
             } => name.len() + arguments.len() + 80,
             Part::ToolResult { content, .. } => content.len() + 60,
+            Part::ApprovalRequest { .. } | Part::ApprovalResponse { .. } => 0,
         })
         .sum()
 }
@@ -335,11 +360,12 @@ fn anthropic(messages: &[Outgoing<'_>]) -> Value {
                 Part::Text { text } if !text.is_empty() => {
                     blocks.push(json!({"type": "text", "text": text}))
                 }
-                Part::Text { .. } => {}
+                Part::Text { .. } | Part::ApprovalRequest { .. } | Part::ApprovalResponse { .. } => {}
                 Part::ToolCall {
                     call_id,
                     name,
                     arguments,
+                    ..
                 } => blocks.push(json!({
                     "type": "tool_use", "id": call_id, "name": name, "input": input_of(arguments),
                 })),
@@ -395,9 +421,30 @@ fn ai_sdk(m: &Outgoing<'_>) -> Option<Value> {
                 call_id,
                 name,
                 arguments,
+                custom,
             } => Some(json!({
-                "type": "tool-call", "toolCallId": call_id, "toolName": name, "input": input_of(arguments),
+                "type": "tool-call", "toolCallId": call_id, "toolName": name,
+                "input": if *custom { json!(arguments) } else { input_of(arguments) },
             })),
+            Part::ApprovalRequest {
+                approval_id,
+                call_id,
+            } => Some(json!({
+                "type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id,
+            })),
+            Part::ApprovalResponse {
+                approval_id,
+                approved,
+                reason,
+            } => {
+                let mut v = json!({
+                    "type": "tool-approval-response", "approvalId": approval_id, "approved": approved,
+                });
+                if !reason.is_empty() {
+                    v["reason"] = json!(reason);
+                }
+                Some(v)
+            }
             Part::ToolResult {
                 call_id,
                 name,
@@ -442,9 +489,19 @@ mod tests {
                                 call_id,
                                 name,
                                 arguments,
+                                custom: false,
                             } => Some(json!({
                                 "id": call_id, "type": "function",
                                 "function": {"name": name, "arguments": arguments},
+                            })),
+                            Part::ToolCall {
+                                call_id,
+                                name,
+                                arguments,
+                                custom: true,
+                            } => Some(json!({
+                                "id": call_id, "type": "custom",
+                                "custom": {"name": name, "input": arguments},
                             })),
                             _ => None,
                         })
@@ -462,11 +519,17 @@ mod tests {
                 Role::Tool => {
                     for p in m.parts.iter() {
                         match p {
-                            Part::ToolResult { call_id, content, .. } => all.push(
-                                json!({"role": "tool", "tool_call_id": call_id, "content": content}),
-                            ),
+                            Part::ToolResult {
+                                call_id,
+                                content,
+                                is_error,
+                                ..
+                            } => all.push(json!({
+                                "role": "tool", "tool_call_id": call_id,
+                                "content": if *is_error { format!("{ERROR_MARK}{content}") } else { content.clone() },
+                            })),
                             Part::Text { text } => all.push(json!({"role": "user", "content": text})),
-                            Part::ToolCall { .. } => {}
+                            _ => {}
                         }
                     }
                 }
@@ -494,6 +557,7 @@ mod tests {
             call_id: id.into(),
             name: "run \"x\"".into(),
             arguments: "{\"a\":1}\n".into(),
+            custom: false,
         };
         let result = |id: &str| Part::ToolResult {
             call_id: id.into(),
@@ -519,6 +583,40 @@ mod tests {
                 vec![result("c1"), text("note"), call("x"), result("c2")],
             )],
             vec![msg(Role::Tool, vec![])],
+            vec![
+                msg(
+                    Role::Assistant,
+                    vec![
+                        Part::ToolCall {
+                            call_id: "k1".into(),
+                            name: "grep".into(),
+                            arguments: "free \"form\"".into(),
+                            custom: true,
+                        },
+                        call("c1"),
+                        Part::ApprovalRequest {
+                            approval_id: "a1".into(),
+                            call_id: "c1".into(),
+                        },
+                    ],
+                ),
+                msg(
+                    Role::Tool,
+                    vec![
+                        Part::ApprovalResponse {
+                            approval_id: "a1".into(),
+                            approved: false,
+                            reason: "no".into(),
+                        },
+                        Part::ToolResult {
+                            call_id: "c1".into(),
+                            name: "run".into(),
+                            content: "denied".into(),
+                            is_error: true,
+                        },
+                    ],
+                ),
+            ],
             vec![
                 msg(Role::User, vec![text("a"), call("ignored"), text("b")]),
                 msg(Role::Assistant, vec![text("c")]),

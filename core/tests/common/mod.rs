@@ -300,6 +300,7 @@ pub fn tool_conversation() -> Vec<Event> {
                 call_id: "call_1".into(),
                 name: "calc".into(),
                 arguments: r#"{"expr":"2+2"}"#.into(),
+                custom: false,
             }],
         )),
         Event::Message(message(
@@ -318,6 +319,69 @@ pub fn tool_conversation() -> Vec<Event> {
     ]
 }
 
+/// Every part kind: a custom tool call and a function call that needs the
+/// member's approval, the denial (with its reason) and the error result it
+/// led to, then the answer.
+pub fn every_part_conversation() -> Vec<Event> {
+    vec![
+        msg(0, "sys", Role::System, "You are helpful."),
+        msg(10, "q", Role::User, "Pay the invoice and grep the log."),
+        Event::Message(message(
+            11,
+            0,
+            "calls",
+            Role::Assistant,
+            vec![
+                Part::Text {
+                    text: "Checking.".into(),
+                },
+                Part::ToolCall {
+                    call_id: "call_g".into(),
+                    name: "grep".into(),
+                    arguments: "error|warn".into(),
+                    custom: true,
+                },
+                Part::ToolCall {
+                    call_id: "call_p".into(),
+                    name: "pay".into(),
+                    arguments: r#"{"invoice":7}"#.into(),
+                    custom: false,
+                },
+                Part::ApprovalRequest {
+                    approval_id: "ap_1".into(),
+                    call_id: "call_p".into(),
+                },
+            ],
+        )),
+        Event::Message(message(
+            12,
+            0,
+            "answers",
+            Role::Tool,
+            vec![
+                Part::ToolResult {
+                    call_id: "call_g".into(),
+                    name: "grep".into(),
+                    content: "2 lines".into(),
+                    is_error: false,
+                },
+                Part::ApprovalResponse {
+                    approval_id: "ap_1".into(),
+                    approved: false,
+                    reason: "not this month".into(),
+                },
+                Part::ToolResult {
+                    call_id: "call_p".into(),
+                    name: "pay".into(),
+                    content: "execution denied: not this month".into(),
+                    is_error: true,
+                },
+            ],
+        )),
+        msg(13, "a", Role::Assistant, "The payment was declined."),
+    ]
+}
+
 /// Eight 400-character turns, then a call (seq 9), its 1,500-character result
 /// (seq 10) and a 300-character answer (seq 11): the tail boundary of a
 /// 2,000-character retain falls inside the pair.
@@ -332,6 +396,7 @@ pub fn tool_pair_at_the_tail_edge() -> Vec<Event> {
             call_id: "c1".into(),
             name: "run_code".into(),
             arguments: "{}".into(),
+            custom: false,
         }],
     )));
     events.push(Event::Message(message(

@@ -33,11 +33,15 @@ function load(): Promise<AiSdkFunctions> {
   return ai;
 }
 
-/** The packet as an AI SDK call: the compactor's system prompt as `instructions`, the rest as user messages. */
+/**
+ * The packet as an AI SDK call on every line: the compactor's system prompt
+ * as `system` (ai 5 and 6 know only that) and as `instructions` (ai 7, where
+ * `system` is its deprecated alias), the rest as user messages.
+ */
 function call(model: AiSdkLanguageModel, packet: Packet, signal?: AbortSignal) {
-  const instructions = packet.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
+  const system = packet.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
   const messages = packet.messages.filter((m) => m.role !== "system").map((m) => ({ role: "user" as const, content: m.content }));
-  return { model, instructions, messages, abortSignal: signal, maxRetries: 0 };
+  return { model, system, instructions: system, messages, abortSignal: signal, maxRetries: 0 };
 }
 
 /**
