@@ -1,8 +1,13 @@
 // Before `npm pack` / `npm publish`: build dist/ and put the licenses beside
 // the package (the repository keeps one copy of each, at its root).
 import { execFileSync } from "node:child_process";
-import { copyFileSync } from "node:fs";
+import { copyFileSync, existsSync } from "node:fs";
 
 const here = new URL("..", import.meta.url);
 execFileSync(process.execPath, [new URL("node_modules/typescript/bin/tsc", here).pathname, "-p", "tsconfig.json"], { cwd: here, stdio: "inherit" });
-for (const f of ["LICENSE-MIT", "LICENSE-APACHE"]) copyFileSync(new URL(`../${f}`, here), new URL(f, here));
+// Packed from the repository, the licenses come from its root; packed from
+// a copy of js/ alone, the ones already beside the package are used.
+for (const f of ["LICENSE-MIT", "LICENSE-APACHE"]) {
+  if (existsSync(new URL(`../${f}`, here))) copyFileSync(new URL(`../${f}`, here), new URL(f, here));
+  else if (!existsSync(new URL(f, here))) throw new Error(`prepack: ${f} is neither beside the package nor in the repository root above it`);
+}

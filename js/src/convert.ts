@@ -20,9 +20,15 @@ import type { AiSdkRendered, Event, Part, Role } from "./types.js";
 export interface OpenAiChatMessage {
   /** `"function"` (deprecated by OpenAI) is refused with a message saying so. */
   role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
-  content?: string | ReadonlyArray<{ type: string; text?: string; refusal?: string }> | null;
+  content?: string | ReadonlyArray<{ type: string; text?: string; refusal?: string; image_url?: unknown; input_audio?: unknown; file?: unknown }> | null;
   name?: string;
   refusal?: string | null;
+  /** Carried by the `openai` package's assistant messages; not stored. */
+  audio?: unknown;
+  /** The deprecated single function call: refused (send `tool_calls`). */
+  function_call?: unknown;
+  /** Carried by the `openai` package's assistant messages; not stored. */
+  annotations?: unknown;
   tool_calls?: ReadonlyArray<
     | { id: string; type?: "function"; function: { name: string; arguments?: string } }
     | { id: string; type: "custom"; custom: { name: string; input?: string } }
@@ -39,14 +45,39 @@ export interface AnthropicMessage {
         | { type: "text"; text: string }
         | { type: "tool_use"; id: string; name: string; input: unknown }
         | { type: "tool_result"; tool_use_id: string; content?: string | ReadonlyArray<{ type: string; text?: string }>; is_error?: boolean }
-        | { type: string }
+        | { type: string; source?: unknown; title?: string | null; cache_control?: unknown; citations?: unknown; thinking?: string; signature?: string; data?: string }
       >;
 }
 
 /** A Vercel AI SDK `ModelMessage` of any major line (5, 6, 7): text, files, reasoning, tool calls, tool results, approvals. */
 export type AiSdkMessage =
-  | { role: "system"; content: string }
-  | { role: "user" | "assistant" | "tool"; content: string | ReadonlyArray<{ type: string }> };
+  | { role: "system"; content: string; providerOptions?: unknown }
+  | { role: "user" | "assistant" | "tool"; content: string | ReadonlyArray<AiSdkPart>; providerOptions?: unknown };
+
+/**
+ * A part of an AI SDK model message, as every line spells it: `text`,
+ * `image`, `file`, `reasoning`, `tool-call`, `tool-result`,
+ * `tool-approval-request`, `tool-approval-response`.
+ */
+export interface AiSdkPart {
+  type: string;
+  text?: string;
+  image?: unknown;
+  data?: unknown;
+  mediaType?: string;
+  filename?: string;
+  toolCallId?: string;
+  toolName?: string;
+  input?: unknown;
+  output?: unknown;
+  approvalId?: string;
+  approved?: boolean;
+  reason?: string;
+  isAutomatic?: boolean;
+  signature?: string;
+  providerExecuted?: boolean;
+  providerOptions?: unknown;
+}
 
 /** A message on its way in: its parts in foldline's form, before numbering. */
 interface Draft { role: Role; parts: Part[]; authorAgent?: string }
@@ -151,6 +182,7 @@ function openAiDrafts(messages: readonly unknown[]): Draft[] {
       return { role, parts: [{ type: "toolResult", callId, name: typeof m.name === "string" ? m.name : "", content, isError: false }] };
     }
     const parts = openAiText(place, m.content, role);
+    if (m.function_call != null) refuse(place, "the deprecated function_call is not imported; send tool_calls");
     if (role === "assistant" && typeof m.refusal === "string" && m.refusal) parts.push({ type: "text", text: m.refusal });
     if (role === "assistant") parts.push(...openAiCalls(place, m.tool_calls));
     else if (m.tool_calls != null) refuse(place, "only an assistant message carries tool_calls");

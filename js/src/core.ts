@@ -21,7 +21,7 @@ export type { Compactor, CompactorOptions, OnMessageResult, ContextOptions, Manu
 export { createHandler, MemoryOwners } from "./handler.js";
 export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
 export { fromOpenAiMessages, fromAnthropicMessages, fromAiSdkMessages, aiSdkPrompt } from "./convert.js";
-export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage } from "./convert.js";
+export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage, AiSdkPart } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";
 export type { AiSdkLanguageModel, AiSdkFunctions } from "./model/aisdk.js";

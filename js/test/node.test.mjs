@@ -278,3 +278,41 @@ test("long answers at seed 002's token budget never cost the model its recent hi
   }
   assert.ok(compacted >= 50, `${compacted}`);
 });
+
+// Item 6 of the formats issue: real token counts include each message's
+// framing. 700 short pairs in lazy mode (no retrieval share), then long
+// answers, counted by js-tiktoken (cl100k) and gpt-tokenizer (o200k); after
+// every message the context sent is counted as OpenAI counts a chat request
+// (3 tokens of framing per message and 3 to prime the reply) and must leave
+// the reserved output free in the 8,192-token window. Without the framing
+// the short chat reached 8,422 tokens while the manifest said 4,210.
+test("real tokenizers: the context as the provider counts it fits the window", async () => {
+  const { getEncoding } = await import("js-tiktoken");
+  const { encode } = await import("gpt-tokenizer");
+  const cl100k = getEncoding("cl100k_base");
+  const tokenizers = { "js-tiktoken cl100k": (t) => cl100k.encode(t).length, "gpt-tokenizer o200k": (t) => encode(t).length };
+  for (const [name, count] of Object.entries(tokenizers)) {
+    const c = f.createCompactor({
+      journal: new f.MemoryJournal(), model: fakeModel(), countTokens: count,
+      declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192, mode: "lazy", retrievalShare: 0 } },
+    });
+    const provider = (messages) => messages.reduce((a, m) => a + 3 + count(m.content ?? ""), 3);
+    let compacted = 0;
+    let most = 0;
+    for (let n = 1; n <= 1500; n++) {
+      const long = n > 1400 && n % 2 === 0;
+      const text = n % 2 ? `Q${n}: next?` : long ? `Answer ${n}: ${"The plan keeps the budget and the dates as agreed. ".repeat(120)}` : `A${n}: ok.`;
+      await c.append("c1", { role: n % 2 ? "user" : "assistant", content: text });
+      if ((await c.onMessage("c1")).status === "compacted") compacted++;
+      if (n % 10 === 0 || long) {
+        const ctx = await c.context("c1", { format: "openai" });
+        const real = provider(ctx.messages);
+        most = Math.max(most, real);
+        assert.ok(real <= 8192 - 1024, `${name}, message ${n}: ${real} tokens as the provider counts them (manifest ${ctx.manifest.total} of ${ctx.manifest.limit})`);
+      }
+    }
+    assert.ok(compacted >= 1, `${name}: the chat never compacted`);
+    console.log(`# ${name}: at most ${most} tokens sent as the provider counts them, ${compacted} compactions`);
+  }
+});
+

