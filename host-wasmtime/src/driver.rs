@@ -291,7 +291,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
             compactor: Some(compactor),
             // Unique per driver, so two drivers in one process never share
             // a lease.
-            holder: format!("host-{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            holder: format!(
+                "host-{}-{}",
+                std::process::id(),
+                uuid::Uuid::new_v4().simple()
+            ),
             lease_ms: 120_000,
             owner: None,
             route_of: default_route,
@@ -313,13 +317,20 @@ impl<J: Journal, M: Model> Driver<J, M> {
     ///
     /// # Errors
     /// `invalid_declaration`.
-    pub fn checked(foldline: Foldline, journal: J, model: M, declaration: Declaration) -> Result<Self> {
+    pub fn checked(
+        foldline: Foldline,
+        journal: J,
+        model: M,
+        declaration: Declaration,
+    ) -> Result<Self> {
         let d = Driver::new(foldline, journal, model, declaration);
-        d.validate(ValidateRequest::Events(Box::new(foldline_core::validate::EventsCheck {
-            route: Route::default(),
-            events: Vec::new(),
-            declaration: Some(d.declaration.clone()),
-        })))?;
+        d.validate(ValidateRequest::Events(Box::new(
+            foldline_core::validate::EventsCheck {
+                route: Route::default(),
+                events: Vec::new(),
+                declaration: Some(d.declaration.clone()),
+            },
+        )))?;
         Ok(d)
     }
 

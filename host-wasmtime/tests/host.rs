@@ -194,7 +194,10 @@ fn a_bad_declaration_is_named_when_the_driver_is_built() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("invalid_declaration"), "{err}");
-    assert!(err.contains("separate consumer id"), "the rule is named: {err}");
+    assert!(
+        err.contains("separate consumer id"),
+        "the rule is named: {err}"
+    );
     let j = || SqliteJournal::open(dir.path().join("j.db")).unwrap();
     let e = match Driver::checked(Foldline::embedded().unwrap(), j(), Extractive, bad) {
         Err(e) => e,

@@ -75,6 +75,9 @@ export type AppendMessages =
   | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string }
   | { format: "ai-sdk"; messages: AiSdkMessage | readonly AiSdkMessage[] };
 
+/** A context whose messages were rendered (`render` not `false`). */
+export type RenderedSelection<M> = Selection<M> & { messages: M };
+
 export type OnMessageResult =
   | { status: "busy" }
   | { status: "skipped" | "paused" | "warm"; outcome: PlanOutcome }
@@ -94,10 +97,15 @@ export interface ManualTask {
   onAccepted?: (seq: number) => void;
 }
 
+/** Options of `context`. */
 export interface ContextOptions {
+  /** The messages' shape: `foldline` (default), `openai`, `anthropic`, `ai-sdk` (or `aiSdk`). */
   format?: Format;
+  /** The member's current prompt, rendered last and reserved first. */
   prompt?: Part[];
+  /** A smaller budget than the declaration's for this context, in its unit (characters or tokens). */
   limit?: number;
+  /** `false`: the manifest only, no messages rendered (what would be sent, cheaply). */
   render?: boolean;
 }
 
@@ -163,7 +171,9 @@ export interface Compactor {
    */
   endInterrupted(conversationId: string): Promise<boolean>;
   /** The model-bound context. */
-  context<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F }): Promise<Selection<MessagesOf[F]>>;
+  context<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<RenderedSelection<MessagesOf[F]>>;
+  /** The manifest only when `render` is `false`. */
+  context<F extends Format = "foldline">(conversationId: string, options: ContextOptions & { format?: F; render: boolean }): Promise<Selection<MessagesOf[F]>>;
   /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
   timeline(conversationId: string): Promise<Timeline>;
   /** The resolved chain. */
@@ -657,13 +667,14 @@ export function createCompactor(o: CompactorOptions): Compactor {
       serial(id, () => run(id, { kind: "manual", actor: t.actor, sessionBusy: t.sessionBusy ?? false }, t.id, t.onAccepted)),
     endInterrupted: (id) =>
       serial(id, async () => (await leased(id, (fence) => drive(id, { kind: "automatic" }, fence, { endInterruptedOnly: true }))) !== undefined),
-    async context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}): Promise<Selection<MessagesOf[F]>> {
+    async context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}): Promise<RenderedSelection<MessagesOf[F]>> {
       const { s, events, res } = await load(id);
       // `select` takes either spelling of the AI SDK format.
       const format = opts.format === "ai-sdk" ? "aiSdk" : opts.format ?? "foldline";
       const route = routeOf(id);
       const owner = o.owner?.(id) ?? null;
-      return selectHeld<Selection<MessagesOf[F]>>(s.held, {
+      // `messages` is there unless `render: false` (the second overload).
+      return selectHeld<RenderedSelection<MessagesOf[F]>>(s.held, {
         declaration: o.declaration, route, frontier: res.frontier, head: res.head,
         amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
         limit: opts.limit ?? null, render: opts.render ?? true,

@@ -96,7 +96,18 @@ export function load(source: WasmSource | undefined, fallback: () => Promise<Was
       const module = input instanceof WebAssembly.Module ? input : await WebAssembly.compile(input as BufferSource);
       wasm.initSync({ module });
     } else {
-      await initWasm({ module_or_path: input as never });
+      try {
+        await initWasm({ module_or_path: input as never });
+      } catch (e) {
+        // A URL that does not serve the .wasm (a bundle shipped without it,
+        // an esbuild browser build with no URL passed) fails inside the glue
+        // with an untyped error: say which URL and what to do.
+        const where = input instanceof URL || typeof input === "string" ? String(input) : "the given Response";
+        throw new FoldlineError({
+          code: "not_initialized",
+          message: `the .wasm could not be loaded from ${where} (${String(e)}): serve foldline_bg.wasm there, or pass its URL, bytes or a WebAssembly.Module to init()`,
+        });
+      }
     }
     const v = JSON.parse(wasm.version()) as { abi: { major: number } };
     if (v.abi.major !== ABI_MAJOR) {

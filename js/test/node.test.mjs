@@ -66,6 +66,26 @@ test("a call before init() answers not_initialized", () => {
   check(out.code === "not_initialized", out.code);
 });
 
+test("a .wasm URL that serves nothing answers not_initialized naming the URL (not the glue's untyped error)", async () => {
+  const { createServer } = await import("node:http");
+  const server = createServer((_, res) => { res.writeHead(404); res.end("not found"); });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}/assets/foldline_bg.wasm`;
+  const entry = new URL("../dist/node.js", import.meta.url).href;
+  const script = `const f = await import(${JSON.stringify(entry)});
+    try { await f.init(new URL(${JSON.stringify(url)})); console.log("{}"); }
+    catch (e) { console.log(JSON.stringify({ typed: e instanceof f.FoldlineError, code: e.code, message: e.message })); }`;
+  const { spawn } = await import("node:child_process");
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script]);
+  let stdout = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  await new Promise((r) => child.on("close", r));
+  server.close();
+  const out = JSON.parse(stdout || "{}");
+  check(out.typed === true && out.code === "not_initialized", stdout);
+  check(out.message.includes(url), out.message);
+});
+
 test("npm pack ships the build, the .wasm, the README and the licenses, and nothing else", async () => {
   const { execFileSync } = await import("node:child_process");
   const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts=false"], { cwd: new URL("..", import.meta.url), encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });

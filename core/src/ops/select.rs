@@ -1,7 +1,8 @@
 //! `select`: the model-bound context for one turn.
 //!
 //! In order: pinned turns, the summary envelope, the amendment envelope, the
-//! exact tail after the covered sequence, the current prompt. Pinned turns,
+//! exact tail after the covered sequence (with any pinned turn written after
+//! the tail begins in its place), the current prompt. Pinned turns,
 //! envelopes and prompt are reserved first (size and message slots); the tail
 //! gets what is left, newest coherent units first, never splitting a tool pair.
 //! Nothing disappears silently: every turn after the covered sequence is
@@ -343,9 +344,16 @@ fn assemble<'a>(
 ) -> (Vec<Outgoing<'a>>, Vec<String>) {
     let mut messages: Vec<Outgoing<'a>> = Vec::with_capacity(pinned.len() + tail.len() + 3);
     let mut fold: Vec<String> = Vec::with_capacity(messages.capacity());
-    for t in pinned {
+    // A pinned turn written after the exact tail begins (a system message
+    // in the middle of a conversation) keeps its place among the tail's
+    // turns; the others lead the context.
+    let in_place = |t: &Turn| tail.first().is_some_and(|first| t.key() > first.key());
+    let push_pinned = |t: &'a Turn, messages: &mut Vec<Outgoing<'a>>, fold: &mut Vec<String>| {
         fold.push(format!("pinned:{}:{}", t.role.as_str(), t.content_hash));
         messages.push(turn_message(Kind::Pinned, t));
+    };
+    for t in pinned.iter().filter(|t| !in_place(t)) {
+        push_pinned(t, &mut messages, &mut fold);
     }
     if let Some(text) = summary_text {
         fold.push(format!(
@@ -361,9 +369,16 @@ fn assemble<'a>(
         ));
         messages.push(envelope_message(Kind::Amendment, text));
     }
+    let mut later = pinned.iter().filter(|t| in_place(t)).peekable();
     for t in tail {
+        while let Some(p) = later.next_if(|p| p.key() < t.key()) {
+            push_pinned(p, &mut messages, &mut fold);
+        }
         fold.push(format!("turn:{}:{}", t.role.as_str(), t.content_hash));
         messages.push(turn_message(Kind::Turn, t));
+    }
+    for p in later {
+        push_pinned(p, &mut messages, &mut fold);
     }
     if let Some(p) = prompt {
         fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)));

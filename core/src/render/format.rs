@@ -179,10 +179,64 @@ impl<'a> Outgoing<'a> {
 pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Rendered {
     match format {
         Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),
-        Format::Openai => Rendered::Canonical(openai(&messages)),
-        Format::Anthropic => Rendered::Json(anthropic(&messages)),
-        Format::AiSdk => Rendered::Json(Value::Array(messages.iter().filter_map(ai_sdk).collect())),
+        Format::Openai => Rendered::Canonical(openai(&without_orphans(messages))),
+        Format::Anthropic => Rendered::Json(anthropic(&without_orphans(messages))),
+        Format::AiSdk => Rendered::Json(Value::Array(
+            without_orphans(messages)
+                .iter()
+                .filter_map(ai_sdk)
+                .collect(),
+        )),
     }
+}
+
+/// A tool result (or an approval's answer) whose call (or request) is not
+/// earlier in the context — appended without it — would make a provider
+/// refuse the whole request: in the provider formats it is sent as the
+/// member's text instead (`[tool result name] content`, after what its
+/// message keeps), never dropped. foldline's own form keeps it as it is.
+fn without_orphans(messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
+    let mut asked: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let mut orphans: Vec<usize> = Vec::new();
+        for (i, p) in m.parts.iter().enumerate() {
+            match p.link() {
+                Some((id, false)) => {
+                    asked.insert(id.to_owned());
+                }
+                Some((id, true)) if !asked.contains(id) => orphans.push(i),
+                _ => {}
+            }
+        }
+        if orphans.is_empty() {
+            out.push(m);
+            continue;
+        }
+        let (bad, good): (Vec<(usize, &Part)>, Vec<(usize, &Part)>) = m
+            .parts
+            .iter()
+            .enumerate()
+            .partition(|(i, _)| orphans.contains(i));
+        let bad: Vec<Part> = bad.into_iter().map(|(_, p)| p.clone()).collect();
+        let good: Vec<Part> = good.into_iter().map(|(_, p)| p.clone()).collect();
+        let text = crate::turn::render_parts(&bad);
+        if !good.is_empty() {
+            out.push(Outgoing {
+                kind: m.kind,
+                role: m.role,
+                turn_id: m.turn_id,
+                parts: Cow::Owned(good),
+            });
+        }
+        out.push(Outgoing {
+            kind: m.kind,
+            role: Role::User,
+            turn_id: m.turn_id,
+            parts: Cow::Owned(vec![Part::Text { text }]),
+        });
+    }
+    out
 }
 
 /// How an error result's text begins where the format has no error flag
@@ -360,7 +414,9 @@ fn anthropic(messages: &[Outgoing<'_>]) -> Value {
                 Part::Text { text } if !text.is_empty() => {
                     blocks.push(json!({"type": "text", "text": text}))
                 }
-                Part::Text { .. } | Part::ApprovalRequest { .. } | Part::ApprovalResponse { .. } => {}
+                Part::Text { .. }
+                | Part::ApprovalRequest { .. }
+                | Part::ApprovalResponse { .. } => {}
                 Part::ToolCall {
                     call_id,
                     name,

@@ -2,7 +2,7 @@
 // client drawing dividers and an edge function building the context.
 import {
   init, createCompactor, MemoryJournal, plan, select, timeline, FoldlineError, createHandler, fromOpenAiMessages, modelFromFunction, modelFromAiSdk,
-  type Handler, type ExecutionContext, type Declaration, type Code, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection,
+  type Handler, type ExecutionContext, type Declaration, type Code, type Event, type Model, type PlanOutcome, type TimelineItem, type Selection, type ContextMessage,
 } from "../../dist/index.js";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 
@@ -86,12 +86,17 @@ export const loadAtTheEdge = (): Promise<void> => init(wasmModule);
 import type { ModelMessage } from "ai";
 export async function typedFormats(model: Model): Promise<[ModelMessage[], string, number]> {
   const compactor = createCompactor({ journal: new MemoryJournal(), model, declaration });
-  const ai: ModelMessage[] = (await compactor.context("c", { format: "ai-sdk" })).messages ?? [];
+  // Rendered unless `render: false`: `messages` is there, no `?? []`.
+  const ai: ModelMessage[] = (await compactor.context("c", { format: "ai-sdk" })).messages;
   const anthropic = (await compactor.context("c", { format: "anthropic" })).messages;
-  const own = (await compactor.context("c")).messages ?? [];
+  const own = (await compactor.context("c")).messages;
+  const manifestOnly = await compactor.context("c", { render: false });
+  // @ts-expect-error: with render: false there may be no messages
+  const none: ContextMessage[] = manifestOnly.messages;
+  void none;
   // @ts-expect-error: a message type is not a format
   await compactor.context<ModelMessage[]>("c", { format: "openai" });
-  return [ai, anthropic?.system ?? "", own.length];
+  return [ai, anthropic.system, own.length];
 }
 
 // Any AI SDK LanguageModel is a model.
