@@ -115,6 +115,8 @@ fn text_of(e: &Event) -> Option<(u64, String)> {
                     Part::Text { text } => text.clone(),
                     Part::ToolCall { arguments, .. } => arguments.clone(),
                     Part::ToolResult { content, .. } => content.clone(),
+                    Part::ApprovalResponse { reason, .. } => reason.clone(),
+                    Part::ApprovalRequest { .. } => String::new(),
                 })
                 .collect::<Vec<_>>()
                 .join(" "),

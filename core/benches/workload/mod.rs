@@ -28,6 +28,7 @@ pub fn turn(seq: u64) -> Event {
                 call_id: format!("c{seq}"),
                 name: "run_code".into(),
                 arguments: "{\"code\":\"print(1)\"}".into(),
+                custom: false,
             }],
         ),
         7 => (

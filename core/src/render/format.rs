@@ -213,13 +213,14 @@ fn without_orphans(messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
             out.push(m);
             continue;
         }
-        let (bad, good): (Vec<(usize, &Part)>, Vec<(usize, &Part)>) = m
-            .parts
-            .iter()
-            .enumerate()
-            .partition(|(i, _)| orphans.contains(i));
-        let bad: Vec<Part> = bad.into_iter().map(|(_, p)| p.clone()).collect();
-        let good: Vec<Part> = good.into_iter().map(|(_, p)| p.clone()).collect();
+        let (mut bad, mut good) = (Vec::new(), Vec::new());
+        for (i, p) in m.parts.iter().enumerate() {
+            if orphans.contains(&i) {
+                bad.push(p.clone());
+            } else {
+                good.push(p.clone());
+            }
+        }
         let text = crate::turn::render_parts(&bad);
         if !good.is_empty() {
             out.push(Outgoing {
