@@ -228,6 +228,42 @@ impl Drop for Running<'_> {
     }
 }
 
+/// The writer lease of a conversation, held from [`Driver::lease`] until
+/// released; dropped without release (a panicking model, an early return)
+/// it is given back on unwind, so another driver can take the conversation
+/// at once instead of waiting out the lease's time to live.
+struct Held<'a, J: Journal, M: Model> {
+    driver: &'a Driver<J, M>,
+    conversation: &'a str,
+    released: bool,
+}
+
+impl<J: Journal, M: Model> Held<'_, J, M> {
+    fn release(mut self) -> Result<()> {
+        self.released = true;
+        self.driver.unlease(self.conversation)
+    }
+}
+
+impl<J: Journal, M: Model> Drop for Held<'_, J, M> {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = self.driver.unlease(self.conversation);
+        }
+    }
+}
+
+/// Sets the renewal thread's stop flag when dropped: when the work ends,
+/// also by a panic, so the thread (and the scope that joins it) ends at once.
+struct StopOnDrop<'a>(&'a (std::sync::Mutex<bool>, std::sync::Condvar));
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        *self.0 .0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.0 .1.notify_all();
+    }
+}
+
 /// What one run of the loop is for.
 struct RunSpec {
     trigger: Trigger,
@@ -542,9 +578,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Some(r) => r,
             None => return Ok(false),
         };
-        if !self.lease(conversation)? {
+        let Some(held) = self.hold(conversation)? else {
             return Ok(false);
-        }
+        };
         let sweep = RunSpec {
             trigger: Trigger::Automatic,
             task: None,
@@ -552,7 +588,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             end_interrupted_only: true,
         };
         let result = self.drive(conversation, &sweep, &mut |_| {});
-        self.unlease(conversation)?;
+        held.release()?;
         result.map(|_| true)
     }
 
@@ -577,9 +613,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let Some(_running) = self.enter(conversation) else {
             return Ok(Outcome::Busy);
         };
-        if !self.lease(conversation)? {
+        let Some(held) = self.hold(conversation)? else {
             return Ok(Outcome::Busy);
-        }
+        };
         let (task, owner) = match task {
             Some((id, owner)) => (Some(id), owner),
             None => (None, self.owner.clone()),
@@ -591,7 +627,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             end_interrupted_only: false,
         };
         let result = self.drive(conversation, &run, accepted);
-        self.unlease(conversation)?;
+        held.release()?;
         let finished = result?;
         let drop_warm = |d: &Self| d.with_cache(conversation, |c| c.warm = None);
         Ok(match finished {
@@ -859,6 +895,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(true)
     }
 
+    /// [`Driver::lease`] as a guard that gives the lease back on unwind.
+    fn hold<'a>(&'a self, conversation: &'a str) -> Result<Option<Held<'a, J, M>>> {
+        Ok(self.lease(conversation)?.then_some(Held {
+            driver: self,
+            conversation,
+            released: false,
+        }))
+    }
+
     fn unlease(&self, conversation: &str) -> Result<()> {
         self.fences
             .lock()
@@ -901,11 +946,34 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     }
                 }
             });
-            let out = work();
-            *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            stop.1.notify_all();
-            out
+            let _stop = StopOnDrop(stop);
+            work()
         })
+    }
+
+    /// Drop what this driver keeps of a conversation — its verified
+    /// resolution, the events its core instance holds, a prepared warm
+    /// candidate — so memory stays bounded over many conversations; the next
+    /// call for it reads the journal again. A server calls this for idle
+    /// conversations. Nothing in the journal changes.
+    ///
+    /// # Errors
+    /// A trap of the core's instance.
+    pub fn forget(&self, conversation: &str) -> Result<()> {
+        let gone = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(conversation);
+        match gone {
+            Some(mut c) => self.foldline.release(&mut c.holding),
+            None => Ok(()),
+        }
+    }
+
+    /// Conversations this driver keeps state for (see [`Driver::forget`]).
+    pub fn remembered(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     fn with_cache<T>(&self, conversation: &str, f: impl FnOnce(&mut Cached) -> T) -> T {
@@ -938,6 +1006,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
         {
             return Ok(false);
         }
+        // Given back also if the model panics.
+        struct Warm<'a, J: Journal>(&'a J, &'a str, &'a str);
+        impl<J: Journal> Drop for Warm<'_, J> {
+            fn drop(&mut self) {
+                let _ = self.0.release_lease(self.1, self.2);
+            }
+        }
+        let warm = Warm(&self.journal, &key, &self.holder);
         let answer = self.renewing(&key, self.warm_lease_ms, || {
             let call =
                 |buffered| self.call_model(&packet, "warm-check", buffered, self.model_timeout_ms);
@@ -951,6 +1027,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 other => other,
             }
         });
+        std::mem::forget(warm);
         self.journal.release_lease(&key, &self.holder)?;
         let EffectResult::Model {
             output: Some(output),

@@ -448,6 +448,40 @@ impl Model for OpenAiModel {
     }
 }
 
+/// A model from a function that summarizes a packet (call your provider
+/// with `packet.messages`, the compactor's prompt, ready to use), as the JS
+/// package's `modelFromFunction`: its text is streamed as one chunk, with
+/// usage estimated when the function does not report it. Build it with
+/// [`model_fn`]. An async function runs through a runtime handle:
+/// `model_fn(move |p| handle.block_on(summarize(p)))` from a driver that
+/// itself runs on `spawn_blocking` (docs/embedding.md).
+#[derive(Debug, Clone, Copy)]
+pub struct FnModel<F>(pub F);
+
+/// A [`Model`] from `f`: `Ok(text)` is the summary, `Err` a typed failure.
+pub fn model_fn<F>(f: F) -> FnModel<F>
+where
+    F: Fn(&Packet) -> Result<String, ModelError>,
+{
+    FnModel(f)
+}
+
+impl<F> Model for FnModel<F>
+where
+    F: Fn(&Packet) -> Result<String, ModelError>,
+{
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
+        let r = self.complete(packet)?;
+        sink(StreamChunk::Delta(r.text));
+        sink(StreamChunk::Done(r.evidence));
+        Ok(())
+    }
+
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
+        Ok(offline((self.0)(packet)?, "function", packet))
+    }
+}
+
 /// A boxed model is a model, so a host can pick one at run time
 /// (`Box<dyn Model + Send + Sync>`).
 impl<T: Model + ?Sized> Model for Box<T> {

@@ -12,6 +12,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -151,6 +152,34 @@ pub struct Foldline {
     abi_minor: u32,
 }
 
+/// Modules compiled in this process, by artifact hash: an engine and a
+/// ready-to-instantiate module are shared by every [`Foldline`] loaded from
+/// the same bytes, so only the first load of an artifact compiles it (a
+/// second driver starts in microseconds; each still gets its own instances).
+static COMPILED: Mutex<BTreeMap<String, (Engine, InstancePre<State>)>> =
+    Mutex::new(BTreeMap::new());
+
+/// The engine and instantiable module of `bytes`, compiled once per process.
+fn compiled(sha256: &str, bytes: &[u8]) -> Result<(Engine, InstancePre<State>)> {
+    let mut cache = COMPILED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((engine, pre)) = cache.get(sha256) {
+        return Ok((engine.clone(), pre.clone()));
+    }
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    let engine = Engine::new(&config).map_err(|e| HostError::Load(e.to_string()))?;
+    let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
+    let mut linker: Linker<State> = Linker::new(&engine);
+    linker
+        .define_unknown_imports_as_traps(&module)
+        .map_err(|e| HostError::Load(e.to_string()))?;
+    let pre = linker
+        .instantiate_pre(&module)
+        .map_err(|e| HostError::Load(e.to_string()))?;
+    cache.insert(sha256.to_owned(), (engine.clone(), pre.clone()));
+    Ok((engine, pre))
+}
+
 impl Foldline {
     /// Load the embedded artifact with default limits.
     ///
@@ -173,21 +202,12 @@ impl Foldline {
     /// # Errors
     /// `load_failed` or `unsupported_version`.
     pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Foldline> {
-        let mut config = Config::new();
-        config.consume_fuel(true);
-        let engine = Engine::new(&config).map_err(|e| HostError::Load(e.to_string()))?;
-        let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
-        let mut linker: Linker<State> = Linker::new(&engine);
-        linker
-            .define_unknown_imports_as_traps(&module)
-            .map_err(|e| HostError::Load(e.to_string()))?;
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(|e| HostError::Load(e.to_string()))?;
+        let sha256 = format!("sha256:{:x}", Sha256::digest(bytes));
+        let (engine, pre) = compiled(&sha256, bytes)?;
         let f = Foldline {
             engine,
             pre,
-            sha256: format!("sha256:{:x}", Sha256::digest(bytes)),
+            sha256,
             limits,
             warm: Mutex::new(None),
             generations: AtomicU64::new(0),
@@ -384,6 +404,26 @@ impl Foldline {
             }
             Ok(out)
         })
+    }
+
+    /// Let the instance drop the events `h` holds (a conversation the host
+    /// forgets); nothing when they are held by an instance no longer kept.
+    ///
+    /// # Errors
+    /// A trap of the instance.
+    pub fn release(&self, h: &mut Holding) -> Result<()> {
+        let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = slot.as_mut() {
+            if h.id != 0 && h.generation == w.generation {
+                if let Some((_, forget)) = w.held.clone() {
+                    forget
+                        .call(&mut w.store, h.id)
+                        .map_err(|e| self.classify(e))?;
+                }
+            }
+        }
+        (h.generation, h.count) = (0, 0);
+        Ok(())
     }
 
     /// Run `work` on the kept instance (or a new one) with a full fuel

@@ -79,6 +79,44 @@ impl ServeConfig {
     }
 }
 
+/// The server's routes, to mount in an application of your own (an axum
+/// service with its own runtime, listener and routes): open it (blocking:
+/// before your runtime starts, or on `spawn_blocking`), merge
+/// [`Server::router`] into your router, and call [`Server::shutdown`] when
+/// you stop serving. [`serve`] is this with a runtime and listener of its
+/// own. `config.listen` is not used here: your listener is.
+pub struct Server {
+    app: Arc<state::App>,
+}
+
+impl Server {
+    /// Open the stores (the journal, the ownership, task and answer tables)
+    /// and end the tasks a previous run left open.
+    ///
+    /// # Errors
+    /// Opening the journal, storage failures at start.
+    pub fn open(driver: ServeDriver, config: ServeConfig) -> Result<Server> {
+        let app = Arc::new(state::App::open(driver, config)?);
+        app.recover();
+        Ok(Server { app })
+    }
+
+    /// The routes (every one under `/api/`), as an axum `Router` to serve
+    /// or to merge into yours: `Router::new().route("/health", …).merge(server.router())`.
+    pub fn router(&self) -> axum::Router {
+        routes::router(self.app.clone())
+    }
+
+    /// Stop: the streams of running tasks go on until their terminal event,
+    /// and this resolves once every running task has written it. Call it
+    /// after your listener stopped accepting.
+    pub async fn shutdown(&self) {
+        self.app.stopping.cancel();
+        self.app.tracker.close();
+        self.app.tracker.wait().await;
+    }
+}
+
 /// Run a server until `stop` resolves (the program passes [`signal`]): end
 /// the tasks a previous run left open, serve (`ready` gets the bound
 /// address), then stop accepting, let every running task write its terminal
@@ -94,21 +132,19 @@ pub fn serve(
 ) -> Result<()> {
     // Blocking storage calls run before the runtime starts, or on its
     // blocking pool, never on its async workers.
-    let app = Arc::new(state::App::open(driver, config)?);
-    app.recover();
+    let listen = config.listen;
+    let server = Arc::new(Server::open(driver, config)?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let inner = app.clone();
+    let inner = server.clone();
     let result = rt.block_on(async move {
-        let app = inner;
-        let listener = tokio::net::TcpListener::bind(app.config.listen).await?;
+        let server = inner;
+        let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         ready(addr);
-        let stopping = app.stopping.clone();
-        let tracker = app.tracker.clone();
-        let router = routes::router(app.clone());
-        let served = axum::serve(listener, router)
+        let (stopping, tracker) = (server.app.stopping.clone(), server.app.tracker.clone());
+        let served = axum::serve(listener, server.router())
             .with_graceful_shutdown(async move {
                 stop.await;
                 // Streams of running tasks go on until their terminal event.
@@ -117,13 +153,13 @@ pub fn serve(
             })
             .await;
         // No new requests: let the running tasks end with their terminal events.
-        app.tracker.wait().await;
+        server.shutdown().await;
         served.map_err(HostError::Io)
     });
     // The storage clients (the Postgres client blocks on drop) are dropped
     // here, after the runtime, never on one of its async workers.
     drop(rt);
-    drop(app);
+    drop(server);
     result
 }
 

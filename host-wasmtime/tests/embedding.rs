@@ -1,0 +1,122 @@
+//! Embedding the Rust host in a service: runs that are safe against a
+//! panicking model, drivers that exclude each other, a model from a
+//! function, and a driver that forgets idle conversations.
+
+mod support;
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use foldline_core::packet::Packet;
+use foldline_wasmtime::driver::{Driver, Outcome};
+use foldline_wasmtime::journal::{Journal, SqliteJournal};
+use foldline_wasmtime::model::{model_fn, ModelError};
+use foldline_wasmtime::runtime::Foldline;
+use support::fixtures::{demo_events, small_decl};
+
+/// A journal with a conversation past the trigger, and a second handle to it.
+fn journal(dir: &std::path::Path) -> SqliteJournal {
+    let j = SqliteJournal::open(dir.join("j.db")).unwrap();
+    j.append("c", &demo_events("c", 300)).unwrap();
+    j
+}
+
+fn panicking(_: &Packet) -> Result<String, ModelError> {
+    panic!("the model panicked")
+}
+
+/// A model that panics: the panic reaches the caller at once (not after
+/// the lease's 120 s, as when the renewal thread outlived it), the lease is
+/// given back on unwind, and another driver compacts right after.
+#[test]
+fn a_panicking_model_returns_at_once_and_leaves_no_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Driver::checked(
+        Foldline::embedded().unwrap(),
+        journal(dir.path()),
+        model_fn(panicking),
+        small_decl(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.on_message("c")));
+    assert!(caught.is_err(), "the panic reaches the caller");
+    // A bound far under the lease's time to live (120 s), not a timing.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let other = Driver::checked(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        model_fn(|p: &Packet| Ok(format!("A summary of {} turns.", p.input.turn_count))),
+        small_decl(),
+    )
+    .unwrap();
+    match other.on_message("c").unwrap() {
+        Outcome::Compacted(b) => assert!(b.summary.contains("turns")),
+        o => panic!("the lease was left held: {o:?}"),
+    }
+}
+
+/// Two drivers in one process: while one is inside its model call, the
+/// other answers `Busy` (they never share a lease holder).
+#[test]
+fn two_drivers_in_one_process_exclude_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let inside = Arc::new(Barrier::new(2));
+    let release = Arc::new(Barrier::new(2));
+    let (i, r) = (inside.clone(), release.clone());
+    let a = Driver::checked(
+        Foldline::embedded().unwrap(),
+        journal(dir.path()),
+        model_fn(move |_: &Packet| {
+            i.wait();
+            r.wait();
+            Ok("The member planned a trip.".to_owned())
+        }),
+        small_decl(),
+    )
+    .unwrap();
+    let b = Driver::checked(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        model_fn(|_: &Packet| Ok("Another summary.".to_owned())),
+        small_decl(),
+    )
+    .unwrap();
+    std::thread::scope(|s| {
+        let first = s.spawn(|| a.on_message("c").unwrap());
+        inside.wait();
+        assert!(matches!(b.on_message("c").unwrap(), Outcome::Busy));
+        release.wait();
+        assert!(matches!(first.join().unwrap(), Outcome::Compacted(_)));
+    });
+}
+
+/// `forget` drops a conversation's state: over 10,000 conversations a
+/// driver that forgets each after use keeps none of them, and a forgotten
+/// conversation reads the journal again with the same answer.
+#[test]
+fn a_driver_forgets_idle_conversations() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+    let d = Driver::checked(
+        Foldline::embedded().unwrap(),
+        j,
+        foldline_wasmtime::model::Extractive,
+        small_decl(),
+    )
+    .unwrap();
+    for n in 0..10_000 {
+        let id = format!("c{n}");
+        d.journal.append(&id, &demo_events(&id, 2)).unwrap();
+        d.on_message(&id).unwrap();
+        d.forget(&id).unwrap();
+        assert_eq!(d.remembered(), 0);
+    }
+    let before = d.timeline("c7").unwrap();
+    d.forget("c7").unwrap();
+    assert_eq!(d.timeline("c7").unwrap(), before);
+}
