@@ -149,6 +149,10 @@ struct Serve {
     /// model call runs; a stopped replica's lease lapses after it).
     #[arg(long, default_value_t = 120_000)]
     lease_ms: u64,
+    /// Also serve the reference chat page at `/` (sign in with
+    /// `/#token=<token>&conversation=<id>`).
+    #[arg(long)]
+    web: bool,
 }
 
 #[derive(clap::Args)]
@@ -404,12 +408,19 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.request_timeout = std::time::Duration::from_secs(o.request_timeout);
     config.condense_per_minute = o.condense_per_minute;
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
+    config.web = o.web;
+    let web = o.web;
     let mut d = driver(cli, Location::parse(&cli.journal))?;
     d.lease_ms = o.lease_ms;
     serve::serve(
         d,
         config,
-        |addr| eprintln!("foldline serve: listening on http://{addr}"),
+        move |addr| {
+            eprintln!("foldline serve: listening on http://{addr}");
+            if web {
+                eprintln!("foldline serve: the chat page is at http://{addr}/#token=<your token>&conversation=chat");
+            }
+        },
         serve::signal(),
     )?;
     eprintln!("foldline serve: stopped; every task it ran has its terminal event");

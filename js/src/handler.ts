@@ -7,6 +7,7 @@
 import { createCompactor, type OnMessageResult } from "./driver.js";
 import { type OpenAiChatMessage } from "./convert.js";
 import { FoldlineError } from "./core.js";
+import { MEMBER_NOTICE } from "./notice.js";
 import type { Journal } from "./journal/journal.js";
 import type { Model } from "./model/model.js";
 import type { Declaration, Event, FailureReport, Format } from "./types.js";
@@ -125,7 +126,6 @@ const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context
 const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
 const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
 const FORMATS: Record<string, Format> = { foldline: "foldline", openai: "openai", anthropic: "anthropic", "ai-sdk": "aiSdk", aiSdk: "aiSdk" };
-const NOTICE = "The chat could not be compacted.";
 
 /**
  * A `fetch` handler with the routes of `foldline serve`: append, condense (a
@@ -274,7 +274,7 @@ export function createHandler(o: HandlerOptions): Handler {
               if (e.type !== "compactionTask" || e.taskId !== task) continue;
               const data = e.state === "requested" ? { task, state: e.state, headSeq: e.headSeq }
                 : e.state === "completed" ? { task, state: e.state, boundaryId: e.boundaryId }
-                : { task, state: e.state, notice: NOTICE };
+                : { task, state: e.state, notice: MEMBER_NOTICE };
               if (s.seq > sent) controller.enqueue(enc.encode(`id: ${s.seq}\nevent: ${e.state}\ndata: ${JSON.stringify(data)}\n\n`));
               if (e.state !== "requested") { controller.close(); return; }
             }

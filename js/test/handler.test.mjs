@@ -1,7 +1,7 @@
 // The fetch handler's scenario in Node: the handler is called directly.
 import { test } from "node:test";
 import * as f from "../dist/node.js";
-import { world, scenario } from "./handler-scenario.mjs";
+import { world, scenario, ALICE, BOB } from "./handler-scenario.mjs";
 
 await f.init();
 
@@ -17,5 +17,40 @@ test("the fetch handler passes the foldline serve scenario", async () => {
     setMode: w.setMode,
     crash: w.crash,
   });
+  await Promise.allSettled(pending);
+});
+
+// The chat client (`foldline/client`) against the handler: `/compact` is a
+// client action (never appended), its task followed to the end, the pointer
+// kept while it runs and dropped after; another member's `/compact` comes
+// back typed with the member-facing wording.
+test("the chat client: /compact through the handler, never a message", async () => {
+  const { createClient, ClientError, MEMBER_WORDING } = await import("../dist/client.js");
+  const w = await world(f);
+  const pending = [];
+  const ctx = { waitUntil: (p) => pending.push(p) };
+  const through = (input, init) => w.fetch(new Request(input, init), ctx);
+  const store = new Map();
+  const storage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v), removeItem: (k) => store.delete(k) };
+  const alice = createClient({ baseUrl: "http://local", token: ALICE, conversation: "room", storage, fetch: through });
+  for (let i = 0; i < 40; i++) {
+    const sent = await alice.send(`Message ${i}: ${"plans for the launch ".repeat(16)}`);
+    if (sent.kind !== "message") throw new Error(JSON.stringify(sent));
+  }
+  const sent = await alice.send("/compact");
+  if (sent.kind !== "compact") throw new Error("/compact was not a client action");
+  if (!alice.pending()) throw new Error("no task pointer kept while the task runs");
+  const seen = [];
+  const end = await alice.follow(sent.task, (e) => seen.push(e.state));
+  if (end.state !== "completed" || seen[0] !== "requested") throw new Error(`${seen.join(",")}`);
+  if (alice.pending()) throw new Error("the pointer outlived the task");
+  const events = (await w.journal.readEvents("room")).map((s) => s.event);
+  if (events.some((e) => e.type === "message" && JSON.stringify(e.parts).includes("/compact"))) throw new Error("/compact was appended");
+  const items = (await alice.timeline()).items;
+  if (!items.some((i) => i.type === "divider" && i.kind === "manual" && i.state === "completed")) throw new Error("no completed manual divider");
+  const bob = createClient({ baseUrl: "http://local", token: BOB, conversation: "room", storage: null, fetch: through });
+  let caught;
+  try { await bob.send("/compact"); } catch (e) { caught = e; }
+  if (!(caught instanceof ClientError) || caught.code !== "not_owner" || caught.memberMessage !== MEMBER_WORDING.not_owner) throw new Error(String(caught));
   await Promise.allSettled(pending);
 });

@@ -7,6 +7,7 @@
 //! | `GET /api/conversations/{id}/tasks/{task}/events` | Server-Sent Events of the task's durable events, resumable with `Last-Event-ID` |
 //! | `POST /api/conversations/{id}/answer`, `DELETE …/answer/{answer}` | an agent run takes and gives back the session: while it holds it, manual compaction answers `session_busy` and no compaction interleaves |
 //! | `GET …/context?format=`, `GET …/timeline`, `GET …/verify` | the model-bound context, the chat timeline, the chain check |
+//! | `GET /`, `GET /chat.js` (with `--web`) | the reference chat page (`js/examples/chat`, built into `web/`) |
 //!
 //! Every route needs `Authorization: Bearer <token>` of a member
 //! ([`members`]); a conversation belongs to the member who first appended
@@ -59,6 +60,8 @@ pub struct ServeConfig {
     /// How often a task's event stream looks at the journal for events
     /// written by another process (this process's writes wake it at once).
     pub poll: Duration,
+    /// Serve the reference chat page at `/` (and its script at `/chat.js`).
+    pub web: bool,
 }
 
 impl ServeConfig {
@@ -75,6 +78,7 @@ impl ServeConfig {
             condense_per_minute: 6,
             answer_lease: Duration::from_secs(300),
             poll: Duration::from_millis(250),
+            web: false,
         }
     }
 }

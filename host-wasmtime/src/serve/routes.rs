@@ -43,7 +43,21 @@ pub fn router(app: Arc<App>) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             app.config.request_timeout,
         ));
+    let web = if app.config.web {
+        Router::new()
+            .route(
+                "/",
+                get(|| async { page("text/html; charset=utf-8", CHAT_HTML) }),
+            )
+            .route(
+                "/chat.js",
+                get(|| async { page("text/javascript; charset=utf-8", CHAT_JS) }),
+            )
+    } else {
+        Router::new()
+    };
     Router::new()
+        .merge(web)
         .route(
             "/api/conversations/{id}/tasks/{task}/events",
             get(tasks::events),
@@ -58,6 +72,23 @@ pub fn router(app: Arc<App>) -> Router {
         .layer(DefaultBodyLimit::max(app.config.body_limit))
         .layer(axum::middleware::map_response(super::reply::one_shape))
         .with_state(app)
+}
+
+/// The reference chat page (`js/examples/chat`, built by
+/// `js/scripts/build-chat.mjs`; tests/run checks it is current).
+const CHAT_HTML: &str = include_str!("../../web/index.html");
+/// The page's one script (the npm package's `foldline/client` inside).
+const CHAT_JS: &str = include_str!("../../web/chat.js");
+
+fn page(content_type: &'static str, body: &'static str) -> axum::response::Response {
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, content_type),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// The member a request's bearer token belongs to.

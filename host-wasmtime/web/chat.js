@@ -1,0 +1,211 @@
+// src/notice.ts
+var MEMBER_NOTICE = "The chat could not be compacted.";
+
+// src/client.ts
+var ClientError = class extends Error {
+  constructor(code, status2, memberMessage, message) {
+    super(`${code}: ${message}`);
+    this.code = code;
+    this.status = status2;
+    this.memberMessage = memberMessage;
+    this.name = "ClientError";
+  }
+};
+var MEMBER_WORDING = {
+  session_busy: "An answer is being written. Try /compact again when it has finished.",
+  not_owner: "Only the owner of this conversation can compact it.",
+  nothing_to_fold: "There is nothing earlier to compact yet.",
+  rate_limited: "Too many /compact requests. Wait a minute and try again.",
+  busy: "The conversation is being compacted right now. Try again in a moment.",
+  unauthorized: "You are not signed in to this server."
+};
+var FAILED_NOTICE = MEMBER_NOTICE;
+function isCompactCommand(text) {
+  return text.trim() === "/compact";
+}
+function createClient(o) {
+  const f = o.fetch ?? ((...a) => fetch(...a));
+  const storage = o.storage === void 0 ? globalThis.localStorage : o.storage ?? void 0;
+  const base = `${o.baseUrl.replace(/\/$/, "")}/api/conversations/${encodeURIComponent(o.conversation)}`;
+  const key = `foldline:task:${o.baseUrl}:${o.conversation}`;
+  const auth = { authorization: `Bearer ${o.token}` };
+  async function refused(res) {
+    let code = "internal";
+    let message = `HTTP ${res.status}`;
+    try {
+      const body = await res.json();
+      code = body.error?.code ?? code;
+      message = body.error?.message ?? message;
+    } catch {
+    }
+    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? "Something went wrong. Try again.", message);
+  }
+  function keep(p) {
+    if (!storage) return;
+    if (p) storage.setItem(key, JSON.stringify(p));
+    else storage.removeItem(key);
+  }
+  async function compact() {
+    const res = await f(`${base}/condense`, { method: "POST", headers: auth });
+    if (res.status !== 202) return refused(res);
+    const body = await res.json();
+    const p = { task: body.task, events: body.events, lastSeq: 0 };
+    keep(p);
+    return p;
+  }
+  async function* events(body) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (; ; ) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const field = (name) => block.split("\n").find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+        const state = field("event");
+        if (state !== "requested" && state !== "completed" && state !== "failed") continue;
+        const data = JSON.parse(field("data") ?? "{}");
+        yield { state, seq: Number(field("id") ?? 0), ...data.boundaryId ? { boundaryId: data.boundaryId } : {}, ...state === "failed" ? { notice: data.notice ?? FAILED_NOTICE } : {} };
+      }
+    }
+  }
+  return {
+    async send(text) {
+      if (isCompactCommand(text)) return { kind: "compact", task: await compact() };
+      const res = await f(`${base}/messages`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ role: "user", content: text })
+      });
+      if (res.status !== 201) return refused(res);
+      const body = await res.json();
+      return { kind: "message", appended: body.appended ?? 1 };
+    },
+    compact,
+    pending() {
+      const raw = storage?.getItem(key);
+      if (!raw) return void 0;
+      try {
+        const p = JSON.parse(raw);
+        return typeof p.task === "string" && typeof p.events === "string" ? p : void 0;
+      } catch {
+        return void 0;
+      }
+    },
+    async follow(task, onEvent, signal) {
+      const origin = o.baseUrl.replace(/\/$/, "");
+      for (; ; ) {
+        try {
+          const res = await f(`${origin}${task.events}`, { headers: { ...auth, "last-event-id": String(task.lastSeq) }, signal });
+          if (!res.ok || !res.body) return await refused(res);
+          for await (const e of events(res.body)) {
+            task = { ...task, lastSeq: e.seq };
+            onEvent?.(e);
+            if (e.state === "requested") {
+              keep(task);
+              continue;
+            }
+            keep(void 0);
+            return e;
+          }
+        } catch (e) {
+          if (e instanceof ClientError || signal?.aborted) throw e;
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    },
+    async timeline() {
+      const res = await f(`${base}/timeline`, { headers: auth });
+      if (!res.ok) return refused(res);
+      return await res.json();
+    }
+  };
+}
+
+// examples/chat/chat.ts
+var $ = (id) => document.getElementById(id);
+var list = $("timeline");
+var status = $("status");
+var running;
+function say(text) {
+  status.textContent = text;
+}
+function divider(kind, state, count, notice) {
+  if (state === "failed") return notice ?? "Compaction could not finish.";
+  if (state === "pending") return `${kind} compaction \xB7 in progress`;
+  return `${kind} compaction \xB7 ${count} turns folded into a summary`;
+}
+async function render(client) {
+  const t = await client.timeline();
+  const items = t.items.map((i) => {
+    const li = document.createElement("li");
+    if (i.type === "divider") {
+      li.className = `divider ${String(i.state)} ${String(i.kind)}`;
+      li.dataset.state = String(i.state);
+      li.dataset.kind = String(i.kind);
+      li.textContent = divider(String(i.kind), String(i.state), Number(i.count ?? 0), i.notice);
+    } else {
+      li.className = `message ${String(i.role)}`;
+      const role = document.createElement("span");
+      role.className = "role";
+      role.textContent = `${String(i.role)}:`;
+      li.append(role, document.createTextNode(String(i.text)));
+    }
+    return li;
+  });
+  if (running) {
+    const li = document.createElement("li");
+    li.className = "divider pending manual";
+    li.dataset.state = "pending";
+    li.textContent = divider("manual", "pending", 0);
+    items.push(li);
+  }
+  const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 40;
+  list.replaceChildren(...items);
+  if (atBottom) list.scrollTop = list.scrollHeight;
+}
+async function follow(client, task) {
+  running = task;
+  say("Compacting\u2026 requested");
+  await render(client);
+  const end = await client.follow(task, (e) => say(e.state === "requested" ? "Compacting\u2026 requested" : ""));
+  running = void 0;
+  say(end.state === "completed" ? "Compaction completed." : end.notice ?? "");
+  await render(client);
+}
+function start(token2, conversation) {
+  $("who").textContent = `conversation ${conversation}`;
+  const client = createClient({ baseUrl: location.origin, token: token2, conversation });
+  $("compose").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const input = $("text");
+    const text = input.value;
+    if (!text.trim()) return;
+    input.value = "";
+    try {
+      const sent = await client.send(text);
+      if (sent.kind === "compact") await follow(client, sent.task);
+      else await render(client);
+    } catch (e) {
+      say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
+    }
+  });
+  const pending = client.pending();
+  (pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
+  setInterval(() => void render(client).catch(() => void 0), 1500);
+}
+var params = new URLSearchParams(location.hash.slice(1));
+var token = params.get("token");
+if (token) start(token, params.get("conversation") ?? "chat");
+else {
+  $("signin").hidden = false;
+  $("signin-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    $("signin").hidden = true;
+    start($("token").value, $("conversation").value);
+  });
+}

@@ -1,0 +1,96 @@
+// The reference chat page: messages and dividers from the server's
+// timeline, `/compact` as a client action with its progress, a task resumed
+// after a reload. Built into one script by `js/scripts/build-chat.mjs`;
+// `foldline serve --web` serves it. Sign in with `#token=…&conversation=…`
+// in the address, or the form.
+import { createClient, ClientError, type Client, type TaskPointer } from "../../src/client.js";
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const list = $("timeline");
+const status = $("status");
+let running: TaskPointer | undefined;
+
+function say(text: string): void {
+  status.textContent = text;
+}
+
+function divider(kind: string, state: string, count: number, notice?: string): string {
+  if (state === "failed") return notice ?? "Compaction could not finish.";
+  if (state === "pending") return `${kind} compaction · in progress`;
+  return `${kind} compaction · ${count} turns folded into a summary`;
+}
+
+async function render(client: Client): Promise<void> {
+  const t = await client.timeline();
+  const items = t.items.map((i) => {
+    const li = document.createElement("li");
+    if (i.type === "divider") {
+      li.className = `divider ${String(i.state)} ${String(i.kind)}`;
+      li.dataset.state = String(i.state);
+      li.dataset.kind = String(i.kind);
+      li.textContent = divider(String(i.kind), String(i.state), Number(i.count ?? 0), i.notice as string | undefined);
+    } else {
+      li.className = `message ${String(i.role)}`;
+      const role = document.createElement("span");
+      role.className = "role";
+      role.textContent = `${String(i.role)}:`;
+      li.append(role, document.createTextNode(String(i.text)));
+    }
+    return li;
+  });
+  if (running) {
+    const li = document.createElement("li");
+    li.className = "divider pending manual";
+    li.dataset.state = "pending";
+    li.textContent = divider("manual", "pending", 0);
+    items.push(li);
+  }
+  const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 40;
+  list.replaceChildren(...items);
+  if (atBottom) list.scrollTop = list.scrollHeight;
+}
+
+async function follow(client: Client, task: TaskPointer): Promise<void> {
+  running = task;
+  say("Compacting… requested");
+  await render(client);
+  const end = await client.follow(task, (e) => say(e.state === "requested" ? "Compacting… requested" : ""));
+  running = undefined;
+  say(end.state === "completed" ? "Compaction completed." : end.notice ?? "");
+  await render(client);
+}
+
+function start(token: string, conversation: string): void {
+  $("who").textContent = `conversation ${conversation}`;
+  const client = createClient({ baseUrl: location.origin, token, conversation });
+  $<HTMLFormElement>("compose").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const input = $<HTMLInputElement>("text");
+    const text = input.value;
+    if (!text.trim()) return;
+    input.value = "";
+    try {
+      const sent = await client.send(text);
+      if (sent.kind === "compact") await follow(client, sent.task);
+      else await render(client);
+    } catch (e) {
+      say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
+    }
+  });
+  const pending = client.pending();
+  (pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
+  // Dividers of automatic compactions appear as the server makes them.
+  setInterval(() => void render(client).catch(() => undefined), 1500);
+}
+
+const params = new URLSearchParams(location.hash.slice(1));
+const token = params.get("token");
+if (token) start(token, params.get("conversation") ?? "chat");
+else {
+  $("signin").hidden = false;
+  $<HTMLFormElement>("signin-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    $("signin").hidden = true;
+    start($<HTMLInputElement>("token").value, $<HTMLInputElement>("conversation").value);
+  });
+}

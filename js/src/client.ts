@@ -1,0 +1,218 @@
+// The chat client (`foldline/client`): what a member's app calls to talk to
+// `foldline serve` or the edge handler (`createHandler`) with a member's
+// token. `/compact` is a client action, never a chat message: `send` starts
+// the exclusive condense task instead of appending it, streams the task's
+// durable events, and keeps only the task pointer (in `localStorage` by
+// default) so a reload picks the task up where it was and shows its end.
+// Refusals come back typed, with the wording a member should see. No
+// WebAssembly: it runs wherever `fetch` does.
+
+import { MEMBER_NOTICE } from "./notice.js";
+
+/** Where the client keeps the task pointer (`localStorage`'s shape). */
+export interface TaskStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+export interface ClientOptions {
+  /** The server's origin, e.g. `http://127.0.0.1:8787` (`""`: the page's own). */
+  baseUrl: string;
+  /** The member's bearer token. */
+  token: string;
+  /** The conversation. */
+  conversation: string;
+  /** Where the task pointer lives (default: `localStorage` when there is one; `null`: nowhere). */
+  storage?: TaskStorage | null;
+  /** A `fetch` of your own (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** One durable event of a condense task, as its stream sends it. */
+export interface TaskEvent {
+  /** `requested`, then `completed` or `failed`. */
+  state: "requested" | "completed" | "failed";
+  /** Its journal position (the stream's `id`). */
+  seq: number;
+  /** `completed`: the boundary it made. */
+  boundaryId?: string;
+  /** `failed`: the one generic notice. */
+  notice?: string;
+}
+
+/** A running (or resumed) condense task: the pointer the client keeps. */
+export interface TaskPointer {
+  task: string;
+  /** The path of its event stream. */
+  events: string;
+  /** The last event seen (resumed from after a reload). */
+  lastSeq: number;
+}
+
+/** A refusal, typed by its stable code, with what to show the member. */
+export class ClientError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    /** The wording a member should see. */
+    readonly memberMessage: string,
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+    this.name = "ClientError";
+  }
+}
+
+/** What a member sees for each refusal of a send or a `/compact`. */
+export const MEMBER_WORDING: Readonly<Record<string, string>> = {
+  session_busy: "An answer is being written. Try /compact again when it has finished.",
+  not_owner: "Only the owner of this conversation can compact it.",
+  nothing_to_fold: "There is nothing earlier to compact yet.",
+  rate_limited: "Too many /compact requests. Wait a minute and try again.",
+  busy: "The conversation is being compacted right now. Try again in a moment.",
+  unauthorized: "You are not signed in to this server.",
+};
+
+/** The one notice a failed compaction shows (the reason stays in the audit record). */
+export const FAILED_NOTICE = MEMBER_NOTICE;
+
+/** What `send` did. */
+export type Sent = { kind: "message"; appended: number } | { kind: "compact"; task: TaskPointer };
+
+export interface Client {
+  /**
+   * Send what the member typed: `/compact` (alone on the line) starts the
+   * condense task and is never appended; anything else is appended as the
+   * member's message.
+   */
+  send(text: string): Promise<Sent>;
+  /** Start the condense task (what `/compact` does). */
+  compact(): Promise<TaskPointer>;
+  /** The task pointer kept from an earlier page, if a task had not ended. */
+  pending(): TaskPointer | undefined;
+  /**
+   * Follow a task's events (resuming after `lastSeq`) until its terminal
+   * event; the pointer is updated as events arrive and dropped at the end.
+   */
+  follow(task: TaskPointer, onEvent?: (e: TaskEvent) => void, signal?: AbortSignal): Promise<TaskEvent>;
+  /** The conversation's timeline (messages and dividers) as the server projects it. */
+  timeline(): Promise<{ items: Array<Record<string, unknown>> }>;
+}
+
+/** Whether `text` is the `/compact` command. */
+export function isCompactCommand(text: string): boolean {
+  return text.trim() === "/compact";
+}
+
+/** A client for one member and one conversation. */
+export function createClient(o: ClientOptions): Client {
+  const f = o.fetch ?? ((...a: Parameters<typeof fetch>) => fetch(...a));
+  const storage = o.storage === undefined ? (globalThis as { localStorage?: TaskStorage }).localStorage : o.storage ?? undefined;
+  const base = `${o.baseUrl.replace(/\/$/, "")}/api/conversations/${encodeURIComponent(o.conversation)}`;
+  const key = `foldline:task:${o.baseUrl}:${o.conversation}`;
+  const auth = { authorization: `Bearer ${o.token}` };
+
+  async function refused(res: Response): Promise<never> {
+    let code = "internal";
+    let message = `HTTP ${res.status}`;
+    try {
+      const body = (await res.json()) as { error?: { code?: string; message?: string } };
+      code = body.error?.code ?? code;
+      message = body.error?.message ?? message;
+    } catch {
+      // not the error shape: keep the status
+    }
+    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? "Something went wrong. Try again.", message);
+  }
+
+  function keep(p: TaskPointer | undefined): void {
+    if (!storage) return;
+    if (p) storage.setItem(key, JSON.stringify(p));
+    else storage.removeItem(key);
+  }
+
+  async function compact(): Promise<TaskPointer> {
+    const res = await f(`${base}/condense`, { method: "POST", headers: auth });
+    if (res.status !== 202) return refused(res);
+    const body = (await res.json()) as { task: string; events: string };
+    const p = { task: body.task, events: body.events, lastSeq: 0 };
+    keep(p);
+    return p;
+  }
+
+  /** The events of one SSE response body, as they arrive. */
+  async function* events(body: ReadableStream<Uint8Array>): AsyncGenerator<TaskEvent> {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const field = (name: string) => block.split("\n").find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+        const state = field("event");
+        if (state !== "requested" && state !== "completed" && state !== "failed") continue;
+        const data = JSON.parse(field("data") ?? "{}") as { boundaryId?: string; notice?: string };
+        yield { state, seq: Number(field("id") ?? 0), ...(data.boundaryId ? { boundaryId: data.boundaryId } : {}), ...(state === "failed" ? { notice: data.notice ?? FAILED_NOTICE } : {}) };
+      }
+    }
+  }
+
+  return {
+    async send(text) {
+      if (isCompactCommand(text)) return { kind: "compact", task: await compact() };
+      const res = await f(`${base}/messages`, {
+        method: "POST", headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ role: "user", content: text }),
+      });
+      if (res.status !== 201) return refused(res);
+      const body = (await res.json()) as { appended?: number };
+      return { kind: "message", appended: body.appended ?? 1 };
+    },
+    compact,
+    pending() {
+      const raw = storage?.getItem(key);
+      if (!raw) return undefined;
+      try {
+        const p = JSON.parse(raw) as TaskPointer;
+        return typeof p.task === "string" && typeof p.events === "string" ? p : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    async follow(task, onEvent, signal) {
+      const origin = o.baseUrl.replace(/\/$/, "");
+      for (;;) {
+        try {
+          const res = await f(`${origin}${task.events}`, { headers: { ...auth, "last-event-id": String(task.lastSeq) }, signal });
+          if (!res.ok || !res.body) return await refused(res);
+          for await (const e of events(res.body)) {
+            task = { ...task, lastSeq: e.seq };
+            onEvent?.(e);
+            if (e.state === "requested") {
+              keep(task);
+              continue;
+            }
+            keep(undefined);
+            return e;
+          }
+        } catch (e) {
+          // A refusal ends the follow; a dropped connection (a server
+          // restarting) is resumed below after what was seen.
+          if (e instanceof ClientError || signal?.aborted) throw e;
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    },
+    async timeline() {
+      const res = await f(`${base}/timeline`, { headers: auth });
+      if (!res.ok) return refused(res);
+      return (await res.json()) as { items: Array<Record<string, unknown>> };
+    },
+  };
+}

@@ -1,0 +1,190 @@
+// The reference chat page in a real browser against a real `foldline serve
+// --web` on loopback (Chromium driven by playwright-core): a member posts
+// through the page and over HTTP; automatic dividers appear; `/compact`
+// shows its progress, survives a reload mid-task (resumed from the task
+// pointer) and ends in a completed divider, and is never a message; a
+// server killed mid-task shows the generic failed divider once it is back;
+// another member and a stranger get the member-facing refusals. Screenshots
+// go to js/test/chat/out/.
+//   node test/chat/run.mjs [path/to/foldline]
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createServer } from "node:http";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { launchChromium } from "../static.mjs";
+
+const js = new URL("../..", import.meta.url).pathname;
+const bin = process.argv[2] ?? join(js, "..", "target", "debug", "foldline");
+const out = join(js, "test", "chat", "out");
+mkdirSync(out, { recursive: true });
+const dir = mkdtempSync(join(tmpdir(), "foldline-chat-"));
+const sha = (t) => createHash("sha256").update(t).digest("hex");
+writeFileSync(join(dir, "members.json"), JSON.stringify({ members: [{ id: "alice", tokenSha256: sha("alice-token") }, { id: "bob", tokenSha256: sha("bob-token") }] }));
+writeFileSync(join(dir, "decl.json"), JSON.stringify({ targetId: "assistant", compactorId: "assistant-compactor", budget: { kind: "chars", trigger: 6000, retain: 2000 }, summary: { maxChars: 600 } }));
+
+// A provider whose summaries take `delay` ms, so a task can be seen running.
+let delay = 0;
+const provider = createServer((req, res) => {
+  req.resume();
+  req.on("end", () => setTimeout(() => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(`data: ${JSON.stringify({ model: "m", choices: [{ delta: { content: "The member planned a trip: dates, budget and places were agreed." }, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`);
+  }, delay));
+});
+await new Promise((r) => provider.listen(0, "127.0.0.1", r));
+const model = `http://127.0.0.1:${provider.address().port}/v1`;
+
+let port = 0;
+function start() {
+  const child = spawn(bin, ["--journal", join(dir, "chat.db"), "--declaration", join(dir, "decl.json"), "--openai-base-url", model,
+    "serve", "--listen", `127.0.0.1:${port}`, "--members", join(dir, "members.json"), "--web", "--lease-ms", "1500"], { stdio: ["ignore", "ignore", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    child.stderr.on("data", (d) => {
+      err += d;
+      const m = /listening on (http:\/\/[\d.:]+)/.exec(err);
+      if (m) {
+        port = Number(new URL(m[1]).port);
+        resolve({ child, base: m[1] });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`foldline serve exited ${code}: ${err}`)));
+  });
+}
+
+let failed = 0;
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok - chat page: ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - chat page: ${name}\n  ${String(e?.stack ?? e).split("\n").slice(0, 8).join("\n  ")}`);
+  }
+}
+const until = async (what, fn, ms = 20_000) => {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+let server = await start();
+const browser = await launchChromium();
+try {
+  const alice = await (await browser.newContext()).newPage();
+  const errors = [];
+  alice.on("pageerror", (e) => errors.push(String(e)));
+  const open = async (page, token) => {
+    const seen = [];
+    page.on("requestfailed", (r) => seen.push(`failed ${r.url()} ${r.failure()?.errorText}`));
+    page.on("response", (r) => r.status() >= 400 && seen.push(`${r.status()} ${r.url()}`));
+    await page.goto(`${server.base}/#token=${token}&conversation=trip`);
+    try {
+      await page.waitForSelector("#text", { timeout: 10_000 });
+    } catch (e) {
+      throw new Error(`the page did not load: ${seen.join("; ")} ${(await page.content()).slice(0, 200)}`);
+    }
+  };
+  const dividers = (page, sel) => page.locator(`li.divider${sel}`).count();
+  const post = async (text) => {
+    const r = await fetch(`${server.base}/api/conversations/trip/messages`, {
+      method: "POST", headers: { authorization: "Bearer alice-token", "content-type": "application/json" },
+      body: JSON.stringify({ role: "assistant", content: text }),
+    });
+    if (r.status !== 201) throw new Error(`post: ${r.status} ${await r.text()}`);
+  };
+
+  await check("messages typed in the page appear; automatic dividers appear as the server compacts", async () => {
+    await open(alice, "alice-token");
+    for (let i = 0; i < 30; i++) {
+      await alice.fill("#text", `Day ${i}: what should we see? ${"Tell me about the old town and the river. ".repeat(2)}`);
+      await alice.press("#text", "Enter");
+      await post(`On day ${i}, the old town in the morning and the river at dusk. ${"Book the museum early. ".repeat(4)}`);
+    }
+    await until("an automatic divider", async () => (await dividers(alice, ".completed.automatic")) > 0);
+    const texts = await alice.locator("li.message").allTextContents();
+    if (!texts.some((t) => t.includes("Day 29"))) throw new Error("the newest typed message is not shown");
+    const label = await alice.locator("li.divider.automatic").first().textContent();
+    if (!/automatic compaction · \d+ turns folded/.test(label)) throw new Error(`a divider says what it is in text: ${label}`);
+    await alice.locator("li.divider.automatic").last().scrollIntoViewIfNeeded();
+    await alice.screenshot({ path: join(out, "1-automatic.png") });
+  });
+
+  await check("/compact shows progress, survives a reload mid-task, ends in a completed divider, and is never a message", async () => {
+    delay = 2500;
+    const before = await dividers(alice, ".completed.manual");
+    await alice.fill("#text", "/compact");
+    await alice.press("#text", "Enter");
+    await until("the pending divider", async () => (await dividers(alice, ".pending")) > 0);
+    const status = await alice.locator("#status").textContent();
+    if (!/Compacting/.test(status)) throw new Error(`progress: ${status}`);
+    await alice.screenshot({ path: join(out, "2-compacting.png") });
+    await alice.reload();
+    await until("the task resumed after the reload", async () => (await dividers(alice, ".pending")) > 0, 5000);
+    await until("the completed manual divider", async () => (await dividers(alice, ".completed.manual")) > before, 30_000);
+    await until("the end in the status", async () => /Compaction completed/.test(await alice.locator("#status").textContent()));
+    const texts = await alice.locator("li.message").allTextContents();
+    if (texts.some((t) => t.includes("/compact"))) throw new Error("/compact appears as a message");
+    const pointer = await alice.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("foldline:task:")).length);
+    if (pointer !== 0) throw new Error("the task pointer outlived its task");
+    await alice.locator("li.divider.completed.manual").last().scrollIntoViewIfNeeded();
+    await alice.screenshot({ path: join(out, "3-completed.png") });
+  });
+
+  await check("a server killed mid-task shows the generic failed divider after its restart", async () => {
+    delay = 60_000;
+    await post(`More plans. ${"Another paragraph about the trip. ".repeat(20)}`);
+    await alice.fill("#text", "/compact");
+    await alice.press("#text", "Enter");
+    await until("the pending divider", async () => (await dividers(alice, ".pending")) > 0);
+    server.child.kill("SIGKILL");
+    await new Promise((r) => server.child.on("exit", r));
+    delay = 0;
+    server = await start();
+    await until("the failed divider with the generic notice", async () => (await dividers(alice, ".failed")) > 0, 30_000);
+    const notice = await alice.locator("li.divider.failed").first().textContent();
+    if (!/could not be compacted/i.test(notice) || /provider|error:/i.test(notice)) throw new Error(`notice: ${notice}`);
+    await alice.screenshot({ path: join(out, "4-failed.png") });
+  });
+
+  await check("another member's /compact and a stranger are refused with the member-facing wording", async () => {
+    const bob = await (await browser.newContext()).newPage();
+    await open(bob, "bob-token");
+    await bob.fill("#text", "/compact");
+    await bob.press("#text", "Enter");
+    await until("bob's refusal", async () => /Only the owner of this conversation can compact it/.test(await bob.locator("#status").textContent()));
+    const stranger = await (await browser.newContext()).newPage();
+    await open(stranger, "not-a-token");
+    await stranger.fill("#text", "hello");
+    await stranger.press("#text", "Enter");
+    await until("the stranger's refusal", async () => /not signed in/.test(await stranger.locator("#status").textContent()));
+    if ((await stranger.locator("li.message").count()) !== 0) throw new Error("a stranger sees the conversation");
+  });
+
+  await check("the page works with the keyboard and raised no script errors", async () => {
+    await alice.reload();
+    const path = [];
+    for (let i = 0; i < 3 && path.at(-1) !== "text"; i++) {
+      await alice.keyboard.press("Tab");
+      path.push(await alice.evaluate(() => document.activeElement?.id || document.activeElement?.tagName));
+    }
+    if (path.at(-1) !== "text") throw new Error(`Tab does not reach the message field: ${path.join(" → ")}`);
+    await alice.keyboard.type("Sent with the keyboard only.");
+    await alice.keyboard.press("Enter");
+    await until("the keyboard's message", async () => (await alice.locator("li.message").allTextContents()).some((t) => t.includes("Sent with the keyboard only.")));
+    if (errors.length) throw new Error(errors.join("\n"));
+  });
+} finally {
+  await browser.close();
+  server.child.kill("SIGTERM");
+  provider.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`chat page: ${failed ? `${failed} failed` : "all passed"} (screenshots in ${out})`);
+process.exit(failed ? 1 : 0);
