@@ -73,3 +73,11 @@ CREATE TABLE IF NOT EXISTS serve_answers (
 CREATE TABLE IF NOT EXISTS foldline_schema (
   version TEXT PRIMARY KEY
 );
+
+-- A conversation's room: the members its owner let in (they read and post;
+-- only the owner condenses and manages the room).
+CREATE TABLE IF NOT EXISTS serve_room (
+  conversation TEXT NOT NULL,
+  member TEXT NOT NULL,
+  PRIMARY KEY (conversation, member)
+);

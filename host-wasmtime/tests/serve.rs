@@ -743,3 +743,106 @@ fn a_retried_append_never_writes_twice() {
     );
     assert_eq!(s, 200, "{v}");
 }
+
+/// A room: the owner lets another member in; they post (the sender is the
+/// authenticated member, never the body), read the same timeline and
+/// context and follow the owner's task; only the owner condenses and
+/// manages the room; a member let out, and a stranger, see nothing.
+#[test]
+fn a_room_shares_one_conversation_and_only_its_owner_condenses() {
+    const CAROL: &str = "carol-token-3";
+    let setup = Setup::new();
+    let members = json!({"members": [
+        {"id": "alice", "tokenSha256": hash_token(ALICE)},
+        {"id": "bob", "tokenSha256": hash_token(BOB)},
+        {"id": "carol", "tokenSha256": hash_token(CAROL)},
+    ]});
+    std::fs::write(setup.dir.path().join("members.json"), members.to_string()).unwrap();
+    let srv = setup.start(&[]);
+    let conv = format!("{}/api/conversations/room", srv.base);
+    append_turns(&srv.base, "room", 0..turns_for(12_000));
+    let (s, v) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
+    assert_eq!(
+        (s, code(&v)),
+        (403, "not_owner"),
+        "not in the room yet: {v}"
+    );
+    // Only the owner manages the room, and only with the server's members.
+    let (s, v) = call("PUT", &format!("{conv}/members/bob"), Some(BOB), None);
+    assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
+    let (s, v) = call("PUT", &format!("{conv}/members/mallory"), Some(ALICE), None);
+    assert_eq!((s, code(&v)), (404, "not_found"), "{v}");
+    let (s, _) = call("PUT", &format!("{conv}/members/bob"), Some(ALICE), None);
+    assert_eq!(s, 204);
+    let (s, v) = call("GET", &format!("{conv}/members"), Some(BOB), None);
+    assert_eq!(
+        (s, &v),
+        (200, &json!({"owner": "alice", "members": ["bob"]}))
+    );
+    // Bob posts; the body's sender is not believed.
+    for i in 0..turns_for(12_000) {
+        let mut m: Value = serde_json::from_str(&turn(i)).unwrap();
+        m["sender"] = json!("alice");
+        let (s, v) = call(
+            "POST",
+            &format!("{conv}/messages"),
+            Some(BOB),
+            Some(&m.to_string()),
+        );
+        assert!(s == 201 || s == 400, "{v}");
+        if s == 400 {
+            // An unknown field is refused outright, so post it plain.
+            let (s, v) = call(
+                "POST",
+                &format!("{conv}/messages"),
+                Some(BOB),
+                Some(&turn(i)),
+            );
+            assert_eq!(s, 201, "{v}");
+        }
+    }
+    let senders: std::collections::BTreeSet<String> = SqliteJournal::open(setup.journal())
+        .unwrap()
+        .read_events("room", 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| match s.event {
+            Event::Message(m) => Some(m.sender),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        senders,
+        ["alice".to_owned(), "bob".to_owned()].into_iter().collect(),
+        "each message's sender is who posted it"
+    );
+    // Everyone in the room reads the same timeline.
+    let (_, a) = call("GET", &format!("{conv}/timeline"), Some(ALICE), None);
+    let (s, b) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
+    assert_eq!((s, &a), (200, &b));
+    // Only the owner condenses; the room follows the owner's task.
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(BOB), None);
+    assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let url = format!("{}{}", srv.base, v["events"].as_str().unwrap());
+    let seen: Vec<String> = events(&url, BOB, None)
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert_eq!(seen, ["requested", "completed"]);
+    // A stranger sees nothing; a member let out sees nothing again.
+    let (s, v) = call("GET", &format!("{conv}/context"), Some(CAROL), None);
+    assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
+    let (s, _) = call("DELETE", &format!("{conv}/members/bob"), Some(ALICE), None);
+    assert_eq!(s, 204);
+    let (s, v) = call(
+        "POST",
+        &format!("{conv}/messages"),
+        Some(BOB),
+        Some(&turn(0)),
+    );
+    assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
+    let (s, v) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
+    assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
+}

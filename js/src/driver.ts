@@ -121,6 +121,8 @@ export interface AppendMessagesOptions {
    * from the journal).
    */
   idempotencyKey?: string;
+  /** Who sent the messages (a room's member; written as each message's `sender`). */
+  sender?: string;
 }
 
 /** What `append` did. */
@@ -640,7 +642,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
         const events = converted.map((e, i) => {
           if (e.type !== "message") return e;
           const seq = s.sourceSeq + i + 1;
-          return { ...e, sourceSeq: seq, turnId: `${turnIdOf(id, seq)}${key === undefined ? "" : `@${key}`}` };
+          return {
+            ...e, sourceSeq: seq, turnId: `${turnIdOf(id, seq)}${key === undefined ? "" : `@${key}`}`,
+            ...(options.sender === undefined ? {} : { sender: options.sender }),
+          };
         });
         try {
           const seq = await o.journal.append(id, events, { expectedSeq: s.seq });

@@ -15,21 +15,39 @@ import type { Declaration, Event, FailureReport, Format } from "./types.js";
 /** A member: an id and the SHA-256 (lowercase hex) of their bearer token. */
 export interface Member { id: string; tokenSha256: string }
 
-/** Who owns each conversation (the member who first appended to it). */
+/**
+ * Who owns each conversation (the member who first appended to it), and
+ * who else is in its room (members the owner let in: they read and post;
+ * only the owner condenses and manages the room).
+ */
 export interface Owners {
   get(conversationId: string): Promise<string | undefined>;
   /** The owner, making `member` the owner of a new conversation (atomically). */
   claim(conversationId: string, member: string): Promise<string>;
+  /** The room's members (the owner not included), in order. */
+  room(conversationId: string): Promise<string[]>;
+  /** Let `member` into the room (idempotent). */
+  admit(conversationId: string, member: string): Promise<void>;
+  /** Take `member` out of the room; whether they were in it. */
+  dismiss(conversationId: string, member: string): Promise<boolean>;
 }
 
-/** Owners kept in memory (one isolate or process); a deployment with several uses a durable store. */
+/** Owners and rooms kept in memory (one isolate or process); a deployment with several uses a durable store. */
 export class MemoryOwners implements Owners {
   private owners = new Map<string, string>();
+  private rooms = new Map<string, Set<string>>();
   async get(id: string): Promise<string | undefined> { return this.owners.get(id); }
   async claim(id: string, member: string): Promise<string> {
     if (!this.owners.has(id)) this.owners.set(id, member);
     return this.owners.get(id)!;
   }
+  async room(id: string): Promise<string[]> { return [...(this.rooms.get(id) ?? [])].sort(); }
+  async admit(id: string, member: string): Promise<void> {
+    const r = this.rooms.get(id) ?? new Set<string>();
+    r.add(member);
+    this.rooms.set(id, r);
+  }
+  async dismiss(id: string, member: string): Promise<boolean> { return this.rooms.get(id)?.delete(member) ?? false; }
 }
 
 export interface HandlerOptions {
@@ -124,6 +142,7 @@ function decode(segment: string): string {
 }
 const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify)$/;
 const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
+const MEMBERS = /^\/api\/conversations\/([^/]+)\/members(?:\/([^/]+))?$/;
 const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
 const FORMATS: Record<string, Format> = { foldline: "foldline", openai: "openai", anthropic: "anthropic", "ai-sdk": "aiSdk", aiSdk: "aiSdk" };
 
@@ -185,6 +204,15 @@ export function createHandler(o: HandlerOptions): Handler {
     if (owner === undefined) throw new ApiError(404, "not_found", `no conversation ${JSON.stringify(id)}`);
     if (owner !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
     ownerOf.set(id, owner);
+  }
+
+  /** The owner or a member of the conversation's room. */
+  async function admitted(id: string, member: string): Promise<void> {
+    try {
+      await owned(id, member);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.code !== "not_owner" || !(await owners.room(id)).includes(member)) throw e;
+    }
   }
 
   async function body(req: Request): Promise<unknown> {
@@ -303,13 +331,33 @@ export function createHandler(o: HandlerOptions): Handler {
     let m = EVENTS.exec(url.pathname);
     if (m && req.method === "GET") {
       const id = decode(m[1]);
-      await owned(id, member);
+      await admitted(id, member);
       return events(req, id, decode(m[2]));
+    }
+    m = MEMBERS.exec(url.pathname);
+    if (m) {
+      const id = decode(m[1]);
+      if (m[2] === undefined && req.method === "GET") {
+        await admitted(id, member);
+        return json(200, { owner: await owners.get(id), members: await owners.room(id) });
+      }
+      if (m[2] !== undefined && (req.method === "PUT" || req.method === "DELETE")) {
+        const who = decode(m[2]);
+        await owned(id, member);
+        if (req.method === "PUT") {
+          if (!o.members.some((x) => x.id === who)) throw new ApiError(404, "not_found", `no member ${JSON.stringify(who)} on this server`);
+          if (who !== member) await owners.admit(id, who);
+        } else if (!(await owners.dismiss(id, who))) {
+          throw new ApiError(404, "not_found", `${JSON.stringify(who)} is not in this room`);
+        }
+        return new Response(null, { status: 204 });
+      }
+      throw new ApiError(405, "method_not_allowed", "the members route takes GET, and PUT or DELETE …/members/{member}");
     }
     m = ANSWER.exec(url.pathname);
     if (m && req.method === "DELETE") {
       const [id, answer] = [decode(m[1]), decode(m[2])];
-      await owned(id, member);
+      await admitted(id, member);
       if (answers.get(id)?.id !== answer) throw new ApiError(404, "not_found", `no answer ${JSON.stringify(answer)} holds this session`);
       answers.delete(id);
       await o.journal.releaseLease(id, `answer:${answer}`);
@@ -334,10 +382,13 @@ export function createHandler(o: HandlerOptions): Handler {
           if (e instanceof FoldlineError) throw new ApiError(400, "invalid_input", e.message.replace(/^[a-z_]+: /, ""));
           throw e;
         }
-        if ((await owners.claim(id, member)) !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
+        if ((await owners.claim(id, member)) !== member && !(await owners.room(id)).includes(member)) {
+          throw new ApiError(403, "not_owner", "this conversation belongs to another member, who has not let you into its room");
+        }
         const key = req.headers.get("idempotency-key") ?? undefined;
         if (key !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(key)) throw new ApiError(400, "invalid_input", "an Idempotency-Key is 1 to 128 of A-Z a-z 0-9 . _ : -");
-        const r = await compactor.append(id, list as OpenAiChatMessage[], { idempotencyKey: key });
+        // The sender is the authenticated member, never the body.
+        const r = await compactor.append(id, list as OpenAiChatMessage[], { idempotencyKey: key, sender: member });
         if (r.replayed) return json(201, { seq: r.seq, appended: r.count }, { "idempotent-replayed": "true" });
         wrote();
         schedule(id, ctx);
@@ -346,7 +397,7 @@ export function createHandler(o: HandlerOptions): Handler {
       case "POST condense":
         return condense(id, member, ctx);
       case "POST answer": {
-        await owned(id, member);
+        await admitted(id, member);
         if (answering(id)) throw new ApiError(409, "busy", "another answer holds the session");
         const answer = `answer-${crypto.randomUUID().replaceAll("-", "")}`;
         if ((await o.journal.acquireLease(id, `answer:${answer}`, answerLeaseMs)) === undefined) {
@@ -356,7 +407,7 @@ export function createHandler(o: HandlerOptions): Handler {
         return json(201, { answer, expiresInMs: answerLeaseMs });
       }
       case "GET context": {
-        await owned(id, member);
+        await admitted(id, member);
         const f = url.searchParams.get("format") ?? "foldline";
         const format = FORMATS[f];
         if (!format) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
@@ -365,10 +416,10 @@ export function createHandler(o: HandlerOptions): Handler {
         return json(200, only ? s.messages : s);
       }
       case "GET timeline":
-        await owned(id, member);
+        await admitted(id, member);
         return json(200, await compactor.timeline(id));
       case "GET verify": {
-        await owned(id, member);
+        await admitted(id, member);
         try {
           return json(200, { ok: true, resolution: await compactor.resolve(id) });
         } catch (e) {

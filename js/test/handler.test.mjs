@@ -49,6 +49,19 @@ test("the chat client: /compact through the handler, never a message", async () 
   const items = (await alice.timeline()).items;
   if (!items.some((i) => i.type === "divider" && i.kind === "manual" && i.state === "completed")) throw new Error("no completed manual divider");
   const bob = createClient({ baseUrl: "http://local", token: BOB, conversation: "room", storage: null, fetch: through });
+  // A room: bob is let in by the owner; he posts (the sender is who he is)
+  // and reads the same timeline; only the owner condenses.
+  let refused;
+  try { await bob.timeline(); } catch (e) { refused = e; }
+  if (refused?.code !== "not_owner") throw new Error(`a member outside the room read it: ${refused}`);
+  const put = await through(new Request("http://local/api/conversations/room/members/bob", { method: "PUT", headers: { authorization: `Bearer ${ALICE}` } }));
+  if (put.status !== 204) throw new Error(`admit: ${put.status}`);
+  const byBob = await through(new Request("http://local/api/conversations/room/members/bob", { method: "PUT", headers: { authorization: `Bearer ${BOB}` } }));
+  if (byBob.status !== 403) throw new Error("a room member managed the room");
+  await bob.send("Bob here: I can join on Friday.");
+  const last = (await w.journal.readEvents("room")).map((s) => s.event).filter((e) => e.type === "message").at(-1);
+  if (last.sender !== "bob") throw new Error(`sender ${last.sender}`);
+  if (JSON.stringify(await bob.timeline()) !== JSON.stringify(await alice.timeline())) throw new Error("the room reads different timelines");
   let caught;
   try { await bob.send("/compact"); } catch (e) { caught = e; }
   if (!(caught instanceof ClientError) || caught.code !== "not_owner" || caught.memberMessage !== MEMBER_WORDING.not_owner) throw new Error(String(caught));

@@ -81,6 +81,11 @@ impl Members {
         Ok(Members { members })
     }
 
+    /// Whether `id` is a member of this server.
+    pub fn contains(&self, id: &str) -> bool {
+        self.members.iter().any(|(m, _)| m == id)
+    }
+
     /// The member a bearer token belongs to.
     pub fn authenticate(&self, token: &str) -> Option<&str> {
         let h: [u8; 32] = Sha256::digest(token.as_bytes()).into();

@@ -9,9 +9,12 @@
 //! | `GET …/context?format=`, `GET …/timeline`, `GET …/verify` | the model-bound context, the chat timeline, the chain check |
 //! | `GET /`, `GET /chat.js` (with `--web`) | the reference chat page (`js/examples/chat`, built into `web/`) |
 //!
+//! | `GET …/members`, `PUT`/`DELETE …/members/{member}` | the conversation's room: who may read and post beside its owner |
+//!
 //! Every route needs `Authorization: Bearer <token>` of a member
 //! ([`members`]); a conversation belongs to the member who first appended
-//! to it, and no other member can read, compact or answer in it.
+//! to it; the members it lets into its room read, post and answer, and
+//! only the owner condenses; no one else can read it.
 
 pub mod members;
 mod reply;

@@ -39,6 +39,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/conversations/{id}/context", get(context))
         .route("/api/conversations/{id}/timeline", get(timeline))
         .route("/api/conversations/{id}/verify", get(verify))
+        .route("/api/conversations/{id}/members", get(room))
+        .route(
+            "/api/conversations/{id}/members/{member}",
+            axum::routing::put(room_admit).delete(room_dismiss),
+        )
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             app.config.request_timeout,
@@ -156,6 +161,15 @@ pub fn owned(app: &App, conversation: &str, member: &str) -> Result<(), ApiError
     }
 }
 
+/// Refuse anyone but the conversation's owner and the members of its room;
+/// `not_found` when it does not exist.
+pub fn admitted(app: &App, conversation: &str, member: &str) -> Result<(), ApiError> {
+    match owned(app, conversation, member) {
+        Err(e) if e.code == "not_owner" && app.store.in_room(conversation, member)? => Ok(()),
+        other => other,
+    }
+}
+
 /// Run blocking work on the blocking pool.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
@@ -244,15 +258,22 @@ async fn append(
                 "the request took longer than the server's limit; nothing was written",
             ));
         }
-        if a.store.claim(&conv, &member)? != member {
+        if a.store.claim(&conv, &member)? != member && !a.store.in_room(&conv, &member)? {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "not_owner",
-                "this conversation belongs to another member",
+                "this conversation belongs to another member, who has not let you into its room",
             ));
         }
+        // The sender is the authenticated member, never the body.
         a.append(&conv, key.as_deref(), |after| {
-            crate::import::parse_messages(&text, &route, after)
+            let mut events = crate::import::parse_messages(&text, &route, after)?;
+            for e in &mut events {
+                if let foldline_core::event::Event::Message(m) = e {
+                    m.sender.clone_from(&member);
+                }
+            }
+            Ok(events)
         })
     })
     .await?;
@@ -311,16 +332,77 @@ fn format_of(q: &BTreeMap<String, String>) -> Result<Format, ApiError> {
     })
 }
 
-/// Run `f` on the blocking pool once `member` is found to own the conversation.
-async fn as_owner(
+/// Run `f` on the blocking pool once `member` is found to be the
+/// conversation's owner or in its room.
+async fn as_member(
     app: Arc<App>,
     member: String,
     id: String,
     f: impl FnOnce(&App, &str) -> Result<Response, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
     blocking(move || {
-        owned(&app, &id, &member)?;
+        admitted(&app, &id, &member)?;
         f(&app, &id)
+    })
+    .await
+}
+
+/// `GET …/members`: the owner and the room's members (any of them may ask).
+async fn room(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    as_member(app, member, id, |app, id| {
+        Ok(Json(json!({
+            "owner": app.store.owner(id)?,
+            "members": app.store.room(id)?,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+/// `PUT …/members/{member}`: the owner lets a member of the server into
+/// the room (they then read and post; only the owner condenses).
+async fn room_admit(
+    State(app): Shared,
+    Caller(caller): Caller,
+    Path((id, member)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    blocking(move || {
+        owned(&app, &id, &caller)?;
+        if !app.config.members.contains(&member) {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no member {member:?} on this server"),
+            ));
+        }
+        if member != caller {
+            app.store.admit(&id, &member)?;
+        }
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
+}
+
+/// `DELETE …/members/{member}`: the owner takes a member out of the room.
+async fn room_dismiss(
+    State(app): Shared,
+    Caller(caller): Caller,
+    Path((id, member)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    blocking(move || {
+        owned(&app, &id, &caller)?;
+        if !app.store.dismiss(&id, &member)? {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("{member:?} is not in this room"),
+            ));
+        }
+        Ok(StatusCode::NO_CONTENT.into_response())
     })
     .await
 }
@@ -334,7 +416,7 @@ async fn context(
 ) -> Result<Response, ApiError> {
     let format = format_of(&q)?;
     let only_messages = q.get("messages").is_some_and(|v| v == "true" || v == "1");
-    as_owner(app, member, id, move |app, id| {
+    as_member(app, member, id, move |app, id| {
         let s = app.driver.context(
             id,
             ContextOptions {
@@ -358,7 +440,7 @@ async fn timeline(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    as_owner(app, member, id, |app, id| {
+    as_member(app, member, id, |app, id| {
         Ok(Json(app.driver.timeline(id)?).into_response())
     })
     .await
@@ -370,7 +452,7 @@ async fn verify(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    as_owner(app, member, id, |app, id| {
+    as_member(app, member, id, |app, id| {
         Ok(match app.driver.resolve(id) {
             Ok(r) => Json(json!({"ok": true, "resolution": r})).into_response(),
             Err(HostError::Core(e)) => Json(json!({
@@ -391,7 +473,7 @@ async fn answer_start(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    as_owner(app, member, id, |app, id| {
+    as_member(app, member, id, |app, id| {
         let busy = |why: &str| ApiError::new(StatusCode::CONFLICT, "busy", why);
         let answer = app.next_id("answer");
         let now = (app.driver.clock)();
@@ -431,7 +513,7 @@ async fn answer_end(
     let a = app.clone();
     let conv = id.clone();
     blocking(move || {
-        owned(&a, &conv, &member)?;
+        admitted(&a, &conv, &member)?;
         if !a.store.end_answer(&conv, &answer)? {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,

@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS serve_tasks (
   PRIMARY KEY (conversation, task)
 );
 CREATE TABLE IF NOT EXISTS serve_answers (conversation TEXT PRIMARY KEY, answer TEXT NOT NULL, until_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS serve_room (conversation TEXT NOT NULL, member TEXT NOT NULL, PRIMARY KEY (conversation, member));
 ";
 
 impl Store {
@@ -191,6 +192,57 @@ impl Store {
             &[t(conversation), t(member)],
         )?;
         Ok(self.owner(conversation)?.unwrap_or_default())
+    }
+
+    /// Let `member` into the conversation's room (idempotent).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn admit(&self, conversation: &str, member: &str) -> Result<()> {
+        self.exec(
+            "INSERT INTO serve_room (conversation, member) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[t(conversation), t(member)],
+        )?;
+        Ok(())
+    }
+
+    /// Take `member` out of the conversation's room; whether they were in it.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn dismiss(&self, conversation: &str, member: &str) -> Result<bool> {
+        Ok(self.exec(
+            "DELETE FROM serve_room WHERE conversation = $1 AND member = $2",
+            &[t(conversation), t(member)],
+        )? > 0)
+    }
+
+    /// The members of the conversation's room (its owner not included), in order.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn room(&self, conversation: &str) -> Result<Vec<String>> {
+        Ok(self
+            .rows(
+                "SELECT member FROM serve_room WHERE conversation = $1 ORDER BY member",
+                &[t(conversation)],
+            )?
+            .iter()
+            .map(|r| r[0].text())
+            .collect())
+    }
+
+    /// Whether `member` is in the conversation's room.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn in_room(&self, conversation: &str, member: &str) -> Result<bool> {
+        Ok(!self
+            .rows(
+                "SELECT 1 FROM serve_room WHERE conversation = $1 AND member = $2",
+                &[t(conversation), t(member)],
+            )?
+            .is_empty())
     }
 
     /// Record a new task pointer (`pending`).

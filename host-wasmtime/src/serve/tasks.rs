@@ -18,7 +18,7 @@ use foldline_core::stream::MEMBER_NOTICE;
 use serde_json::json;
 
 use super::reply::ApiError;
-use super::routes::{blocking, owned, Caller};
+use super::routes::{admitted, blocking, owned, Caller};
 use super::state::{lock, App};
 use crate::driver::{ManualTask, Outcome};
 use crate::error::HostError;
@@ -157,9 +157,11 @@ pub async fn events(
     let a = app.clone();
     let (conv, t) = (id.clone(), task.clone());
     let pointer = blocking(move || {
-        owned(&a, &conv, &member)?;
+        // Every member of the room follows the task (its end is on
+        // everyone's timeline alike).
+        admitted(&a, &conv, &member)?;
         match a.store.task(&conv, &t)? {
-            Some(p) if p.member == member && p.requested_seq > 0 => Ok(p),
+            Some(p) if p.requested_seq > 0 => Ok(p),
             _ => Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
