@@ -38,7 +38,7 @@ function createClient(o) {
       message = body.error?.message ?? message;
     } catch {
     }
-    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? "Something went wrong. Try again.", message);
+    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
   }
   function keep(p) {
     if (!storage) return;
@@ -140,7 +140,10 @@ function divider(kind, state, count, notice) {
   return `${kind} compaction \xB7 ${count} turns folded into a summary`;
 }
 async function render(client) {
-  const t = await client.timeline();
+  const t = await client.timeline().catch((e) => {
+    if (e instanceof ClientError && e.code === "not_found") return { items: [] };
+    throw e;
+  });
   const items = t.items.map((i) => {
     const li = document.createElement("li");
     if (i.type === "divider") {
@@ -152,7 +155,7 @@ async function render(client) {
       li.className = `message ${String(i.role)}`;
       const role = document.createElement("span");
       role.className = "role";
-      role.textContent = `${String(i.role)}:`;
+      role.textContent = i.sender && i.role === "user" ? `${String(i.sender)}:` : `${String(i.role)}:`;
       li.append(role, document.createTextNode(String(i.text)));
     }
     return li;
@@ -187,6 +190,7 @@ function start(token2, conversation) {
     if (!text.trim()) return;
     input.value = "";
     try {
+      say("");
       const sent = await client.send(text);
       if (sent.kind === "compact") await follow(client, sent.task);
       else await render(client);

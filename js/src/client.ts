@@ -123,7 +123,7 @@ export function createClient(o: ClientOptions): Client {
     } catch {
       // not the error shape: keep the status
     }
-    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? "Something went wrong. Try again.", message);
+    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
   }
 
   function keep(p: TaskPointer | undefined): void {

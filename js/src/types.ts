@@ -394,6 +394,8 @@ export interface MessagesOf {
 export type TimelineItem =
   | {
       type: "message"; turnId: string; sourceSeq: number; role: Role; text: string;
+      /** The member who sent it (in a room, who of its members). */
+      sender?: string;
       /** The turn's parts as data (text, tool calls and results). */
       parts: Part[]; late?: boolean; corrected?: boolean; metadataOnly?: boolean;
     }

@@ -96,6 +96,7 @@ mod tests {
             index: 0,
             role,
             author_agent: None,
+            sender: String::new(),
             source: String::new(),
             parts,
             chars: 1,

@@ -56,6 +56,9 @@ pub enum TimelineItem {
         source_seq: u64,
         /// Role.
         role: Role,
+        /// The member who sent it (in a room, who of its members).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        sender: String,
         /// Text as shown.
         text: String,
         /// The turn's parts as data (text, tool calls and results), for a
@@ -125,6 +128,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
                 turn_id: t.turn_id.clone(),
                 source_seq: t.source_seq,
                 role: t.role,
+                sender: t.sender.clone(),
                 text: render_parts(&t.parts),
                 parts: t.parts.clone(),
                 late: t.late,

@@ -234,6 +234,9 @@ pub struct Turn {
     /// Authoring agent, for agent turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author_agent: Option<String>,
+    /// The member who sent it (in a room, who of its members).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sender: String,
     /// Message source (e.g. `telegram:42`), matched against declaration patterns.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,

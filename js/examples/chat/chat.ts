@@ -21,7 +21,11 @@ function divider(kind: string, state: string, count: number, notice?: string): s
 }
 
 async function render(client: Client): Promise<void> {
-  const t = await client.timeline();
+  // A conversation nobody has written to yet is empty, not an error.
+  const t = await client.timeline().catch((e: unknown) => {
+    if (e instanceof ClientError && e.code === "not_found") return { items: [] };
+    throw e;
+  });
   const items = t.items.map((i) => {
     const li = document.createElement("li");
     if (i.type === "divider") {
@@ -33,7 +37,7 @@ async function render(client: Client): Promise<void> {
       li.className = `message ${String(i.role)}`;
       const role = document.createElement("span");
       role.className = "role";
-      role.textContent = `${String(i.role)}:`;
+      role.textContent = i.sender && i.role === "user" ? `${String(i.sender)}:` : `${String(i.role)}:`;
       li.append(role, document.createTextNode(String(i.text)));
     }
     return li;
@@ -70,6 +74,7 @@ function start(token: string, conversation: string): void {
     if (!text.trim()) return;
     input.value = "";
     try {
+      say("");
       const sent = await client.send(text);
       if (sent.kind === "compact") await follow(client, sent.task);
       else await render(client);

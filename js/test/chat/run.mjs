@@ -1,10 +1,11 @@
 // The reference chat page in a real browser against a real `foldline serve
-// --web` on loopback (Chromium driven by playwright-core): a member posts
-// through the page and over HTTP; automatic dividers appear; `/compact`
+// --web` on loopback (Chromium driven by playwright-core): two members of
+// one room post through their pages (and the assistant over HTTP); both
+// pages show every message and the automatic dividers; `/compact`
 // shows its progress, survives a reload mid-task (resumed from the task
 // pointer) and ends in a completed divider, and is never a message; a
 // server killed mid-task shows the generic failed divider once it is back;
-// another member and a stranger get the member-facing refusals. Screenshots
+// the room member's `/compact` and a stranger get the member-facing refusals. Screenshots
 // go to js/test/chat/out/.
 //   node test/chat/run.mjs [path/to/foldline]
 import { spawn } from "node:child_process";
@@ -44,7 +45,7 @@ function start() {
     let err = "";
     child.stderr.on("data", (d) => {
       err += d;
-      const m = /listening on (http:\/\/[\d.:]+)/.exec(err);
+      const m = /listening on (http:\/\/[\d.:]+)\n/.exec(err);
       if (m) {
         port = Number(new URL(m[1]).port);
         resolve({ child, base: m[1] });
@@ -100,16 +101,46 @@ try {
     if (r.status !== 201) throw new Error(`post: ${r.status} ${await r.text()}`);
   };
 
-  await check("messages typed in the page appear; automatic dividers appear as the server compacts", async () => {
+  // `/compact` typed in a page until its task runs (the pending divider):
+  // first something older than the exact tail for it to fold (under the
+  // automatic trigger); then, as a member would, asked again while an
+  // automatic compaction is running (the page says so).
+  const compactNow = async (page) => {
+    for (let i = 0; i < 3; i++) await post(`A longer note ${i}: ${"the itinerary in detail, hotel by hotel. ".repeat(24)}`);
+    await until("the pending divider", async () => {
+      if ((await dividers(page, ".pending")) > 0) return true;
+      const said = await page.locator("#status").textContent();
+      if (!/Compacting/.test(said)) {
+        await page.fill("#text", "/compact");
+        await page.press("#text", "Enter");
+      }
+      await new Promise((r) => setTimeout(r, 400));
+      return false;
+    }).catch(async (e) => { throw new Error(`${e.message}; the page says: ${await page.locator("#status").textContent()}`); });
+  };
+  const bobPage = await (await browser.newContext()).newPage();
+  await check("two members of one room post from their pages; both see every message and the automatic dividers", async () => {
     await open(alice, "alice-token");
-    for (let i = 0; i < 30; i++) {
+    await alice.fill("#text", "Let us plan the trip together.");
+    await alice.press("#text", "Enter");
+    await until("the conversation exists", async () => (await alice.locator("li.message").count()) > 0);
+    const put = await fetch(`${server.base}/api/conversations/trip/members/bob`, { method: "PUT", headers: { authorization: "Bearer alice-token" } });
+    if (put.status !== 204) throw new Error(`alice lets bob in: ${put.status}`);
+    await open(bobPage, "bob-token");
+    for (let i = 0; i < 40; i++) {
       await alice.fill("#text", `Day ${i}: what should we see? ${"Tell me about the old town and the river. ".repeat(2)}`);
       await alice.press("#text", "Enter");
+      await bobPage.fill("#text", `Bob on day ${i}: I would add the market. ${"And a long walk by the water. ".repeat(2)}`);
+      await bobPage.press("#text", "Enter");
       await post(`On day ${i}, the old town in the morning and the river at dusk. ${"Book the museum early. ".repeat(4)}`);
     }
-    await until("an automatic divider", async () => (await dividers(alice, ".completed.automatic")) > 0);
-    const texts = await alice.locator("li.message").allTextContents();
-    if (!texts.some((t) => t.includes("Day 29"))) throw new Error("the newest typed message is not shown");
+    for (const page of [alice, bobPage]) {
+      await until("an automatic divider on each page", async () => (await dividers(page, ".completed.automatic")) > 0);
+      await until("the newest messages of both members", async () => {
+        const texts = await page.locator("li.message").allTextContents();
+        return texts.some((t) => t.startsWith("alice:") && t.includes("Day 39")) && texts.some((t) => t.startsWith("bob:") && t.includes("Bob on day 39"));
+      });
+    }
     const label = await alice.locator("li.divider.automatic").first().textContent();
     if (!/automatic compaction · \d+ turns folded/.test(label)) throw new Error(`a divider says what it is in text: ${label}`);
     await alice.locator("li.divider.automatic").last().scrollIntoViewIfNeeded();
@@ -119,9 +150,7 @@ try {
   await check("/compact shows progress, survives a reload mid-task, ends in a completed divider, and is never a message", async () => {
     delay = 2500;
     const before = await dividers(alice, ".completed.manual");
-    await alice.fill("#text", "/compact");
-    await alice.press("#text", "Enter");
-    await until("the pending divider", async () => (await dividers(alice, ".pending")) > 0);
+    await compactNow(alice);
     const status = await alice.locator("#status").textContent();
     if (!/Compacting/.test(status)) throw new Error(`progress: ${status}`);
     await alice.screenshot({ path: join(out, "2-compacting.png") });
@@ -139,10 +168,7 @@ try {
 
   await check("a server killed mid-task shows the generic failed divider after its restart", async () => {
     delay = 60_000;
-    await post(`More plans. ${"Another paragraph about the trip. ".repeat(20)}`);
-    await alice.fill("#text", "/compact");
-    await alice.press("#text", "Enter");
-    await until("the pending divider", async () => (await dividers(alice, ".pending")) > 0);
+    await compactNow(alice);
     server.child.kill("SIGKILL");
     await new Promise((r) => server.child.on("exit", r));
     delay = 0;
@@ -153,9 +179,8 @@ try {
     await alice.screenshot({ path: join(out, "4-failed.png") });
   });
 
-  await check("another member's /compact and a stranger are refused with the member-facing wording", async () => {
-    const bob = await (await browser.newContext()).newPage();
-    await open(bob, "bob-token");
+  await check("a room member's /compact and a stranger are refused with the member-facing wording", async () => {
+    const bob = bobPage;
     await bob.fill("#text", "/compact");
     await bob.press("#text", "Enter");
     await until("bob's refusal", async () => /Only the owner of this conversation can compact it/.test(await bob.locator("#status").textContent()));
