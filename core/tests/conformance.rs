@@ -321,6 +321,19 @@ fn gen_plan() -> Vec<Value> {
         manual("member-1", true, 30, 1_000),
         &refuse("session_busy"),
     );
+    // Everything after the head fits the exact tail (6,000 of the 10,000
+    // retained characters): /compact still folds the earlier turns, keeping
+    // only the newest unit exact.
+    g.add(
+        "manual-folds-within-the-exact-tail",
+        "a member's /compact folds whatever earlier context there is, even when it all fits the exact tail: the tail shrinks to the newest unit",
+        "plan",
+        manual("member-1", false, 20, 300),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/input/turnCount", json!(19)),
+        ],
+    );
     g.add(
         "manual-nothing-to-fold",
         "manual requests with nothing to fold are refused",

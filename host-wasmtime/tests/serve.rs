@@ -288,16 +288,26 @@ fn append_compacts_automatically_and_condense_streams_its_task_to_the_end() {
     assert_eq!(s, 200);
     assert!(t.to_string().contains(&boundary), "{t}");
 
-    // Nothing left to fold right after a manual compaction.
+    // A second /compact folds what the exact tail still held, down to the
+    // newest unit (a member's /compact folds whatever earlier context there
+    // is); after it nothing is left to fold.
+    let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{v}");
+    let url = format!("{base}{}", v["events"].as_str().unwrap());
+    let names: Vec<String> = events(&url, ALICE, None)
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert_eq!(names, ["requested", "completed"]);
     let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
     assert_eq!((s, code(&v)), (409, "nothing_to_fold"), "{v}");
-    assert_eq!(setup.boundaries("c1"), ids.len());
+    assert_eq!(setup.boundaries("c1"), ids.len() + 1);
     // Every head got one boundary: the chain verifies, no fork.
     let (_, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(
         v["resolution"]["accepted"].as_array().unwrap().len(),
-        ids.len()
+        ids.len() + 1
     );
 }
 
@@ -413,10 +423,12 @@ fn every_route_refuses_strangers_and_bad_input_with_stable_codes() {
         last = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
     }
     assert_eq!((last.0, code(&last.1)), (429, "rate_limited"), "{}", last.1);
-    assert_eq!(
-        setup.boundaries("c2"),
-        1,
-        "one of the two condense requests folded"
+    // The first folds; the second either finds it still running (busy) or
+    // folds what the exact tail held; the third is over the rate.
+    let folded = setup.boundaries("c2");
+    assert!(
+        (1..=2).contains(&folded),
+        "{folded} of the two condense requests folded"
     );
 }
 

@@ -87,7 +87,7 @@ export async function world(f) {
     });
     return f.createHandler({
       journal: alive, model, declaration, members, owners, leaseMs: 300, pollMs: 50,
-      bodyLimit: 4000, condensePerMinute: 4, holder: `handler-${g}`,
+      bodyLimit: 4000, condensePerMinute: 6, holder: `handler-${g}`,
     });
   };
   let handler = make();
@@ -178,6 +178,11 @@ export async function scenario(api) {
   eq(r.json.messages.filter((m) => typeof m.content === "string" && m.content.startsWith("[untrusted-history-summary]")).length, 1, "one summary envelope");
   r = await call("GET", "/api/conversations/c1/timeline", ALICE);
   assert(JSON.stringify(r.json).includes(boundary), "the timeline shows the boundary");
+  // A second /compact folds what the exact tail still held (down to the
+  // newest unit); after it nothing is left to fold.
+  r = await call("POST", "/api/conversations/c1/condense", ALICE);
+  eq(r.status, 202, `the second /compact folds the rest: ${JSON.stringify(r.json)}`);
+  eq((await events(r.json.events, ALICE)).map((e) => e.event), ["requested", "completed"], "the second task");
   r = await call("POST", "/api/conversations/c1/condense", ALICE);
   eq([r.status, code(r)], [409, "nothing_to_fold"], "nothing left to fold");
   r = await call("GET", "/api/conversations/c1/verify", ALICE);
@@ -216,13 +221,16 @@ export async function scenario(api) {
   eq((await call("DELETE", `/api/conversations/c2/answer/${answer}`, ALICE)).status, 204, "answer ends");
   eq(code(await call("DELETE", `/api/conversations/c2/answer/${answer}`, ALICE)), "not_found", "ended once");
 
-  // 5. The per-member condense rate (4 a minute here).
+  // 5. The per-member condense rate (6 a minute here).
   await append("c5", 0, turnsFor(15_000), CAROL);
   let last;
-  for (let i = 0; i < 5; i++) last = await call("POST", "/api/conversations/c5/condense", CAROL);
-  eq([last.status, code(last)], [429, "rate_limited"], "fifth condense in a minute");
+  for (let i = 0; i < 7; i++) last = await call("POST", "/api/conversations/c5/condense", CAROL);
+  eq([last.status, code(last)], [429, "rate_limited"], "seventh condense in a minute");
   assert(Number(last.headers.get("retry-after")) > 0, "Retry-After");
-  eq((await boundaries("c5")).length, 1, "one of the four folded");
+  // The first folds; a later one either finds it running (busy) or folds
+  // what the exact tail held; then nothing is left to fold.
+  const folded = (await boundaries("c5")).length;
+  assert(folded >= 1 && folded <= 2, `${folded} of the six folded`);
 
   // 6. Provider text stays in the audit.
   await api.setMode("fail");

@@ -566,11 +566,19 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         .th
         .tail_target(pick(metric, ctx.pinned_size), pick(metric, reserve));
     let room = pick(metric, ctx.pinned_size).saturating_add(pick(metric, reserve));
-    let tail_start = tail_start(ctx, &units, tail_target, ctx.th.limit.saturating_sub(room))?;
-    let tail_begins = units
-        .get(tail_start)
-        .map(|u| u.start)
-        .unwrap_or(eligible.len());
+    let alone = ctx.th.limit.saturating_sub(room);
+    let begins = |start: usize| units.get(start).map(|u| u.start).unwrap_or(eligible.len());
+    let mut tail_start = tail_start(ctx, &units, tail_target, alone)?;
+    // A member's `/compact` folds whatever earlier context there is: when
+    // the usual exact tail would hold all of it, or leave a summary no
+    // smaller than what it replaces, the tail shrinks to the newest unit.
+    if matches!(ctx.req.trigger, Trigger::Manual { .. }) {
+        let older = sizes_of(&eligible[..begins(tail_start)])?;
+        if begins(tail_start) == 0 || pick(metric, older) <= pick(metric, reserve) {
+            tail_start = self::tail_start(ctx, &units, 0, alone)?;
+        }
+    }
+    let tail_begins = begins(tail_start);
     if tail_begins == 0 {
         return Err(Error::new(
             Code::NothingToFold,
@@ -608,8 +616,15 @@ fn compact(ctx: &Ctx<'_>) -> Result<Packet> {
         ])?,
     };
     if pick(metric, after) >= pick(metric, ctx.before) {
+        // For a member's `/compact` this is the seed's "nothing earlier to
+        // fold": what is earlier is smaller than any summary of it.
+        let manual = matches!(ctx.req.trigger, Trigger::Manual { .. });
         return Err(Error::new(
-            Code::NotSmaller,
+            if manual {
+                Code::NothingToFold
+            } else {
+                Code::NotSmaller
+            },
             format!(
                 "compaction would leave {} of {} {}: the projection would not shrink",
                 pick(metric, after),
