@@ -33,6 +33,7 @@ pub mod journal;
 pub mod model;
 pub mod runtime;
 pub mod serve;
+pub mod settings;
 pub mod summarizer;
 
 pub use error::{HostError, Result};

@@ -213,11 +213,14 @@ fn load(cli: &Cli) -> Result<Foldline, HostError> {
 }
 
 fn declaration(cli: &Cli) -> Result<Declaration, HostError> {
-    match &cli.declaration {
+    let mut d = match &cli.declaration {
         Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
-            .map_err(|e| HostError::Input(format!("{}: {e}", p.display()))),
-        None => Ok(Declaration::new("assistant", "assistant-compactor")),
-    }
+            .map_err(|e| HostError::Input(format!("{}: {e}", p.display())))?,
+        None => Declaration::new("assistant", "assistant-compactor"),
+    };
+    // Seed 002's settings by their names override the file's fields.
+    foldline_wasmtime::settings::apply(&mut d, |k| std::env::var(k).ok())?;
+    Ok(d)
 }
 
 /// The journal the program runs on.
@@ -251,6 +254,10 @@ fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, 
                 .map_err(|e| HostError::Input(format!("{}: {e}", p.display())))?,
         );
     }
+    let mut scratch = d.declaration.clone();
+    let s = foldline_wasmtime::settings::apply(&mut scratch, |k| std::env::var(k).ok())?;
+    d.warm_candidates = s.warm_candidates.unwrap_or(d.warm_candidates);
+    d.warm_lease_ms = s.warm_lease_ms.unwrap_or(d.warm_lease_ms);
     d.owner = Some("owner".into());
     d.abort_after_packet = std::env::var("FOLDLINE_FAULT").as_deref() == Ok("abort-after-packet");
     Ok(d)

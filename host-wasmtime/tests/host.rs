@@ -209,6 +209,44 @@ fn a_bad_declaration_is_named_when_the_driver_is_built() {
     assert_ne!(a.holder, b.holder, "two drivers, two lease holders");
 }
 
+/// Seed 002's settings by their names, as environment variables of the
+/// program: a window in tokens turns the budget into a token budget; a bad
+/// value is refused naming its variable.
+#[test]
+fn the_seed_settings_are_environment_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .arg("--journal")
+        .arg(dir.path().join("j.db"))
+        .arg("context")
+        .env("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS", "4096")
+        .env("CHAT_CONTEXT_RESERVED_OUTPUT_TOKENS", "512")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let limit = v["manifest"]["limit"].as_u64().unwrap();
+    assert_eq!(v["manifest"]["metric"], "tokens", "{v}");
+    assert!(
+        limit < 4096 - 512,
+        "the 4,096-token window less the reserved output: {limit}"
+    );
+    let out = bin()
+        .arg("--journal")
+        .arg(dir.path().join("j.db"))
+        .arg("context")
+        .env("CONTEXT_COMPACTION_EAGER_RATIO", "80%")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("CONTEXT_COMPACTION_EAGER_RATIO"), "{err}");
+}
+
 #[test]
 fn a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundary() {
     let dir = tempfile::tempdir().unwrap();
