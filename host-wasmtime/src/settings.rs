@@ -101,7 +101,7 @@ pub fn apply(
     let any_budget = BUDGET_VARIABLES.iter().any(|n| get(n).is_some()) || enabled == Some(false);
     if any_budget {
         let mut budget = match &decl.budget {
-            b @ Budget::Tokens { .. } => b.clone(),
+            b @ Budget::Tokens { .. } => *b,
             Budget::Chars { .. } => Budget::default_tokens(),
         };
         if let Budget::Tokens {
