@@ -1246,6 +1246,31 @@ fn gen_timeline() -> Vec<Value> {
             ("/ok/items/23/type", json!("message")),
         ],
     );
+    // Stateless (no `accepted`): a boundary whose content no longer matches
+    // its hash draws nothing, nor does what follows it on the chain.
+    let tampered: Vec<Event> = s
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Boundary(b) if b.id == s.boundaries()[1].id => {
+                let mut b = b.clone();
+                b.summary.push_str(" (edited)");
+                Event::Boundary(b)
+            }
+            other => other.clone(),
+        })
+        .collect();
+    g.add(
+        "stateless-draws-only-sound-boundaries",
+        "without the resolved chain the timeline draws only boundaries that hold together: a tampered one, and what follows it, draw nothing",
+        "timeline",
+        json!({"events": v(&tampered)}),
+        &[
+            ("/ok/items/11/type", json!("divider")),
+            ("/ok/items/11/boundaryId", json!(s.boundaries()[0].id)),
+            ("/ok/items/23/type", json!("message")),
+        ],
+    );
     let mut r = s.events.clone();
     r.reverse();
     g.add(

@@ -75,7 +75,9 @@ export function select<F extends Format = "foldline">(request: SelectRequest & {
 /**
  * The chat timeline: messages and dividers, derived only from durable events.
  * With `accepted` (a resolution's `accepted` ids), only those boundaries draw
- * as completed dividers.
+ * as completed dividers; without it, only boundaries that hold together on
+ * their own (hash matches content, linked to a drawn previous boundary, no
+ * other boundary in their chain slot) — a tampered or forked one never draws.
  */
 export function timeline(events: Event[], accepted?: string[]): Timeline {
   return call<Timeline>("timeline", accepted ? { events, accepted } : { events });

@@ -6,7 +6,7 @@
 //! or manual — shows one failed divider with the generic notice; its reason
 //! stays in the audit record, never member-facing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
@@ -26,7 +26,11 @@ pub struct TimelineRequest {
     /// Ids of the boundaries the resolved chain accepts (`resolve`'s
     /// `accepted`). When given, only these draw as completed dividers: a
     /// tampered, forked or retired boundary never does, and a manual task
-    /// whose boundary was rejected shows as failed.
+    /// whose boundary was rejected shows as failed. Without it (a stateless
+    /// caller) a boundary draws only when it holds together on its own: its
+    /// hash is its content's, it links by id and hash to a drawn previous
+    /// boundary (or starts a chain), and no other boundary claims its chain
+    /// slot; the resolved chain also checks packets, epochs and declarations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted: Option<Vec<String>>,
 }
@@ -114,10 +118,13 @@ pub struct Timeline {
 /// `conflicting_turn` for contradictory events.
 pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     let recon = reconstruct(&req.events)?;
-    let accepted = |id: &str| {
-        req.accepted
-            .as_ref()
-            .is_none_or(|a| a.iter().any(|x| x == id))
+    let sound = match &req.accepted {
+        Some(_) => BTreeSet::new(),
+        None => sound_boundaries(&recon),
+    };
+    let accepted = |id: &str| match &req.accepted {
+        Some(a) => a.iter().any(|x| x == id),
+        None => sound.contains(id),
     };
     let tasks = latest_tasks(&recon.tasks);
     let mut items = Items::new();
@@ -143,6 +150,38 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     Ok(Timeline {
         items: items.into_values().collect(),
     })
+}
+
+/// The boundaries that hold together without the resolved chain: each
+/// one's hash is its content's, it links by id and hash to a sound previous
+/// boundary (or starts a chain at its frontier), and it is the only
+/// boundary in its chain slot (its epoch and what it follows). A tampered
+/// boundary, a fork, and everything after them are left out.
+fn sound_boundaries(recon: &Reconstruction) -> BTreeSet<String> {
+    let slot = |b: &crate::boundary::Boundary| {
+        let after = b
+            .previous
+            .as_ref()
+            .map_or(&b.frontier.id, |p| &p.boundary_id);
+        (b.declaration_fingerprint.clone(), after.clone())
+    };
+    let mut claims: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for b in &recon.boundaries {
+        *claims.entry(slot(b)).or_default() += 1;
+    }
+    let mut order: Vec<&crate::boundary::Boundary> = recon.boundaries.iter().collect();
+    order.sort_by(|a, b| (a.covered_through_seq, &a.id).cmp(&(b.covered_through_seq, &b.id)));
+    let mut sound: BTreeMap<&str, &str> = BTreeMap::new();
+    for b in order {
+        let linked = match &b.previous {
+            None => true,
+            Some(p) => sound.get(p.boundary_id.as_str()) == Some(&p.boundary_hash.as_str()),
+        };
+        if linked && claims[&slot(b)] == 1 && b.hash == b.compute_hash() {
+            sound.insert(&b.id, &b.hash);
+        }
+    }
+    sound.into_keys().map(str::to_owned).collect()
 }
 
 /// The timeline's items by (position, rank, tiebreak, id); rank 0 is a
