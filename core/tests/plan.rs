@@ -916,3 +916,31 @@ fn a_message_admission_accepts_can_always_be_folded() {
         );
     }
 }
+
+/// Identity and memory documents reach the compactor within
+/// `documents.budgetChars`: under it they are in its system prompt (to
+/// interpret names, not to summarize); over it the plan refuses
+/// `prefix_over_bounds`, naming the documents, rather than cut them.
+#[test]
+fn documents_reach_the_compactor_within_their_budget() {
+    let doc = |chars: usize| msg(0, "doc", Role::Document, &"D".repeat(chars));
+    for (doc_chars, fits) in [(400, true), (600, false)] {
+        let mut d = chars_decl(10_000, 4_000);
+        d.documents.budget_chars = 500;
+        let mut events = vec![doc(doc_chars)];
+        events.extend(turns(1, 30, 500));
+        let f = activate(&d, events.clone());
+        let mut r = request(&d, events);
+        r.frontier = Some(f);
+        match (plan(&r), fits) {
+            (PlanOutcome::Compact { packet, .. }, true) => {
+                assert!(packet.messages[0].content.contains(&"D".repeat(400)));
+            }
+            (PlanOutcome::Refuse { error, .. }, false) => {
+                assert_eq!(error.code.as_str(), "prefix_over_bounds");
+                assert_eq!(error.ids, vec!["doc".to_owned()]);
+            }
+            (o, _) => panic!("{doc_chars} characters of documents: {o:?}"),
+        }
+    }
+}

@@ -247,6 +247,24 @@ fn the_seed_settings_are_environment_variables() {
     assert!(err.contains("CONTEXT_COMPACTION_EAGER_RATIO"), "{err}");
 }
 
+/// The SQLite journal refuses edits in the database itself (triggers), not
+/// only through foldline's API: an update or a delete of an event aborts,
+/// and the events stay as written.
+#[test]
+fn the_sqlite_journal_refuses_edits_in_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let j = SqliteJournal::open(&db).unwrap();
+    j.append("c", &demo_events("c", 3)).unwrap();
+    let before = j.read_events("c", 0).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    for sql in ["UPDATE events SET body = '{}'", "DELETE FROM events"] {
+        let e = c.execute(sql, []).unwrap_err();
+        assert!(e.to_string().contains("append-only"), "{sql}: {e}");
+    }
+    assert_eq!(j.read_events("c", 0).unwrap(), before);
+}
+
 #[test]
 fn a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundary() {
     let dir = tempfile::tempdir().unwrap();

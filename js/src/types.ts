@@ -141,7 +141,11 @@ export type Event =
     }
   | {
       type: "compactionFailed"; runId: string; packetId: string; previousBoundaryId?: string;
-      trigger?: TriggerKind; headSeq: number; reason: string;
+      trigger?: TriggerKind; headSeq: number;
+      /** The failure's kind (absent only in records written before it existed). */
+      kind?: FailureKind;
+      /** Audit reason (never shown to members). */
+      reason: string;
     }
   | ({ type: "turnMeta" } & TurnMeta);
 

@@ -872,6 +872,7 @@ impl Ctx {
             previous_boundary_id: run.previous_boundary_id.clone(),
             trigger: self.trigger.kind(),
             head_seq: run.head_seq,
+            kind: Some(report.failure),
             reason: report.audit_reason,
         })];
         if let Some(task) = self.task() {

@@ -273,6 +273,11 @@ pub struct FailureEvent {
     pub trigger: TriggerKind,
     /// Journal head when it failed.
     pub head_seq: u64,
+    /// What kind of failure it was, as a field (`providerRefusal`,
+    /// `timeout`, `budgetStop`, `unusableSummary`, `streamDropped`, `other`);
+    /// absent only in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::stream::FailureKind>,
     /// Audit reason (never shown to members).
     pub reason: String,
 }

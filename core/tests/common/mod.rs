@@ -131,6 +131,7 @@ pub fn failure_at(run: &str, previous: Option<&str>, head_seq: u64) -> Event {
         previous_boundary_id: previous.map(Into::into),
         trigger: TriggerKind::Automatic,
         head_seq,
+        kind: Some(foldline_core::stream::FailureKind::Timeout),
         reason: "timeout".into(),
     })
 }

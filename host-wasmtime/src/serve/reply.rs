@@ -43,9 +43,9 @@ pub fn status_of(code: &str) -> StatusCode {
         "rate_limited" => StatusCode::TOO_MANY_REQUESTS,
         "timeout" => StatusCode::REQUEST_TIMEOUT,
         "method_not_allowed" => StatusCode::METHOD_NOT_ALLOWED,
-        "session_busy" | "nothing_to_fold" | "busy" | "conflict" | "fork" | "shutting_down" => {
-            StatusCode::CONFLICT
-        }
+        // The same table as the edge handler's `statusOf` (js/src/handler.ts).
+        "session_busy" | "nothing_to_fold" | "busy" | "conflict" | "fork" | "lease_lost"
+        | "shutting_down" => StatusCode::CONFLICT,
         "invalid_input" | "invalid_request" | "wrong_route" | "conflicting_turn" => {
             StatusCode::BAD_REQUEST
         }
@@ -138,5 +138,41 @@ impl IntoResponse for ApiError {
             }
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_of;
+
+    /// The Rust server and the edge handler answer every code the handler
+    /// names with the same status (its `statusOf` in js/src/handler.ts).
+    #[test]
+    fn the_status_table_is_the_edge_handlers() {
+        let ts = include_str!("../../../js/src/handler.ts");
+        let start = ts
+            .find("function statusOf")
+            .expect("statusOf in handler.ts");
+        let body = &ts[start..start + ts[start..].find("\n}").expect("its end")];
+        let mut checked = 0;
+        for line in body
+            .lines()
+            .filter(|l| l.contains("return ") && l.contains("case "))
+        {
+            let status: u16 = line
+                .rsplit("return ")
+                .next()
+                .and_then(|r| r.trim_end_matches(';').trim().parse().ok())
+                .expect("a status");
+            for code in line
+                .split("case \"")
+                .skip(1)
+                .map(|c| &c[..c.find('"').unwrap()])
+            {
+                assert_eq!(status_of(code).as_u16(), status, "{code}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 15, "{checked} codes");
     }
 }
