@@ -137,43 +137,30 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
     for (i, c) in calls.iter().enumerate() {
         let at = format!("{place}: tool_calls[{i}]");
         let id = opt_str(&at, c, "id")?.filter(|s| !s.is_empty());
+        // A function call `{"function": {"name", "arguments"}}`, or a custom
+        // tool call `{"type": "custom", "custom": {"name", "input"}}`.
         let custom = c.get("type").and_then(Value::as_str) == Some("custom");
-        if custom {
-            let f = c.get("custom").filter(|f| f.is_object());
-            let (Some(id), Some(f)) = (id, f) else {
-                return Err(HostError::Input(format!(
-                    "{at} needs an id and a custom {{\"name\", \"input\"}}"
-                )));
-            };
-            let name = opt_str(&at, f, "name")?
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| {
-                    HostError::Input(format!("{at}: custom.name must be a non-empty string"))
-                })?;
-            out.push(Part::ToolCall {
-                call_id: id.to_owned(),
-                name: name.to_owned(),
-                arguments: opt_str(&at, f, "input")?.unwrap_or("").to_owned(),
-                custom: true,
-            });
-            continue;
-        }
-        let f = c.get("function").filter(|f| f.is_object());
+        let (key, input, default) = if custom {
+            ("custom", "input", "")
+        } else {
+            ("function", "arguments", "{}")
+        };
+        let f = c.get(key).filter(|f| f.is_object());
         let (Some(id), Some(f)) = (id, f) else {
             return Err(HostError::Input(format!(
-                "{at} needs an id and a function {{\"name\", \"arguments\"}}"
+                "{at} needs an id and a {key} {{\"name\", \"{input}\"}}"
             )));
         };
         let name = opt_str(&at, f, "name")?
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {
-                HostError::Input(format!("{at}: function.name must be a non-empty string"))
+                HostError::Input(format!("{at}: {key}.name must be a non-empty string"))
             })?;
         out.push(Part::ToolCall {
             call_id: id.to_owned(),
             name: name.to_owned(),
-            arguments: opt_str(&at, f, "arguments")?.unwrap_or("{}").to_owned(),
-            custom: false,
+            arguments: opt_str(&at, f, input)?.unwrap_or(default).to_owned(),
+            custom,
         });
     }
     Ok(out)
@@ -283,5 +270,42 @@ mod tests {
             super::demo_conversation(400)[..],
             long[..super::demo_conversation(400).len()]
         );
+    }
+
+    /// OpenAI's custom tool calls keep their kind and free-form input; one
+    /// without a name is refused naming the field.
+    #[test]
+    fn custom_tool_calls_keep_their_kind() {
+        use foldline_core::event::Event;
+        use foldline_core::turn::{Part, Route};
+        let route = Route {
+            conversation: "c".into(),
+            ..Route::default()
+        };
+        let text = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"k1","type":"custom","custom":{"name":"grep","input":"warn|error"}},{"id":"f1","type":"function","function":{"name":"pay","arguments":"{}"}}]}"#;
+        let events = super::parse_messages(text, &route, 0).unwrap();
+        let Event::Message(m) = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(
+            m.parts,
+            vec![
+                Part::ToolCall {
+                    call_id: "k1".into(),
+                    name: "grep".into(),
+                    arguments: "warn|error".into(),
+                    custom: true,
+                },
+                Part::ToolCall {
+                    call_id: "f1".into(),
+                    name: "pay".into(),
+                    arguments: "{}".into(),
+                    custom: false,
+                },
+            ]
+        );
+        let bad = r#"{"role":"assistant","tool_calls":[{"id":"k1","type":"custom","custom":{"input":"x"}}]}"#;
+        let e = super::parse_messages(bad, &route, 0).unwrap_err();
+        assert!(e.to_string().contains("custom.name"), "{e}");
     }
 }

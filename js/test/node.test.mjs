@@ -336,3 +336,86 @@ test("real tokenizers: the context as the provider counts it fits the window", a
   }
 });
 
+
+// Random conversations of every part kind survive append → context in the
+// same format, unchanged in meaning (seeded, so a failure reproduces): AI
+// SDK messages (text, tool calls with object or JSON-text input, every
+// tool-result output kind, approvals and their answers) and OpenAI
+// messages (text, function and custom tool calls, tool results).
+test("property: random messages come back from context in the format they went in, unchanged in meaning", async () => {
+  const seeded = (seed) => () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const words = ["plan", "Lisbon", "ünïcode", "😀", "budget", "\"quoted\"", "line\nbreak", "tab\there", "42", "<tag>"];
+  const sort = (v) => (Array.isArray(v) ? v.map(sort) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])])) : v);
+  const same = (a, b, msg) => assert.equal(JSON.stringify(sort(a)), JSON.stringify(sort(b)), msg);
+  const declaration = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars", trigger: 2_000_000, retain: 1_000_000 } };
+  for (let seed = 1; seed <= 40; seed++) {
+    const r = seeded(seed);
+    const pick = (xs) => xs[Math.floor(r() * xs.length)];
+    const text = () => Array.from({ length: 1 + Math.floor(r() * 6) }, () => pick(words)).join(" ");
+    const obj = () => ({ city: text(), days: Math.floor(r() * 9), flags: [r() < 0.5, null] });
+    // AI SDK: what goes in, and what it means (the rendered form).
+    const ai = [];
+    const meant = [];
+    let n = 0;
+    for (let k = 0; k < 12; k++) {
+      const kind = pick(["user", "assistant", "tools"]);
+      if (kind !== "tools") {
+        const t = text();
+        ai.push({ role: kind, content: r() < 0.5 ? t : [{ type: "text", text: t }] });
+        meant.push({ role: kind, content: [{ type: "text", text: t }] });
+        continue;
+      }
+      const calls = [];
+      const results = [];
+      const askedParts = [];
+      const shown = [];
+      const lead = r() < 0.5 ? text() : undefined;
+      if (lead) { askedParts.push({ type: "text", text: lead }); shown.push({ type: "text", text: lead }); }
+      for (let c = 0; c < 1 + Math.floor(r() * 2); c++) {
+        const id = `call-${seed}-${n++}`;
+        const input = obj();
+        const asText = r() < 0.5;
+        askedParts.push({ type: "tool-call", toolCallId: id, toolName: "tool", input: asText ? JSON.stringify(input) : input });
+        shown.push({ type: "tool-call", toolCallId: id, toolName: "tool", input });
+        if (r() < 0.4) {
+          const approvalId = `ap-${id}`;
+          const approved = r() < 0.5;
+          askedParts.push({ type: "tool-approval-request", approvalId, toolCallId: id });
+          shown.push({ type: "tool-approval-request", approvalId, toolCallId: id });
+          results.push({ in: { type: "tool-approval-response", approvalId, approved }, out: { type: "tool-approval-response", approvalId, approved } });
+        }
+        const value = obj();
+        const out = pick([
+          [{ type: "text", value: text() }, (o) => ({ type: "text", value: o.value })],
+          [{ type: "json", value }, () => ({ type: "text", value: JSON.stringify(value) })],
+          [{ type: "error-text", value: text() }, (o) => ({ type: "error-text", value: o.value })],
+          [{ type: "error-json", value }, () => ({ type: "error-text", value: JSON.stringify(value) })],
+        ]);
+        results.push({ in: { type: "tool-result", toolCallId: id, toolName: "tool", output: out[0] }, out: { type: "tool-result", toolCallId: id, toolName: "tool", output: out[1](out[0]) } });
+      }
+      calls.push(...askedParts);
+      ai.push({ role: "assistant", content: calls }, { role: "tool", content: results.map((x) => x.in) });
+      meant.push({ role: "assistant", content: shown }, { role: "tool", content: results.map((x) => x.out) });
+    }
+    const c = f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration });
+    await c.append("c", { format: "ai-sdk", messages: ai });
+    same((await c.context("c", { format: "ai-sdk" })).messages, meant, `AI SDK, seed ${seed}`);
+    // OpenAI: text, function and custom calls, their results.
+    const oa = [];
+    for (let k = 0; k < 12; k++) {
+      const kind = pick(["user", "assistant", "tools"]);
+      if (kind !== "tools") { oa.push({ role: kind, content: text() }); continue; }
+      const calls = Array.from({ length: 1 + Math.floor(r() * 2) }, () => {
+        const id = `oc-${seed}-${n++}`;
+        return r() < 0.5
+          ? { id, type: "function", function: { name: "tool", arguments: JSON.stringify(obj()) } }
+          : { id, type: "custom", custom: { name: "grep", input: text() } };
+      });
+      oa.push({ role: "assistant", content: r() < 0.5 ? text() : null, tool_calls: calls });
+      for (const call of calls) oa.push({ role: "tool", tool_call_id: call.id, content: text() });
+    }
+    const o = f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration });
+    await o.append("c", oa);
+    same((await o.context("c", { format: "openai" })).messages, oa, `OpenAI, seed ${seed}`);
+  }
+});

@@ -33,23 +33,7 @@ pub struct StreamReport {
     pub replays_used: u64,
 }
 
-/// Kinds of compaction failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
-#[serde(rename_all = "camelCase")]
-pub enum FailureKind {
-    /// The provider refused the request.
-    ProviderRefusal,
-    /// The call timed out.
-    Timeout,
-    /// A budget (spend, tokens, rate) stopped the call.
-    BudgetStop,
-    /// The summary was rejected by settle.
-    UnusableSummary,
-    /// The stream dropped and could not be replayed.
-    StreamDropped,
-    /// Anything else (transport, host error).
-    Other,
-}
+pub use crate::event::FailureKind;
 
 impl FailureKind {
     /// The kind as the audit reason spells it (snake case, as the error

@@ -277,7 +277,25 @@ pub struct FailureEvent {
     /// `timeout`, `budgetStop`, `unusableSummary`, `streamDropped`, `other`);
     /// absent only in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<crate::stream::FailureKind>,
+    pub kind: Option<FailureKind>,
     /// Audit reason (never shown to members).
     pub reason: String,
+}
+
+/// Kinds of compaction failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureKind {
+    /// The provider refused the request.
+    ProviderRefusal,
+    /// The call timed out.
+    Timeout,
+    /// A budget (spend, tokens, rate) stopped the call.
+    BudgetStop,
+    /// The summary was rejected by settle.
+    UnusableSummary,
+    /// The stream dropped and could not be replayed.
+    StreamDropped,
+    /// Anything else (transport, host error).
+    Other,
 }
