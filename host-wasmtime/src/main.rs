@@ -212,15 +212,18 @@ fn load(cli: &Cli) -> Result<Foldline, HostError> {
     }
 }
 
-fn declaration(cli: &Cli) -> Result<Declaration, HostError> {
+/// The declaration (the file's or the default) with seed 002's settings by
+/// their names applied over it, and what those settings change in the driver.
+fn declaration(
+    cli: &Cli,
+) -> Result<(Declaration, foldline_wasmtime::settings::DriverSettings), HostError> {
     let mut d = match &cli.declaration {
         Some(p) => serde_json::from_str(&std::fs::read_to_string(p)?)
             .map_err(|e| HostError::Input(format!("{}: {e}", p.display())))?,
         None => Declaration::new("assistant", "assistant-compactor"),
     };
-    // Seed 002's settings by their names override the file's fields.
-    foldline_wasmtime::settings::apply(&mut d, |k| std::env::var(k).ok())?;
-    Ok(d)
+    let s = foldline_wasmtime::settings::apply(&mut d, |k| std::env::var(k).ok())?;
+    Ok((d, s))
 }
 
 /// The journal the program runs on.
@@ -242,22 +245,16 @@ fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, 
         ))),
         None => Box::new(Extractive),
     };
-    let mut d = Driver::checked(
-        load(cli)?,
-        open_journal(&journal)?,
-        model,
-        declaration(cli)?,
-    )?;
+    let (declaration, settings) = declaration(cli)?;
+    let mut d = Driver::checked(load(cli)?, open_journal(&journal)?, model, declaration)?;
     if let Some(p) = &cli.compactor_declaration {
         d.compactor = Some(
             serde_json::from_str(&std::fs::read_to_string(p)?)
                 .map_err(|e| HostError::Input(format!("{}: {e}", p.display())))?,
         );
     }
-    let mut scratch = d.declaration.clone();
-    let s = foldline_wasmtime::settings::apply(&mut scratch, |k| std::env::var(k).ok())?;
-    d.warm_candidates = s.warm_candidates.unwrap_or(d.warm_candidates);
-    d.warm_lease_ms = s.warm_lease_ms.unwrap_or(d.warm_lease_ms);
+    d.warm_candidates = settings.warm_candidates.unwrap_or(d.warm_candidates);
+    d.warm_lease_ms = settings.warm_lease_ms.unwrap_or(d.warm_lease_ms);
     d.owner = Some("owner".into());
     d.abort_after_packet = std::env::var("FOLDLINE_FAULT").as_deref() == Ok("abort-after-packet");
     Ok(d)
