@@ -1444,7 +1444,81 @@ fn gen_member() -> Vec<Value> {
             ],
         );
     }
+    member_selects(&mut g);
     g.out
+}
+
+/// `select` with a member state: each seam's rule, stated by a vector.
+fn member_selects(g: &mut Gen) {
+    let d = chars_decl(200_000, 100_000);
+    let all_on =
+        json!({"surface": true, "toolResult": true, "plainSpeak": true, "promptTrim": true});
+    let opted = json!({"master": true, "toolResult": true, "plainSpeak": true, "promptTrim": true});
+    let req = |events: Vec<Event>, member: Value| json!({"declaration": v(&d), "route": v(&route()), "events": v(&events), "member": member});
+    g.add(
+        "select-available-not-opted-in",
+        "member compression: availability never opts anyone in; the projection follows the pinned turns, everything else goes verbatim",
+        "select",
+        req(member_conversation(None), json!({"availability": all_on})),
+        &[
+            ("/ok/messages/1/kind", json!("member")),
+            ("/ok/messages/1/role", json!("system")),
+            ("/ok/messages/2/parts/0/text", json!("I was just wondering if maybe you could possibly build the project with `cargo build --release` for me. Thanks so much!")),
+            ("/ok/manifest/member/state/promptTrim/offReason", json!("masterOff")),
+            ("/ok/manifest/member/passes", json!([])),
+        ],
+    );
+    g.add(
+        "select-opted-in",
+        "member compression: the newest member message trimmed (code intact), run_code output compressed, search byte for byte, the plain-speak fragment after the pinned system chain, one measurement per pass",
+        "select",
+        req(member_conversation(None), json!({"availability": all_on, "preferences": opted})),
+        &[
+            ("/ok/messages/1/kind", json!("member")),
+            ("/ok/messages/1/parts/0/text", json!(foldline_core::member::settings::PLAIN_SPEAK_PROMPT)),
+            ("/ok/messages/2/kind", json!("member")),
+            ("/ok/messages/3/parts/0/text", json!("Build the project with `cargo build --release` for me.")),
+            ("/ok/messages/7/parts/0/content", json!(member_conversation(None).iter().find_map(|e| match e { Event::Message(m) if m.turn_id == "r2" => match &m.parts[0] { Part::ToolResult { content, .. } => Some(content.clone()), _ => None }, _ => None }).unwrap())),
+            ("/ok/manifest/member/passes/0/tool", json!("promptTrim")),
+            ("/ok/manifest/member/passes/0/measurement/status", json!("applied")),
+            ("/ok/manifest/member/passes/1/callId", json!("call_run")),
+            ("/ok/manifest/member/passes/1/measurement/status", json!("applied")),
+            ("/ok/manifest/member/passes/2/callId", json!("call_search")),
+            ("/ok/manifest/member/passes/2/measurement/reason", json!("tool_not_eligible")),
+        ],
+    );
+    g.add(
+        "select-settings-question",
+        "member compression: a message asking about the settings gets the server-rendered answer from the same state (no model call); earlier results are shaped but not measured again",
+        "select",
+        req(member_conversation(Some("Is prompt trim on?")), json!({"availability": all_on, "preferences": opted})),
+        &[
+            ("/ok/answer", json!(foldline_core::member::settings::answer(&foldline_core::member::settings::effective(
+                &serde_json::from_value(all_on.clone()).unwrap(),
+                &serde_json::from_value(opted.clone()).unwrap(),
+            )))),
+            ("/ok/manifest/member/passes/0/turnId", json!("q2")),
+            ("/ok/manifest/member/passes/1", Value::Null),
+        ],
+    );
+    let mut r = req(
+        member_conversation(None),
+        json!({"availability": all_on, "preferences": {"master": true, "promptTrim": true}}),
+    );
+    r["prompt"] = json!([{"type": "text", "text": "Could you please explain what `--release` does? I don't want \"just\" a summary."}]);
+    r["format"] = json!("openai");
+    g.add(
+        "select-prompt-trimmed",
+        "member compression: the prompt not yet in the journal is trimmed (quotes and negated clauses intact); older member messages in the copy are trimmed too, measured once; tool results untouched when that tool is off",
+        "select",
+        r,
+        &[
+            ("/ok/messages/8/content", json!("Explain what `--release` does? I don't want \"just\" a summary.")),
+            ("/ok/manifest/member/passes/0/turnId", Value::Null),
+            ("/ok/manifest/member/passes/1", Value::Null),
+            ("/ok/manifest/member/state/toolResult/offReason", json!("notOptedIn")),
+        ],
+    );
 }
 
 fn gen_contract() -> Vec<Value> {

@@ -292,3 +292,186 @@ fn settings_questions_get_the_server_rendered_answer() {
         assert_eq!(r.self_inspection, None, "{q}");
     }
 }
+
+mod common;
+
+mod seams {
+    use super::common::*;
+    use foldline_core::event::Event;
+    use foldline_core::format::{Format, Kind};
+    use foldline_core::member::seams::MemberInput;
+    use foldline_core::member::settings::{Availability, Preferences};
+    use foldline_core::select::{select, SelectRequest, Selection};
+    use foldline_core::turn::Part;
+
+    const ALL: Availability = Availability {
+        surface: true,
+        tool_result: true,
+        plain_speak: true,
+        prompt_trim: true,
+    };
+    const OPTED: Preferences = Preferences {
+        master: true,
+        tool_result: true,
+        plain_speak: true,
+        prompt_trim: true,
+    };
+
+    fn run(
+        events: Vec<Event>,
+        member: Option<MemberInput>,
+        limit: Option<u64>,
+    ) -> foldline_core::Result<Selection> {
+        select(&SelectRequest {
+            declaration: chars_decl(200_000, 100_000),
+            route: route(),
+            frontier: None,
+            head: None,
+            amendment: None,
+            events,
+            prompt: None,
+            format: Format::Foldline,
+            limit,
+            render: true,
+            member,
+        })
+    }
+
+    fn parts(s: &Selection) -> Vec<(Kind, Vec<Part>)> {
+        match s.messages.as_ref().unwrap() {
+            foldline_core::format::Rendered::Foldline(m) => {
+                m.iter().map(|m| (m.kind, m.parts.clone())).collect()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_a_member_state_nothing_changes() {
+        let events = member_conversation(None);
+        let s = run(events.clone(), None, None).unwrap();
+        assert!(s.manifest.member.is_none() && s.answer.is_none());
+        assert_eq!(s.manifest.sizes.member, 0);
+        let sent: Vec<Vec<Part>> = parts(&s).into_iter().map(|(_, p)| p).collect();
+        let journal: Vec<Vec<Part>> = events
+            .iter()
+            .map(|e| match e {
+                Event::Message(m) => m.parts.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(sent, journal, "verbatim without a member state");
+    }
+
+    #[test]
+    fn opting_out_sends_everything_verbatim_again() {
+        let events = member_conversation(None);
+        let on = run(
+            events.clone(),
+            Some(MemberInput {
+                availability: ALL,
+                preferences: OPTED,
+            }),
+            None,
+        )
+        .unwrap();
+        let off = run(
+            events.clone(),
+            Some(MemberInput {
+                availability: ALL,
+                preferences: Preferences::default(),
+            }),
+            None,
+        )
+        .unwrap();
+        let plain = run(events, None, None).unwrap();
+        assert_ne!(on.manifest.rendered_hash, off.manifest.rendered_hash);
+        // Off: the projection is the only difference from no state at all.
+        let mut off_parts = parts(&off);
+        assert_eq!(off_parts.remove(1).0, Kind::Member);
+        assert_eq!(off_parts, parts(&plain));
+        assert!(off.manifest.member.unwrap().passes.is_empty());
+    }
+
+    #[test]
+    fn protected_spans_survive_the_trim_of_the_newest_message() {
+        let text = "Could you please fetch https://example.org/a?b=1 and run `ls -la`? I don't really want \"basically\" anything else. Thanks!";
+        let s = run(
+            member_conversation(Some(text)),
+            Some(MemberInput {
+                availability: ALL,
+                preferences: OPTED,
+            }),
+            None,
+        )
+        .unwrap();
+        let all = parts(&s);
+        let Part::Text { text: sent } = &all.last().unwrap().1[0] else {
+            panic!()
+        };
+        for span in [
+            "https://example.org/a?b=1",
+            "`ls -la`",
+            "I don't really want \"basically\" anything else.",
+        ] {
+            assert!(sent.contains(span), "{span:?} in {sent:?}");
+        }
+        assert!(sent.len() < text.len(), "{sent:?}");
+    }
+
+    #[test]
+    fn the_fragments_count_against_the_budget() {
+        let events = member_conversation(None);
+        let plain = run(events.clone(), None, None).unwrap();
+        let member = Some(MemberInput {
+            availability: ALL,
+            preferences: OPTED,
+        });
+        let shaped = run(events.clone(), member, None).unwrap();
+        assert!(shaped.manifest.sizes.member > 500);
+        assert_eq!(
+            shaped.manifest.sizes.total,
+            plain.manifest.sizes.total + shaped.manifest.sizes.member
+        );
+        // A budget the plain context fits but the fragments do not: the
+        // oldest unit leaves the tail (listed), never silently.
+        let tight = run(events, member, Some(plain.manifest.sizes.total)).unwrap();
+        assert!(!tight.manifest.omitted.is_empty());
+    }
+
+    #[test]
+    fn a_settings_question_is_answered_from_the_state_in_force() {
+        let events = member_conversation(Some("Which compression settings are enabled?"));
+        let off = run(
+            events.clone(),
+            Some(MemberInput {
+                availability: ALL,
+                preferences: Preferences::default(),
+            }),
+            None,
+        )
+        .unwrap();
+        let answer = off.answer.unwrap();
+        assert!(answer.contains("Compression preference: off"), "{answer}");
+        let on = run(
+            events,
+            Some(MemberInput {
+                availability: ALL,
+                preferences: OPTED,
+            }),
+            None,
+        )
+        .unwrap();
+        assert!(on.answer.unwrap().contains("Prompt trim: on"));
+        let not_a_question = run(
+            member_conversation(Some("/compact")),
+            Some(MemberInput {
+                availability: ALL,
+                preferences: OPTED,
+            }),
+            None,
+        )
+        .unwrap();
+        assert!(not_a_question.answer.is_none());
+    }
+}

@@ -41,6 +41,7 @@ fn select_req(d: &foldline_core::declaration::Declaration, events: Vec<Event>) -
         format: Format::Foldline,
         limit: None,
         render: true,
+        member: None,
     }
 }
 

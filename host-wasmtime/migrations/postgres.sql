@@ -81,3 +81,28 @@ CREATE TABLE IF NOT EXISTS serve_room (
   member TEXT NOT NULL,
   PRIMARY KEY (conversation, member)
 );
+
+-- Member compression (seed 002): each member's opt-ins (JSON, all off when
+-- absent), the preferences an answer captured when it took the session (a
+-- change applies to runs started after it), and the owner-bound,
+-- content-dark stats recorder (one row per pass: ids, tool, status, bytes).
+CREATE TABLE IF NOT EXISTS serve_compression (
+  member TEXT PRIMARY KEY,
+  preferences TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS serve_answer_state (
+  conversation TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  preferences TEXT NOT NULL,
+  PRIMARY KEY (conversation, answer)
+);
+CREATE TABLE IF NOT EXISTS serve_compression_stats (
+  member TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  pass TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  status TEXT NOT NULL,
+  eligible_bytes BIGINT NOT NULL,
+  delivered_bytes BIGINT NOT NULL,
+  PRIMARY KEY (member, conversation, pass)
+);

@@ -10,6 +10,7 @@ use foldline_core::boundary::{Boundary, InputTurn};
 use foldline_core::declaration::Declaration;
 use foldline_core::event::Event;
 use foldline_core::format::Format;
+use foldline_core::member::seams::MemberInput;
 use foldline_core::packet::Packet;
 use foldline_core::plan::{PlanOutcome, PlanRequest, SkipRecord, Trigger};
 use foldline_core::resolve::{self, Resolution, ResolveRequest};
@@ -68,6 +69,9 @@ pub struct ContextOptions {
     pub prompt: Option<Vec<Part>>,
     /// Budget override.
     pub limit: Option<u64>,
+    /// The member's compression state at the start of this run (see
+    /// `foldline_core::member::seams`): capture it once per run.
+    pub member: Option<MemberInput>,
 }
 
 /// The driver over a journal and a model.
@@ -1077,6 +1081,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             format: o.format,
             limit: o.limit,
             render: true,
+            member: o.member,
         })
     }
 

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use foldline_core::declaration::Declaration;
 use foldline_core::format::Format;
+use foldline_core::member::seams::MemberInput;
+use foldline_core::member::settings::{Availability, Preferences};
 use foldline_core::timeline::{DividerState, TimelineItem};
 use foldline_core::turn::Route;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
@@ -68,6 +70,43 @@ enum Fmt {
     AiSdk,
 }
 
+/// A member-compression tool a member opts in to.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OptIn {
+    PromptTrim,
+    ToolResult,
+    PlainSpeak,
+}
+
+/// Member compression's availability (seed 002's release gates): a flag or
+/// its environment variable. Availability never opts anyone in.
+#[derive(clap::Args, Clone, Copy)]
+struct CompressionFlags {
+    /// The member settings surface exists.
+    #[arg(long, env = "MEMBER_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    member_compression: bool,
+    /// Tool-result compression is available.
+    #[arg(long, env = "MEMBER_TOOL_RESULT_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    tool_result_compression: bool,
+    /// Plain-speak responses are available.
+    #[arg(long, env = "MEMBER_PLAIN_SPEAK_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    plain_speak_compression: bool,
+    /// Prompt trim is available.
+    #[arg(long, env = "MEMBER_PROMPT_FLUFF_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    prompt_fluff_compression: bool,
+}
+
+impl CompressionFlags {
+    fn availability(self) -> Availability {
+        Availability {
+            surface: self.member_compression,
+            tool_result: self.tool_result_compression,
+            plain_speak: self.plain_speak_compression,
+            prompt_trim: self.prompt_fluff_compression,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events).
@@ -89,6 +128,14 @@ enum Command {
         /// Print only the message array.
         #[arg(long)]
         messages: bool,
+        /// The member's compression opt-ins for this run (comma-separated;
+        /// any turns the master preference on). Each needs its tool to be
+        /// available (the flags below); `answer` in the output is the
+        /// server-rendered reply to a settings question.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        opt_in: Vec<OptIn>,
+        #[command(flatten)]
+        compression: CompressionFlags,
     },
     /// Print the timeline with its dividers.
     Timeline {
@@ -123,6 +170,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct Serve {
+    #[command(flatten)]
+    compression: CompressionFlags,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: std::net::SocketAddr,
@@ -327,7 +376,12 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             let d = driver(&cli, Location::parse(&cli.journal))?;
             report(d.compact_now(&conv, "owner", false)?)
         }
-        Command::Context { format, messages } => {
+        Command::Context {
+            format,
+            messages,
+            opt_in,
+            compression,
+        } => {
             let d = driver(&cli, Location::parse(&cli.journal))?;
             let format = match format {
                 Fmt::Foldline => Format::Foldline,
@@ -335,10 +389,21 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
                 Fmt::Anthropic => Format::Anthropic,
                 Fmt::AiSdk => Format::AiSdk,
             };
+            let availability = compression.availability();
+            let member = availability.surface.then(|| MemberInput {
+                availability,
+                preferences: Preferences {
+                    master: !opt_in.is_empty(),
+                    tool_result: opt_in.contains(&OptIn::ToolResult),
+                    plain_speak: opt_in.contains(&OptIn::PlainSpeak),
+                    prompt_trim: opt_in.contains(&OptIn::PromptTrim),
+                },
+            });
             let selection = d.context(
                 &conv,
                 ContextOptions {
                     format,
+                    member,
                     ..Default::default()
                 },
             )?;
@@ -413,6 +478,7 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.condense_per_minute = o.condense_per_minute;
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
     config.web = o.web;
+    config.compression = o.compression.availability();
     let web = o.web;
     let mut d = driver(cli, Location::parse(&cli.journal))?;
     d.lease_ms = o.lease_ms;

@@ -672,6 +672,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         format: Default::default(),
         limit: None,
         render: true,
+        member: None,
     })
     .unwrap();
     assert_eq!(

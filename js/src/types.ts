@@ -324,24 +324,29 @@ export interface SelectRequest {
   declaration: Declaration; route: Route; frontier?: Frontier | null; head?: ChainHead | null;
   amendment?: Amendment | null; events: Event[]; prompt?: Part[] | null; format?: Format;
   limit?: number | null; render?: boolean;
+  /** The member's compression state, captured when the run started (see `MemberInput`). */
+  member?: MemberInput | null;
 }
 
 export interface Manifest {
   metric: "chars" | "tokens"; limit: number;
-  sizes: { pinned: number; summary: number; amendment: number; tail: number; prompt: number; total: number };
+  sizes: { pinned: number; summary: number; amendment: number; tail: number; prompt: number; member?: number; total: number };
   boundaryId: string | null; boundaryHash: string | null; amendmentHash: string | null;
   pinned: string[]; included: string[];
   omitted: { turnId: string; reason: "budget" | "notAdmitted" }[];
   /** Admitted turns after the summary's coverage left out for lack of room (absent when none): no summary covers them, so alert on it. */
   uncoveredOmitted?: number;
   messageCount: number; renderedHash: string;
+  /** What member compression did (with a member state): the state in force and one measurement per pass. */
+  member?: MemberManifest | null;
 }
 
 export interface ContextMessage {
-  kind: "pinned" | "summary" | "amendment" | "turn" | "prompt"; role: Role; turnId?: string; parts: Part[];
+  kind: "pinned" | "summary" | "amendment" | "turn" | "prompt" | "member"; role: Role; turnId?: string; parts: Part[];
 }
 
-export interface Selection<M = unknown> { messages?: M; manifest: Manifest }
+/** `answer`: the server-rendered reply when the member's newest message asks about the compression settings; deliver it instead of calling the model. */
+export interface Selection<M = unknown> { messages?: M; manifest: Manifest; answer?: string | null }
 
 /** OpenAI chat messages as `context`/`select` render them (assignable to the `openai` package's `ChatCompletionMessageParam`). */
 export type OpenAiMessage =
@@ -417,14 +422,24 @@ export interface Measurement {
 export interface TrimResult { text: string; measurement: Measurement }
 export interface ToolResultRequest { tool: string; private?: boolean; result: unknown }
 export interface ToolResultResponse { result: unknown; measurement: Measurement }
+/** Deployment availability (`MEMBER_COMPRESSION_ENABLED` and the three `MEMBER_*_COMPRESSION_ENABLED` flags). */
+export interface Availability { surface?: boolean; toolResult?: boolean; plainSpeak?: boolean; promptTrim?: boolean }
+/** A member's own choices; everything off by default. Availability never opts anyone in. */
+export interface Preferences { master?: boolean; toolResult?: boolean; plainSpeak?: boolean; promptTrim?: boolean }
+/** The member's state as a host captured it when the run started. */
+export interface MemberInput { availability?: Availability; preferences?: Preferences }
 export interface SettingsRequest {
-  availability?: { surface?: boolean; toolResult?: boolean; plainSpeak?: boolean; promptTrim?: boolean };
-  preferences?: { master?: boolean; toolResult?: boolean; plainSpeak?: boolean; promptTrim?: boolean };
+  availability?: Availability;
+  preferences?: Preferences;
   message?: string | null;
 }
 export interface ToolState { enabled: boolean; offReason?: "notAvailable" | "masterOff" | "notOptedIn" }
+export interface EffectiveState { master: boolean; toolResult: ToolState; plainSpeak: ToolState; promptTrim: ToolState; safetyCompaction: boolean }
+/** One pass's measurement, named by ids only (content-dark). */
+export interface Pass { tool: "promptTrim" | "toolResult"; turnId?: string | null; callId?: string | null; measurement: Measurement }
+export interface MemberManifest { state: EffectiveState; passes: Pass[] }
 export interface SettingsResponse {
-  state: { master: boolean; toolResult: ToolState; plainSpeak: ToolState; promptTrim: ToolState; safetyCompaction: boolean };
+  state: EffectiveState;
   projection: string; plainSpeakPrompt: string | null; selfInspection: string | null;
 }
 

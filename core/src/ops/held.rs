@@ -85,6 +85,9 @@ pub struct ContextRequest {
     /// As `select`'s (default true).
     #[serde(default = "yes")]
     pub render: bool,
+    /// As `select`'s: the member's compression state at the run's start.
+    #[serde(default)]
+    pub member: Option<crate::member::seams::MemberInput>,
 }
 
 fn yes() -> bool {
@@ -167,6 +170,7 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
                 format: c.format,
                 limit: c.limit,
                 render: c.render,
+                member: c.member,
             };
             select(held, r)
         })),

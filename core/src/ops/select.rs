@@ -25,6 +25,7 @@ use crate::format::{self, Format, Outgoing};
 pub use crate::format::{ContextMessage, Kind};
 use crate::frontier::Frontier;
 use crate::group;
+use crate::member::seams::{self, MemberInput, MemberManifest, Shaped};
 use crate::reconstruct::{given_or, Reconstruction};
 use crate::standing;
 use crate::turn::{parts_chars, Part, Role, Route, Turn};
@@ -61,6 +62,13 @@ pub struct SelectRequest {
     /// slice their own arrays).
     #[serde(default = "yes")]
     pub render: bool,
+    /// The member's compression state, captured when the run started: with
+    /// it, the member's opt-ins shape the model-bound copy (prompt trim,
+    /// `run_code` result compression, the plain-speak fragment), the
+    /// settings projection follows the pinned turns, and a settings question
+    /// gets [`Selection::answer`]. Without it, nothing changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberInput>,
 }
 fn yes() -> bool {
     true
@@ -100,6 +108,9 @@ pub struct ContextSizes {
     pub tail: u64,
     /// Prompt.
     pub prompt: u64,
+    /// The member's system fragments (plain-speak, the settings projection).
+    #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
+    pub member: u64,
     /// Total.
     pub total: u64,
 }
@@ -136,6 +147,10 @@ pub struct Manifest {
     pub message_count: u64,
     /// Merkle-style fold over each message's kind, role and content hash.
     pub rendered_hash: String,
+    /// What member compression did (with a member state): the effective
+    /// state and one measurement per pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberManifest>,
 }
 
 /// The selected context.
@@ -147,6 +162,11 @@ pub struct Selection {
     pub messages: Option<crate::format::Rendered>,
     /// The manifest.
     pub manifest: Manifest,
+    /// The server-rendered answer when the member's newest message asks
+    /// about the compression settings: deliver it instead of the model's
+    /// (no model call is needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// Select the model-bound context.
@@ -185,6 +205,11 @@ pub(crate) fn select_from(
         .as_ref()
         .map(|h| envelope::summary_text(&h.summary));
     let amendment_text = req.amendment.as_ref().map(envelope::amendment_text);
+    let fragments = req
+        .member
+        .as_ref()
+        .map(seams::fragments)
+        .unwrap_or_default();
     let mut sizes = ContextSizes {
         pinned: error::sum(pinned.iter().map(|t| turn_size(metric, t)))?,
         summary: envelope_size(metric, summary_text.as_deref()),
@@ -195,9 +220,20 @@ pub(crate) fn select_from(
             .as_deref()
             .map(|p| text_size(metric, parts_chars(p)))
             .unwrap_or(0),
+        member: error::sum(
+            fragments
+                .iter()
+                .map(|f| text_size(metric, f.chars().count() as u64)),
+        )?,
         total: 0,
     };
-    let reserved = error::sum([sizes.pinned, sizes.summary, sizes.amendment, sizes.prompt])?;
+    let reserved = error::sum([
+        sizes.pinned,
+        sizes.summary,
+        sizes.amendment,
+        sizes.prompt,
+        sizes.member,
+    ])?;
     if reserved > limit {
         return Err(Error::new(
             Code::OverBudget,
@@ -220,12 +256,21 @@ pub(crate) fn select_from(
     sizes.tail = used;
     sizes.total = reserved + used;
 
+    let mut shaped = req
+        .member
+        .as_ref()
+        .map(|m| seams::shape(m, tail, req.prompt.as_deref()))
+        .unwrap_or_default();
     let (messages, fold) = assemble(
         &pinned,
-        summary_text,
-        amendment_text,
+        Envelopes {
+            fragments,
+            summary: summary_text,
+            amendment: amendment_text,
+        },
         tail,
         req.prompt.as_ref(),
+        &mut shaped,
     );
     let manifest = Manifest {
         metric,
@@ -240,13 +285,18 @@ pub(crate) fn select_from(
         omitted,
         message_count: messages.len() as u64,
         rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
+        member: shaped.manifest,
     };
     let messages = if req.render {
         Some(format::render_outgoing(req.format, messages))
     } else {
         None
     };
-    Ok(Selection { messages, manifest })
+    Ok(Selection {
+        messages,
+        manifest,
+        answer: shaped.answer,
+    })
 }
 
 /// The declaration, the route, the frontier, the head's frontier and the
@@ -331,18 +381,30 @@ fn fit_tail(candidates: &[&Turn], room: u64, metric: Metric) -> Result<(usize, u
     Ok((first_included, used))
 }
 
-/// The context in order — pinned turns, the summary envelope, the
-/// amendment envelope, the exact tail, the prompt — and the fold of their
-/// roles and hashes the manifest's `renderedHash` is made of. Turns lend
-/// their content; only foldline's own form copies it.
+/// The texts foldline writes into the context itself.
+struct Envelopes {
+    /// The member's system fragments (after the leading pinned turns).
+    fragments: Vec<String>,
+    /// The summary envelope.
+    summary: Option<String>,
+    /// The amendment envelope.
+    amendment: Option<String>,
+}
+
+/// The context in order — pinned turns, the member's system fragments, the
+/// summary envelope, the amendment envelope, the exact tail, the prompt —
+/// and the fold of their roles and hashes the manifest's `renderedHash` is
+/// made of. Turns lend their content unless a member seam reshaped it; only
+/// foldline's own form copies it.
 fn assemble<'a>(
     pinned: &[&'a Turn],
-    summary_text: Option<String>,
-    amendment_text: Option<String>,
+    texts: Envelopes,
     tail: &[&'a Turn],
     prompt: Option<&'a Vec<Part>>,
+    shaped: &mut Shaped,
 ) -> (Vec<Outgoing<'a>>, Vec<String>) {
-    let mut messages: Vec<Outgoing<'a>> = Vec::with_capacity(pinned.len() + tail.len() + 3);
+    let mut messages: Vec<Outgoing<'a>> =
+        Vec::with_capacity(pinned.len() + tail.len() + 3 + texts.fragments.len());
     let mut fold: Vec<String> = Vec::with_capacity(messages.capacity());
     // A pinned turn written after the exact tail begins (a system message
     // in the middle of a conversation) keeps its place among the tail's
@@ -355,14 +417,26 @@ fn assemble<'a>(
     for t in pinned.iter().filter(|t| !in_place(t)) {
         push_pinned(t, &mut messages, &mut fold);
     }
-    if let Some(text) = summary_text {
+    for text in texts.fragments {
+        fold.push(format!(
+            "member:system:{}",
+            canonical::sha256(text.as_bytes())
+        ));
+        messages.push(Outgoing {
+            kind: Kind::Member,
+            role: Role::System,
+            turn_id: None,
+            parts: Cow::Owned(vec![Part::Text { text }]),
+        });
+    }
+    if let Some(text) = texts.summary {
         fold.push(format!(
             "summary:user:{}",
             canonical::sha256(text.as_bytes())
         ));
         messages.push(envelope_message(Kind::Summary, text));
     }
-    if let Some(text) = amendment_text {
+    if let Some(text) = texts.amendment {
         fold.push(format!(
             "amendment:user:{}",
             canonical::sha256(text.as_bytes())
@@ -370,23 +444,42 @@ fn assemble<'a>(
         messages.push(envelope_message(Kind::Amendment, text));
     }
     let mut later = pinned.iter().filter(|t| in_place(t)).peekable();
-    for t in tail {
+    for (i, t) in tail.iter().enumerate() {
         while let Some(p) = later.next_if(|p| p.key() < t.key()) {
             push_pinned(p, &mut messages, &mut fold);
         }
-        fold.push(format!("turn:{}:{}", t.role.as_str(), t.content_hash));
-        messages.push(turn_message(Kind::Turn, t));
+        match shaped.tail.remove(&i) {
+            Some(parts) => {
+                fold.push(format!(
+                    "turn:{}:{}",
+                    t.role.as_str(),
+                    crate::turn::content_hash(&parts)
+                ));
+                messages.push(Outgoing {
+                    parts: Cow::Owned(parts),
+                    ..turn_message(Kind::Turn, t)
+                });
+            }
+            None => {
+                fold.push(format!("turn:{}:{}", t.role.as_str(), t.content_hash));
+                messages.push(turn_message(Kind::Turn, t));
+            }
+        }
     }
     for p in later {
         push_pinned(p, &mut messages, &mut fold);
     }
     if let Some(p) = prompt {
-        fold.push(format!("prompt:user:{}", crate::turn::content_hash(p)));
+        let parts: Cow<'a, [Part]> = match shaped.prompt.take() {
+            Some(trimmed) => Cow::Owned(trimmed),
+            None => Cow::Borrowed(p.as_slice()),
+        };
+        fold.push(format!("prompt:user:{}", crate::turn::content_hash(&parts)));
         messages.push(Outgoing {
             kind: Kind::Prompt,
             role: Role::User,
             turn_id: None,
-            parts: Cow::Borrowed(p),
+            parts,
         });
     }
     (messages, fold)

@@ -29,6 +29,9 @@ pub enum Kind {
     Turn,
     /// The current prompt.
     Prompt,
+    /// A member-compression system fragment (plain-speak, the settings
+    /// projection).
+    Member,
 }
 
 /// One message of the context in foldline's own form.

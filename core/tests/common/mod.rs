@@ -461,3 +461,73 @@ pub fn from_verified(s: &Sim, k: usize) -> foldline_core::resolve::ResolveReques
         }),
     }
 }
+
+/// A long, repetitive `run_code` output: progress lines and a build log
+/// that repeats itself.
+pub fn long_run_code_output() -> String {
+    let mut s = String::new();
+    for i in 0..200 {
+        s.push_str(&format!("\x1b[32mcompiling\x1b[0m crate {}\n", i % 3));
+    }
+    for _ in 0..60 {
+        s.push_str("warning: unused import\n");
+    }
+    s.push_str("done in 4.2s\n");
+    s
+}
+
+/// A member's agent run: a hedged question, `run_code` with long repetitive
+/// output, a search whose results must pass byte for byte, an answer; then
+/// (optionally) the member's next message.
+pub fn member_conversation(next: Option<&str>) -> Vec<Event> {
+    let call = |seq: u64, id: &str, call_id: &str, name: &str| {
+        Event::Message(message(
+            seq,
+            0,
+            id,
+            Role::Assistant,
+            vec![Part::ToolCall {
+                call_id: call_id.into(),
+                name: name.into(),
+                arguments: "{}".into(),
+                custom: false,
+            }],
+        ))
+    };
+    let result = |seq: u64, id: &str, call_id: &str, content: String| {
+        Event::Message(message(
+            seq,
+            0,
+            id,
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: call_id.into(),
+                name: String::new(),
+                content,
+                is_error: false,
+            }],
+        ))
+    };
+    let search = format!(
+        "{}\n",
+        "result: https://example.org/a \"exact quote\"\n".repeat(40)
+    );
+    let mut e = vec![
+        msg(0, "sys", Role::System, "You are helpful."),
+        msg(
+            1,
+            "q1",
+            Role::User,
+            "I was just wondering if maybe you could possibly build the project with `cargo build --release` for me. Thanks so much!",
+        ),
+        call(2, "c1", "call_run", "run_code"),
+        result(3, "r1", "call_run", long_run_code_output()),
+        call(4, "c2", "call_search", "search"),
+        result(5, "r2", "call_search", search),
+        msg(6, "a1", Role::Assistant, "The build passed; the search found the docs."),
+    ];
+    if let Some(text) = next {
+        e.push(msg(7, "q2", Role::User, text));
+    }
+    e
+}

@@ -10,12 +10,15 @@
 //! | `GET /`, `GET /chat.js` (with `--web`) | the reference chat page (`js/examples/chat`, built into `web/`) |
 //!
 //! | `GET …/members`, `PUT`/`DELETE …/members/{member}` | the conversation's room: who may read and post beside its owner |
+//! | `GET`/`PUT /api/members/me/compression`, `GET …/compression/stats` | the caller's member-compression opt-ins and their recorded passes ([`compression`]) |
+//! | `GET …/settings` | the settings projection the model would see for the caller |
 //!
 //! Every route needs `Authorization: Bearer <token>` of a member
 //! ([`members`]); a conversation belongs to the member who first appended
 //! to it; the members it lets into its room read, post and answer, and
 //! only the owner condenses; no one else can read it.
 
+mod compression;
 pub mod members;
 mod reply;
 mod routes;
@@ -30,6 +33,8 @@ use std::time::Duration;
 pub use members::{hash_token, Members};
 pub use reply::ApiError;
 pub use store::Location;
+
+use foldline_core::member::settings::Availability;
 
 use crate::driver::Driver;
 use crate::error::{HostError, Result};
@@ -65,6 +70,11 @@ pub struct ServeConfig {
     pub poll: Duration,
     /// Serve the reference chat page at `/` (and its script at `/chat.js`).
     pub web: bool,
+    /// Member compression's availability (`MEMBER_COMPRESSION_ENABLED` and
+    /// the three tool flags): never opts anyone in. With the surface off,
+    /// contexts carry no member state and the member routes answer
+    /// `not_available`.
+    pub compression: Availability,
 }
 
 impl ServeConfig {
@@ -82,6 +92,7 @@ impl ServeConfig {
             answer_lease: Duration::from_secs(300),
             poll: Duration::from_millis(250),
             web: false,
+            compression: Availability::default(),
         }
     }
 }

@@ -18,6 +18,7 @@ use foldline_core::turn::Route;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 
+use super::compression;
 use super::reply::ApiError;
 use super::state::App;
 use super::tasks;
@@ -40,6 +41,15 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/conversations/{id}/timeline", get(timeline))
         .route("/api/conversations/{id}/verify", get(verify))
         .route("/api/conversations/{id}/members", get(room))
+        .route(
+            "/api/conversations/{id}/settings",
+            get(compression::projection),
+        )
+        .route(
+            "/api/members/me/compression",
+            get(compression::get_preferences).put(compression::put_preferences),
+        )
+        .route("/api/members/me/compression/stats", get(compression::stats))
         .route(
             "/api/conversations/{id}/members/{member}",
             axum::routing::put(room_admit).delete(room_dismiss),
@@ -184,7 +194,7 @@ pub async fn blocking<T: Send + 'static>(
     })?
 }
 
-fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
+pub fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
     let body = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -416,14 +426,17 @@ async fn context(
 ) -> Result<Response, ApiError> {
     let format = format_of(&q)?;
     let only_messages = q.get("messages").is_some_and(|v| v == "true" || v == "1");
+    let caller = member.clone();
     as_member(app, member, id, move |app, id| {
         let s = app.driver.context(
             id,
             ContextOptions {
                 format,
+                member: compression::run_state(app, id, &caller)?,
                 ..ContextOptions::default()
             },
         )?;
+        compression::record(app, id, &caller, s.manifest.member.as_ref())?;
         Ok(if only_messages {
             Json(serde_json::to_value(&s.messages).map_err(|e| HostError::Input(e.to_string()))?)
                 .into_response()
@@ -473,7 +486,8 @@ async fn answer_start(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    as_member(app, member, id, |app, id| {
+    let caller = member.clone();
+    as_member(app, member, id, move |app, id| {
         let busy = |why: &str| ApiError::new(StatusCode::CONFLICT, "busy", why);
         let answer = app.next_id("answer");
         let now = (app.driver.clock)();
@@ -495,6 +509,8 @@ async fn answer_start(
             app.driver.journal.release_lease(id, &holder)?;
             return Err(busy("another answer holds the session"));
         }
+        // The member's compression state enters the run once, here.
+        compression::capture(app, id, &answer, &caller)?;
         Ok((
             StatusCode::CREATED,
             Json(json!({"answer": answer, "expiresInMs": ttl})),

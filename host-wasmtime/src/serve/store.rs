@@ -14,6 +14,9 @@ use rusqlite::types::ValueRef;
 
 use crate::error::{HostError, Result};
 use crate::journal::postgres::PgPool;
+use foldline_core::member::seams::{Pass, PassTool};
+use foldline_core::member::settings::Preferences;
+use foldline_core::member::Status;
 
 /// Where a server's journal lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +100,13 @@ CREATE TABLE IF NOT EXISTS serve_tasks (
 );
 CREATE TABLE IF NOT EXISTS serve_answers (conversation TEXT PRIMARY KEY, answer TEXT NOT NULL, until_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS serve_room (conversation TEXT NOT NULL, member TEXT NOT NULL, PRIMARY KEY (conversation, member));
+CREATE TABLE IF NOT EXISTS serve_compression (member TEXT PRIMARY KEY, preferences TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS serve_answer_state (conversation TEXT NOT NULL, answer TEXT NOT NULL, preferences TEXT NOT NULL, PRIMARY KEY (conversation, answer));
+CREATE TABLE IF NOT EXISTS serve_compression_stats (
+  member TEXT NOT NULL, conversation TEXT NOT NULL, pass TEXT NOT NULL, tool TEXT NOT NULL, status TEXT NOT NULL,
+  eligible_bytes INTEGER NOT NULL, delivered_bytes INTEGER NOT NULL,
+  PRIMARY KEY (member, conversation, pass)
+);
 ";
 
 impl Store {
@@ -357,6 +367,153 @@ impl Store {
             &[t(conversation), t(answer)],
         )? == 1)
     }
+}
+
+/// Member compression: preferences, the state an answer captured at its
+/// start, and the owner-bound stats recorder.
+impl Store {
+    /// A member's compression preferences (all off when never set).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn preferences(&self, member: &str) -> Result<Preferences> {
+        self.rows(
+            "SELECT preferences FROM serve_compression WHERE member = $1",
+            &[t(member)],
+        )?
+        .first()
+        .map_or(Ok(Preferences::default()), |r| {
+            decode_preferences(&r[0].text())
+        })
+    }
+
+    /// Store a member's preferences (they apply to runs started after this).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn set_preferences(&self, member: &str, p: &Preferences) -> Result<()> {
+        self.exec(
+            "INSERT INTO serve_compression (member, preferences) VALUES ($1, $2)
+             ON CONFLICT (member) DO UPDATE SET preferences = excluded.preferences",
+            &[t(member), t(&encode_preferences(p)?)],
+        )?;
+        Ok(())
+    }
+
+    /// Capture the preferences an answer runs with, at its start.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn capture(&self, conversation: &str, answer: &str, p: &Preferences) -> Result<()> {
+        self.exec(
+            "INSERT INTO serve_answer_state (conversation, answer, preferences) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+            &[t(conversation), t(answer), t(&encode_preferences(p)?)],
+        )?;
+        Ok(())
+    }
+
+    /// The preferences `answer` captured at its start.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn captured(&self, conversation: &str, answer: &str) -> Result<Option<Preferences>> {
+        self.rows(
+            "SELECT preferences FROM serve_answer_state WHERE conversation = $1 AND answer = $2",
+            &[t(conversation), t(answer)],
+        )?
+        .first()
+        .map(|r| decode_preferences(&r[0].text()))
+        .transpose()
+    }
+
+    /// Record each pass once (a pass is keyed by what it shaped, so asking
+    /// for the same context again records nothing new). Content-dark: ids,
+    /// tool, status and byte counts only.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn record_passes(&self, member: &str, conversation: &str, passes: &[Pass]) -> Result<()> {
+        for p in passes {
+            let tool = match p.tool {
+                PassTool::PromptTrim => "promptTrim",
+                PassTool::ToolResult => "toolResult",
+            };
+            let status = match p.measurement.status {
+                Status::Applied => "applied",
+                Status::Bypassed => "bypassed",
+                Status::Failed => "failed",
+            };
+            let key = format!(
+                "{tool}:{}:{}",
+                p.turn_id.as_deref().unwrap_or("prompt"),
+                p.call_id.as_deref().unwrap_or("")
+            );
+            self.exec(
+                "INSERT INTO serve_compression_stats
+                 (member, conversation, pass, tool, status, eligible_bytes, delivered_bytes)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                &[
+                    t(member),
+                    t(conversation),
+                    t(&key),
+                    t(tool),
+                    t(status),
+                    Val::Int(p.measurement.eligible_bytes.min(i64::MAX as u64) as i64),
+                    Val::Int(p.measurement.delivered_bytes.min(i64::MAX as u64) as i64),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A member's passes, summed by tool and status.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn stats(&self, member: &str) -> Result<Vec<PassStats>> {
+        Ok(self
+            .rows(
+                "SELECT tool, status, COUNT(*), CAST(COALESCE(SUM(eligible_bytes), 0) AS BIGINT),
+                        CAST(COALESCE(SUM(delivered_bytes), 0) AS BIGINT)
+                 FROM serve_compression_stats WHERE member = $1 GROUP BY tool, status ORDER BY tool, status",
+                &[t(member)],
+            )?
+            .iter()
+            .map(|r| PassStats {
+                tool: r[0].text(),
+                status: r[1].text(),
+                passes: r[2].int() as u64,
+                eligible_bytes: r[3].int() as u64,
+                delivered_bytes: r[4].int() as u64,
+            })
+            .collect())
+    }
+}
+
+/// A member's recorded passes of one tool and status, summed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassStats {
+    /// `promptTrim` or `toolResult`.
+    pub tool: String,
+    /// `applied`, `bypassed` or `failed`.
+    pub status: String,
+    /// How many passes.
+    pub passes: u64,
+    /// Bytes they were offered.
+    pub eligible_bytes: u64,
+    /// Bytes they delivered.
+    pub delivered_bytes: u64,
+}
+
+fn encode_preferences(p: &Preferences) -> Result<String> {
+    serde_json::to_string(p).map_err(|e| HostError::Storage(e.to_string()))
+}
+
+fn decode_preferences(s: &str) -> Result<Preferences> {
+    serde_json::from_str(s)
+        .map_err(|e| HostError::Storage(format!("stored compression preferences: {e}")))
 }
 
 fn sqlite_param(v: &Val) -> Box<dyn rusqlite::ToSql> {

@@ -66,6 +66,7 @@ pub fn check<J: Journal, M: Model>(
         format: Default::default(),
         limit: None,
         render: true,
+        member: None,
     });
     // The context fits, or a typed refusal says why: one turn over the whole
     // budget, or an amendment (corrections of frozen turns, kept until a

@@ -6,6 +6,7 @@
 //! ([`settings`]). None of them touches the journal: they shape only the
 //! model-bound copy, and every call returns one deterministic measurement.
 
+pub mod seams;
 pub mod settings;
 pub mod tool_result;
 pub mod trim;

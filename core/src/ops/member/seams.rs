@@ -1,0 +1,320 @@
+//! The three seams inside `select`, so every host shapes the model-bound
+//! copy exactly the same way from one captured member state.
+//!
+//! - **Prompt trim** on the member's messages in the model-bound copy (the
+//!   current prompt, else the member turns of the exact tail), before the
+//!   context is assembled; the journal keeps the raw text.
+//! - **Tool-result compression** on `run_code` results in the exact tail;
+//!   every other tool, and sensitive (private) output, passes byte for byte.
+//! - **Plain-speak** as a system fragment after the pinned system chain, and
+//!   the **settings projection** after it (after member-authored resource
+//!   context, so resource text cannot override it).
+//!
+//! While a tool is on, every eligible item of the copy is shaped, so the copy
+//! is the same from one turn to the next (provider prompt caches keep
+//! hitting); a measurement is recorded once per pass, for the items the
+//! current run added: the member's newest message and the tool results after
+//! it. A message that asks about these settings gets the server-rendered
+//! answer ([`Shaped::answer`]), which a host delivers instead of calling the
+//! model.
+
+use std::collections::BTreeMap;
+
+use foldline_derive::{Decode, Encode};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::settings::{self, Availability, EffectiveState, Preferences};
+use super::tool_result::{self, ToolResultRequest};
+use super::trim::{self, TrimRequest};
+use super::{Measurement, Status};
+use crate::turn::{Part, Role, Turn};
+
+/// The member's compression state as a host captured it when the run
+/// started: the deployment's availability flags and the member's own
+/// preferences. A change made later applies to runs started after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemberInput {
+    /// Availability (the `MEMBER_*_ENABLED` flags).
+    #[serde(default)]
+    pub availability: Availability,
+    /// The member's opt-ins (all off by default).
+    #[serde(default)]
+    pub preferences: Preferences,
+}
+
+/// Which pass a measurement is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub enum PassTool {
+    /// Prompt trim of the member's newest message.
+    PromptTrim,
+    /// Tool-result compression of one tool result.
+    ToolResult,
+}
+
+/// One pass's measurement, named by what it shaped (ids only: content-dark).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Pass {
+    /// The tool.
+    pub tool: PassTool,
+    /// The turn it shaped (absent for a prompt not yet in the journal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// The tool call whose result it shaped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Eligible and delivered bytes; applied, bypassed or failed.
+    pub measurement: Measurement,
+}
+
+/// What the seams did, in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemberManifest {
+    /// The effective state the run used.
+    pub state: EffectiveState,
+    /// One measurement per pass this run made, in context order.
+    pub passes: Vec<Pass>,
+}
+
+/// The shaped copy: replacement parts by position, the self-inspection answer and the measurements.
+#[derive(Debug, Default)]
+pub(crate) struct Shaped {
+    /// Replacement parts for tail turns, by index into the tail.
+    pub tail: BTreeMap<usize, Vec<Part>>,
+    /// Replacement parts for the prompt.
+    pub prompt: Option<Vec<Part>>,
+    /// The server-rendered answer, when the newest message asks about settings.
+    pub answer: Option<String>,
+    /// What the seams did.
+    pub manifest: Option<MemberManifest>,
+}
+
+/// The texts of a message's text parts, joined as the model reads them.
+fn text_of(parts: &[Part]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// Trim each text part; the parts (replaced only when something applied) and
+/// one measurement for the message.
+fn trim_parts(parts: &[Part]) -> (Option<Vec<Part>>, Measurement) {
+    let mut out = Vec::with_capacity(parts.len());
+    let mut changed = false;
+    let mut m = Measurement {
+        eligible_bytes: 0,
+        delivered_bytes: 0,
+        status: Status::Bypassed,
+        reason: None,
+        rules: Vec::new(),
+    };
+    let mut reasons: Vec<String> = Vec::new();
+    for p in parts {
+        let Part::Text { text } = p else {
+            out.push(p.clone());
+            continue;
+        };
+        let r = trim::trim(&TrimRequest { text: text.clone() });
+        m.eligible_bytes += r.measurement.eligible_bytes;
+        m.delivered_bytes += r.measurement.delivered_bytes;
+        m.status = worse(m.status, r.measurement.status);
+        reasons.extend(r.measurement.reason);
+        for rule in r.measurement.rules {
+            if !m.rules.contains(&rule) {
+                m.rules.push(rule);
+            }
+        }
+        changed |= r.text != *text;
+        out.push(Part::Text { text: r.text });
+    }
+    if m.status != Status::Applied {
+        m.reason = reasons.into_iter().next().or(Some("no_text".to_owned()));
+    }
+    (changed.then_some(out), m)
+}
+
+/// A failure outranks an application, which outranks a bypass.
+fn worse(a: Status, b: Status) -> Status {
+    match (a, b) {
+        (Status::Failed, _) | (_, Status::Failed) => Status::Failed,
+        (Status::Applied, _) | (_, Status::Applied) => Status::Applied,
+        _ => Status::Bypassed,
+    }
+}
+
+/// Compress one tool result's content: a JSON object is filtered field by
+/// field; other text is treated as the tool's stdout.
+fn compress_content(name: &str, private: bool, content: &str) -> (Option<String>, Measurement) {
+    let parsed: Option<Value> = serde_json::from_str(content).ok().filter(Value::is_object);
+    let wrapped = parsed.is_none();
+    let result = parsed.unwrap_or_else(|| {
+        let mut m = serde_json::Map::new();
+        m.insert("stdout".to_owned(), Value::String(content.to_owned()));
+        Value::Object(m)
+    });
+    let r = tool_result::compress(&ToolResultRequest {
+        tool: name.to_owned(),
+        private,
+        result,
+    });
+    if r.measurement.status != Status::Applied {
+        return (None, r.measurement);
+    }
+    let text = if wrapped {
+        r.result
+            .get("stdout")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    } else {
+        serde_json::to_string(&r.result).ok()
+    };
+    match text {
+        Some(t) => (Some(t), r.measurement),
+        None => (
+            None,
+            Measurement::passthrough(content.len(), Status::Failed, "render_failed"),
+        ),
+    }
+}
+
+/// The system texts the state adds after the pinned turns, in order: the
+/// plain-speak fragment (when on), then the settings projection.
+pub(crate) fn fragments(input: &MemberInput) -> Vec<String> {
+    let state = settings::effective(&input.availability, &input.preferences);
+    let mut out = Vec::with_capacity(2);
+    if state.plain_speak.enabled {
+        out.push(settings::PLAIN_SPEAK_PROMPT.to_owned());
+    }
+    out.push(settings::projection(&state));
+    out
+}
+
+/// Shape the model-bound copy of `tail` and `prompt` for `input`.
+pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>) -> Shaped {
+    let state = settings::effective(&input.availability, &input.preferences);
+    let newest = match prompt {
+        Some(_) => None,
+        None => tail.iter().rposition(|t| t.role == Role::User),
+    };
+    let message = match (prompt, newest) {
+        (Some(p), _) => Some(text_of(p)),
+        (None, Some(i)) => Some(text_of(&tail[i].parts)),
+        _ => None,
+    };
+    let mut shaped = Shaped {
+        answer: message
+            .filter(|m| settings::asks_about_settings(m))
+            .map(|_| settings::answer(&state)),
+        ..Shaped::default()
+    };
+    let mut passes = Vec::new();
+    if state.prompt_trim.enabled {
+        if let Some(p) = prompt {
+            let (parts, m) = trim_parts(p);
+            shaped.prompt = parts;
+            passes.push(Pass {
+                tool: PassTool::PromptTrim,
+                turn_id: None,
+                call_id: None,
+                measurement: m,
+            });
+        }
+        for (i, t) in tail
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.role == Role::User)
+        {
+            let (parts, m) = trim_parts(&t.parts);
+            if let Some(parts) = parts {
+                shaped.tail.insert(i, parts);
+            }
+            if Some(i) == newest {
+                passes.push(Pass {
+                    tool: PassTool::PromptTrim,
+                    turn_id: Some(t.turn_id.clone()),
+                    call_id: None,
+                    measurement: m,
+                });
+            }
+        }
+    }
+    if state.tool_result.enabled {
+        compress_results(tail, newest, prompt.is_some(), &mut shaped, &mut passes);
+    }
+    shaped.manifest = Some(MemberManifest { state, passes });
+    shaped
+}
+
+/// Compress every tool result of the tail; measure those after the
+/// member's newest message (all of them when the prompt is not yet in the
+/// journal, none when it is and nothing follows it).
+fn compress_results(
+    tail: &[&Turn],
+    newest: Option<usize>,
+    prompt_given: bool,
+    shaped: &mut Shaped,
+    passes: &mut Vec<Pass>,
+) {
+    let mut names: BTreeMap<&str, &str> = BTreeMap::new();
+    for t in tail {
+        for p in &t.parts {
+            if let Part::ToolCall { call_id, name, .. } = p {
+                names.insert(call_id, name);
+            }
+        }
+    }
+    for (i, t) in tail.iter().enumerate() {
+        if !t.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })) {
+            continue;
+        }
+        let current = !prompt_given && newest.is_some_and(|n| i > n);
+        let base: &[Part] = shaped.tail.get(&i).map_or(&t.parts, Vec::as_slice);
+        let mut parts = Vec::with_capacity(base.len());
+        let mut changed = false;
+        for p in base {
+            let Part::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } = p
+            else {
+                parts.push(p.clone());
+                continue;
+            };
+            let tool = if name.is_empty() {
+                names.get(call_id.as_str()).copied().unwrap_or("")
+            } else {
+                name.as_str()
+            };
+            let (text, m) = compress_content(tool, t.sensitive, content);
+            if current {
+                passes.push(Pass {
+                    tool: PassTool::ToolResult,
+                    turn_id: Some(t.turn_id.clone()),
+                    call_id: Some(call_id.clone()),
+                    measurement: m,
+                });
+            }
+            changed |= text.is_some();
+            parts.push(Part::ToolResult {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                content: text.unwrap_or_else(|| content.clone()),
+                is_error: *is_error,
+            });
+        }
+        if changed {
+            shaped.tail.insert(i, parts);
+        }
+    }
+}
