@@ -1489,7 +1489,7 @@ fn member_selects(g: &mut Gen) {
     );
     g.add(
         "select-settings-question",
-        "member compression: a message asking about the settings gets the server-rendered answer from the same state (no model call); earlier results are shaped but not measured again",
+        "member compression: a message asking about the settings gets the server-rendered answer from the same state (no model call); every shaped item is measured, keyed by its ids, so a recorder keeps one record per pass",
         "select",
         req(member_conversation(Some("Is prompt trim on?")), json!({"availability": all_on, "preferences": opted})),
         &[
@@ -1497,8 +1497,9 @@ fn member_selects(g: &mut Gen) {
                 &serde_json::from_value(all_on.clone()).unwrap(),
                 &serde_json::from_value(opted.clone()).unwrap(),
             )))),
-            ("/ok/manifest/member/passes/0/turnId", json!("q2")),
-            ("/ok/manifest/member/passes/1", Value::Null),
+            ("/ok/manifest/member/passes/0/turnId", json!("q1")),
+            ("/ok/manifest/member/passes/1/turnId", json!("q2")),
+            ("/ok/manifest/member/passes/2/callId", json!("call_run")),
         ],
     );
     let mut r = req(
@@ -1509,13 +1510,14 @@ fn member_selects(g: &mut Gen) {
     r["format"] = json!("openai");
     g.add(
         "select-prompt-trimmed",
-        "member compression: the prompt not yet in the journal is trimmed (quotes and negated clauses intact); older member messages in the copy are trimmed too, measured once; tool results untouched when that tool is off",
+        "member compression: the prompt not yet in the journal is trimmed (quotes and negated clauses intact); older member messages in the copy are trimmed too; tool results untouched when that tool is off",
         "select",
         r,
         &[
             ("/ok/messages/8/content", json!("Explain what `--release` does? I don't want \"just\" a summary.")),
             ("/ok/manifest/member/passes/0/turnId", Value::Null),
-            ("/ok/manifest/member/passes/1", Value::Null),
+            ("/ok/manifest/member/passes/1/turnId", json!("q1")),
+            ("/ok/manifest/member/passes/2", Value::Null),
             ("/ok/manifest/member/state/toolResult/offReason", json!("notOptedIn")),
         ],
     );

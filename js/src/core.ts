@@ -18,8 +18,8 @@ import type {
 export type * from "./types.js";
 export { createCompactor, MESSAGE_OVERHEAD_TOKENS } from "./driver.js";
 export type { Compactor, CompactorOptions, RenderedSelection, OnMessageResult, ContextOptions, ManualTask, AppendMessages, AppendMessagesOptions, Appended } from "./driver.js";
-export { createHandler, MemoryOwners } from "./handler.js";
-export type { Handler, HandlerOptions, Member, Owners, ExecutionContext } from "./handler.js";
+export { createHandler, MemoryOwners, MemoryCompression, passKey } from "./handler.js";
+export type { Handler, HandlerOptions, Member, Owners, ExecutionContext, CompressionStore, PassStats } from "./handler.js";
 export { fromOpenAiMessages, fromAnthropicMessages, fromAiSdkMessages, aiSdkPrompt } from "./convert.js";
 export type { OpenAiChatMessage, AnthropicMessage, AiSdkMessage, AiSdkPart } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";

@@ -17,7 +17,7 @@ import { timeline, validate, FoldlineError } from "./core.js";
 import { newSlot, rebuiltSlot, selectHeld, stepHeld, type Slot } from "./held.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, PlanRequest, Resolution, Route, Selection, Timeline,
-  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest, Step,
+  FailureReport, Boundary, Trigger, InputTurn, Verified, EffectResult, Finished, LoopState, ModelOutput, Run, StepRequest, Step, MemberInput,
 } from "./types.js";
 import type { Journal } from "./journal/journal.js";
 import { eventsOf, turnIdOf, type AiSdkMessage, type AnthropicMessage, type OpenAiChatMessage } from "./convert.js";
@@ -107,6 +107,15 @@ export interface ContextOptions {
   limit?: number;
   /** `false`: the manifest only, no messages rendered (what would be sent, cheaply). */
   render?: boolean;
+  /**
+   * The member's compression state, captured once when this run started
+   * (availability and the member's opt-ins): the model-bound copy is shaped
+   * (prompt trim, `run_code` result compression, the plain-speak fragment),
+   * the settings projection follows the pinned turns, `manifest.member` has
+   * one measurement per pass, and a settings question gets `answer`. The
+   * journal is never touched.
+   */
+  member?: MemberInput;
 }
 
 /** Options of `append`. */
@@ -682,7 +691,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       return selectHeld<RenderedSelection<MessagesOf[F]>>(s.held, {
         declaration: o.declaration, route, frontier: res.frontier, head: res.head,
         amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
-        limit: opts.limit ?? null, render: opts.render ?? true,
+        limit: opts.limit ?? null, render: opts.render ?? true, member: opts.member ?? null,
       }, owner, viewKey(s, route, owner));
     },
     async timeline(id) {

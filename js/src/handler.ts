@@ -6,11 +6,11 @@
 
 import { createCompactor, type OnMessageResult } from "./driver.js";
 import { type OpenAiChatMessage } from "./convert.js";
-import { FoldlineError } from "./core.js";
+import { FoldlineError, settingsProjection } from "./core.js";
 import { MEMBER_NOTICE } from "./notice.js";
 import type { Journal } from "./journal/journal.js";
 import type { Model } from "./model/model.js";
-import type { Declaration, Event, FailureReport, Format } from "./types.js";
+import type { Availability, Declaration, Event, FailureReport, Format, MemberInput, Pass, Preferences } from "./types.js";
 
 /** A member: an id and the SHA-256 (lowercase hex) of their bearer token. */
 export interface Member { id: string; tokenSha256: string }
@@ -50,6 +50,68 @@ export class MemoryOwners implements Owners {
   async dismiss(id: string, member: string): Promise<boolean> { return this.rooms.get(id)?.delete(member) ?? false; }
 }
 
+/** A member's recorded passes of one tool and status, summed. */
+export interface PassStats { tool: "promptTrim" | "toolResult"; status: "applied" | "bypassed" | "failed"; passes: number; eligibleBytes: number; deliveredBytes: number }
+
+/**
+ * Member compression's durable part: each member's opt-ins (all off until
+ * set) and the owner-bound, content-dark stats recorder (ids, tool, status
+ * and byte counts; one record per pass, however often a context is asked for).
+ */
+export interface CompressionStore {
+  preferences(member: string): Promise<Preferences | undefined>;
+  setPreferences(member: string, preferences: Preferences): Promise<void>;
+  /** Record each pass once, keyed by what it shaped. */
+  record(member: string, conversationId: string, passes: Pass[]): Promise<void>;
+  stats(member: string): Promise<PassStats[]>;
+}
+
+/** The key a pass is recorded under: what it shaped. */
+export function passKey(p: Pass): string {
+  return `${p.tool}:${p.turnId ?? "prompt"}:${p.callId ?? ""}`;
+}
+
+/** Compression preferences and stats kept in memory (one isolate or process); a deployment with several uses a durable store. */
+export class MemoryCompression implements CompressionStore {
+  private prefs = new Map<string, Preferences>();
+  private passes = new Map<string, { member: string; pass: Pass }>();
+  async preferences(member: string): Promise<Preferences | undefined> { return this.prefs.get(member); }
+  async setPreferences(member: string, p: Preferences): Promise<void> { this.prefs.set(member, { ...p }); }
+  async record(member: string, id: string, passes: Pass[]): Promise<void> {
+    for (const p of passes) {
+      const k = `${member}\n${id}\n${passKey(p)}`;
+      if (!this.passes.has(k)) this.passes.set(k, { member, pass: p });
+    }
+  }
+  async stats(member: string): Promise<PassStats[]> {
+    const sums = new Map<string, PassStats>();
+    for (const { member: m, pass } of this.passes.values()) {
+      if (m !== member) continue;
+      const k = `${pass.tool}\n${pass.measurement.status}`;
+      const s = sums.get(k) ?? { tool: pass.tool, status: pass.measurement.status, passes: 0, eligibleBytes: 0, deliveredBytes: 0 };
+      s.passes += 1;
+      s.eligibleBytes += pass.measurement.eligibleBytes;
+      s.deliveredBytes += pass.measurement.deliveredBytes;
+      sums.set(k, s);
+    }
+    return [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  }
+}
+
+const PREFERENCE_FIELDS = ["master", "toolResult", "plainSpeak", "promptTrim"] as const;
+
+/** A `PUT …/compression` body: only the four booleans. */
+function preferencesOf(b: unknown): Preferences {
+  if (typeof b !== "object" || b === null || Array.isArray(b)) throw new ApiError(400, "invalid_input", "compression preferences: an object is needed (fields: master, toolResult, plainSpeak, promptTrim)");
+  const out: Preferences = {};
+  for (const [k, v] of Object.entries(b)) {
+    if (!(PREFERENCE_FIELDS as readonly string[]).includes(k)) throw new ApiError(400, "invalid_input", `compression preferences: unknown field ${JSON.stringify(k)} (fields: master, toolResult, plainSpeak, promptTrim)`);
+    if (typeof v !== "boolean") throw new ApiError(400, "invalid_input", `compression preferences: ${k} must be true or false`);
+    out[k as (typeof PREFERENCE_FIELDS)[number]] = v;
+  }
+  return out;
+}
+
 export interface HandlerOptions {
   journal: Journal;
   model: Model;
@@ -72,6 +134,15 @@ export interface HandlerOptions {
   pollMs?: number;
   /** Receives each failure's audit reason (never sent to a member). */
   audit?: (conversationId: string, report: FailureReport) => void;
+  /**
+   * Member compression's availability (`MEMBER_COMPRESSION_ENABLED` and the
+   * three `MEMBER_*_COMPRESSION_ENABLED` flags; default all off). It never
+   * opts anyone in. With `surface` off, contexts carry no member state and
+   * the member routes answer `not_available`.
+   */
+  compression?: Availability;
+  /** Where opt-ins and pass records live (default: in memory). */
+  compressionStore?: CompressionStore;
 }
 
 /** What edge runtimes pass beside the request: work that outlives the response. */
@@ -140,7 +211,8 @@ function decode(segment: string): string {
     throw new ApiError(400, "invalid_input", "the request's path cannot be read (percent-escapes must be UTF-8)");
   }
 }
-const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify)$/;
+const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify|settings)$/;
+const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
 const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
 const MEMBERS = /^\/api\/conversations\/([^/]+)\/members(?:\/([^/]+))?$/;
 const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
@@ -170,7 +242,25 @@ export function createHandler(o: HandlerOptions): Handler {
   const answerLeaseMs = o.answerLeaseMs ?? 300_000;
   const pollMs = o.pollMs ?? 250;
   const checks = new Map<string, boolean>();
-  const answers = new Map<string, { id: string; until: number }>();
+  const answers = new Map<string, { id: string; until: number; preferences: Preferences }>();
+  const availability: Availability = o.compression ?? {};
+  const compression = o.compressionStore ?? new MemoryCompression();
+
+  function surface(): void {
+    if (!availability.surface) throw new ApiError(404, "not_available", "member compression is not available on this server (MEMBER_COMPRESSION_ENABLED)");
+  }
+
+  /** The state a run uses: what the answer holding the session captured at its start, else the member's current opt-ins. */
+  async function runState(id: string, member: string): Promise<MemberInput | undefined> {
+    if (!availability.surface) return undefined;
+    const a = answers.get(id);
+    const preferences = a && a.until > Date.now() ? a.preferences : (await compression.preferences(member)) ?? {};
+    return { availability, preferences };
+  }
+
+  async function preferencesView(p: Preferences): Promise<Response> {
+    return json(200, { availability, preferences: p, state: settingsProjection({ availability, preferences: p }).state });
+  }
   const rate = new Map<string, number[]>();
   const running = new Set<string>();
   const wakers = new Set<() => void>();
@@ -364,6 +454,18 @@ export function createHandler(o: HandlerOptions): Handler {
       schedule(id, ctx);
       return new Response(null, { status: 204 });
     }
+    m = COMPRESSION.exec(url.pathname);
+    if (m) {
+      surface();
+      if (m[1] === undefined && req.method === "GET") return preferencesView((await compression.preferences(member)) ?? {});
+      if (m[1] === undefined && req.method === "PUT") {
+        const p = preferencesOf(await body(req));
+        await compression.setPreferences(member, p);
+        return preferencesView(p);
+      }
+      if (m[1] !== undefined && req.method === "GET") return json(200, { passes: await compression.stats(member) });
+      throw new ApiError(405, "method_not_allowed", "…/compression takes GET and PUT; …/compression/stats takes GET");
+    }
     m = ROUTE.exec(url.pathname);
     if (!m) throw new ApiError(404, "not_found", "no such endpoint");
     const id = decode(m[1]);
@@ -403,7 +505,9 @@ export function createHandler(o: HandlerOptions): Handler {
         if ((await o.journal.acquireLease(id, `answer:${answer}`, answerLeaseMs)) === undefined) {
           throw new ApiError(409, "busy", "a compaction is running; ask again in a moment");
         }
-        answers.set(id, { id: answer, until: Date.now() + answerLeaseMs });
+        // The member's compression state enters the run once, here.
+        const preferences = availability.surface ? (await compression.preferences(member)) ?? {} : {};
+        answers.set(id, { id: answer, until: Date.now() + answerLeaseMs, preferences });
         return json(201, { answer, expiresInMs: answerLeaseMs });
       }
       case "GET context": {
@@ -411,9 +515,17 @@ export function createHandler(o: HandlerOptions): Handler {
         const f = url.searchParams.get("format") ?? "foldline";
         const format = FORMATS[f];
         if (!format) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
-        const s = await compactor.context(id, { format });
+        const memberState = await runState(id, member);
+        const s = await compactor.context(id, { format, member: memberState });
+        if (s.manifest.member && s.manifest.member.passes.length > 0) await compression.record(member, id, s.manifest.member.passes);
         const only = ["true", "1"].includes(url.searchParams.get("messages") ?? "");
         return json(200, only ? s.messages : s);
+      }
+      case "GET settings": {
+        await admitted(id, member);
+        const input = (await runState(id, member)) ?? {};
+        const r = settingsProjection({ availability: input.availability, preferences: input.preferences });
+        return json(200, r);
       }
       case "GET timeline":
         await admitted(id, member);

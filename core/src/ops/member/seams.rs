@@ -12,9 +12,9 @@
 //!
 //! While a tool is on, every eligible item of the copy is shaped, so the copy
 //! is the same from one turn to the next (provider prompt caches keep
-//! hitting); a measurement is recorded once per pass, for the items the
-//! current run added: the member's newest message and the tool results after
-//! it. A message that asks about these settings gets the server-rendered
+//! hitting), and each shaped item has its measurement in the manifest, named
+//! by its turn (and call) id: a host's stats recorder keeps one record per
+//! pass by that key, however often the context is asked for. A message that asks about these settings gets the server-rendered
 //! answer ([`Shaped::answer`]), which a host delivers instead of calling the
 //! model.
 
@@ -76,7 +76,9 @@ pub struct Pass {
 pub struct MemberManifest {
     /// The effective state the run used.
     pub state: EffectiveState,
-    /// One measurement per pass this run made, in context order.
+    /// One measurement per shaped item (prompt trim of each member message,
+    /// compression of each tool result), in context order; a recorder keeps
+    /// one per key.
     pub passes: Vec<Pass>,
 }
 
@@ -154,7 +156,10 @@ fn worse(a: Status, b: Status) -> Status {
 /// Compress one tool result's content: a JSON object is filtered field by
 /// field; other text is treated as the tool's stdout.
 fn compress_content(name: &str, private: bool, content: &str) -> (Option<String>, Measurement) {
-    let parsed: Option<Value> = serde_json::from_str(content).ok().filter(Value::is_object);
+    // The core's own parser and writer (serde_json's would add to the artifact).
+    let parsed: Option<Value> = crate::decode::parse(content.as_bytes())
+        .ok()
+        .filter(Value::is_object);
     let wrapped = parsed.is_none();
     let result = parsed.unwrap_or_else(|| {
         let mut m = serde_json::Map::new();
@@ -175,7 +180,7 @@ fn compress_content(name: &str, private: bool, content: &str) -> (Option<String>
             .and_then(Value::as_str)
             .map(str::to_owned)
     } else {
-        serde_json::to_string(&r.result).ok()
+        String::from_utf8(crate::canonical::encode_value(&r.result)).ok()
     };
     match text {
         Some(t) => (Some(t), r.measurement),
@@ -237,33 +242,23 @@ pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>
             if let Some(parts) = parts {
                 shaped.tail.insert(i, parts);
             }
-            if Some(i) == newest {
-                passes.push(Pass {
-                    tool: PassTool::PromptTrim,
-                    turn_id: Some(t.turn_id.clone()),
-                    call_id: None,
-                    measurement: m,
-                });
-            }
+            passes.push(Pass {
+                tool: PassTool::PromptTrim,
+                turn_id: Some(t.turn_id.clone()),
+                call_id: None,
+                measurement: m,
+            });
         }
     }
     if state.tool_result.enabled {
-        compress_results(tail, newest, prompt.is_some(), &mut shaped, &mut passes);
+        compress_results(tail, &mut shaped, &mut passes);
     }
     shaped.manifest = Some(MemberManifest { state, passes });
     shaped
 }
 
-/// Compress every tool result of the tail; measure those after the
-/// member's newest message (all of them when the prompt is not yet in the
-/// journal, none when it is and nothing follows it).
-fn compress_results(
-    tail: &[&Turn],
-    newest: Option<usize>,
-    prompt_given: bool,
-    shaped: &mut Shaped,
-    passes: &mut Vec<Pass>,
-) {
+/// Compress every tool result of the tail, each with its measurement.
+fn compress_results(tail: &[&Turn], shaped: &mut Shaped, passes: &mut Vec<Pass>) {
     let mut names: BTreeMap<&str, &str> = BTreeMap::new();
     for t in tail {
         for p in &t.parts {
@@ -276,7 +271,6 @@ fn compress_results(
         if !t.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })) {
             continue;
         }
-        let current = !prompt_given && newest.is_some_and(|n| i > n);
         let base: &[Part] = shaped.tail.get(&i).map_or(&t.parts, Vec::as_slice);
         let mut parts = Vec::with_capacity(base.len());
         let mut changed = false;
@@ -297,14 +291,12 @@ fn compress_results(
                 name.as_str()
             };
             let (text, m) = compress_content(tool, t.sensitive, content);
-            if current {
-                passes.push(Pass {
-                    tool: PassTool::ToolResult,
-                    turn_id: Some(t.turn_id.clone()),
-                    call_id: Some(call_id.clone()),
-                    measurement: m,
-                });
-            }
+            passes.push(Pass {
+                tool: PassTool::ToolResult,
+                turn_id: Some(t.turn_id.clone()),
+                call_id: Some(call_id.clone()),
+                measurement: m,
+            });
             changed |= text.is_some();
             parts.push(Part::ToolResult {
                 call_id: call_id.clone(),
