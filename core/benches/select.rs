@@ -1,7 +1,10 @@
 //! `select` cost for a 10,000-turn tail and behind a 100,000-turn history,
-//! beside the floor: one SHA-256 pass over the rendered bytes.
+//! beside the floor: one SHA-256 pass over the rendered bytes, and the same
+//! context shaped for a member who opted in to every compression tool.
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use foldline_core::format::Format;
+use foldline_core::member::seams::MemberInput;
+use foldline_core::member::settings::{Availability, Preferences};
 use foldline_core::select::{select, SelectRequest};
 use sha2::{Digest, Sha256};
 
@@ -49,6 +52,26 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("floor_sha256_behind_100k_rendered", |b| {
         b.iter(|| Sha256::digest(black_box(&rendered_b)))
+    });
+    // The same context shaped for a member who opted in to everything: a
+    // trim per member turn of the tail, the fragments, the measurements.
+    let mut member = behind.clone();
+    member.member = Some(MemberInput {
+        availability: Availability {
+            surface: true,
+            tool_result: true,
+            plain_speak: true,
+            prompt_trim: true,
+        },
+        preferences: Preferences {
+            master: true,
+            tool_result: true,
+            plain_speak: true,
+            prompt_trim: true,
+        },
+    });
+    g.bench_function("behind_100k_history_member_all_on", |b| {
+        b.iter(|| select(black_box(&member)).unwrap())
     });
     g.finish();
     println!(

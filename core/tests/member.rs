@@ -298,7 +298,7 @@ mod common;
 mod seams {
     use super::common::*;
     use foldline_core::event::Event;
-    use foldline_core::format::{Format, Kind};
+    use foldline_core::format::Kind;
     use foldline_core::member::seams::MemberInput;
     use foldline_core::member::settings::{Availability, Preferences};
     use foldline_core::select::{select, SelectRequest, Selection};
@@ -317,23 +317,29 @@ mod seams {
         prompt_trim: true,
     };
 
+    fn opted_in() -> MemberInput {
+        MemberInput {
+            availability: ALL,
+            preferences: OPTED,
+        }
+    }
+
+    fn opted_out() -> MemberInput {
+        MemberInput {
+            availability: ALL,
+            preferences: Preferences::default(),
+        }
+    }
+
     fn run(
         events: Vec<Event>,
         member: Option<MemberInput>,
         limit: Option<u64>,
     ) -> foldline_core::Result<Selection> {
         select(&SelectRequest {
-            declaration: chars_decl(200_000, 100_000),
-            route: route(),
-            frontier: None,
-            head: None,
-            amendment: None,
-            events,
-            prompt: None,
-            format: Format::Foldline,
             limit,
-            render: true,
             member,
+            ..select_request(&chars_decl(200_000, 100_000), events)
         })
     }
 
@@ -366,24 +372,8 @@ mod seams {
     #[test]
     fn opting_out_sends_everything_verbatim_again() {
         let events = member_conversation(None);
-        let on = run(
-            events.clone(),
-            Some(MemberInput {
-                availability: ALL,
-                preferences: OPTED,
-            }),
-            None,
-        )
-        .unwrap();
-        let off = run(
-            events.clone(),
-            Some(MemberInput {
-                availability: ALL,
-                preferences: Preferences::default(),
-            }),
-            None,
-        )
-        .unwrap();
+        let on = run(events.clone(), Some(opted_in()), None).unwrap();
+        let off = run(events.clone(), Some(opted_out()), None).unwrap();
         let plain = run(events, None, None).unwrap();
         assert_ne!(on.manifest.rendered_hash, off.manifest.rendered_hash);
         // Off: the projection is the only difference from no state at all.
@@ -396,15 +386,7 @@ mod seams {
     #[test]
     fn protected_spans_survive_the_trim_of_the_newest_message() {
         let text = "Could you please fetch https://example.org/a?b=1 and run `ls -la`? I don't really want \"basically\" anything else. Thanks!";
-        let s = run(
-            member_conversation(Some(text)),
-            Some(MemberInput {
-                availability: ALL,
-                preferences: OPTED,
-            }),
-            None,
-        )
-        .unwrap();
+        let s = run(member_conversation(Some(text)), Some(opted_in()), None).unwrap();
         let all = parts(&s);
         let Part::Text { text: sent } = &all.last().unwrap().1[0] else {
             panic!()
@@ -423,10 +405,7 @@ mod seams {
     fn the_fragments_count_against_the_budget() {
         let events = member_conversation(None);
         let plain = run(events.clone(), None, None).unwrap();
-        let member = Some(MemberInput {
-            availability: ALL,
-            preferences: OPTED,
-        });
+        let member = Some(opted_in());
         let shaped = run(events.clone(), member, None).unwrap();
         assert!(shaped.manifest.sizes.member > 500);
         assert_eq!(
@@ -442,33 +421,14 @@ mod seams {
     #[test]
     fn a_settings_question_is_answered_from_the_state_in_force() {
         let events = member_conversation(Some("Which compression settings are enabled?"));
-        let off = run(
-            events.clone(),
-            Some(MemberInput {
-                availability: ALL,
-                preferences: Preferences::default(),
-            }),
-            None,
-        )
-        .unwrap();
+        let off = run(events.clone(), Some(opted_out()), None).unwrap();
         let answer = off.answer.unwrap();
         assert!(answer.contains("Compression preference: off"), "{answer}");
-        let on = run(
-            events,
-            Some(MemberInput {
-                availability: ALL,
-                preferences: OPTED,
-            }),
-            None,
-        )
-        .unwrap();
+        let on = run(events, Some(opted_in()), None).unwrap();
         assert!(on.answer.unwrap().contains("Prompt trim: on"));
         let not_a_question = run(
             member_conversation(Some("/compact")),
-            Some(MemberInput {
-                availability: ALL,
-                preferences: OPTED,
-            }),
+            Some(opted_in()),
             None,
         )
         .unwrap();

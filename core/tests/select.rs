@@ -30,19 +30,7 @@ fn head(f: &Frontier, covered: u64, summary: &str) -> ChainHead {
 }
 
 fn select_req(d: &foldline_core::declaration::Declaration, events: Vec<Event>) -> SelectRequest {
-    SelectRequest {
-        declaration: d.clone(),
-        route: route(),
-        frontier: None,
-        head: None,
-        amendment: None,
-        events,
-        prompt: None,
-        format: Format::Foldline,
-        limit: None,
-        render: true,
-        member: None,
-    }
+    select_request(d, events)
 }
 
 fn format_case(format: Format) -> Value {

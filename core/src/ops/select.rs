@@ -448,7 +448,7 @@ fn assemble<'a>(
         while let Some(p) = later.next_if(|p| p.key() < t.key()) {
             push_pinned(p, &mut messages, &mut fold);
         }
-        match shaped.tail.remove(&i) {
+        match shaped.tail.get_mut(i).and_then(Option::take) {
             Some(parts) => {
                 fold.push(format!(
                     "turn:{}:{}",

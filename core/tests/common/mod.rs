@@ -15,6 +15,27 @@ pub fn route() -> Route {
     }
 }
 
+/// A `select` request over `events` with no frontier, head or amendment,
+/// in foldline's own form.
+pub fn select_request(
+    decl: &Declaration,
+    events: Vec<Event>,
+) -> foldline_core::select::SelectRequest {
+    foldline_core::select::SelectRequest {
+        declaration: decl.clone(),
+        route: route(),
+        frontier: None,
+        head: None,
+        amendment: None,
+        events,
+        prompt: None,
+        format: foldline_core::format::Format::Foldline,
+        limit: None,
+        render: true,
+        member: None,
+    }
+}
+
 pub fn text(s: &str) -> Vec<Part> {
     vec![Part::Text { text: s.into() }]
 }

@@ -85,8 +85,9 @@ pub struct MemberManifest {
 /// The shaped copy: replacement parts by position, the self-inspection answer and the measurements.
 #[derive(Debug, Default)]
 pub(crate) struct Shaped {
-    /// Replacement parts for tail turns, by index into the tail.
-    pub tail: BTreeMap<usize, Vec<Part>>,
+    /// Replacement parts for tail turns, by index into the tail (empty, or
+    /// one slot per tail turn).
+    pub tail: Vec<Option<Vec<Part>>>,
     /// Replacement parts for the prompt.
     pub prompt: Option<Vec<Part>>,
     /// The server-rendered answer, when the newest message asks about settings.
@@ -216,6 +217,7 @@ pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>
         _ => None,
     };
     let mut shaped = Shaped {
+        tail: vec![None; tail.len()],
         answer: message
             .filter(|m| settings::asks_about_settings(m))
             .map(|_| settings::answer(&state)),
@@ -240,7 +242,7 @@ pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>
         {
             let (parts, m) = trim_parts(&t.parts);
             if let Some(parts) = parts {
-                shaped.tail.insert(i, parts);
+                shaped.tail[i] = Some(parts);
             }
             passes.push(Pass {
                 tool: PassTool::PromptTrim,
@@ -271,7 +273,7 @@ fn compress_results(tail: &[&Turn], shaped: &mut Shaped, passes: &mut Vec<Pass>)
         if !t.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })) {
             continue;
         }
-        let base: &[Part] = shaped.tail.get(&i).map_or(&t.parts, Vec::as_slice);
+        let base: &[Part] = shaped.tail[i].as_deref().unwrap_or(&t.parts);
         let mut parts = Vec::with_capacity(base.len());
         let mut changed = false;
         for p in base {
@@ -306,7 +308,7 @@ fn compress_results(tail: &[&Turn], shaped: &mut Shaped, passes: &mut Vec<Pass>)
             });
         }
         if changed {
-            shaped.tail.insert(i, parts);
+            shaped.tail[i] = Some(parts);
         }
     }
 }
