@@ -25,6 +25,7 @@ fn request(history: u64, tail: u64) -> SelectRequest {
         limit: Some(u64::MAX / 4),
         render: true,
         member: None,
+        carried: None,
     }
 }
 

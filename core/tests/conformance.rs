@@ -517,6 +517,7 @@ fn gen_plan() -> Vec<Value> {
         tf,
         &refuse("divergent_hash"),
     );
+    upgrade_plan(&mut g);
     g.out
 }
 
@@ -1214,6 +1215,7 @@ fn gen_select() -> Vec<Value> {
             ("/ok/manifest/included", json!(["t1", "t2", "t3", "t4"])),
         ],
     );
+    upgrade_select(&mut g);
     g.out
 }
 
@@ -1361,6 +1363,7 @@ fn gen_timeline() -> Vec<Value> {
         json!({"events": pinned}),
         &[("/ok/items/0/turnId", json!("t1"))],
     );
+    upgrade_timeline(&mut g);
     g.out
 }
 
@@ -1520,6 +1523,92 @@ fn member_selects(g: &mut Gen) {
             ("/ok/manifest/member/passes/2", Value::Null),
             ("/ok/manifest/member/state/toolResult/offReason", json!("notOptedIn")),
         ],
+    );
+}
+
+/// Three boundaries under one declaration, then another declaration (a
+/// new epoch): what an upgrade meets.
+fn upgraded() -> Sim {
+    let mut s = three_links();
+    s.decl.summary.max_chars = Some(400);
+    s
+}
+
+fn upgrade_plan(g: &mut Gen) {
+    let s = upgraded();
+    let r = s.resolve().unwrap();
+    let c = r.carried.clone().unwrap();
+    let mut req = request(&s.decl, s.events.clone());
+    req.carried = r.carried;
+    g.add(
+        "upgrade-carries-the-retired-summary",
+        "an upgrade activates a frontier bound to the retired chain's last summary, starting right after what it covered (nothing before is lost to the model)",
+        "plan",
+        v(&req),
+        &[
+            ("/ok/outcome", json!("activate")),
+            ("/ok/frontier/startSeq", json!(c.covered_through_seq + 1)),
+            ("/ok/frontier/carried/boundaryId", json!(c.boundary_id)),
+        ],
+    );
+}
+
+fn upgrade_select(g: &mut Gen) {
+    let mut s = upgraded();
+    s.step();
+    let r = s.resolve().unwrap();
+    let c = r.carried.clone().unwrap();
+    let mut req = json!({"declaration": v(&s.decl), "route": v(&route()), "frontier": v(&r.frontier), "carried": v(&r.carried), "events": v(&s.events)});
+    g.add(
+        "upgrade-carried-summary-in-context",
+        "until the new epoch's first boundary the carried summary is the context's summary envelope; the manifest says what lies before the frontier and why",
+        "select",
+        req.clone(),
+        &[
+            ("/ok/messages/0/kind", json!("summary")),
+            ("/ok/manifest/boundaryId", json!(c.boundary_id)),
+            ("/ok/manifest/beforeFrontier/reason", json!("carried")),
+            ("/ok/manifest/beforeFrontier/throughSeq", json!(c.covered_through_seq)),
+        ],
+    );
+    req["carried"] = Value::Null;
+    g.add(
+        "upgrade-carried-summary-required",
+        "a frontier that carries a retired summary is refused without it (frontier_mismatch): the context never silently forgets",
+        "select",
+        req,
+        &[("/error/code", json!("frontier_mismatch"))],
+    );
+}
+
+fn upgrade_timeline(g: &mut Gen) {
+    let mut s = upgraded();
+    s.say(25, 1_000);
+    s.step();
+    s.step();
+    let r = s.resolve().unwrap();
+    let t = foldline_core::timeline::timeline(&foldline_core::timeline::TimelineRequest {
+        events: s.events.clone(),
+        accepted: Some(r.accepted.clone()),
+        retired: r.retired_boundaries.clone(),
+    })
+    .unwrap();
+    let dividers: Vec<usize> = t
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i, foldline_core::timeline::TimelineItem::Divider { .. }))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(dividers.len(), 4);
+    let first = format!("/ok/items/{}/retired", dividers[0]);
+    let last = format!("/ok/items/{}/retired", dividers[3]);
+    g.add(
+        "upgrade-retired-dividers-draw",
+        "after an upgrade the retired epoch's sound boundaries still draw, marked retired; the new chain's draw as before",
+        "timeline",
+        json!({"events": v(&s.events), "accepted": r.accepted, "retired": r.retired_boundaries}),
+        &[(first.as_str(), json!(true)), (last.as_str(), Value::Null)],
     );
 }
 

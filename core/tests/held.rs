@@ -155,9 +155,10 @@ fn a_held_view_answers_as_the_plain_call() {
         let view = serde_json::json!({
             "declaration": r["declaration"], "route": r["route"], "frontier": r.get("frontier"),
             "head": r.get("head"), "amendment": r.get("amendment"), "events": [],
+            "carried": r.get("carried"),
         });
         let mut options = serde_json::Map::new();
-        for k in ["prompt", "format", "limit", "render"] {
+        for k in ["prompt", "format", "limit", "render", "member"] {
             if let Some(x) = r.get(k) {
                 options.insert(k.into(), x.clone());
             }

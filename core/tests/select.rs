@@ -262,6 +262,7 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
     let t = timeline(&TimelineRequest {
         events: s.events.clone(),
         accepted: None,
+        retired: Vec::new(),
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = t
@@ -317,7 +318,8 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
     assert_eq!(
         timeline(&TimelineRequest {
             events: shuffled,
-            accepted: None
+            accepted: None,
+            retired: Vec::new(),
         })
         .unwrap(),
         t
@@ -339,6 +341,7 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
     let t = timeline(&TimelineRequest {
         events: s.events.clone(),
         accepted: None,
+        retired: Vec::new(),
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = t
@@ -357,6 +360,7 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
     let rejected = timeline(&TimelineRequest {
         events: s.events.clone(),
         accepted: Some(Vec::new()),
+        retired: Vec::new(),
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = rejected

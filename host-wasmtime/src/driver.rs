@@ -722,6 +722,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     warm,
                     // The core sets it from `warm_held`.
                     warm_held: false,
+                    carried: res.carried,
                 }),
                 warm_summary: summary,
                 seq,
@@ -1082,6 +1083,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             limit: o.limit,
             render: true,
             member: o.member,
+            carried: res.carried,
         })
     }
 
@@ -1090,10 +1092,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The core's error, or a host error.
     pub fn timeline(&self, conversation: &str) -> Result<Timeline> {
-        // Only boundaries the resolved chain accepts draw as completed.
-        let accepted = match self.resolve(conversation) {
-            Ok(r) => r.accepted,
-            Err(HostError::Core(_)) => Vec::new(),
+        // Only boundaries the resolved chain accepts draw as completed (and
+        // a retired epoch's sound ones, marked retired).
+        let (accepted, retired) = match self.resolve(conversation) {
+            Ok(r) => (r.accepted, r.retired_boundaries),
+            Err(HostError::Core(_)) => (Vec::new(), Vec::new()),
             Err(e) => return Err(e),
         };
         let events = self
@@ -1105,6 +1108,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         self.foldline.timeline(&TimelineRequest {
             events,
             accepted: Some(accepted),
+            retired,
         })
     }
 }

@@ -527,6 +527,7 @@ fn refuse_conflicts(
     match d.foldline.timeline(&foldline_core::TimelineRequest {
         events: all,
         accepted: None,
+        retired: Vec::new(),
     }) {
         Err(HostError::Core(e)) if e.code == foldline_core::Code::ConflictingTurn => {
             Err(HostError::Input(format!(

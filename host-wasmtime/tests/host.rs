@@ -673,6 +673,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         limit: None,
         render: true,
         member: None,
+        carried: None,
     })
     .unwrap();
     assert_eq!(
@@ -1378,4 +1379,75 @@ fn the_demo_names_the_budgets_unit() {
         .find(|l| l.contains("model-bound context now"))
         .unwrap_or_default();
     assert!(line.contains(" tokens of the 3328 budget"), "{line}");
+}
+
+#[test]
+fn an_upgrade_through_the_program_keeps_what_the_model_knew() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let decl = |name: &str, max: u64| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            serde_json::json!({"targetId": "assistant", "compactorId": "assistant-compactor",
+                "budget": {"kind": "chars", "trigger": 20000, "retain": 8000}, "summary": {"maxChars": max}})
+            .to_string(),
+        )
+        .unwrap();
+        p
+    };
+    let (a, b) = (decl("a.json", 1500), decl("b.json", 1200));
+    let all = import::demo_conversation(400);
+    let write = |name: &str, lines: &[serde_json::Value]| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            lines.iter().map(|m| format!("{m}\n")).collect::<String>(),
+        )
+        .unwrap();
+        p
+    };
+    let (first, second) = (write("1.jsonl", &all[..300]), write("2.jsonl", &all[300..]));
+    let run = |d: &std::path::Path, args: &[&str]| {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .arg("--declaration")
+            .arg(d)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&a, &["import", first.to_str().unwrap()]);
+    let ctx: serde_json::Value = serde_json::from_str(&run(&a, &["context"])).unwrap();
+    let old_head = ctx["manifest"]["boundaryId"].as_str().unwrap().to_owned();
+    // The declaration changes: a new epoch, which starts from what the old one knew.
+    run(&b, &["import", second.to_str().unwrap()]);
+    let timeline: serde_json::Value =
+        serde_json::from_str(&run(&b, &["timeline", "--json"])).unwrap();
+    let dividers: Vec<&serde_json::Value> = timeline["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "divider")
+        .collect();
+    let (retired, current): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+        dividers.iter().partition(|d| d["retired"] == true);
+    let last_retired = retired.last().expect("the retired dividers still draw");
+    assert_eq!(last_retired["boundaryId"], old_head.as_str());
+    let first_new = current.first().expect("the new epoch compacted");
+    assert_eq!(
+        first_new["fromSeq"].as_u64(),
+        last_retired["throughSeq"].as_u64().map(|s| s + 1),
+        "the new epoch starts right after what the carried summary covers"
+    );
+    let verify = run(&b, &["verify"]);
+    assert!(verify.starts_with("intact: "), "{verify}");
 }

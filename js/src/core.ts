@@ -78,9 +78,12 @@ export function select<F extends Format = "foldline">(request: SelectRequest & {
  * as completed dividers; without it, only boundaries that hold together on
  * their own (hash matches content, linked to a drawn previous boundary, no
  * other boundary in their chain slot) — a tampered or forked one never draws.
+ * `retired` (a resolution's `retiredBoundaries`, with `accepted`): those of
+ * them that hold together draw too, marked `retired` — an upgrade does not
+ * make history disappear from the chat.
  */
-export function timeline(events: Event[], accepted?: string[]): Timeline {
-  return call<Timeline>("timeline", accepted ? { events, accepted } : { events });
+export function timeline(events: Event[], accepted?: string[], retired?: string[]): Timeline {
+  return call<Timeline>("timeline", accepted ? { events, accepted, ...(retired?.length ? { retired } : {}) } : { events });
 }
 
 /** Prompt trim of the model-bound copy of a member's message. */

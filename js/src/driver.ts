@@ -451,7 +451,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       s, seq: s.seq, key: viewKey(s, route, owner),
       request: {
         declaration: o.declaration, route, owner,
-        frontier: res.frontier, head: res.head, amendment: res.amendment, events, trigger,
+        frontier: res.frontier, head: res.head, amendment: res.amendment, carried: res.carried ?? null, events, trigger,
         warm: s.warm?.result ? s.warm.packet : null,
       },
     };
@@ -692,14 +692,17 @@ export function createCompactor(o: CompactorOptions): Compactor {
         declaration: o.declaration, route, frontier: res.frontier, head: res.head,
         amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
         limit: opts.limit ?? null, render: opts.render ?? true, member: opts.member ?? null,
+        carried: res.carried ?? null,
       }, owner, viewKey(s, route, owner));
     },
     async timeline(id) {
       let accepted: string[] = [];
+      let retired: string[] = [];
       let seq = 0;
       try {
         const { s, res } = await load(id);
         accepted = res.accepted;
+        retired = res.retiredBoundaries;
         seq = s.seq;
       } catch (e) {
         if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
@@ -708,7 +711,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       // The timeline shows the whole conversation: read from the journal when
       // asked (as far as the resolution was read), not kept in memory per message.
       const events = (await o.journal.readEvents(id, 0)).filter((e) => e.seq <= seq).map((e) => e.event);
-      return timeline(events, accepted);
+      return timeline(events, accepted, retired);
     },
     async resolve(id) {
       return (await load(id)).res;

@@ -157,9 +157,9 @@ export function stepHeld<T>(slot: Slot, request: StepRequest, key: string): T {
 
 /** `select` with its events and view held in `slot`: the held `context` entry, which takes only the options. */
 export function selectHeld<T>(slot: Slot, request: SelectRequest, owner: string | null, key: string): T {
-  const { declaration, route, frontier, head, amendment, events, prompt, format, limit, render, member } = request;
+  const { declaration, route, frontier, head, amendment, events, prompt, format, limit, render, member, carried } = request;
   const held = prepare(slot, events, undefined, {
-    key, view: { declaration, route, owner, frontier: frontier ?? null, head: head ?? null, amendment: amendment ?? null },
+    key, view: { declaration, route, owner, frontier: frontier ?? null, head: head ?? null, amendment: amendment ?? null, carried: carried ?? null },
   });
   return held ? through<T>(slot, held, "context", { prompt, format, limit, render, member: member ?? null }) : call<T>("select", request);
 }

@@ -81,6 +81,8 @@ export interface Frontier {
   id: string; rulesetVersion: string; declarationFingerprint: string; targetId: string;
   compactorId: string; route: Route; policy: Budget; historyAgents: string[];
   activatingTurnId: string; activatingSeq: number; startSeq: number; established: boolean;
+  /** After an upgrade: the retired epoch's last summary this epoch starts from (the frontier starts right after it). */
+  carried?: PreviousRef;
 }
 
 export interface Sizes { chars: number; tokens: number }
@@ -174,6 +176,8 @@ export interface PlanRequest {
   warm?: Packet | null;
   /** A warm candidate for this head is already held (or none is wanted): between the thresholds, `warm` without a new packet. */
   warmHeld?: boolean;
+  /** `resolve`'s `carried`: the retired summary an upgrade starts from. */
+  carried?: ChainHead | null;
 }
 
 export interface SkipRecord {
@@ -301,6 +305,8 @@ export interface Resolution {
   /** Ids of the current chain's boundaries, oldest first. */
   accepted: string[];
   retiredBoundaries: string[]; retiredFrontiers: string[];
+  /** While the epoch has no boundary of its own: the retired summary an upgrade carries over (pass it on as `carried`). */
+  carried?: ChainHead;
 }
 
 export type StreamDecision =
@@ -326,6 +332,8 @@ export interface SelectRequest {
   limit?: number | null; render?: boolean;
   /** The member's compression state, captured when the run started (see `MemberInput`). */
   member?: MemberInput | null;
+  /** `resolve`'s `carried`: until the new epoch's first boundary, the context's summary. */
+  carried?: ChainHead | null;
 }
 
 export interface Manifest {
@@ -339,6 +347,8 @@ export interface Manifest {
   messageCount: number; renderedHash: string;
   /** What member compression did (with a member state): the state in force and one measurement per pass. */
   member?: MemberManifest | null;
+  /** What lies before the activation frontier, and why it is not in the context. */
+  beforeFrontier?: { throughSeq: number; reason: "carried" | "established"; boundaryId?: string } | null;
 }
 
 export interface ContextMessage {
@@ -410,6 +420,8 @@ export type TimelineItem =
     }
   | {
       type: "divider"; kind: TriggerKind; state: "pending" | "completed" | "failed"; fromSeq?: number;
+      /** Made under a retired policy (an upgrade): what the chat folded, no longer the chain compaction builds on. */
+      retired?: boolean;
       throughSeq: number; count: number; boundaryId?: string; taskId?: string; notice?: string;
     };
 

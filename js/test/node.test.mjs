@@ -419,3 +419,29 @@ test("property: random messages come back from context in the format they went i
     same((await o.context("c", { format: "openai" })).messages, oa, `OpenAI, seed ${seed}`);
   }
 });
+
+test("an upgrade keeps what the model knew: the retired summary is carried into the new epoch, its dividers still draw", async () => {
+  const journal = new f.MemoryJournal();
+  const before = f.createCompactor({ journal, model: fakeModel(), declaration });
+  await chat(before, journal, 1, 60);
+  const old = await before.resolve("c1");
+  assert.ok(old.head && old.accepted.length >= 2, "compacted under the first declaration");
+  // A new declaration (another summary bound): another epoch.
+  const after = f.createCompactor({ journal, model: fakeModel(), declaration: { ...declaration, summary: { maxChars: 280 } } });
+  await journal.append("c1", say(61, "user", "message 61 ".padEnd(300, "x")));
+  await after.onMessage("c1");
+  const res = await after.resolve("c1");
+  assert.equal(res.frontier.carried.boundaryId, old.head.boundaryId, "the frontier binds the retired head");
+  assert.equal(res.frontier.startSeq, old.head.coveredThroughSeq + 1);
+  const ctx = await after.context("c1");
+  assert.equal(ctx.manifest.boundaryId, old.head.boundaryId, "the carried summary is in the context");
+  assert.ok(ctx.messages[0].kind === "summary" && ctx.messages[0].parts[0].text.includes(old.head.summary));
+  assert.equal(ctx.manifest.beforeFrontier.reason, "carried");
+  const t = await after.timeline("c1");
+  const retired = t.items.filter((i) => i.type === "divider" && i.retired);
+  assert.equal(retired.length, old.accepted.length, "the retired dividers still draw");
+  // The new epoch's first compaction takes it in.
+  await chat(after, journal, 62, 90);
+  const next = await after.resolve("c1");
+  assert.ok(next.head && !next.carried, "the new chain took the carried summary in");
+});

@@ -103,6 +103,7 @@ pub fn frontier(d: &Declaration) -> Frontier {
         trigger: Trigger::Automatic,
         warm: None,
         warm_held: false,
+        carried: None,
     };
     match plan(&req) {
         PlanOutcome::Activate { frontier } => *frontier,
@@ -137,5 +138,6 @@ pub fn request_after_boundary(history: u64, tail: u64) -> PlanRequest {
         trigger: Trigger::Automatic,
         warm: None,
         warm_held: false,
+        carried: None,
     }
 }

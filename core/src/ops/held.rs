@@ -171,6 +171,7 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
                 limit: c.limit,
                 render: c.render,
                 member: c.member,
+                carried: v.carried.clone(),
             };
             select(held, r)
         })),

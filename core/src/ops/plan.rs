@@ -13,7 +13,7 @@ use crate::amendment::Amendment;
 use crate::boundary::{Backlog, ChainHead, InputEvidence, InputTurn, Sizes, Stats};
 use crate::budget::{turn_size, Metric, Thresholds, SUMMARY_MIN_CHARS};
 use crate::canonical;
-use crate::compactor;
+use crate::compactor::{self, Prior};
 use crate::declaration::{Budget, Declaration, SummaryBounds};
 use crate::envelope;
 use crate::error::{self, Code, Error, Result};
@@ -87,6 +87,11 @@ pub struct PlanRequest {
     /// there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warm_held: bool,
+    /// `resolve`'s `carried`: the retired epoch's summary an upgrade starts
+    /// from (bound into the frontier at activation; the previous summary of
+    /// the epoch's first compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<ChainHead>,
 }
 
 /// Why automatic compaction is paused.
@@ -320,19 +325,56 @@ fn covered_by_head(req: &PlanRequest, frontier: &Frontier) -> Result<Option<u64>
         Some(h) => Some(h.covered_through_seq),
         None => None,
     };
+    check_carried(frontier, req.head.as_ref(), req.carried.as_ref())?;
     if let Some(a) = &req.amendment {
         a.check()?;
     }
     Ok(covered)
 }
 
+/// Before an epoch's first boundary, a frontier that carries a retired
+/// summary needs exactly that summary (`resolve`'s `carried`), and one that
+/// does not takes none (`frontier_mismatch` otherwise).
+pub(crate) fn check_carried(
+    frontier: &Frontier,
+    head: Option<&ChainHead>,
+    carried: Option<&ChainHead>,
+) -> Result<()> {
+    if head.is_some() {
+        return Ok(());
+    }
+    let bound = frontier.carried.as_ref();
+    let matches = match (bound, carried) {
+        (None, None) => true,
+        (Some(b), Some(c)) => b.boundary_id == c.boundary_id && b.boundary_hash == c.boundary_hash,
+        _ => false,
+    };
+    if matches {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::FrontierMismatch,
+        "the carried summary is not the one the activation frontier binds (pass resolve's carried)",
+    )
+    .with_ids(bound.map(|b| b.boundary_id.clone())))
+}
+
+/// The summary the context carries now: the chain head's, else (the
+/// epoch's first compaction after an upgrade) the carried one.
+fn prior(req: &PlanRequest) -> Prior<'_> {
+    match (&req.head, &req.carried) {
+        (Some(h), _) => Prior::Previous(h),
+        (None, Some(c)) => Prior::Carried(c),
+        (None, None) => Prior::Nothing,
+    }
+}
+
 /// The summary and amendment envelopes the context carries now.
 fn envelope_sizes(req: &PlanRequest) -> Result<Sizes> {
-    let summary = req
-        .head
-        .as_ref()
-        .map(|h| envelope::summary_chars(&h.summary))
-        .unwrap_or(0);
+    let summary = match prior(req) {
+        Prior::Previous(h) | Prior::Carried(h) => envelope::summary_chars(&h.summary),
+        Prior::Nothing => 0,
+    };
     let amendment = req.amendment.as_ref().map(|a| a.chars).unwrap_or(0);
     Ok(Sizes {
         chars: error::add(summary, amendment)?,
@@ -522,22 +564,31 @@ fn activate(
         });
     };
     let first_seq = eligible[0].source_seq;
-    let units = group::units(&eligible);
-    let mut acc = pinned;
-    let mut start_seq = first_seq;
-    for u in units.iter().rev() {
-        acc = error::add(acc, unit_size(metric, &eligible, u)?)?;
-        start_seq = eligible[u.start].source_seq;
-        if acc >= th.trigger {
-            break;
+    let start_seq = match &req.carried {
+        // After an upgrade the epoch starts where the retired summary ends:
+        // what lies before is in that summary, what follows in the projection.
+        Some(c) => c.covered_through_seq.saturating_add(1),
+        None => {
+            let units = group::units(&eligible);
+            let mut acc = pinned;
+            let mut start_seq = first_seq;
+            for u in units.iter().rev() {
+                acc = error::add(acc, unit_size(metric, &eligible, u)?)?;
+                start_seq = eligible[u.start].source_seq;
+                if acc >= th.trigger {
+                    break;
+                }
+            }
+            start_seq
         }
-    }
+    };
     let frontier = Frontier::seal(
         decl,
         &req.route,
         (&newest.turn_id, newest.source_seq),
         start_seq,
         start_seq > first_seq,
+        req.carried.as_ref().map(ChainHead::as_previous),
     );
     Ok(PlanOutcome::Activate {
         frontier: Box::new(frontier),
@@ -790,7 +841,7 @@ fn render_fold(
         decl,
         bounds.max_chars,
         ctx.pinned,
-        ctx.req.head.as_ref(),
+        prior(ctx.req),
         ctx.req.amendment.as_ref(),
         frozen,
     )?;

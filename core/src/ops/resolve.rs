@@ -94,6 +94,12 @@ pub struct Resolution {
     pub retired_boundaries: Vec<String>,
     /// Frontiers of retired epochs.
     pub retired_frontiers: Vec<String>,
+    /// The summary this epoch starts from, while it has no boundary of its
+    /// own: before activation, the retired chain's last sound boundary (for
+    /// `plan` to bind into the new frontier); after, the one the frontier
+    /// carries (for `plan` and `select`). Pass it on as `carried`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<ChainHead>,
 }
 
 /// Resolve the chain.
@@ -183,7 +189,13 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         )?,
         _ => None,
     };
+    let carried = match (frontier, chain.is_empty()) {
+        (Some(f), true) => carried_by(f, &recon)?,
+        (None, _) => last_retired(&recon, &retired_b, &req.route),
+        (Some(_), false) => None,
+    };
     Ok(Resolution {
+        carried,
         frontier: frontier.cloned(),
         head,
         amendment,
@@ -191,6 +203,51 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         retired_boundaries: retired_b.iter().map(|b| b.id.clone()).collect(),
         retired_frontiers: retired_f.iter().map(|f| f.id.clone()).collect(),
     })
+}
+
+/// The boundary a frontier carries over from a retired epoch, checked:
+/// the journal holds it, under its id and hash, intact.
+fn carried_by(
+    f: &Frontier,
+    recon: &crate::reconstruct::Reconstruction,
+) -> Result<Option<ChainHead>> {
+    let Some(c) = &f.carried else {
+        return Ok(None);
+    };
+    match recon.boundaries.iter().find(|b| b.id == c.boundary_id) {
+        Some(b) if b.hash == c.boundary_hash && b.hash == b.compute_hash() => {
+            Ok(Some(ChainHead::of(b, 0)))
+        }
+        Some(b) => Err(Error::new(
+            Code::DivergentHash,
+            "the boundary the activation frontier carries over does not match its hash",
+        )
+        .with_ids([b.id.clone(), f.id.clone()])),
+        None => Err(Error::new(
+            Code::MissingLink,
+            "the activation frontier carries over a boundary the journal does not hold",
+        )
+        .with_ids([c.boundary_id.clone(), f.id.clone()])),
+    }
+}
+
+/// The retired chain's last sound boundary on this route (what an upgrade
+/// carries over): it holds together on its own (its hash is its content's,
+/// it links to a sound boundary, no other claims its slot).
+fn last_retired(
+    recon: &crate::reconstruct::Reconstruction,
+    retired: &[&Boundary],
+    route: &Route,
+) -> Option<ChainHead> {
+    if retired.is_empty() {
+        return None;
+    }
+    let sound = crate::timeline::sound_boundaries(recon);
+    retired
+        .iter()
+        .filter(|b| &b.route == route && sound.contains(&b.id))
+        .max_by(|a, b| (a.covered_through_seq, &a.id).cmp(&(b.covered_through_seq, &b.id)))
+        .map(|b| ChainHead::of(b, 0))
 }
 
 /// With a compactor declaration, the two must agree (`stale_declaration`

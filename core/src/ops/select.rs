@@ -69,6 +69,11 @@ pub struct SelectRequest {
     /// gets [`Selection::answer`]. Without it, nothing changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member: Option<MemberInput>,
+    /// `resolve`'s `carried`: after an upgrade, until the new epoch's first
+    /// boundary, the retired summary the frontier carries over is the
+    /// context's summary envelope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<ChainHead>,
 }
 fn yes() -> bool {
     true
@@ -151,6 +156,37 @@ pub struct Manifest {
     /// state and one measurement per pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member: Option<MemberManifest>,
+    /// What lies before the activation frontier, when anything does: those
+    /// turns are not listed one by one, and say here why they are not in
+    /// the context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_frontier: Option<BeforeFrontier>,
+}
+
+/// The turns before the activation frontier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BeforeFrontier {
+    /// They are the source sequences up to this one.
+    pub through_seq: u64,
+    /// Why they are not in the context.
+    pub reason: BeforeReason,
+    /// The retired boundary whose summary covers them (`carried`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundary_id: Option<String>,
+}
+
+/// Why turns before the frontier are not in the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "camelCase")]
+pub enum BeforeReason {
+    /// An earlier policy's summary covers them (an upgrade carried it over;
+    /// in the context until the new epoch's first boundary, then folded
+    /// into it).
+    Carried,
+    /// Compaction was activated on an established conversation: older
+    /// history was left outside, by design, and no summary covers it.
+    Established,
 }
 
 /// The selected context.
@@ -200,10 +236,9 @@ pub(crate) fn select_from(
     let candidates = eligible.admitted;
     let mut omitted = omissions(&eligible.refused, OmitReason::NotAdmitted);
 
-    let summary_text = req
-        .head
-        .as_ref()
-        .map(|h| envelope::summary_text(&h.summary));
+    // The summary in force: the chain head's, else the one an upgrade carried.
+    let summary_head = req.head.as_ref().or(req.carried.as_ref());
+    let summary_text = summary_head.map(|h| envelope::summary_text(&h.summary));
     let amendment_text = req.amendment.as_ref().map(envelope::amendment_text);
     let fragments = req
         .member
@@ -276,8 +311,8 @@ pub(crate) fn select_from(
         metric,
         limit,
         sizes,
-        boundary_id: req.head.as_ref().map(|h| h.boundary_id.clone()),
-        boundary_hash: req.head.as_ref().map(|h| h.boundary_hash.clone()),
+        boundary_id: summary_head.map(|h| h.boundary_id.clone()),
+        boundary_hash: summary_head.map(|h| h.boundary_hash.clone()),
         amendment_hash: req.amendment.as_ref().map(|a| a.hash.clone()),
         pinned: pinned.iter().map(|t| t.turn_id.clone()).collect(),
         included: tail.iter().map(|t| t.turn_id.clone()).collect(),
@@ -286,6 +321,7 @@ pub(crate) fn select_from(
         message_count: messages.len() as u64,
         rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
         member: shaped.manifest,
+        before_frontier: req.frontier.as_ref().and_then(|f| before_frontier(f, req)),
     };
     let messages = if req.render {
         Some(format::render_outgoing(req.format, messages))
@@ -317,10 +353,33 @@ fn check_inputs(req: &SelectRequest) -> Result<()> {
             ));
         }
     }
+    if let Some(f) = &req.frontier {
+        crate::plan::check_carried(f, req.head.as_ref(), req.carried.as_ref())?;
+    }
     if let Some(a) = &req.amendment {
         a.check()?;
     }
     Ok(())
+}
+
+/// Why the turns before the frontier are not in the context (none when it
+/// starts at the beginning).
+fn before_frontier(f: &Frontier, req: &SelectRequest) -> Option<BeforeFrontier> {
+    if f.start_seq == 0 || (f.carried.is_none() && !f.established) {
+        return None;
+    }
+    Some(match &f.carried {
+        Some(c) => BeforeFrontier {
+            through_seq: f.start_seq - 1,
+            reason: BeforeReason::Carried,
+            boundary_id: req.head.is_none().then(|| c.boundary_id.clone()),
+        },
+        None => BeforeFrontier {
+            through_seq: f.start_seq - 1,
+            reason: BeforeReason::Established,
+            boundary_id: None,
+        },
+    })
 }
 
 pub(crate) fn is_zero(n: &u64) -> bool {

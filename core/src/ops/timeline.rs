@@ -33,6 +33,12 @@ pub struct TimelineRequest {
     /// slot; the resolved chain also checks packets, epochs and declarations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted: Option<Vec<String>>,
+    /// Ids of boundaries of retired epochs (`resolve`'s
+    /// `retiredBoundaries`), with `accepted`: those that hold together on
+    /// their own still draw, as completed dividers marked `retired` — an
+    /// upgrade does not make history disappear from the chat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retired: Vec<String>,
 }
 
 /// State of a divider.
@@ -101,6 +107,10 @@ pub enum TimelineItem {
         /// Generic notice (failed dividers).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         notice: Option<String>,
+        /// Made under a retired policy (ruleset or declaration): still what
+        /// the chat folded, no longer the chain compaction builds on.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retired: bool,
     },
 }
 
@@ -118,12 +128,15 @@ pub struct Timeline {
 /// `conflicting_turn` for contradictory events.
 pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     let recon = reconstruct(&req.events)?;
-    let sound = match &req.accepted {
-        Some(_) => BTreeSet::new(),
-        None => sound_boundaries(&recon),
+    let sound = match (&req.accepted, req.retired.is_empty()) {
+        (Some(_), true) => BTreeSet::new(),
+        _ => sound_boundaries(&recon),
+    };
+    let retired = |id: &str| {
+        req.accepted.is_some() && req.retired.iter().any(|x| x == id) && sound.contains(id)
     };
     let accepted = |id: &str| match &req.accepted {
-        Some(a) => a.iter().any(|x| x == id),
+        Some(a) => a.iter().any(|x| x == id) || retired(id),
         None => sound.contains(id),
     };
     let tasks = latest_tasks(&recon.tasks);
@@ -144,7 +157,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
             },
         );
     }
-    boundary_dividers(&mut items, &recon, &tasks, &accepted);
+    boundary_dividers(&mut items, &recon, &tasks, &accepted, &retired);
     task_dividers(&mut items, &recon, &tasks, &accepted);
     failure_dividers(&mut items, &recon);
     Ok(Timeline {
@@ -157,7 +170,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
 /// boundary (or starts a chain at its frontier), and it is the only
 /// boundary in its chain slot (its epoch and what it follows). A tampered
 /// boundary, a fork, and everything after them are left out.
-fn sound_boundaries(recon: &Reconstruction) -> BTreeSet<String> {
+pub(crate) fn sound_boundaries(recon: &Reconstruction) -> BTreeSet<String> {
     let slot = |b: &crate::boundary::Boundary| {
         let after = b
             .previous
@@ -209,6 +222,7 @@ fn boundary_dividers(
     recon: &Reconstruction,
     tasks: &BTreeMap<&str, &TaskEvent>,
     accepted: &dyn Fn(&str) -> bool,
+    retired: &dyn Fn(&str) -> bool,
 ) {
     let mut task_of_boundary: BTreeMap<&str, &str> = BTreeMap::new();
     for t in tasks.values() {
@@ -233,6 +247,7 @@ fn boundary_dividers(
                 boundary_id: Some(b.id.clone()),
                 task_id: task_of_boundary.get(b.id.as_str()).map(|s| s.to_string()),
                 notice: None,
+                retired: retired(&b.id),
             },
         );
     }
@@ -274,6 +289,7 @@ fn task_dividers(
                 boundary_id: t.boundary_id.clone(),
                 task_id: Some(t.task_id.clone()),
                 notice,
+                retired: false,
             },
         );
     }
@@ -298,6 +314,7 @@ fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
                 boundary_id: None,
                 task_id: None,
                 notice: Some(MEMBER_NOTICE.to_owned()),
+                retired: false,
             },
         );
     }

@@ -10,6 +10,7 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
+use crate::boundary::PreviousRef;
 use crate::canonical;
 use crate::declaration::{Budget, Declaration};
 use crate::turn::Route;
@@ -42,6 +43,14 @@ pub struct Frontier {
     pub start_seq: u64,
     /// Whether older history existed and was left outside (established conversation).
     pub established: bool,
+    /// After an upgrade (a new ruleset or declaration): the retired epoch's
+    /// last sound boundary, whose summary this epoch starts from. The
+    /// frontier then starts right after what it covered, and until this
+    /// epoch's first boundary its summary is the context's (enveloped,
+    /// untrusted) and the first compaction's previous summary — so an
+    /// upgrade never costs what the model knew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<PreviousRef>,
 }
 
 /// The identity of a frontier as bound into packets and boundaries.
@@ -62,6 +71,7 @@ impl Frontier {
         activating: (&str, u64),
         start_seq: u64,
         established: bool,
+        carried: Option<PreviousRef>,
     ) -> Frontier {
         let mut f = Frontier {
             id: String::new(),
@@ -76,6 +86,7 @@ impl Frontier {
             activating_seq: activating.1,
             start_seq,
             established,
+            carried,
         };
         f.id = canonical::hash_without(&f, "id");
         f
@@ -131,7 +142,14 @@ mod tests {
             chat: String::new(),
             sender: String::new(),
         };
-        let f = Frontier::seal(&Declaration::new("a", "b"), &route, ("t1", 1), 1, false);
+        let f = Frontier::seal(
+            &Declaration::new("a", "b"),
+            &route,
+            ("t1", 1),
+            1,
+            false,
+            None,
+        );
         assert_eq!(f.check(), Ok(()));
         let moved = Frontier {
             start_seq: 40,

@@ -25,6 +25,18 @@ pub fn prompt(decl: &Declaration, max_chars: u64) -> String {
     }
 }
 
+/// The summary a compaction starts from.
+#[derive(Debug, Clone, Copy)]
+pub enum Prior<'a> {
+    /// The first compaction of a chain that starts from nothing.
+    Nothing,
+    /// The chain's head.
+    Previous(&'a ChainHead),
+    /// After an upgrade, the retired epoch's last summary the frontier
+    /// carries over (untrusted input from an earlier policy).
+    Carried(&'a ChainHead),
+}
+
 /// What the compactor model is sent for a frozen prefix: the system prompt
 /// with the reference documents among the pinned turns (within their
 /// budget), the previous summary, the covered-history amendment, and the
@@ -36,7 +48,7 @@ pub fn messages(
     decl: &Declaration,
     max_chars: u64,
     pinned: &[&Turn],
-    head: Option<&ChainHead>,
+    prior: Prior<'_>,
     amendment: Option<&Amendment>,
     frozen: &[&Turn],
 ) -> Result<Vec<CompactorMessage>> {
@@ -66,11 +78,16 @@ pub fn messages(
         role: CompactorRole::System,
         content: system,
     }];
-    if let Some(h) = head {
+    let (label, h) = match prior {
+        Prior::Nothing => ("", None),
+        Prior::Previous(h) => ("Previous summary", Some(h)),
+        Prior::Carried(h) => ("Summary carried over from an earlier policy", Some(h)),
+    };
+    if let Some(h) = h {
         out.push(CompactorMessage {
             role: CompactorRole::User,
             content: format!(
-                "Previous summary (covers history through source {}):\n{}",
+                "{label} (covers history through source {}):\n{}",
                 h.covered_through_seq, h.summary
             ),
         });

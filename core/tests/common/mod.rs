@@ -33,6 +33,7 @@ pub fn select_request(
         limit: None,
         render: true,
         member: None,
+        carried: None,
     }
 }
 
@@ -120,6 +121,7 @@ pub fn request(decl: &Declaration, events: Vec<Event>) -> PlanRequest {
         trigger: Trigger::Automatic,
         warm: None,
         warm_held: false,
+        carried: None,
     }
 }
 
@@ -244,6 +246,7 @@ impl Sim {
             req.frontier = r.frontier;
             req.head = r.head;
             req.amendment = r.amendment;
+            req.carried = r.carried;
             match plan(&req) {
                 PlanOutcome::Activate { frontier } => self.events.push(Event::Frontier(*frontier)),
                 PlanOutcome::Compact { packet, .. } => {

@@ -67,6 +67,7 @@ pub fn check<J: Journal, M: Model>(
         limit: None,
         render: true,
         member: None,
+        carried: None,
     });
     // The context fits, or a typed refusal says why: one turn over the whole
     // budget, or an amendment (corrections of frozen turns, kept until a
