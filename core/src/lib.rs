@@ -35,7 +35,7 @@ pub mod decode;
 pub mod error;
 mod order;
 
-pub use records::{amendment, boundary, declaration, event, frontier, packet, turn};
+pub use records::{amendment, boundary, declaration, event, frontier, link, packet, turn};
 
 pub use render::{budget, compactor, envelope, format};
 

@@ -944,3 +944,40 @@ fn documents_reach_the_compactor_within_their_budget() {
         }
     }
 }
+
+#[test]
+fn a_manual_checkpoint_is_keyed_to_the_journal_head() {
+    let d = chars_decl(20_000, 10_000);
+    let mut r = compact_setup(&d, 30, 1_000);
+    let PlanOutcome::Compact { packet: auto, .. } = plan(&r) else {
+        panic!("compaction expected")
+    };
+    assert_eq!(auto.head_seq, None, "an automatic packet names no head");
+    r.trigger = Trigger::Manual {
+        actor: "member-1".into(),
+        session_busy: false,
+    };
+    let PlanOutcome::Compact { packet, .. } = plan(&r) else {
+        panic!("compaction expected")
+    };
+    let newest = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            foldline_core::event::Event::Message(m) => Some(m.source_seq),
+            _ => None,
+        })
+        .max()
+        .unwrap();
+    assert_eq!(packet.head_seq, Some(newest));
+    assert!(
+        packet.covered_through_seq < newest,
+        "the exact tail stays after the covered range"
+    );
+    let b = settle_ok(&packet, "run-1", "The member asked about trains.");
+    assert_eq!(b.head_seq, Some(newest), "the boundary binds the head");
+    // The head is part of what the boundary's hash covers.
+    let mut moved = b.clone();
+    moved.head_seq = Some(newest + 1);
+    assert_ne!(moved.compute_hash(), b.hash);
+}

@@ -114,6 +114,8 @@ export interface Packet {
   compactorId: string; historyAgents: string[]; route: Route; trigger: TriggerKind;
   previous: PreviousRef | null; frontier: { id: string; startSeq: number };
   amendment: Amendment | null; coveredThroughTurnId: string; coveredThroughSeq: number;
+  /** A member's `/compact`: the journal head (newest source sequence) the task froze its snapshot at. */
+  headSeq?: number;
   policy: Budget; bounds: { maxChars: number; maxTokens: number; previewChars: number };
   input: InputEvidence; stats: Stats;
   messages: { role: "system" | "user"; content: string }[];
@@ -124,6 +126,8 @@ export interface Boundary {
   declarationFingerprint: string; targetId: string; compactorId: string; historyAgents: string[];
   route: Route; trigger: TriggerKind; previous: PreviousRef | null;
   frontier: { id: string; startSeq: number }; coveredThroughTurnId: string; coveredThroughSeq: number;
+  /** A manual checkpoint's journal head: the covered range ends at or before it; the turns between stayed as the exact tail. */
+  headSeq?: number;
   policy: Budget; stats: Stats; input: InputEvidence; amendmentHash: string | null;
   absorbed: { turnId: string; sourceSeq: number; role: Role; contentHash: string }[];
   packetId: string;

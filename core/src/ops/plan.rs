@@ -983,6 +983,19 @@ fn check_rendered(
     Ok((rendered_chars, input_tokens))
 }
 
+/// The journal head in source-sequence terms: the newest message's (or
+/// late delivery's) source sequence, 0 with none.
+pub(crate) fn newest_seq(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The sealed packet: what is frozen through `last`, bound to the
 /// declaration, route, trigger, chain head, frontier and amendment.
 fn packet(
@@ -1008,6 +1021,7 @@ fn packet(
         amendment: req.amendment.clone(),
         covered_through_turn_id: last.turn_id.clone(),
         covered_through_seq: last.source_seq,
+        head_seq: matches!(req.trigger, Trigger::Manual { .. }).then(|| newest_seq(&req.events)),
         policy: decl.budget,
         bounds,
         input,

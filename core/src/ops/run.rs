@@ -35,7 +35,7 @@ use crate::boundary::Boundary;
 use crate::error::{Code, Error, Result};
 use crate::event::{Event, FailureEvent, TaskEvent, TaskState};
 use crate::packet::Packet;
-use crate::plan::{plan_from, PlanOutcome, PlanRequest, Trigger};
+use crate::plan::{newest_seq, plan_from, PlanOutcome, PlanRequest, Trigger};
 use crate::reconstruct::Reconstruction;
 use crate::settle::{settle, ModelOutput, SettleRequest};
 use crate::stream::{
@@ -467,18 +467,6 @@ pub(crate) fn step_viewing(
         next.state.folds = ctx.folds;
     }
     Ok(next)
-}
-
-/// The newest source sequence among some events' messages.
-fn newest_seq(events: &[Event]) -> u64 {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 fn mismatch() -> Error {

@@ -117,6 +117,7 @@ pub(crate) fn settle_intact(req: &SettleRequest) -> Result<Boundary> {
         frontier: packet.frontier.clone(),
         covered_through_turn_id: packet.covered_through_turn_id.clone(),
         covered_through_seq: packet.covered_through_seq,
+        head_seq: packet.head_seq,
         policy: packet.policy,
         stats: Stats {
             summary,

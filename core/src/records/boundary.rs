@@ -10,22 +10,11 @@ use crate::canonical;
 use crate::declaration::Budget;
 use crate::declaration::Metric;
 use crate::frontier::FrontierRef;
+pub use crate::link::PreviousRef;
 use crate::turn::{Role, Route};
 
 /// Name and version of the boundary's output contract.
 pub const OUTPUT_CONTRACT: &str = "foldline.compaction@1";
-
-/// The previous link of a boundary or packet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PreviousRef {
-    /// Previous boundary id.
-    pub boundary_id: String,
-    /// Previous boundary hash.
-    pub boundary_hash: String,
-    /// What it covered through.
-    pub covered_through_seq: u64,
-}
 
 /// One frozen input turn, as snapshotted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -175,6 +164,12 @@ pub struct Boundary {
     pub covered_through_turn_id: String,
     /// Last covered source sequence.
     pub covered_through_seq: u64,
+    /// A manual checkpoint's journal head (the packet's `headSeq`): the
+    /// newest source sequence when the member's `/compact` froze its
+    /// snapshot. The covered range ends at or before it; the turns between
+    /// stayed as the exact tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_seq: Option<u64>,
     /// Policy in force.
     pub policy: Budget,
     /// Before/after statistics.

@@ -10,9 +10,9 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::boundary::PreviousRef;
 use crate::canonical;
 use crate::declaration::{Budget, Declaration};
+use crate::link::PreviousRef;
 use crate::turn::Route;
 
 /// An activation-frontier document.

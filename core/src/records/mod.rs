@@ -8,5 +8,6 @@ pub mod boundary;
 pub mod declaration;
 pub mod event;
 pub mod frontier;
+pub mod link;
 pub mod packet;
 pub mod turn;

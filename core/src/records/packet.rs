@@ -65,6 +65,12 @@ pub struct Packet {
     pub covered_through_turn_id: String,
     /// Last frozen source sequence.
     pub covered_through_seq: u64,
+    /// A member's `/compact` only: the journal head the task froze its
+    /// snapshot at (the newest source sequence then), to which the
+    /// checkpoint is keyed. Everything through `coveredThroughSeq` is folded;
+    /// what follows, through this head, stays verbatim as the exact tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_seq: Option<u64>,
     /// Policy in force.
     pub policy: Budget,
     /// Summary limits the settle step enforces.

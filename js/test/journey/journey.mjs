@@ -115,9 +115,12 @@ export async function check(f, c, journal, id, before, step) {
   const m = ctx.manifest;
   if (m.sizes.total > m.limit) fail(step, `${m.sizes.total} > ${m.limit}`);
   const messages = ctx.messages ?? [];
-  // One summary per head, as the user-role envelope.
+  // One summary per head, as the user-role envelope (after an upgrade,
+  // until the new epoch's first boundary, the one it carried over).
   const summaries = messages.filter((x) => x.kind === "summary");
-  if (summaries.length !== (r.head ? 1 : 0)) fail(step, `${summaries.length} summaries, head ${r.head?.boundaryId}`);
+  const inForce = r.head ?? r.carried;
+  if (summaries.length !== (inForce ? 1 : 0)) fail(step, `${summaries.length} summaries, head ${r.head?.boundaryId}, carried ${r.carried?.boundaryId}`);
+  if (inForce && m.boundaryId !== inForce.boundaryId) fail(step, `the summary is ${m.boundaryId}, not ${inForce.boundaryId}`);
   for (const s of summaries) {
     if (s.role !== "user" || !s.parts[0].text.startsWith("[untrusted-history-summary")) fail(step, `summary ${JSON.stringify(s).slice(0, 200)}`);
   }
@@ -134,9 +137,13 @@ export async function check(f, c, journal, id, before, step) {
   const parts = messages.flatMap((x) => x.parts ?? []);
   const calls = new Set(parts.filter((p) => p.type === "toolCall").map((p) => p.callId));
   for (const p of parts) if (p.type === "toolResult" && !calls.has(p.callId)) fail(step, `result ${p.callId} without its call`);
-  // The timeline draws only accepted boundaries as completed.
+  // The timeline draws only accepted boundaries as completed, and a
+  // retired epoch's as retired (an upgrade keeps its dividers).
   const dividers = (await c.timeline(id)).items.filter((item) => item.type === "divider" && item.state === "completed");
-  for (const d of dividers) if (!r.accepted.includes(d.boundaryId)) fail(step, `${d.boundaryId} drawn but not accepted`);
+  for (const d of dividers) {
+    const ok = d.retired ? r.retiredBoundaries.includes(d.boundaryId) : r.accepted.includes(d.boundaryId);
+    if (!ok) fail(step, `${d.boundaryId} drawn but not ${d.retired ? "retired" : "accepted"}`);
+  }
   if (r.head && !dividers.some((d) => d.boundaryId === r.head.boundaryId)) fail(step, "the chain head has no completed divider");
   return now;
 }
