@@ -1334,6 +1334,22 @@ fn gen_timeline() -> Vec<Value> {
         ],
     );
     g.add(
+        "automatic-failures-one-notice-per-outage",
+        "consecutive failed automatic compactions on one chain head draw one failed divider (one generic notice per outage), at the latest attempt's head",
+        "timeline",
+        with(vec![
+            v(&failure_at("r1", None, 2)),
+            v(&failure_at("r2", None, 3)),
+            v(&failure_at("r3", None, 3)),
+        ]),
+        &[
+            ("/ok/items/2/type", json!("message")),
+            ("/ok/items/3/state", json!("failed")),
+            ("/ok/items/3/throughSeq", json!(3)),
+            ("/ok/items/4", Value::Null),
+        ],
+    );
+    g.add(
         "tool-parts",
         "a message item carries its parts as data: a tool call and its result stay structured, beside the text as shown",
         "timeline",

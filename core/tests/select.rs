@@ -515,3 +515,41 @@ fn long_answers_never_cost_the_model_its_recent_history() {
     }
     assert!(compactions >= 50, "{compactions}");
 }
+
+#[test]
+fn an_outage_draws_one_failed_divider_and_a_fold_between_starts_another() {
+    let mut s = three_links();
+    let heads: Vec<String> = s.boundaries().iter().map(|b| b.id.clone()).collect();
+    // Three failed attempts on the second boundary's head, then (after the
+    // third boundary folded) two on the third's.
+    for (i, h) in [(1, &heads[0]), (2, &heads[0]), (3, &heads[0])] {
+        s.events.push(failure_at(&format!("a{i}"), Some(h), 20 + i));
+    }
+    for i in 1..=2 {
+        s.events
+            .push(failure_at(&format!("b{i}"), Some(&heads[2]), 60 + i));
+    }
+    let t = timeline(&TimelineRequest {
+        events: s.events.clone(),
+        accepted: None,
+        retired: Vec::new(),
+    })
+    .unwrap();
+    let failed: Vec<u64> = t
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            TimelineItem::Divider {
+                state: DividerState::Failed,
+                through_seq,
+                ..
+            } => Some(*through_seq),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [23, 62],
+        "one notice per outage, at its latest attempt"
+    );
+}

@@ -3,8 +3,9 @@
 //! Derived only from durable events (messages, boundaries, manual-compaction
 //! task events), so every viewer sees the same timeline and a reload loses
 //! nothing. A divider is not a chat message. A failed compaction — automatic
-//! or manual — shows one failed divider with the generic notice; its reason
-//! stays in the audit record, never member-facing.
+//! or manual — shows one failed divider with the generic notice (an outage of
+//! consecutive automatic failures, one); its reason stays in the audit
+//! record, never member-facing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -295,14 +296,26 @@ fn task_dividers(
     }
 }
 
-/// A failed automatic compaction: the member sees the generic notice at
-/// the head it tried to fold (a manual one shows through its task).
+/// Failed automatic compactions: the member sees the generic notice once
+/// per outage, not once per attempt. Consecutive failures on one chain head
+/// (nothing was folded between them) draw one divider, at the head the
+/// latest of them tried to fold (a manual one shows through its task).
 fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
-    for f in recon
+    let mut failed: Vec<&crate::event::FailureEvent> = recon
         .failures
         .iter()
         .filter(|f| f.trigger == TriggerKind::Automatic)
-    {
+        .collect();
+    crate::order::sort_by(&mut failed, |a, b| {
+        (a.head_seq, &a.run_id).cmp(&(b.head_seq, &b.run_id))
+    });
+    for (i, f) in failed.iter().enumerate() {
+        let outage_goes_on = failed
+            .get(i + 1)
+            .is_some_and(|next| next.previous_boundary_id == f.previous_boundary_id);
+        if outage_goes_on {
+            continue;
+        }
         items.insert(
             (f.head_seq, 1, 2, f.run_id.clone()),
             TimelineItem::Divider {

@@ -67,7 +67,7 @@ pub fn check<J: Journal, M: Model>(
         limit: None,
         render: true,
         member: None,
-        carried: None,
+        carried: r.carried.clone(),
     });
     // The context fits, or a typed refusal says why: one turn over the whole
     // budget, or an amendment (corrections of frozen turns, kept until a
@@ -121,10 +121,18 @@ pub fn check<J: Journal, M: Model>(
             "step {step}: {s}"
         );
     }
+    // A head has its summary (after an upgrade, until the new epoch's first
+    // boundary, the one it carried over).
+    let in_force = r.head.as_ref().or(r.carried.as_ref());
     assert_eq!(
         summaries.len(),
-        usize::from(r.head.is_some()),
+        usize::from(in_force.is_some()),
         "step {step}: a head has its summary"
+    );
+    assert_eq!(
+        m.boundary_id,
+        in_force.map(|h| h.boundary_id.clone()),
+        "step {step}: the summary in force"
     );
     // The exact tail is a suffix of the conversation.
     // (Late deliveries take their place by source sequence.)
@@ -171,17 +179,25 @@ pub fn check<J: Journal, M: Model>(
             "step {step}: result {id} without its call"
         );
     }
-    // The timeline draws only accepted boundaries as completed.
+    // The timeline draws only accepted boundaries as completed, and a
+    // retired epoch's as retired (an upgrade keeps its dividers).
     for item in d.timeline(conv).unwrap().items {
         if let TimelineItem::Divider {
             state: DividerState::Completed,
             boundary_id: Some(b),
+            retired,
             ..
         } = item
         {
+            let listed = if retired {
+                &r.retired_boundaries
+            } else {
+                &r.accepted
+            };
             assert!(
-                r.accepted.contains(&b),
-                "step {step}: {b} drawn but not accepted"
+                listed.contains(&b),
+                "step {step}: {b} drawn but not {}",
+                if retired { "retired" } else { "accepted" }
             );
         }
     }
