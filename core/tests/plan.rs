@@ -960,15 +960,7 @@ fn a_manual_checkpoint_is_keyed_to_the_journal_head() {
     let PlanOutcome::Compact { packet, .. } = plan(&r) else {
         panic!("compaction expected")
     };
-    let newest = r
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            foldline_core::event::Event::Message(m) => Some(m.source_seq),
-            _ => None,
-        })
-        .max()
-        .unwrap();
+    let newest = foldline_core::plan::newest_seq(&r.events);
     assert_eq!(packet.head_seq, Some(newest));
     assert!(
         packet.covered_through_seq < newest,

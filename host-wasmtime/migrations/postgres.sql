@@ -106,3 +106,14 @@ CREATE TABLE IF NOT EXISTS serve_compression_stats (
   delivered_bytes BIGINT NOT NULL,
   PRIMARY KEY (member, conversation, pass)
 );
+
+-- Compactor progress without inference (seed 000's skipped runs): one row
+-- per conversation, overwritten in place — the skipped-run count and the
+-- latest content-dark skip record (sizes, and how far it checked). Never an
+-- event, so checks below the trigger do not double the journal.
+CREATE TABLE IF NOT EXISTS foldline_progress (
+  conversation TEXT PRIMARY KEY,
+  skipped_runs BIGINT NOT NULL,
+  checked_through_seq BIGINT NOT NULL,
+  last TEXT NOT NULL
+);

@@ -636,7 +636,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let drop_warm = |d: &Self| d.with_cache(conversation, |c| c.warm = None);
         Ok(match finished {
             Finished::Skipped { outcome } => match *outcome {
-                PlanOutcome::Skip { record } => Outcome::Skipped(record),
+                PlanOutcome::Skip { record } => {
+                    // The compactor's progress advances without inference:
+                    // a watermark beside the journal, not an event.
+                    self.journal.note_skipped(conversation, &record)?;
+                    Outcome::Skipped(record)
+                }
                 other => Outcome::Paused(other),
             },
             Finished::Paused { outcome } => Outcome::Paused(*outcome),

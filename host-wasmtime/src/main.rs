@@ -437,6 +437,16 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
                         ),
                         None => out!("intact: no boundary yet"),
                     }
+                    if let Some(p) = d.journal.progress(&conv)? {
+                        out!(
+                            "compactor progress: {} skipped runs (below the trigger, no model call), the latest checked through source {} at {} of {} {}",
+                            p.skipped_runs,
+                            p.last.checked_through_seq,
+                            p.last.total,
+                            p.last.trigger,
+                            p.last.metric.as_str()
+                        );
+                    }
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(HostError::Core(e)) => {

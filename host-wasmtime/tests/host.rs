@@ -17,6 +17,16 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foldline"))
 }
 
+/// A driver over a SQLite file with the offline extractive summarizer.
+fn sqlite_driver(db: &std::path::Path, decl: Declaration) -> Driver<SqliteJournal, Extractive> {
+    Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(db).unwrap(),
+        Extractive,
+        decl,
+    )
+}
+
 fn write_conversation(dir: &std::path::Path, turns: usize) -> std::path::PathBuf {
     let p = dir.join("conv.jsonl");
     let text: String = import::demo_conversation(turns)
@@ -401,12 +411,7 @@ fn two_writers_racing_on_one_conversation_never_fork() {
 fn the_storage_refuses_a_second_boundary_on_one_chain_slot() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
-    let d = Driver::new(
-        Foldline::embedded().unwrap(),
-        SqliteJournal::open(&db).unwrap(),
-        Extractive,
-        small_decl(),
-    );
+    let d = sqlite_driver(&db, small_decl());
     d.journal.append("c", &demo_events("c", 60)).unwrap();
     let b = match d.on_message("c").unwrap() {
         Outcome::Compacted(b) => b,
@@ -1450,4 +1455,52 @@ fn an_upgrade_through_the_program_keeps_what_the_model_knew() {
     );
     let verify = run(&b, &["verify"]);
     assert!(verify.starts_with("intact: "), "{verify}");
+}
+
+#[test]
+fn skipped_runs_advance_a_progress_watermark_not_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = sqlite_driver(&db, Declaration::new("assistant", "assistant-compactor"));
+    assert_eq!(d.journal.progress("c").unwrap(), None);
+    let events = demo_events("c", 12);
+    for (i, e) in events.iter().enumerate() {
+        d.journal.append("c", std::slice::from_ref(e)).unwrap();
+        assert!(matches!(d.on_message("c").unwrap(), Outcome::Skipped(_)));
+        let p = d.journal.progress("c").unwrap().unwrap();
+        assert_eq!(p.skipped_runs, i as u64 + 1, "one skipped run per check");
+        assert!(p.last.total < p.last.trigger);
+    }
+    let p = d.journal.progress("c").unwrap().unwrap();
+    assert_eq!(
+        p.last.checked_through_seq,
+        foldline_core::plan::newest_seq(&events)
+    );
+    // The journal holds the messages and the one activation frontier:
+    // checks below the trigger do not double it.
+    let stored = d.journal.read_events("c", 0).unwrap();
+    assert_eq!(stored.len(), events.len() + 1);
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|s| matches!(s.event, foldline_core::event::Event::Frontier(_)))
+            .count(),
+        1
+    );
+    // The program reports it.
+    let out = bin()
+        .arg("--journal")
+        .arg(&db)
+        .args(["--conversation", "c", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "compactor progress: {} skipped runs",
+            events.len()
+        )),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

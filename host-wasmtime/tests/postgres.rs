@@ -102,6 +102,27 @@ fn contract(journal: Box<dyn Journal>) {
     );
     assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
     d.resolve("c").expect("the chain verifies");
+    // The progress watermark: one row, the count grown, the record of the
+    // furthest check kept (a late, shorter check does not move it back).
+    let rec = |seq: u64| foldline_core::plan::SkipRecord {
+        metric: foldline_core::declaration::Metric::Chars,
+        total: 10,
+        trigger: 100,
+        warm_at: None,
+        pinned: 0,
+        envelopes: 0,
+        eligible_turns: 1,
+        warm_refused: None,
+        checked_through_seq: seq,
+    };
+    assert_eq!(j.progress("p").unwrap(), None);
+    j.note_skipped("p", &rec(5)).unwrap();
+    j.note_skipped("p", &rec(7)).unwrap();
+    j.note_skipped("p", &rec(6)).unwrap();
+    let p = j.progress("p").unwrap().unwrap();
+    assert_eq!(p.skipped_runs, 3);
+    assert_eq!(p.last.checked_through_seq, 7);
+    assert_eq!(j.read_events("p", 0).unwrap(), Vec::new());
 }
 
 #[test]

@@ -26,7 +26,7 @@ export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";
 export type { AiSdkLanguageModel, AiSdkFunctions } from "./model/aisdk.js";
 export type { FunctionAnswer } from "./model/function.js";
-export type { Journal, StoredEvent, AppendOptions } from "./journal/journal.js";
+export type { Journal, StoredEvent, AppendOptions, Progress } from "./journal/journal.js";
 export { checkAppend } from "./journal/journal.js";
 export { MemoryJournal } from "./journal/memory.js";
 export { IndexedDbJournal } from "./journal/indexeddb.js";

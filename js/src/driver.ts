@@ -537,6 +537,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
     const s = state(id);
     switch (f.status) {
       case "skipped":
+        // The compactor's progress advances without inference: a watermark
+        // beside the journal, not an event.
+        if (f.outcome.outcome === "skip") await o.journal.noteSkipped?.(id, f.outcome.record);
+        return { status: f.status, outcome: f.outcome };
       case "paused":
         return { status: f.status, outcome: f.outcome };
       case "warm":

@@ -533,7 +533,7 @@ export function createHandler(o: HandlerOptions): Handler {
       case "GET verify": {
         await admitted(id, member);
         try {
-          return json(200, { ok: true, resolution: await compactor.resolve(id) });
+          return json(200, { ok: true, resolution: await compactor.resolve(id), progress: (await o.journal.progress?.(id)) ?? null });
         } catch (e) {
           if (!(e instanceof FoldlineError)) throw e;
           return json(200, { ok: false, error: { code: e.code, message: e.message } });

@@ -187,6 +187,8 @@ export interface PlanRequest {
 export interface SkipRecord {
   metric: "chars" | "tokens"; total: number; trigger: number; warmAt: number | null;
   pinned: number; envelopes: number; eligibleTurns: number; warmRefused?: Code;
+  /** The newest source sequence this check looked at: the compactor's progress watermark. */
+  checkedThroughSeq: number;
 }
 
 export type PlanOutcome =

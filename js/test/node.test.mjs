@@ -445,3 +445,22 @@ test("an upgrade keeps what the model knew: the retired summary is carried into 
   const next = await after.resolve("c1");
   assert.ok(next.head && !next.carried, "the new chain took the carried summary in");
 });
+
+test("skipped runs advance a progress watermark, never the journal", async () => {
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+  for (let s = 1; s <= 8; s++) {
+    await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `short ${s}`));
+    const r = await c.onMessage("c1");
+    assert.equal(r.status, "skipped");
+    const p = await journal.progress("c1");
+    assert.equal(p.skippedRuns, s);
+    assert.equal(p.last.checkedThroughSeq, s);
+    assert.ok(p.last.total < p.last.trigger);
+  }
+  // The journal holds the messages and the one activation frontier: checks
+  // below the trigger add nothing to it.
+  const types = (await journal.readEvents("c1")).map((e) => e.event.type);
+  assert.deepEqual(types.filter((t) => t !== "message"), ["frontier"]);
+  assert.equal(types.length, 9);
+});

@@ -96,6 +96,18 @@ export function suite(f, makeJournal) {
       check(dividers.length >= 1 && dividers[0].state === "completed", "divider");
       check(model.calls.complete === 0, "no replay needed");
     }],
+    ["skipped runs advance the journal's progress watermark, never its events", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      for (let s = 1; s <= 5; s++) {
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `short ${s}`));
+        equal((await c.onMessage("c1")).status, "skipped");
+      }
+      const p = await journal.progress("c1");
+      equal(p.skippedRuns, 5);
+      equal(p.last.checkedThroughSeq, 5);
+      equal((await journal.readEvents("c1")).length, 6, "five messages and the frontier");
+    }],
     ["a stream that drops before content is replayed once, buffered", async () => {
       const journal = await makeJournal();
       const model = fakeModel({ dropBeforeContent: true });

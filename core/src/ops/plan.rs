@@ -126,6 +126,11 @@ pub struct SkipRecord {
     /// Why a warm candidate was not prepared, when one was due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm_refused: Option<Code>,
+    /// How far the compactor's progress advanced without inference: the
+    /// newest source sequence this check looked at (a host keeps it as the
+    /// conversation's progress watermark).
+    #[serde(default)]
+    pub checked_through_seq: u64,
 }
 
 /// Whether a warm candidate is still valid for current history.
@@ -399,6 +404,7 @@ fn automatic(ctx: &Ctx<'_>, recon: &Reconstruction, env_size: Sizes) -> Option<P
             envelopes: pick(metric, env_size),
             eligible_turns: ctx.eligible.len() as u64,
             warm_refused,
+            checked_through_seq: recon.turns.last().map_or(0, |t| t.source_seq),
         },
     };
     // The breaker pauses eager compaction only: at the hard limit (in
@@ -560,6 +566,7 @@ fn activate(
                 envelopes: 0,
                 eligible_turns: 0,
                 warm_refused: None,
+                checked_through_seq: recon.turns.last().map_or(0, |t| t.source_seq),
             },
         });
     };
@@ -985,7 +992,7 @@ fn check_rendered(
 
 /// The journal head in source-sequence terms: the newest message's (or
 /// late delivery's) source sequence, 0 with none.
-pub(crate) fn newest_seq(events: &[Event]) -> u64 {
+pub fn newest_seq(events: &[Event]) -> u64 {
     events
         .iter()
         .filter_map(|e| match e {

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
+use foldline_core::plan::SkipRecord;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{HostError, Result};
@@ -100,7 +101,49 @@ pub trait Journal: Send + Sync {
     /// # Errors
     /// Storage failures.
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()>;
+
+    /// Record a skipped run (below the trigger, no model call): the
+    /// conversation's compactor progress advances to the record's
+    /// `checkedThroughSeq` and its skipped-run count grows by one. A
+    /// watermark beside the journal, overwritten in place — never an event,
+    /// so checks below the trigger do not double the journal. (Default: not
+    /// kept.)
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
+        let _ = (conversation, record);
+        Ok(())
+    }
+
+    /// The conversation's compactor progress, when kept.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
+        let _ = conversation;
+        Ok(None)
+    }
 }
+
+/// How far the compactor got without inference: the skipped runs (content-
+/// dark checks below the trigger) and the latest one's record.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Skipped runs recorded.
+    pub skipped_runs: u64,
+    /// The latest skipped run (sizes only, and how far it checked).
+    pub last: SkipRecord,
+}
+
+/// The progress watermark's upsert, in SQLite's and PostgreSQL's dialect
+/// alike: one row per conversation, the count grown, the record replaced
+/// unless it checked less far than the one kept.
+const NOTE_SKIPPED: &str = "INSERT INTO foldline_progress (conversation, skipped_runs, checked_through_seq, last) VALUES ($1, 1, $2, $3)
+ ON CONFLICT (conversation) DO UPDATE SET skipped_runs = foldline_progress.skipped_runs + 1,
+   checked_through_seq = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.checked_through_seq ELSE foldline_progress.checked_through_seq END,
+   last = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.last ELSE foldline_progress.last END";
 
 /// The embedded default journal: one SQLite file.
 ///
@@ -127,6 +170,7 @@ CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events BEGIN SELE
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
 CREATE TABLE IF NOT EXISTS packets (conversation TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (conversation, id));
 CREATE TABLE IF NOT EXISTS writer_leases (conversation TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS foldline_progress (conversation TEXT PRIMARY KEY, skipped_runs INTEGER NOT NULL, checked_through_seq INTEGER NOT NULL, last TEXT NOT NULL);
 ";
 
 pub(crate) fn type_of(e: &Event) -> &'static str {
@@ -392,6 +436,35 @@ impl Journal for SqliteJournal {
         )?;
         Ok(())
     }
+    fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
+        let last = serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?;
+        self.conn().execute(
+            &NOTE_SKIPPED.replace('$', "?"),
+            params![
+                conversation,
+                i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX),
+                last
+            ],
+        )?;
+        Ok(())
+    }
+    fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
+        let row: Option<(i64, String)> = self
+            .conn()
+            .query_row(
+                "SELECT skipped_runs, last FROM foldline_progress WHERE conversation = ?1",
+                params![conversation],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        row.map(|(n, last)| {
+            Ok(Progress {
+                skipped_runs: n as u64,
+                last: decode(&last, "progress record")?,
+            })
+        })
+        .transpose()
+    }
 }
 
 /// A boxed journal is a journal, so a host can pick one at run time
@@ -429,5 +502,11 @@ impl<T: Journal + ?Sized> Journal for Box<T> {
     }
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
         (**self).release_lease(conversation, holder)
+    }
+    fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
+        (**self).note_skipped(conversation, record)
+    }
+    fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
+        (**self).progress(conversation)
     }
 }

@@ -8,10 +8,11 @@
 
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
+use foldline_core::plan::SkipRecord;
 use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 
-use super::{chain_slot, check_batch, decode, fork, type_of, Journal, StoredEvent};
+use super::{chain_slot, check_batch, decode, fork, type_of, Journal, Progress, StoredEvent};
 use crate::error::{HostError, Result};
 
 /// The schema, applied at open (idempotent).
@@ -305,5 +306,26 @@ impl Journal for PgJournal {
             &[&conversation, &holder],
         )?;
         Ok(())
+    }
+    fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
+        let last = serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?;
+        let seq = i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX);
+        self.conn()?
+            .execute(super::NOTE_SKIPPED, &[&conversation, &seq, &last])?;
+        Ok(())
+    }
+    fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
+        self.conn()?
+            .query_opt(
+                "SELECT skipped_runs, last FROM foldline_progress WHERE conversation = $1",
+                &[&conversation],
+            )?
+            .map(|r| {
+                Ok(Progress {
+                    skipped_runs: r.get::<_, i64>(0) as u64,
+                    last: decode(&r.get::<_, String>(1), "progress record")?,
+                })
+            })
+            .transpose()
     }
 }

@@ -467,7 +467,12 @@ async fn verify(
 ) -> Result<Response, ApiError> {
     as_member(app, member, id, |app, id| {
         Ok(match app.driver.resolve(id) {
-            Ok(r) => Json(json!({"ok": true, "resolution": r})).into_response(),
+            Ok(r) => Json(json!({
+                "ok": true,
+                "resolution": r,
+                "progress": app.driver.journal.progress(id)?,
+            }))
+            .into_response(),
             Err(HostError::Core(e)) => Json(json!({
                 "ok": false,
                 "error": {"code": e.code.as_str(), "message": e.message}

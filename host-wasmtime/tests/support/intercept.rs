@@ -68,4 +68,10 @@ impl<J: Journal> Journal for Intercept<J> {
         }
         self.inner.release_lease(c, holder)
     }
+    fn note_skipped(&self, c: &str, r: &foldline_core::plan::SkipRecord) -> Result<()> {
+        self.inner.note_skipped(c, r)
+    }
+    fn progress(&self, c: &str) -> Result<Option<foldline_wasmtime::journal::Progress>> {
+        self.inner.progress(c)
+    }
 }

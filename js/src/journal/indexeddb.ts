@@ -1,6 +1,6 @@
-import type { Event, Packet } from "../types.js";
+import type { Event, Packet, SkipRecord } from "../types.js";
 import { FoldlineError } from "../core.js";
-import { chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type StoredEvent } from "./journal.js";
+import { advance, chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
 
 function req<T>(r: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -20,7 +20,8 @@ function done(tx: IDBTransaction): Promise<void> {
 /**
  * A browser journal on IndexedDB: an append-only `events` store keyed by
  * (conversation, seq), `slots` (one boundary per chain head), `packets` by
- * (conversation, id), `leases` by conversation with a fencing token. Each
+ * (conversation, id), `leases` by conversation with a fencing token,
+ * `progress` (the compactor's skipped-run watermark) by conversation. Each
  * append is one transaction — check position, fence and chain slots, then
  * write — so a reload loses nothing and two tabs can never fork a chain.
  */
@@ -29,7 +30,7 @@ export class IndexedDbJournal implements Journal {
 
   /** Open (or create) the database. */
   static async open(name = "foldline", now: () => number = () => Date.now()): Promise<IndexedDbJournal> {
-    const r = indexedDB.open(name, 2);
+    const r = indexedDB.open(name, 3);
     r.onupgradeneeded = (ev) => {
       const db = r.result;
       if (ev.oldVersion < 1) {
@@ -38,6 +39,7 @@ export class IndexedDbJournal implements Journal {
         db.createObjectStore("leases", { keyPath: "conversation" });
       }
       if (ev.oldVersion < 2) db.createObjectStore("slots", { keyPath: ["conversation", "slot"] });
+      if (ev.oldVersion < 3) db.createObjectStore("progress", { keyPath: "conversation" });
     };
     return new IndexedDbJournal(await req(r), now);
   }
@@ -129,4 +131,18 @@ export class IndexedDbJournal implements Journal {
     if (cur?.holder === holder) store.put({ ...cur, holder: "", until: 0 });
     await done(tx);
   }
+  async noteSkipped(conversationId: string, record: SkipRecord): Promise<void> {
+    const tx = this.db.transaction("progress", "readwrite");
+    const store = tx.objectStore("progress");
+    const cur = (await req(store.get(conversationId))) as (Progress & { conversation: string }) | undefined;
+    store.put({ conversation: conversationId, ...advance(cur && { skippedRuns: cur.skippedRuns, last: cur.last }, record) });
+    await done(tx);
+  }
+
+  async progress(conversationId: string): Promise<Progress | undefined> {
+    const tx = this.db.transaction("progress", "readonly");
+    const cur = (await req(tx.objectStore("progress").get(conversationId))) as (Progress & { conversation: string }) | undefined;
+    return cur && { skippedRuns: cur.skippedRuns, last: cur.last };
+  }
+
 }

@@ -1,4 +1,4 @@
-import type { Event, Packet } from "../types.js";
+import type { SkipRecord, Event, Packet } from "../types.js";
 import { FoldlineError, validate } from "../core.js";
 
 /**
@@ -57,6 +57,26 @@ export interface Journal {
   acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<number | undefined>;
   /** Release the lease if `holder` has it. */
   releaseLease(conversationId: string, holder: string): Promise<void>;
+  /**
+   * Record a skipped run (below the trigger, no model call): the
+   * conversation's compactor progress advances to the record's
+   * `checkedThroughSeq` and its skipped-run count grows by one. A watermark
+   * beside the journal, overwritten in place — never an event, so checks
+   * below the trigger do not double the journal. Optional: a journal without
+   * it keeps no progress.
+   */
+  noteSkipped?(conversationId: string, record: SkipRecord): Promise<void>;
+  /** The conversation's compactor progress, when kept. */
+  progress?(conversationId: string): Promise<Progress | undefined>;
+}
+
+/** How far the compactor got without inference: the skipped runs and the latest one's content-dark record. */
+export interface Progress { skippedRuns: number; last: SkipRecord }
+
+/** The progress after one more skipped run: the count grown, the record replaced unless it checked less far. */
+export function advance(cur: Progress | undefined, record: SkipRecord): Progress {
+  const newer = !cur || record.checkedThroughSeq >= cur.last.checkedThroughSeq;
+  return { skippedRuns: (cur?.skippedRuns ?? 0) + 1, last: newer ? record : cur.last };
 }
 
 /** The chain slot a boundary takes: one boundary per head, per epoch. */

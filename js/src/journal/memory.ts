@@ -1,6 +1,6 @@
-import type { Event, Packet } from "../types.js";
+import type { Event, Packet, SkipRecord } from "../types.js";
 import { FoldlineError } from "../core.js";
-import { chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type StoredEvent } from "./journal.js";
+import { advance, chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
 
 /** An in-memory journal: tests, demos, and clients that keep state elsewhere. Holds the journal contract. */
 export class MemoryJournal implements Journal {
@@ -9,6 +9,7 @@ export class MemoryJournal implements Journal {
   private packets = new Map<string, Map<string, Packet>>();
   private leases = new Map<string, { holder: string; until: number; token: number }>();
   private tokens = new Map<string, number>();
+  private progresses = new Map<string, Progress>();
   constructor(private readonly now: () => number = () => Date.now()) {}
 
   async readEvents(conversationId: string, sinceSeq = 0): Promise<StoredEvent[]> {
@@ -65,5 +66,12 @@ export class MemoryJournal implements Journal {
   }
   async releaseLease(conversationId: string, holder: string): Promise<void> {
     if (this.leases.get(conversationId)?.holder === holder) this.leases.delete(conversationId);
+  }  async noteSkipped(conversationId: string, record: SkipRecord): Promise<void> {
+    this.progresses.set(conversationId, advance(this.progresses.get(conversationId), structuredClone(record)));
   }
+  async progress(conversationId: string): Promise<Progress | undefined> {
+    const p = this.progresses.get(conversationId);
+    return p && structuredClone(p);
+  }
+
 }
