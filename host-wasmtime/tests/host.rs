@@ -1504,3 +1504,46 @@ fn skipped_runs_advance_a_progress_watermark_not_the_journal() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_warm_candidate_is_prepared_under_its_own_900_second_lease() {
+    const T0: u64 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (db2, seen2) = (db.clone(), seen.clone());
+    // The model looks at the candidate's lease from another connection while
+    // it is called: held by the driver until T0 + 900 s, not a moment longer.
+    let model = foldline_wasmtime::model::model_fn(move |_p| {
+        let j = SqliteJournal::open(&db2).unwrap();
+        let refused = j
+            .acquire_lease("c#warm", "other", T0 + 899_999, 1)
+            .unwrap()
+            .is_none();
+        let lapsed = j
+            .acquire_lease("c#warm", "other", T0 + 900_000, 1)
+            .unwrap()
+            .is_some();
+        seen2.lock().unwrap().push((refused, lapsed));
+        Ok("The member planned a trip; dates and budget were agreed.".into())
+    });
+    let mut d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(&db).unwrap(),
+        model,
+        budget_decl(Budget::default_tokens()),
+    );
+    d.clock = || T0;
+    assert_eq!(d.warm_lease_ms, 900_000, "seed 002's default");
+    let mut s = 0;
+    loop {
+        s += 1;
+        d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
+        if let Outcome::Warm(_) = d.on_message("c").unwrap() {
+            break;
+        }
+        assert!(s < 200, "never warm");
+    }
+    assert!(d.prepare_warm("c").unwrap());
+    assert_eq!(*seen.lock().unwrap(), [(true, true)]);
+}

@@ -114,8 +114,18 @@ fn chain_is_whole<J: Journal, M: Model>(d: &Driver<J, M>) {
 /// `warm` exchanges, then `outage` exchanges with the provider refusing,
 /// then recovery: returns the message (counted from recovery) after which
 /// no context left a turn out for lack of room.
-fn live_through(budget: Budget, warm: u64, outage: u64) -> u64 {
-    let down = Arc::new(AtomicBool::new(false));
+/// A driver behind the provider of [`Outage`], down from the start when
+/// `down`; the switch and the call counter.
+#[allow(clippy::type_complexity)]
+fn outage_driver(
+    budget: Budget,
+    down: bool,
+) -> (
+    Driver<SqliteJournal, Outage>,
+    Arc<AtomicBool>,
+    Arc<std::sync::atomic::AtomicU64>,
+) {
+    let down = Arc::new(AtomicBool::new(down));
     let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let d = Driver::new(
         Foldline::embedded().unwrap(),
@@ -126,6 +136,11 @@ fn live_through(budget: Budget, warm: u64, outage: u64) -> u64 {
         },
         budget_decl(budget),
     );
+    (d, down, calls)
+}
+
+fn live_through(budget: Budget, warm: u64, outage: u64) -> u64 {
+    let (d, down, calls) = outage_driver(budget, false);
     let mut s = 0;
     let mut say = |d: &Driver<SqliteJournal, Outage>| {
         s += 1;
@@ -256,4 +271,49 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
     }
     assert!(clean.is_some_and(|c| c <= 160), "{clean:?}");
     chain_is_whole(&d);
+}
+
+#[test]
+fn the_circuit_breaker_through_the_driver_pauses_eager_compaction_never_safety() {
+    use foldline_core::plan::{PauseReason, PlanOutcome};
+    let (d, down, calls) = outage_driver(tokens(), true);
+    let mut outcomes = Vec::new();
+    for s in 1..=400 {
+        d.journal.append("c", &[turn(s)]).unwrap();
+        outcomes.push(d.on_message("c").unwrap());
+    }
+    let failed = |o: &Outcome| matches!(o, Outcome::Failed(_));
+    let open = |o: &Outcome| {
+        matches!(
+            o,
+            Outcome::Paused(PlanOutcome::Paused {
+                reason: PauseReason::CircuitOpen,
+                ..
+            })
+        )
+    };
+    // Three failed attempts open the breaker: the next eager check pauses
+    // without a model call.
+    let first_pause = outcomes.iter().position(open).expect("the breaker opened");
+    let before: Vec<&Outcome> = outcomes[..first_pause]
+        .iter()
+        .filter(|o| failed(o))
+        .collect();
+    assert_eq!(
+        before.len(),
+        3,
+        "three consecutive failures before it opens"
+    );
+    // Past the hard limit every message attempts safety compaction: the
+    // outage's last messages all failed (one model call each), none paused.
+    let tail = &outcomes[outcomes.len() - 20..];
+    assert!(tail.iter().all(failed), "safety compaction is never paused");
+    // One model call per failed attempt (a refusal is not replayed), none
+    // for a pause: at most one call per message through the whole outage.
+    let attempts = outcomes.iter().filter(|o| failed(o)).count() as u64;
+    assert_eq!(calls.load(Ordering::SeqCst), attempts);
+    // The provider comes back: the next message compacts.
+    down.store(false, Ordering::SeqCst);
+    d.journal.append("c", &[turn(401)]).unwrap();
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
 }

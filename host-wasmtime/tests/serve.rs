@@ -450,10 +450,18 @@ fn provider_text_stays_in_the_audit_and_a_member_sees_the_generic_notice() {
         all.last().unwrap().data["notice"],
         "The chat could not be compacted."
     );
-    for path in ["timeline", "context", "verify"] {
+    for path in ["timeline", "context", "verify", "events?after=0"] {
         let (_, v) = call("GET", &format!("{conv}/{path}"), Some(ALICE), None);
         assert!(!v.to_string().contains("SECRET"), "{path}: {v}");
     }
+    // The events route keeps the failure (typed, for the local timeline)
+    // without its audit reason.
+    let (_, v) = call("GET", &format!("{conv}/events?after=0"), Some(ALICE), None);
+    assert!(v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["event"]["type"] == "compactionFailed" && e["event"]["reason"] == ""));
     let audit = SqliteJournal::open(setup.journal())
         .unwrap()
         .read_events("c3", 0)
@@ -857,4 +865,51 @@ fn a_room_shares_one_conversation_and_only_its_owner_condenses() {
     assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
     let (s, v) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
     assert_eq!((s, code(&v)), (403, "not_owner"), "{v}");
+}
+
+#[test]
+fn the_events_route_feeds_a_local_copy_resumable_by_position_with_a_long_poll() {
+    let setup = Setup::new();
+    let srv = setup.start(&[]);
+    let base = srv.base.clone();
+    let conv = format!("{base}/api/conversations/feed");
+    append_turns(&base, "feed", 0..12);
+    let (s, v) = call("GET", &format!("{conv}/events?after=0"), Some(ALICE), None);
+    assert_eq!(s, 200, "{v}");
+    let all = v["events"].as_array().unwrap().clone();
+    let last = v["last"].as_u64().unwrap();
+    // The chain's verdict rides along, for the local projection.
+    assert!(v["accepted"].is_array() && v["retired"].is_array(), "{v}");
+    assert_eq!(all.last().unwrap()["seq"].as_u64(), Some(last));
+    assert!(all.iter().all(|e| e["event"]["type"].is_string()));
+    // Resumed from a position: only what follows it.
+    let (_, v) = call(
+        "GET",
+        &format!("{conv}/events?after={}", last - 2),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(v["events"].as_array().unwrap().len(), 2);
+    // Nothing new answers at once; a long poll answers when something is written.
+    let (_, v) = call(
+        "GET",
+        &format!("{conv}/events?after={last}"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(v["events"], serde_json::json!([]));
+    let poll = {
+        let url = format!("{conv}/events?after={last}&wait=10000");
+        std::thread::spawn(move || call("GET", &url, Some(ALICE), None))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    append_turns(&base, "feed", 12..13);
+    let (s, v) = poll.join().unwrap();
+    assert_eq!(s, 200);
+    assert!(!v["events"].as_array().unwrap().is_empty(), "{v}");
+    // Bad input and strangers get their codes.
+    let (s, v) = call("GET", &format!("{conv}/events?after=x"), Some(ALICE), None);
+    assert_eq!((s, code(&v)), (400, "invalid_input"));
+    let (s, v) = call("GET", &format!("{conv}/events?after=0"), Some(BOB), None);
+    assert_eq!((s, code(&v)), (403, "not_owner"));
 }

@@ -24,6 +24,8 @@ function isCompactCommand(text) {
   return text.trim() === "/compact";
 }
 function createClient(o) {
+  const local = [];
+  let chain = { accepted: [], retired: [] };
   const f = o.fetch ?? ((...a) => fetch(...a));
   const storage = o.storage === void 0 ? globalThis.localStorage : o.storage ?? void 0;
   const base = `${o.baseUrl.replace(/\/$/, "")}/api/conversations/${encodeURIComponent(o.conversation)}`;
@@ -122,6 +124,23 @@ function createClient(o) {
       const res = await f(`${base}/timeline`, { headers: auth });
       if (!res.ok) return refused(res);
       return await res.json();
+    },
+    async sync(waitMs = 0) {
+      const after = local.at(-1)?.seq ?? 0;
+      const res = await f(`${base}/events?after=${after}&wait=${Math.max(0, Math.floor(waitMs))}`, { headers: auth });
+      if (!res.ok) return refused(res);
+      const body = await res.json();
+      const fresh = body.events.filter((e) => e.seq > after);
+      local.push(...fresh);
+      chain = { accepted: body.accepted ?? chain.accepted, retired: body.retired ?? chain.retired };
+      return fresh.length;
+    },
+    events() {
+      return local;
+    },
+    localTimeline() {
+      if (!o.project) throw new TypeError("createClient: localTimeline needs the `project` option (the core's timeline)");
+      return o.project(local.map((e) => e.event), chain.accepted, chain.retired);
     }
   };
 }

@@ -4,8 +4,12 @@
 // the exclusive condense task instead of appending it, streams the task's
 // durable events, and keeps only the task pointer (in `localStorage` by
 // default) so a reload picks the task up where it was and shows its end.
-// Refusals come back typed, with the wording a member should see. No
-// WebAssembly: it runs wherever `fetch` does.
+// Refusals come back typed, with the wording a member should see. It keeps
+// a local copy of the conversation's member-visible events, kept current by
+// the events route (a long poll resumable by position), and projects the
+// timeline locally with the function it is given (the core's `timeline`, the
+// same .wasm the servers run). No WebAssembly of its own: it runs wherever
+// `fetch` does.
 
 import { MEMBER_NOTICE } from "./notice.js";
 
@@ -27,7 +31,17 @@ export interface ClientOptions {
   storage?: TaskStorage | null;
   /** A `fetch` of your own (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * The local projection: the core's `timeline` (`import { timeline } from
+   * "foldline"`, after `init()`), applied to the local copy of the events
+   * with the chain's accepted and retired boundaries as the server last
+   * answered them. Without it `localTimeline` is not available.
+   */
+  project?: (events: unknown[], accepted: string[], retired: string[]) => { items: Array<Record<string, unknown>> };
 }
+
+/** One member-visible journal event, as the events route sends it. */
+export interface StoredEventCopy { seq: number; event: Record<string, unknown> }
 
 /** One durable event of a condense task, as its stream sends it. */
 export interface TaskEvent {
@@ -98,6 +112,16 @@ export interface Client {
   follow(task: TaskPointer, onEvent?: (e: TaskEvent) => void, signal?: AbortSignal): Promise<TaskEvent>;
   /** The conversation's timeline (messages and dividers) as the server projects it. */
   timeline(): Promise<{ items: Array<Record<string, unknown>> }>;
+  /**
+   * Bring the local copy up to date: the member-visible events after the
+   * last one held (waiting up to `waitMs` for something new: a long poll).
+   * Answers how many arrived.
+   */
+  sync(waitMs?: number): Promise<number>;
+  /** The local copy of the conversation's member-visible events, in order. */
+  events(): readonly StoredEventCopy[];
+  /** The timeline projected locally from the local copy (needs `project`). */
+  localTimeline(): { items: Array<Record<string, unknown>> };
 }
 
 /** Whether `text` is the `/compact` command. */
@@ -107,6 +131,8 @@ export function isCompactCommand(text: string): boolean {
 
 /** A client for one member and one conversation. */
 export function createClient(o: ClientOptions): Client {
+  const local: StoredEventCopy[] = [];
+  let chain: { accepted: string[]; retired: string[] } = { accepted: [], retired: [] };
   const f = o.fetch ?? ((...a: Parameters<typeof fetch>) => fetch(...a));
   const storage = o.storage === undefined ? (globalThis as { localStorage?: TaskStorage }).localStorage : o.storage ?? undefined;
   const base = `${o.baseUrl.replace(/\/$/, "")}/api/conversations/${encodeURIComponent(o.conversation)}`;
@@ -213,6 +239,24 @@ export function createClient(o: ClientOptions): Client {
       const res = await f(`${base}/timeline`, { headers: auth });
       if (!res.ok) return refused(res);
       return (await res.json()) as { items: Array<Record<string, unknown>> };
+    },
+    async sync(waitMs = 0) {
+      const after = local.at(-1)?.seq ?? 0;
+      const res = await f(`${base}/events?after=${after}&wait=${Math.max(0, Math.floor(waitMs))}`, { headers: auth });
+      if (!res.ok) return refused(res);
+      const body = (await res.json()) as { events: StoredEventCopy[]; accepted?: string[]; retired?: string[] };
+      // Positions only grow: anything at or before what is held is not taken twice.
+      const fresh = body.events.filter((e) => e.seq > after);
+      local.push(...fresh);
+      chain = { accepted: body.accepted ?? chain.accepted, retired: body.retired ?? chain.retired };
+      return fresh.length;
+    },
+    events() {
+      return local;
+    },
+    localTimeline() {
+      if (!o.project) throw new TypeError("createClient: localTimeline needs the `project` option (the core's timeline)");
+      return o.project(local.map((e) => e.event), chain.accepted, chain.retired);
     },
   };
 }

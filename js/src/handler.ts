@@ -211,7 +211,9 @@ function decode(segment: string): string {
     throw new ApiError(400, "invalid_input", "the request's path cannot be read (percent-escapes must be UTF-8)");
   }
 }
-const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify|settings)$/;
+const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify|settings|events)$/;
+/** The longest a long poll of `…/events` waits. */
+const MAX_WAIT_MS = 25_000;
 const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
 const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
 const MEMBERS = /^\/api\/conversations\/([^/]+)\/members(?:\/([^/]+))?$/;
@@ -415,6 +417,43 @@ export function createHandler(o: HandlerOptions): Handler {
     return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
   }
 
+  /**
+   * `…/events?after=N[&wait=ms]`: the member-visible events after position
+   * `N` (a failed compaction's audit reason taken out), for a client that
+   * projects its timeline locally; with `wait` (at most 25 s) a long poll.
+   */
+  async function feed(id: string, url: URL): Promise<Response> {
+    const num = (name: string) => {
+      const v = url.searchParams.get(name);
+      if (v === null) return 0;
+      if (!/^\d+$/.test(v)) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
+      return Number(v);
+    };
+    const after = num("after");
+    const deadline = Date.now() + Math.min(num("wait"), MAX_WAIT_MS);
+    for (;;) {
+      const found = await o.journal.readEvents(id, after);
+      if (found.length > 0 || Date.now() >= deadline) {
+        const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
+        // The chain's verdict, for the local projection.
+        let accepted: string[] = [];
+        let retired: string[] = [];
+        try {
+          const r = await compactor.resolve(id);
+          [accepted, retired] = [r.accepted, r.retiredBoundaries];
+        } catch (e) {
+          if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
+        }
+        return json(200, { events, last: found.at(-1)?.seq ?? after, accepted, retired });
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => { clearTimeout(t); wakers.delete(done); resolve(); };
+        const t = setTimeout(done, Math.max(1, Math.min(pollMs, deadline - Date.now())));
+        wakers.add(done);
+      });
+    }
+  }
+
   async function route(req: Request, ctx?: ExecutionContext): Promise<Response> {
     const url = new URL(req.url);
     const member = await caller(req);
@@ -527,6 +566,9 @@ export function createHandler(o: HandlerOptions): Handler {
         const r = settingsProjection({ availability: input.availability, preferences: input.preferences });
         return json(200, r);
       }
+      case "GET events":
+        await admitted(id, member);
+        return feed(id, url);
       case "GET timeline":
         await admitted(id, member);
         return json(200, await compactor.timeline(id));

@@ -345,3 +345,49 @@ export async function scenario(api) {
   eq((await call("GET", "/api/conversations/r1/verify", ALICE)).json.ok, true, "verify r1");
 }
 
+
+/**
+ * The chat client's local copy against a handler: after a provider outage
+ * and compactions, `sync` brings every member-visible event (no audit
+ * reason), the timeline projected locally with the core equals the
+ * server's, a long poll wakes on the next write, and a bad position is
+ * refused. `c`: `{ client (foldline/client), project, fetch, journal(conv),
+ * setMode(mode) }` — the handler may run in this process or in workerd.
+ */
+export async function clientScenario(c) {
+  const alice = c.client.createClient({ baseUrl: "http://local", token: ALICE, conversation: "feed", storage: null, fetch: c.fetch, project: c.project });
+  const until = async (what, ok) => {
+    for (let i = 0; i < 400; i++) {
+      if (ok((await c.journal("feed")).map((s) => s.event))) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`never: ${what}`);
+  };
+  await c.setMode("fail");
+  for (let i = 0; i < 70; i++) await alice.send(`Message ${i}: ${"plans for the launch ".repeat(16)}`);
+  await until("a failed compaction", (e) => e.some((x) => x.type === "compactionFailed"));
+  await c.setMode("ok");
+  for (let i = 70; i < 110; i++) await alice.send(`Message ${i}: ${"plans for the launch ".repeat(16)}`);
+  await until("a compaction", (e) => e.some((x) => x.type === "boundary"));
+  // Background checks may still write: compare once the journal is still.
+  let n = -1;
+  for (let now = (await c.journal("feed")).length; now !== n; now = (await c.journal("feed")).length) {
+    n = now;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  const got = await alice.sync();
+  const stored = (await c.journal("feed")).length;
+  if (got === 0 || alice.events().length !== stored) throw new Error(`synced ${got}, holding ${alice.events().length} of ${stored}`);
+  if (JSON.stringify(alice.events()).includes("SECRET-PROVIDER-DETAIL")) throw new Error("an audit reason reached the member");
+  if (!alice.events().some((e) => e.event.type === "compactionFailed")) throw new Error("the failure is not in the copy");
+  const local = alice.localTimeline();
+  const server = await alice.timeline();
+  if (JSON.stringify(local) !== JSON.stringify(server)) throw new Error("the local projection differs from the server's");
+  if ((await alice.sync()) !== 0) throw new Error("events taken twice");
+  const waiting = alice.sync(10_000);
+  await new Promise((r) => setTimeout(r, 50));
+  await alice.send("One more thing.");
+  if ((await waiting) < 1) throw new Error("the long poll missed the write");
+  const bad = await c.fetch("http://local/api/conversations/feed/events?after=x", { headers: { authorization: `Bearer ${ALICE}` } });
+  if (bad.status !== 400) throw new Error(`after=x answered ${bad.status}`);
+}

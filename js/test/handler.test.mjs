@@ -1,7 +1,7 @@
 // The fetch handler's scenario in Node: the handler is called directly.
 import { test } from "node:test";
 import * as f from "../dist/node.js";
-import { world, scenario, ALICE, BOB } from "./handler-scenario.mjs";
+import { world, scenario, clientScenario, ALICE, BOB } from "./handler-scenario.mjs";
 
 await f.init();
 
@@ -65,5 +65,22 @@ test("the chat client: /compact through the handler, never a message", async () 
   let caught;
   try { await bob.send("/compact"); } catch (e) { caught = e; }
   if (!(caught instanceof ClientError) || caught.code !== "not_owner" || caught.memberMessage !== MEMBER_WORDING.not_owner) throw new Error(String(caught));
+  await Promise.allSettled(pending);
+});
+
+// The client's local copy against the handler (also run in workerd:
+// test/workerd/run.mjs).
+test("the chat client keeps a local copy and projects the timeline with the core", async () => {
+  const client = await import("../dist/client.js");
+  const w = await world(f);
+  const pending = [];
+  const ctx = { waitUntil: (p) => pending.push(p) };
+  await clientScenario({
+    client,
+    project: (events, accepted, retired) => f.timeline(events, accepted, retired),
+    fetch: (input, init) => w.fetch(new Request(input, init), ctx),
+    journal: (c) => w.journal.readEvents(c),
+    setMode: w.setMode,
+  });
   await Promise.allSettled(pending);
 });

@@ -12,6 +12,7 @@
 //! | `GET …/members`, `PUT`/`DELETE …/members/{member}` | the conversation's room: who may read and post beside its owner |
 //! | `GET`/`PUT /api/members/me/compression`, `GET …/compression/stats` | the caller's member-compression opt-ins and their recorded passes ([`compression`]) |
 //! | `GET …/settings` | the settings projection the model would see for the caller |
+//! | `GET …/events?after=N[&wait=ms]` | the member-visible events after position `N` (long poll), for a client projecting its timeline locally ([`feed`]) |
 //!
 //! Every route needs `Authorization: Bearer <token>` of a member
 //! ([`members`]); a conversation belongs to the member who first appended
@@ -19,6 +20,7 @@
 //! only the owner condenses; no one else can read it.
 
 mod compression;
+mod feed;
 pub mod members;
 mod reply;
 mod routes;

@@ -80,6 +80,8 @@ pub fn router(app: Arc<App>) -> Router {
         // Appends keep their own deadline, checked before anything is
         // written: a timeout either wrote nothing or did not happen.
         .route("/api/conversations/{id}/messages", post(append))
+        // A long poll keeps its own deadline (at most 25 s).
+        .route("/api/conversations/{id}/events", get(super::feed::events))
         .merge(timed)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")

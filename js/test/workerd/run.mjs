@@ -102,6 +102,20 @@ export default {
       setMode: (m) => control(`/__test/mode?m=${m}`),
       crash: () => control("/__test/crash"),
     });
+    // The chat client's local copy, its handler in workerd, the client and
+    // its projection (the same .wasm) here.
+    const { clientScenario } = await import("../handler-scenario.mjs");
+    const client = await import("../../dist/client.js");
+    const node = await import("../../dist/node.js");
+    await node.init();
+    await clientScenario({
+      client,
+      project: (events, accepted, retired) => node.timeline(events, accepted, retired),
+      fetch: (input, init) => hmf.dispatchFetch(String(input).replace("http://local", base), init),
+      journal: async (c) => ((await control(`/__test/journal?c=${encodeURIComponent(c)}`)) ?? []),
+      setMode: (m) => control(`/__test/mode?m=${m}`),
+    });
+    console.log("ok - workerd: the chat client keeps a local copy and projects the timeline with the core");
   } finally {
     await hmf.dispose();
   }

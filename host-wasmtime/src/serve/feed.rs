@@ -1,0 +1,97 @@
+//! `GET /api/conversations/{id}/events?after=N[&wait=ms]`: the conversation's
+//! member-visible events after journal position `N`, with the chain's
+//! `accepted` and `retired` boundary ids, for a client that keeps its own
+//! copy and projects the timeline locally (with the same `.wasm`:
+//! `timeline(events, accepted, retired)`). Long poll: with `wait` (at most 25,000 ms) the answer
+//! waits until something new is written or the time is up. What a member must
+//! not see is taken out: a failed compaction's audit reason (its typed kind
+//! and the generic notice stay); packets are not events and never sent.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use foldline_core::event::Event;
+use serde_json::json;
+
+use super::reply::ApiError;
+use super::routes::{admitted, blocking, Caller};
+use super::state::App;
+use crate::journal::StoredEvent;
+
+/// The longest a long poll waits.
+pub const MAX_WAIT_MS: u64 = 25_000;
+
+/// An event as a member may see it.
+pub fn member_visible(mut s: StoredEvent) -> StoredEvent {
+    if let Event::CompactionFailed(f) = &mut s.event {
+        f.reason = String::new();
+    }
+    s
+}
+
+fn number(q: &BTreeMap<String, String>, name: &str) -> Result<u64, ApiError> {
+    q.get(name).map_or(Ok(0), |v| {
+        v.parse().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_input",
+                format!("{name} must be a whole number"),
+            )
+        })
+    })
+}
+
+/// The route.
+pub async fn events(
+    State(app): State<Arc<App>>,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let after = number(&q, "after")?;
+    let wait = Duration::from_millis(number(&q, "wait")?.min(MAX_WAIT_MS));
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut written = app.written.subscribe();
+    let (a, c) = (app.clone(), id.clone());
+    blocking(move || admitted(&a, &c, &member)).await?;
+    loop {
+        let (a, c) = (app.clone(), id.clone());
+        let found = blocking(move || Ok(a.driver.journal.read_events(&c, after)?)).await?;
+        if !found.is_empty() || tokio::time::Instant::now() >= deadline {
+            let last = found.last().map_or(after, |s| s.seq);
+            let events: Vec<_> = found
+                .into_iter()
+                .map(member_visible)
+                .map(|s| json!({"seq": s.seq, "event": s.event}))
+                .collect();
+            // The chain's verdict, for the local projection: which
+            // boundaries draw as completed, which as retired.
+            let (a, c) = (app.clone(), id.clone());
+            let (accepted, retired) = blocking(move || match a.driver.resolve(&c) {
+                Ok(r) => Ok((r.accepted, r.retired_boundaries)),
+                Err(crate::error::HostError::Core(_)) => Ok((Vec::new(), Vec::new())),
+                Err(e) => Err(e.into()),
+            })
+            .await?;
+            return Ok(Json(json!({
+                "events": events,
+                "last": last,
+                "accepted": accepted,
+                "retired": retired,
+            }))
+            .into_response());
+        }
+        // Woken by this process's writes; another replica's are seen at
+        // the next poll.
+        let _ = tokio::time::timeout_at(
+            deadline.min(tokio::time::Instant::now() + app.config.poll),
+            written.changed(),
+        )
+        .await;
+    }
+}
