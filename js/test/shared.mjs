@@ -108,6 +108,25 @@ export function suite(f, makeJournal) {
       equal(p.last.checkedThroughSeq, 5);
       equal((await journal.readEvents("c1")).length, 6, "five messages and the frontier");
     }],
+    ["a turn id already used with other content is refused at append; an identical repeat is not", async () => {
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      await journal.append("c1", [say(1, "user", "Book the 9:10 train."), say(2, "assistant", "Booked.")]);
+      let refused;
+      try { await journal.append("c1", say(3, "user", "something else")); } catch (e) { refused = e; }
+      check(refused === undefined, "a fresh turn id is fine");
+      refused = undefined;
+      try { await journal.append("c1", { ...say(1, "user", "Book the 6:05 train instead."), sourceSeq: 4 }); } catch (e) { refused = e; }
+      equal(refused?.code, "conflicting_turn");
+      // Within one batch, too.
+      refused = undefined;
+      try { await journal.append("c1", [say(5, "user", "a"), { ...say(5, "user", "b"), turnId: "t5" }]); } catch (e) { refused = e; }
+      equal(refused?.code, "conflicting_turn");
+      equal((await journal.readEvents("c1")).length, 3, "nothing written");
+      await journal.append("c1", say(1, "user", "Book the 9:10 train."));
+      const ctx = await c.context("c1");
+      check(ctx.manifest.included.includes("t1"), "the conversation still selects");
+    }],
     ["a stream that drops before content is replayed once, buffered", async () => {
       const journal = await makeJournal();
       const model = fakeModel({ dropBeforeContent: true });

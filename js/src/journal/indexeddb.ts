@@ -1,6 +1,6 @@
 import type { Event, Packet, SkipRecord } from "../types.js";
 import { FoldlineError } from "../core.js";
-import { advance, chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
+import { advance, chainSlot, checkAppend, checkTurns, conflict, turnClaims, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
 
 function req<T>(r: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -21,7 +21,8 @@ function done(tx: IDBTransaction): Promise<void> {
  * A browser journal on IndexedDB: an append-only `events` store keyed by
  * (conversation, seq), `slots` (one boundary per chain head), `packets` by
  * (conversation, id), `leases` by conversation with a fencing token,
- * `progress` (the compactor's skipped-run watermark) by conversation. Each
+ * `progress` (the compactor's skipped-run watermark) by conversation, `turns`
+ * (what each turn id claims) by (conversation, turn id). Each
  * append is one transaction — check position, fence and chain slots, then
  * write — so a reload loses nothing and two tabs can never fork a chain.
  */
@@ -30,7 +31,7 @@ export class IndexedDbJournal implements Journal {
 
   /** Open (or create) the database. */
   static async open(name = "foldline", now: () => number = () => Date.now()): Promise<IndexedDbJournal> {
-    const r = indexedDB.open(name, 3);
+    const r = indexedDB.open(name, 4);
     r.onupgradeneeded = (ev) => {
       const db = r.result;
       if (ev.oldVersion < 1) {
@@ -40,6 +41,21 @@ export class IndexedDbJournal implements Journal {
       }
       if (ev.oldVersion < 2) db.createObjectStore("slots", { keyPath: ["conversation", "slot"] });
       if (ev.oldVersion < 3) db.createObjectStore("progress", { keyPath: "conversation" });
+      if (ev.oldVersion < 4) {
+        // What each turn id claims, so a used id is never given other
+        // content; a database from before is filled in from its events.
+        const turns = db.createObjectStore("turns", { keyPath: ["conversation", "turnId"] });
+        if (ev.oldVersion >= 1) {
+          const cursor = r.transaction!.objectStore("events").openCursor();
+          cursor.onsuccess = () => {
+            const c = cursor.result;
+            if (!c) return;
+            const row = c.value as { conversation: string; event: Event };
+            for (const [turnId, claim] of turnClaims([row.event])) turns.put({ conversation: row.conversation, turnId, claim });
+            c.continue();
+          };
+        }
+      }
     };
     return new IndexedDbJournal(await req(r), now);
   }
@@ -57,7 +73,7 @@ export class IndexedDbJournal implements Journal {
 
   async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
     const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
-    const tx = this.db.transaction(["events", "slots", "leases"], "readwrite");
+    const tx = this.db.transaction(["events", "slots", "leases", "turns"], "readwrite");
     const store = tx.objectStore("events");
     const range = IDBKeyRange.bound([conversationId, 0], [conversationId, Number.MAX_SAFE_INTEGER]);
     const last = await req(store.openCursor(range, "prev"));
@@ -73,6 +89,18 @@ export class IndexedDbJournal implements Journal {
         throw refuse(new FoldlineError({ code: "lease_lost", message: `a newer writer lease was granted (fence ${options.fence} is stale); nothing was written` }));
       }
     }
+    const turnStore = tx.objectStore("turns");
+    const held = new Map<string, string>();
+    for (const [id] of turnClaims(batch)) {
+      const row = (await req(turnStore.get([conversationId, id]))) as { claim: string } | undefined;
+      if (row) held.set(id, row.claim);
+    }
+    let claims: Array<[string, string]>;
+    try {
+      claims = checkTurns((id) => held.get(id), batch);
+    } catch (e) {
+      throw e instanceof FoldlineError ? refuse(e) : e;
+    }
     const slots = tx.objectStore("slots");
     for (const e of batch) {
       const slot = chainSlot(e);
@@ -84,6 +112,7 @@ export class IndexedDbJournal implements Journal {
     }
     let seq = head;
     for (const event of batch) store.add({ conversation: conversationId, seq: ++seq, event });
+    for (const [turnId, claim] of claims) turnStore.put({ conversation: conversationId, turnId, claim });
     await done(tx);
     return seq;
   }

@@ -120,6 +120,43 @@ export async function checkAppend(conversationId: string, events: Event[]): Prom
   return out;
 }
 
+/**
+ * What a message (or late delivery) claims for its turn id: everything the
+ * core compares when the same turn is delivered again, defaults filled in.
+ * A journal keeps one per turn id and refuses a batch that would give a
+ * used id other content (`conflictingTurn`): such an event, once written,
+ * would leave the conversation unable to select or compact, for good.
+ */
+export function turnClaims(batch: Event[]): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const e of batch) {
+    if (e.type !== "message" && e.type !== "lateDelivery") continue;
+    out.push([e.turnId, JSON.stringify([
+      e.chat ?? "", e.sender ?? "", e.source ?? "", e.sourceSeq, e.index ?? 0, e.role, e.authorAgent ?? null,
+      e.contentHash ?? null, e.tokens ?? null, e.pinned ?? false, e.sensitive ?? false,
+    ])]);
+  }
+  return out;
+}
+
+/**
+ * Check `batch`'s turn claims against those a journal holds (`known`) and
+ * against each other: a turn id already used with other content is refused
+ * (`conflicting_turn`, naming it; nothing written); a repeat that says the
+ * same is allowed. Answers the claims to keep once the batch is written.
+ */
+export function checkTurns(known: (turnId: string) => string | undefined, batch: Event[]): Array<[string, string]> {
+  const fresh = new Map<string, string>();
+  for (const [id, claim] of turnClaims(batch)) {
+    const held = fresh.get(id) ?? known(id);
+    if (held !== undefined && held !== claim) {
+      throw new FoldlineError({ code: "conflicting_turn", message: `append refused, nothing written: turn ${JSON.stringify(id)} is already in the journal with other content; a turn id names one message`, ids: [id] });
+    }
+    fresh.set(id, claim);
+  }
+  return [...fresh];
+}
+
 /** The error a journal throws when a compare-and-append loses the race. */
 export function conflict(expected: number, actual: number): FoldlineError {
   return new FoldlineError({ code: "conflict", message: `expected the journal at position ${expected}, found ${actual}; nothing was written` });

@@ -1,6 +1,6 @@
 import type { Event, Packet, SkipRecord } from "../types.js";
 import { FoldlineError } from "../core.js";
-import { advance, chainSlot, checkAppend, conflict, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
+import { advance, chainSlot, checkAppend, checkTurns, conflict, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
 
 /** An in-memory journal: tests, demos, and clients that keep state elsewhere. Holds the journal contract. */
 export class MemoryJournal implements Journal {
@@ -10,6 +10,7 @@ export class MemoryJournal implements Journal {
   private leases = new Map<string, { holder: string; until: number; token: number }>();
   private tokens = new Map<string, number>();
   private progresses = new Map<string, Progress>();
+  private turns = new Map<string, Map<string, string>>();
   constructor(private readonly now: () => number = () => Date.now()) {}
 
   async readEvents(conversationId: string, sinceSeq = 0): Promise<StoredEvent[]> {
@@ -26,6 +27,8 @@ export class MemoryJournal implements Journal {
     if (options.fence !== undefined && options.fence !== this.tokens.get(conversationId)) {
       throw new FoldlineError({ code: "lease_lost", message: `a newer writer lease was granted (fence ${options.fence} is stale); nothing was written` });
     }
+    const turns = this.turns.get(conversationId) ?? new Map<string, string>();
+    const claims = checkTurns((id) => turns.get(id), batch);
     const slots = this.slots.get(conversationId) ?? new Set<string>();
     const taken = new Set<string>();
     for (const e of batch) {
@@ -38,6 +41,8 @@ export class MemoryJournal implements Journal {
     }
     for (const e of batch) list.push({ seq: list.length + 1, event: structuredClone(e) });
     for (const s of taken) slots.add(s);
+    for (const [id, claim] of claims) turns.set(id, claim);
+    this.turns.set(conversationId, turns);
     this.events.set(conversationId, list);
     this.slots.set(conversationId, slots);
     return list.length;
