@@ -251,7 +251,8 @@ fn is_system(role: Role) -> bool {
     role.always_pinned()
 }
 
-fn texts(parts: &[Part]) -> String {
+/// The text parts of a message, joined as the model reads them.
+pub(crate) fn texts(parts: &[Part]) -> String {
     parts
         .iter()
         .filter_map(|p| match p {

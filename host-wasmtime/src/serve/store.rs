@@ -434,26 +434,44 @@ impl Store {
     /// # Errors
     /// Storage failures.
     pub fn record_passes(&self, member: &str, conversation: &str, passes: &[Pass]) -> Result<()> {
-        for p in passes {
-            let tool = match p.tool {
-                PassTool::PromptTrim => "promptTrim",
-                PassTool::ToolResult => "toolResult",
-            };
-            let status = match p.measurement.status {
-                Status::Applied => "applied",
-                Status::Bypassed => "bypassed",
-                Status::Failed => "failed",
-            };
-            let key = format!(
-                "{tool}:{}:{}",
-                p.turn_id.as_deref().unwrap_or("prompt"),
-                p.call_id.as_deref().unwrap_or("")
-            );
-            self.exec(
+        // One statement per hundred passes, not one per pass: a context with
+        // many tool results costs one write, not one commit each.
+        for chunk in passes.chunks(100) {
+            let mut sql = String::from(
                 "INSERT INTO serve_compression_stats
-                 (member, conversation, pass, tool, status, eligible_bytes, delivered_bytes)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-                &[
+                 (member, conversation, pass, tool, status, eligible_bytes, delivered_bytes) VALUES ",
+            );
+            let mut params = Vec::with_capacity(chunk.len() * 7);
+            for (i, p) in chunk.iter().enumerate() {
+                let tool = match p.tool {
+                    PassTool::PromptTrim => "promptTrim",
+                    PassTool::ToolResult => "toolResult",
+                };
+                let status = match p.measurement.status {
+                    Status::Applied => "applied",
+                    Status::Bypassed => "bypassed",
+                    Status::Failed => "failed",
+                };
+                let key = format!(
+                    "{tool}:{}:{}",
+                    p.turn_id.as_deref().unwrap_or("prompt"),
+                    p.call_id.as_deref().unwrap_or("")
+                );
+                let n = i * 7;
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!(
+                    "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    n + 1,
+                    n + 2,
+                    n + 3,
+                    n + 4,
+                    n + 5,
+                    n + 6,
+                    n + 7
+                ));
+                params.extend([
                     t(member),
                     t(conversation),
                     t(&key),
@@ -461,8 +479,10 @@ impl Store {
                     t(status),
                     Val::Int(p.measurement.eligible_bytes.min(i64::MAX as u64) as i64),
                     Val::Int(p.measurement.delivered_bytes.min(i64::MAX as u64) as i64),
-                ],
-            )?;
+                ]);
+            }
+            sql.push_str(" ON CONFLICT DO NOTHING");
+            self.exec(&sql, &params)?;
         }
         Ok(())
     }

@@ -14,9 +14,9 @@
 //! is the same from one turn to the next (provider prompt caches keep
 //! hitting), and each shaped item has its measurement in the manifest, named
 //! by its turn (and call) id: a host's stats recorder keeps one record per
-//! pass by that key, however often the context is asked for. A message that asks about these settings gets the server-rendered
-//! answer ([`Shaped::answer`]), which a host delivers instead of calling the
-//! model.
+//! pass by that key, however often the context is asked for. A message that
+//! asks about these settings gets the server-rendered answer
+//! ([`Shaped::answer`]), which a host delivers instead of calling the model.
 
 use std::collections::BTreeMap;
 
@@ -48,7 +48,7 @@ pub struct MemberInput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase")]
 pub enum PassTool {
-    /// Prompt trim of the member's newest message.
+    /// Prompt trim of one member message (or the prompt).
     PromptTrim,
     /// Tool-result compression of one tool result.
     ToolResult,
@@ -82,7 +82,8 @@ pub struct MemberManifest {
     pub passes: Vec<Pass>,
 }
 
-/// The shaped copy: replacement parts by position, the self-inspection answer and the measurements.
+/// The shaped copy: replacement parts by position, the self-inspection
+/// answer and the measurements.
 #[derive(Debug, Default)]
 pub(crate) struct Shaped {
     /// Replacement parts for tail turns, by index into the tail (empty, or
@@ -94,18 +95,6 @@ pub(crate) struct Shaped {
     pub answer: Option<String>,
     /// What the seams did.
     pub manifest: Option<MemberManifest>,
-}
-
-/// The texts of a message's text parts, joined as the model reads them.
-fn text_of(parts: &[Part]) -> String {
-    let texts: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
 }
 
 /// Trim each text part; the parts (replaced only when something applied) and
@@ -212,8 +201,8 @@ pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>
         None => tail.iter().rposition(|t| t.role == Role::User),
     };
     let message = match (prompt, newest) {
-        (Some(p), _) => Some(text_of(p)),
-        (None, Some(i)) => Some(text_of(&tail[i].parts)),
+        (Some(p), _) => Some(crate::format::texts(p)),
+        (None, Some(i)) => Some(crate::format::texts(&tail[i].parts)),
         _ => None,
     };
     let mut shaped = Shaped {
