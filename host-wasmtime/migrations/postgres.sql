@@ -33,6 +33,16 @@ CREATE TABLE IF NOT EXISTS foldline_heads (
   seq BIGINT NOT NULL
 );
 
+-- What each message claims for its turn id (the SHA-256 of the message as
+-- stored): a turn id names one message, so an append that would give a used
+-- id other content is refused (conflicting_turn, nothing written).
+CREATE TABLE IF NOT EXISTS foldline_turns (
+  conversation TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  claim TEXT NOT NULL,
+  PRIMARY KEY (conversation, turn_id)
+);
+
 CREATE TABLE IF NOT EXISTS foldline_packets (
   conversation TEXT NOT NULL,
   id TEXT NOT NULL,

@@ -196,6 +196,8 @@ impl Verified {
 struct Cached {
     /// Journal position read to.
     seq: u64,
+    /// The largest source sequence read (where [`Driver::append`] numbers on).
+    source_seq: u64,
     /// Frontiers, boundaries, corrections, late deliveries: what resolve needs.
     chain: Vec<Event>,
     /// What plan and select need (pinned turns, turns after the head,
@@ -416,6 +418,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
             c.seq = last.seq;
         }
         for s in fresh {
+            if let Event::Message(m) | Event::LateDelivery(m) = &s.event {
+                c.source_seq = c.source_seq.max(m.source_seq);
+            } else if let Event::TurnMeta(t) = &s.event {
+                c.source_seq = c.source_seq.max(t.source_seq);
+            }
             if matches!(
                 s.event,
                 Event::Frontier(_)
@@ -513,6 +520,52 @@ impl<J: Journal, M: Model> Driver<J, M> {
             r.accepted.clone_from(&c.verified.accepted);
         }
         Ok(r)
+    }
+
+    /// Append OpenAI-style messages (`messages`: one message object or an
+    /// array, as the chat completions API takes them; tool calls and tool
+    /// results included) to `conversation`, numbered after its last turn,
+    /// and answer the last journal position. Each message is checked first
+    /// as the servers check theirs: the shapes, the route, and that a
+    /// compaction could take it under this driver's declaration
+    /// (`turn_too_large` otherwise); nothing is written on a refusal. The
+    /// append is compare-and-append at the position read, so a writer
+    /// appending meanwhile only renumbers this batch. Then call
+    /// [`Driver::on_message`].
+    ///
+    /// # Errors
+    /// `invalid_input` naming the item at fault (or an empty batch), the
+    /// append check's codes, `conflicting_turn`, storage failures.
+    pub fn append(&self, conversation: &str, messages: &str) -> Result<u64> {
+        let text = if messages.trim_start().starts_with('{') {
+            format!("[{messages}]")
+        } else {
+            messages.to_owned()
+        };
+        let route = (self.route_of)(conversation);
+        loop {
+            let (after, head) = {
+                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                let c = cache.entry(conversation.to_owned()).or_default();
+                self.load_into(c, conversation)?;
+                (c.source_seq, c.seq)
+            };
+            let events = crate::import::parse_messages(&text, &route, after)?;
+            if events.is_empty() {
+                return Err(HostError::Input("no messages to append".into()));
+            }
+            self.validate(ValidateRequest::Events(Box::new(
+                foldline_core::validate::EventsCheck {
+                    route: route.clone(),
+                    events: events.clone(),
+                    declaration: Some(self.declaration.clone()),
+                },
+            )))?;
+            match self.journal.append_at(conversation, &events, head, None) {
+                Err(HostError::Conflict { .. }) => continue,
+                other => return other,
+            }
+        }
     }
 
     /// On a new message: compact if the budget says so.

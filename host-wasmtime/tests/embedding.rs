@@ -7,6 +7,7 @@ mod support;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_wasmtime::driver::{Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
@@ -119,4 +120,76 @@ fn a_driver_forgets_idle_conversations() {
     let before = d.timeline("c7").unwrap();
     d.forget("c7").unwrap();
     assert_eq!(d.timeline("c7").unwrap(), before);
+}
+
+/// `Driver::append` takes OpenAI-style messages and numbers them after the
+/// conversation's last turn — also after turns another writer appended — and
+/// refuses bad input by its code with nothing written.
+#[test]
+fn the_driver_appends_openai_messages_numbered_after_the_last_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Driver::checked(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        foldline_wasmtime::model::Extractive,
+        small_decl(),
+    )
+    .unwrap();
+    let seq = d
+        .append(
+            "c",
+            r#"[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}]"#,
+        )
+        .unwrap();
+    assert_eq!(seq, 2);
+    // Another writer (a second handle on the same file) appends meanwhile.
+    let other = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+    let mut more = demo_events("c", 3);
+    for (e, n) in more.iter_mut().zip(100..) {
+        if let Event::Message(m) = e {
+            m.source_seq = n;
+            m.turn_id = format!("other-{n}");
+        }
+    }
+    other.append("c", &more).unwrap();
+    let seq = d
+        .append(
+            "c",
+            r#"{"role":"assistant","content":"Hi.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"clock","arguments":"{}"}}]}"#,
+        )
+        .unwrap();
+    assert_eq!(seq, 2 + more.len() as u64 + 1);
+    let last = d.journal.read_events("c", seq - 1).unwrap().remove(0);
+    let Event::Message(m) = last.event else {
+        panic!("a message")
+    };
+    let highest = 100 + more.len() as u64 - 1;
+    assert_eq!(
+        m.source_seq,
+        highest + 1,
+        "numbered after the other writer's turns"
+    );
+    assert_eq!(m.role, foldline_core::turn::Role::Assistant);
+    for (bad, code) in [
+        ("[]", "invalid_input"),
+        ("not json", "invalid_input"),
+        (r#"{"type":"message"}"#, "invalid_input"),
+        (r#"{"role":"wizard","content":"x"}"#, "invalid_input"),
+    ] {
+        assert_eq!(d.append("c", bad).unwrap_err().code(), code, "{bad}");
+    }
+    let huge = format!(
+        r#"{{"role":"user","content":"{}"}}"#,
+        "word ".repeat(200_000)
+    );
+    assert_eq!(d.append("c", &huge).unwrap_err().code(), "turn_too_large");
+    assert_eq!(
+        d.journal.read_events("c", 0).unwrap().len() as u64,
+        seq,
+        "nothing written"
+    );
+    assert!(matches!(
+        d.on_message("c").unwrap(),
+        Outcome::Skipped(_) | Outcome::Compacted(_)
+    ));
 }

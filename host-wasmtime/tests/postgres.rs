@@ -10,126 +10,58 @@ use std::time::{Duration, Instant};
 
 use foldline_core::event::Event;
 use foldline_wasmtime::driver::{Driver, Outcome};
-use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
+use foldline_wasmtime::journal::{contract, Journal, PgJournal, SqliteJournal};
 use foldline_wasmtime::model::Extractive;
 use foldline_wasmtime::runtime::Foldline;
 use support::fixtures::{demo_events, small_decl};
 use support::pg::Pg;
 use support::server::Server;
 
-/// The journal contract (docs/journal.md), on any journal.
-fn contract(journal: Box<dyn Journal>) {
-    let d = Driver::new(
-        Foldline::embedded().unwrap(),
-        journal,
-        Extractive,
-        small_decl(),
-    );
-    let j = &d.journal;
-    // 1. Checked at append: a forged content hash is refused, nothing written.
-    let mut bad = demo_events("c", 2);
-    if let Event::Message(m) = &mut bad[1] {
-        m.content_hash = Some("sha256:forged".into());
-    }
-    let e = j.append("c", &bad).unwrap_err();
-    assert_eq!(e.code(), "invalid_request", "{e}");
-    assert!(e.to_string().contains("events[1]"), "{e}");
-    assert_eq!(
-        j.append("c", &demo_events("elsewhere", 1))
-            .unwrap_err()
-            .code(),
-        "wrong_route"
-    );
-    assert!(j.read_events("c", 0).unwrap().is_empty());
-    // 2. Compare-and-append.
-    let events = demo_events("c", 120);
-    assert_eq!(j.append("c", &events[..1]).unwrap(), 1);
-    assert_eq!(
-        j.append_at("c", &events[1..2], 0, None).unwrap_err().code(),
-        "conflict"
-    );
-    assert_eq!(
-        j.append_at("c", &events[1..], 1, None).unwrap(),
-        events.len() as u64
-    );
-    let read = j.read_events("c", 0).unwrap();
-    assert_eq!(read.len(), events.len());
-    assert!(read.iter().zip(1..).all(|(s, i)| s.seq == i));
-    assert_eq!(
-        j.read_events("c", 5).unwrap().first().map(|s| s.seq),
-        Some(6)
-    );
-    // Turns are hashed once, when they enter.
-    assert!(matches!(&read[0].event, Event::Message(m) if m.content_hash.is_some()));
-    // 3. The fenced lease.
-    let a = j.acquire_lease("c", "a", 1_000, 100).unwrap().unwrap();
-    assert_eq!(j.acquire_lease("c", "b", 1_050, 100).unwrap(), None);
-    assert_eq!(j.acquire_lease("c", "a", 1_060, 100).unwrap(), Some(a));
-    let b = j.acquire_lease("c", "b", 1_200, 100).unwrap().unwrap();
-    assert!(b > a);
-    let head = j.read_events("c", 0).unwrap().len() as u64;
-    let more = demo_events("c", 122);
-    let e = j
-        .append_at("c", &more[120..121], head, Some(a))
-        .unwrap_err();
-    assert_eq!(e.code(), "lease_lost");
-    j.release_lease("c", "b").unwrap();
-    assert!(j.acquire_lease("c", "a", 1_300, 100).unwrap().unwrap() > b);
-    j.release_lease("c", "a").unwrap();
-    // 4. One boundary per head: the driver compacts; the same boundary again is a fork.
-    assert!(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
-    let boundary = j
-        .read_events("c", 0)
-        .unwrap()
-        .into_iter()
-        .find(|s| matches!(s.event, Event::Boundary(_)))
-        .unwrap();
-    let before = j.read_events("c", 0).unwrap().len();
-    assert_eq!(j.append("c", &[boundary.event]).unwrap_err().code(), "fork");
-    assert_eq!(
-        j.read_events("c", 0).unwrap().len(),
-        before,
-        "nothing written"
-    );
-    // 5. Packets by id, idempotent.
-    let packets = j.list_packets("c").unwrap();
-    assert_eq!(packets.len(), 1);
-    j.put_packet("c", &packets[0]).unwrap();
-    assert_eq!(j.list_packets("c").unwrap().len(), 1);
-    assert_eq!(
-        j.get_packet("c", &packets[0].id).unwrap().as_ref(),
-        Some(&packets[0])
-    );
-    assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
-    d.resolve("c").expect("the chain verifies");
-    // The progress watermark: one row, the count grown, the record of the
-    // furthest check kept (a late, shorter check does not move it back).
-    let rec = |seq: u64| foldline_core::plan::SkipRecord {
-        metric: foldline_core::declaration::Metric::Chars,
-        total: 10,
-        trigger: 100,
-        warm_at: None,
-        pinned: 0,
-        envelopes: 0,
-        eligible_turns: 1,
-        warm_refused: None,
-        checked_through_seq: seq,
-    };
-    assert_eq!(j.progress("p").unwrap(), None);
-    j.note_skipped("p", &rec(5)).unwrap();
-    j.note_skipped("p", &rec(7)).unwrap();
-    j.note_skipped("p", &rec(6)).unwrap();
-    let p = j.progress("p").unwrap().unwrap();
-    assert_eq!(p.skipped_runs, 3);
-    assert_eq!(p.last.checked_through_seq, 7);
-    assert_eq!(j.read_events("p", 0).unwrap(), Vec::new());
-}
-
 #[test]
 fn the_journal_contract_holds_on_sqlite_and_postgres() {
-    contract(Box::new(SqliteJournal::in_memory().unwrap()));
+    contract::check(SqliteJournal::in_memory().unwrap());
     let pg = Pg::start();
-    contract(Box::new(PgJournal::open(&pg.database("contract")).unwrap()));
+    contract::check(PgJournal::open(&pg.database("contract")).unwrap());
+}
+
+/// A journal written before turn claims were kept learns the claims of the
+/// messages it already holds when it is opened, so a reused turn id is
+/// refused there too.
+#[test]
+fn an_older_journal_learns_its_turn_claims_at_open() {
+    let conflicting = |j: &dyn Journal| {
+        let mut e = demo_events("c", 1).remove(0);
+        if let Event::Message(m) = &mut e {
+            m.parts = vec![foldline_core::turn::Part::Text {
+                text: "not what was said".into(),
+            }];
+        }
+        j.append("c", &[e]).unwrap_err().code().to_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    SqliteJournal::open(&path)
+        .unwrap()
+        .append("c", &demo_events("c", 3))
+        .unwrap();
+    let old = rusqlite::Connection::open(&path).unwrap();
+    old.execute_batch("DROP TABLE turns; PRAGMA user_version = 0;")
+        .unwrap();
+    drop(old);
+    let j = SqliteJournal::open(&path).unwrap();
+    assert_eq!(conflicting(&j), "conflicting_turn");
+    let pg = Pg::start();
+    let url = pg.database("older");
+    PgJournal::open(&url)
+        .unwrap()
+        .append("c", &demo_events("c", 3))
+        .unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("DROP TABLE foldline_turns; DELETE FROM foldline_schema")
+        .unwrap();
+    let j = PgJournal::open(&url).unwrap();
+    assert_eq!(conflicting(&j), "conflicting_turn");
+    assert_eq!(j.read_events("c", 0).unwrap().len(), 4);
 }
 
 #[test]

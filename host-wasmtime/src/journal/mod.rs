@@ -12,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{HostError, Result};
 
+pub mod contract;
 pub mod postgres;
 pub use self::postgres::PgJournal;
 
@@ -171,9 +172,43 @@ CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events BEGIN SELE
 CREATE TABLE IF NOT EXISTS packets (conversation TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (conversation, id));
 CREATE TABLE IF NOT EXISTS writer_leases (conversation TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL, fence INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS foldline_progress (conversation TEXT PRIMARY KEY, skipped_runs INTEGER NOT NULL, checked_through_seq INTEGER NOT NULL, last TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS turns (conversation TEXT NOT NULL, turn_id TEXT NOT NULL, claim TEXT NOT NULL, PRIMARY KEY (conversation, turn_id));
 ";
 
-pub(crate) fn type_of(e: &Event) -> &'static str {
+/// The schema's version in `PRAGMA user_version`: 1 once the turn claims
+/// of events written before the `turns` table existed are filled in.
+const SQLITE_VERSION: i64 = 1;
+
+/// Bring a SQLite journal up to [`SQLITE_VERSION`] (once, in one transaction).
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version >= SQLITE_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut st = tx.prepare(
+            "SELECT conversation, body FROM events WHERE type IN ('message', 'lateDelivery') ORDER BY conversation, seq",
+        )?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut put = tx.prepare(
+            "INSERT OR IGNORE INTO turns (conversation, turn_id, claim) VALUES (?1, ?2, ?3)",
+        )?;
+        backfill_claims(rows.into_iter(), |c, t, claim| {
+            put.execute(params![c, t, claim])?;
+            Ok(())
+        })?;
+    }
+    tx.execute_batch(&format!("PRAGMA user_version = {SQLITE_VERSION}"))?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// An event's type as the journals store it beside the body (the `type`
+/// column).
+pub fn type_of(e: &Event) -> &'static str {
     match e {
         Event::Message(_) => "message",
         Event::LateDelivery(_) => "lateDelivery",
@@ -186,7 +221,10 @@ pub(crate) fn type_of(e: &Event) -> &'static str {
     }
 }
 
-pub(crate) fn chain_slot(e: &Event) -> Option<String> {
+/// A boundary's chain slot — its declaration fingerprint with its previous
+/// boundary, or its frontier for the first; `None` for every other event. A
+/// journal keeps slots unique (a second boundary on one is a [`fork`]).
+pub fn chain_slot(e: &Event) -> Option<String> {
     match e {
         Event::Boundary(b) => Some(format!(
             "{}|{}",
@@ -213,9 +251,9 @@ impl SqliteJournal {
     /// # Errors
     /// SQLite failures.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteJournal> {
-        Ok(SqliteJournal {
-            conn: open_with(path, SCHEMA)?,
-        })
+        let conn = open_with(path, SCHEMA)?;
+        migrate(&mut conn.lock().unwrap_or_else(|p| p.into_inner()))?;
+        Ok(SqliteJournal { conn })
     }
 
     /// An in-memory journal (tests).
@@ -223,8 +261,9 @@ impl SqliteJournal {
     /// # Errors
     /// SQLite failures.
     pub fn in_memory() -> Result<SqliteJournal> {
-        let conn = Connection::open_in_memory()?;
+        let mut conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA)?;
+        migrate(&mut conn)?;
         Ok(SqliteJournal {
             conn: Mutex::new(conn),
         })
@@ -246,7 +285,7 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> 
 ///
 /// # Errors
 /// The core's code, with "append refused, nothing written".
-pub(crate) fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Event>> {
+pub fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Event>> {
     let mut out = Vec::with_capacity(events.len());
     for (i, e) in events.iter().enumerate() {
         let chat = match e {
@@ -283,8 +322,68 @@ pub(crate) fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Ev
     Ok(out)
 }
 
+/// What each message (or late delivery) of a checked batch claims for its
+/// turn id: the SHA-256 of the message as the journal stores it (its content
+/// hash included, so every part counts) — what the core compares when one
+/// turn is delivered again. A journal keeps one claim per turn id and
+/// refuses a batch that would give a used id other content: such an event,
+/// once written, would leave the conversation unable to select or compact,
+/// for good. Repeats inside the batch are checked here.
+///
+/// # Errors
+/// `conflicting_turn` when the batch itself gives one turn id two contents.
+pub fn turn_claims(events: &[Event]) -> Result<Vec<(String, String)>> {
+    use sha2::Digest;
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in events {
+        let (Event::Message(m) | Event::LateDelivery(m)) = e else {
+            continue;
+        };
+        let body = serde_json::to_vec(m).map_err(|err| HostError::Input(err.to_string()))?;
+        let claim: String = sha2::Sha256::digest(&body)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        match out.iter().find(|(id, _)| *id == m.turn_id) {
+            Some((_, held)) if *held != claim => return Err(conflicting_turn(&m.turn_id)),
+            Some(_) => {}
+            None => out.push((m.turn_id.clone(), claim)),
+        }
+    }
+    Ok(out)
+}
+
+/// The refusal of a turn id already used with other content.
+pub fn conflicting_turn(turn_id: &str) -> HostError {
+    HostError::Core(
+        foldline_core::Error::new(
+            foldline_core::Code::ConflictingTurn,
+            format!(
+                "append refused, nothing written: turn {turn_id:?} is already in the journal with other content; a turn id names one message"
+            ),
+        )
+        .with_ids([turn_id.to_owned()]),
+    )
+}
+
+/// Fill the turn-claims table of a journal written before it existed, from
+/// the message events `rows` (conversation, body) hold; the first claim of a
+/// turn id wins, as the core's first delivery does.
+pub(crate) fn backfill_claims(
+    rows: impl Iterator<Item = (String, String)>,
+    mut put: impl FnMut(&str, &str, &str) -> Result<()>,
+) -> Result<()> {
+    for (conversation, body) in rows {
+        let event: Event = decode(&body, "event")?;
+        for (turn_id, claim) in turn_claims(std::slice::from_ref(&event))? {
+            put(&conversation, &turn_id, &claim)?;
+        }
+    }
+    Ok(())
+}
+
 /// The refusal of a second boundary on one chain slot.
-pub(crate) fn fork() -> HostError {
+pub fn fork() -> HostError {
     HostError::Core(foldline_core::Error::new(
         foldline_core::Code::Fork,
         "another boundary already extends this chain position",
@@ -322,6 +421,7 @@ impl Journal for SqliteJournal {
         fence: Option<u64>,
     ) -> Result<u64> {
         let events = check_batch(conversation, events)?;
+        let claims = turn_claims(&events)?;
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut seq: i64 = tx.query_row(
@@ -347,6 +447,24 @@ impl Journal for SqliteJournal {
                     expected,
                     found: seq as u64,
                 });
+            }
+        }
+        for (turn_id, claim) in &claims {
+            let put = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO turns (conversation, turn_id, claim) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![conversation, turn_id, claim])?;
+            if put == 0 {
+                let held: String = tx
+                    .prepare_cached(
+                        "SELECT claim FROM turns WHERE conversation = ?1 AND turn_id = ?2",
+                    )?
+                    .query_row(params![conversation, turn_id], |r| r.get(0))?;
+                if held != *claim {
+                    // Dropping the transaction rolls the batch back.
+                    return Err(conflicting_turn(turn_id));
+                }
             }
         }
         for e in &events {

@@ -12,7 +12,10 @@ use foldline_core::plan::SkipRecord;
 use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 
-use super::{chain_slot, check_batch, decode, fork, type_of, Journal, Progress, StoredEvent};
+use super::{
+    backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
+    Journal, Progress, StoredEvent,
+};
 use crate::error::{HostError, Result};
 
 /// The schema, applied at open (idempotent).
@@ -119,6 +122,30 @@ pub fn connect(url: &str) -> Result<PgPool> {
     tx.batch_execute("SET LOCAL lock_timeout = '30s'")?;
     tx.execute("SELECT pg_advisory_xact_lock(7261746564)", &[])?;
     tx.batch_execute(MIGRATION)?;
+    // The turn claims of messages written before foldline_turns existed.
+    let rows = tx.query(
+        "SELECT e.conversation, e.body FROM foldline_events e
+         WHERE e.type IN ('message', 'lateDelivery') AND NOT EXISTS (
+           SELECT 1 FROM foldline_turns t
+           WHERE t.conversation = e.conversation AND t.turn_id = e.body::json->>'turnId')
+         ORDER BY e.conversation, e.seq",
+        &[],
+    )?;
+    let put = tx.prepare(
+        "INSERT INTO foldline_turns (conversation, turn_id, claim) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    )?;
+    let mut puts = Vec::new();
+    backfill_claims(
+        rows.iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))),
+        |c, t, claim| {
+            puts.push((c.to_owned(), t.to_owned(), claim.to_owned()));
+            Ok(())
+        },
+    )?;
+    for (c, t, claim) in &puts {
+        tx.execute(&put, &[c, t, claim])?;
+    }
     tx.execute(
         "INSERT INTO foldline_schema (version) VALUES ($1) ON CONFLICT DO NOTHING",
         &[&version],
@@ -182,6 +209,8 @@ impl Journal for PgJournal {
         fence: Option<u64>,
     ) -> Result<u64> {
         let events = check_batch(conversation, events)?;
+        let (turn_ids, claims): (Vec<String>, Vec<String>) =
+            turn_claims(&events)?.into_iter().unzip();
         let mut bodies = Vec::with_capacity(events.len());
         for e in &events {
             bodies.push(serde_json::to_string(e).map_err(|err| HostError::Input(err.to_string()))?);
@@ -215,6 +244,24 @@ impl Journal for PgJournal {
                     expected,
                     found: seq as u64,
                 });
+            }
+        }
+        if !turn_ids.is_empty() {
+            // One round trip: claim the batch's turn ids, and name any held
+            // with another claim (the CTE's insert is not yet visible to the
+            // outer query, which sees only the claims held before).
+            let refused = tx.query_opt(
+                "WITH given (turn_id, claim) AS (SELECT * FROM unnest($2::text[], $3::text[])),
+                 put AS (INSERT INTO foldline_turns (conversation, turn_id, claim)
+                         SELECT $1, turn_id, claim FROM given ON CONFLICT DO NOTHING)
+                 SELECT g.turn_id FROM given g JOIN foldline_turns t
+                   ON t.conversation = $1 AND t.turn_id = g.turn_id AND t.claim <> g.claim
+                 LIMIT 1",
+                &[&conversation, &turn_ids, &claims],
+            )?;
+            if let Some(r) = refused {
+                // Dropping the transaction rolls the batch back.
+                return Err(conflicting_turn(r.get::<_, &str>(0)));
             }
         }
         for (e, body) in events.iter().zip(&bodies) {

@@ -1,0 +1,205 @@
+//! The journal contract (docs/journal.md) as a suite any [`Journal`] can be
+//! run against: a custom journal's test calls [`check`] with an empty one.
+//! SQLite and PostgreSQL pass it in this crate's tests; the embedding
+//! example's in-memory journal passes it in CI.
+//!
+//! It checks, in order: the append check (a forged content hash, a wrong
+//! route, nothing written), turn claims (a reused turn id with other content
+//! refused, an identical repeat accepted), compare-and-append, hashing at
+//! entry, the fenced writer lease, one boundary per chain slot (through a
+//! real compaction by a [`Driver`]), packets by id, a chain that verifies,
+//! and the progress watermark.
+
+#![allow(clippy::missing_panics_doc, clippy::unwrap_used)]
+
+use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::event::Event;
+
+use super::Journal;
+use crate::driver::{Driver, Outcome};
+use crate::model::Extractive;
+use crate::runtime::Foldline;
+
+/// A small character budget, so a few hundred turns compact.
+fn declaration() -> Declaration {
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::Chars {
+        trigger: 20_000,
+        retain: 8_000,
+    };
+    d.summary.max_chars = Some(1_500);
+    d
+}
+
+/// `turns` turns of the demo conversation in `conversation`.
+fn demo_events(conversation: &str, turns: usize) -> Vec<Event> {
+    let text: String = crate::import::demo_conversation(turns)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let route = foldline_core::turn::Route {
+        conversation: conversation.into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    crate::import::parse(&text, &route, 0).expect("the demo conversation parses")
+}
+
+/// Check `journal` against the journal contract; panics, naming the rule,
+/// at the first one it breaks. Give it an empty journal: it writes the
+/// conversations `c`, `t` and `p`, and leaves them there.
+///
+/// # Panics
+/// When the journal breaks a rule of the contract.
+pub fn check<J: Journal>(journal: J) {
+    let d = Driver::new(
+        Foldline::embedded().expect("the embedded core loads"),
+        journal,
+        Extractive,
+        declaration(),
+    );
+    let j = &d.journal;
+    // 1. Checked at append: a forged content hash is refused, nothing written.
+    let mut bad = demo_events("c", 2);
+    if let Event::Message(m) = &mut bad[1] {
+        m.content_hash = Some("sha256:forged".into());
+    }
+    let e = j.append("c", &bad).unwrap_err();
+    assert_eq!(e.code(), "invalid_request", "{e}");
+    assert!(e.to_string().contains("events[1]"), "{e}");
+    assert_eq!(
+        j.append("c", &demo_events("elsewhere", 1))
+            .unwrap_err()
+            .code(),
+        "wrong_route"
+    );
+    assert!(j.read_events("c", 0).unwrap().is_empty());
+    // 2. Compare-and-append.
+    let events = demo_events("c", 120);
+    assert_eq!(j.append("c", &events[..1]).unwrap(), 1);
+    assert_eq!(
+        j.append_at("c", &events[1..2], 0, None).unwrap_err().code(),
+        "conflict"
+    );
+    assert_eq!(
+        j.append_at("c", &events[1..], 1, None).unwrap(),
+        events.len() as u64
+    );
+    let read = j.read_events("c", 0).unwrap();
+    assert_eq!(read.len(), events.len());
+    assert!(read.iter().zip(1..).all(|(s, i)| s.seq == i));
+    assert_eq!(
+        j.read_events("c", 5).unwrap().first().map(|s| s.seq),
+        Some(6)
+    );
+    // Turns are hashed once, when they enter.
+    assert!(matches!(&read[0].event, Event::Message(m) if m.content_hash.is_some()));
+    // A turn id names one message: reused with other content (alone, or
+    // within one batch) it is refused, nothing written; said again the same
+    // it is accepted (the core reads a repeat as one turn).
+    let t = demo_events("t", 2);
+    j.append("t", &t).unwrap();
+    let mut other = t[1].clone();
+    if let Event::Message(m) = &mut other {
+        m.parts = vec![foldline_core::turn::Part::Text {
+            text: "something else".into(),
+        }];
+        m.content_hash = None;
+    }
+    let e = j.append("t", &[t[0].clone(), other.clone()]).unwrap_err();
+    assert_eq!(e.code(), "conflicting_turn", "{e}");
+    assert_eq!(
+        j.read_events("t", 0).unwrap().len(),
+        t.len(),
+        "nothing written"
+    );
+    let fresh = demo_events("t2", 1).remove(0);
+    let mut fresh = match fresh {
+        Event::Message(mut m) => {
+            m.conversation = "t".into();
+            m.turn_id = "t-new".into();
+            m
+        }
+        _ => unreachable!(),
+    };
+    let first = Event::Message(fresh.clone());
+    fresh.parts = vec![foldline_core::turn::Part::Text { text: "two".into() }];
+    assert_eq!(
+        j.append("t", &[first, Event::Message(fresh)])
+            .unwrap_err()
+            .code(),
+        "conflicting_turn"
+    );
+    assert_eq!(
+        j.read_events("t", 0).unwrap().len(),
+        t.len(),
+        "nothing written"
+    );
+    assert_eq!(
+        j.append("t", &t[1..2]).unwrap(),
+        t.len() as u64 + 1,
+        "an identical repeat"
+    );
+    // 3. The fenced lease.
+    let a = j.acquire_lease("c", "a", 1_000, 100).unwrap().unwrap();
+    assert_eq!(j.acquire_lease("c", "b", 1_050, 100).unwrap(), None);
+    assert_eq!(j.acquire_lease("c", "a", 1_060, 100).unwrap(), Some(a));
+    let b = j.acquire_lease("c", "b", 1_200, 100).unwrap().unwrap();
+    assert!(b > a);
+    let head = j.read_events("c", 0).unwrap().len() as u64;
+    let more = demo_events("c", 122);
+    let e = j
+        .append_at("c", &more[120..121], head, Some(a))
+        .unwrap_err();
+    assert_eq!(e.code(), "lease_lost");
+    j.release_lease("c", "b").unwrap();
+    assert!(j.acquire_lease("c", "a", 1_300, 100).unwrap().unwrap() > b);
+    j.release_lease("c", "a").unwrap();
+    // 4. One boundary per head: the driver compacts; the same boundary again is a fork.
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
+    let boundary = j
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .find(|s| matches!(s.event, Event::Boundary(_)))
+        .unwrap();
+    let before = j.read_events("c", 0).unwrap().len();
+    assert_eq!(j.append("c", &[boundary.event]).unwrap_err().code(), "fork");
+    assert_eq!(
+        j.read_events("c", 0).unwrap().len(),
+        before,
+        "nothing written"
+    );
+    // 5. Packets by id, idempotent.
+    let packets = j.list_packets("c").unwrap();
+    assert_eq!(packets.len(), 1);
+    j.put_packet("c", &packets[0]).unwrap();
+    assert_eq!(j.list_packets("c").unwrap().len(), 1);
+    assert_eq!(
+        j.get_packet("c", &packets[0].id).unwrap().as_ref(),
+        Some(&packets[0])
+    );
+    assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
+    d.resolve("c").expect("the chain verifies");
+    // The progress watermark: one row, the count grown, the record of the
+    // furthest check kept (a late, shorter check does not move it back).
+    let rec = |seq: u64| foldline_core::plan::SkipRecord {
+        metric: foldline_core::declaration::Metric::Chars,
+        total: 10,
+        trigger: 100,
+        warm_at: None,
+        pinned: 0,
+        envelopes: 0,
+        eligible_turns: 1,
+        warm_refused: None,
+        checked_through_seq: seq,
+    };
+    assert_eq!(j.progress("p").unwrap(), None);
+    j.note_skipped("p", &rec(5)).unwrap();
+    j.note_skipped("p", &rec(7)).unwrap();
+    j.note_skipped("p", &rec(6)).unwrap();
+    let p = j.progress("p").unwrap().unwrap();
+    assert_eq!(p.skipped_runs, 3);
+    assert_eq!(p.last.checked_through_seq, 7);
+    assert_eq!(j.read_events("p", 0).unwrap(), Vec::new());
+}
