@@ -147,12 +147,22 @@ impl<'a> Members<'a> {
 
     /// Write one member (keys must come in ascending order).
     pub fn field<T: Encode + ?Sized>(&mut self, name: &str, value: &T) {
+        if self.begin(name) {
+            value.encode(self.out);
+        }
+    }
+
+    /// Write the key of member `name` (and the extra member before it, if it
+    /// sorts first), unless it is the member left out. Out of line: one copy
+    /// for the members of every type, not one per field type.
+    #[inline(never)]
+    fn begin(&mut self, name: &str) -> bool {
         if self.skip == Some(name) {
-            return;
+            return false;
         }
         self.flush_extra_before(Some(name));
         self.key(name);
-        value.encode(self.out);
+        true
     }
 
     /// Close the object.

@@ -183,12 +183,25 @@ impl<'a> Fields<'a> {
     /// # Errors
     /// `invalid_request` if it is absent or does not decode.
     pub fn take<T: Decode>(&mut self, name: &'static str) -> Decoded<T> {
-        match self.map.take(name) {
+        match self.field(name) {
             Some(v) => T::decode(v, &self.at.key(name)),
-            None => {
-                T::absent().ok_or_else(|| fail(self.at, format_args!("missing field `{name}`")))
-            }
+            None => T::absent().ok_or_else(|| self.missing(name)),
         }
+    }
+
+    /// The member `name`, taken out. Out of line: one copy of the map
+    /// lookup for every field of every type, not one per field type (the
+    /// decoders are a good part of the artifact).
+    #[inline(never)]
+    fn field(&mut self, name: &str) -> Option<Value> {
+        self.map.take(name)
+    }
+
+    /// The error of a required field that is absent.
+    #[cold]
+    #[inline(never)]
+    fn missing(&self, name: &str) -> Failure {
+        fail(self.at, format_args!("missing field `{name}`"))
     }
 
     /// Take a field, or its default when absent.
@@ -196,7 +209,7 @@ impl<'a> Fields<'a> {
     /// # Errors
     /// `invalid_request` if it is present and does not decode.
     pub fn take_or<T: Decode>(&mut self, name: &'static str, default: fn() -> T) -> Decoded<T> {
-        match self.map.take(name) {
+        match self.field(name) {
             Some(v) => T::decode(v, &self.at.key(name)),
             None => Ok(default()),
         }
@@ -298,11 +311,15 @@ impl<T: Decode> Decode for Box<T> {
 impl<T: Decode> Decode for Vec<T> {
     fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match v {
-            Value::Array(items) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| T::decode(item, &at.index(i)))
-                .collect(),
+            // A plain loop: `collect` into a `Result` makes an iterator
+            // adapter per element type, larger in the artifact.
+            Value::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    out.push(T::decode(item, &at.index(i))?);
+                }
+                Ok(out)
+            }
             other => Err(invalid(at, "an array", &other)),
         }
     }
@@ -311,13 +328,14 @@ impl<T: Decode> Decode for Vec<T> {
 impl<T: Decode> Decode for BTreeMap<String, T> {
     fn decode(v: Value, at: &At<'_>) -> Decoded<Self> {
         match v {
-            Value::Object(map) => map
-                .into_iter()
-                .map(|(k, item)| {
+            Value::Object(map) => {
+                let mut out = BTreeMap::new();
+                for (k, item) in map {
                     let item = T::decode(item, &at.key(&k))?;
-                    Ok((k, item))
-                })
-                .collect(),
+                    out.insert(k, item);
+                }
+                Ok(out)
+            }
             other => Err(invalid(at, "an object", &other)),
         }
     }

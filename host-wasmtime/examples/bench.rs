@@ -140,6 +140,59 @@ fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: 
     samples[samples.len() / 2]
 }
 
+/// One compaction through the program's driver (SQLite file, a warm
+/// driver) when the chain already holds `lengths` boundaries: the median
+/// time of the message that compacts (append, `on_message`), over the
+/// `samples` compactions after the chain reached each length. A small
+/// character budget, so a compaction comes every few turns.
+fn compaction_growth(dir: &std::path::Path, lengths: &[usize], samples: usize) -> Vec<f64> {
+    use foldline_wasmtime::driver::{Driver, Outcome};
+    use foldline_wasmtime::journal::{Journal, SqliteJournal};
+    let path = dir.join("compaction-growth.db");
+    let _ = std::fs::remove_file(&path);
+    let mut d = Declaration::new("assistant", "assistant-compactor");
+    d.budget = Budget::Chars {
+        trigger: 6_000,
+        retain: 2_000,
+    };
+    d.summary.max_chars = Some(400);
+    let driver = Driver::new(
+        artifact(),
+        SqliteJournal::open(&path).unwrap(),
+        foldline_wasmtime::model::Extractive,
+        d,
+    );
+    let say = |s: u64| {
+        let mut e = workload::turn(s);
+        if let Event::Message(m) = &mut e {
+            m.conversation = "c".into();
+            m.chat = String::new();
+            m.sender = String::new();
+        }
+        e
+    };
+    let mut out = Vec::new();
+    let mut boundaries = 0;
+    let mut s = 1;
+    for &length in lengths {
+        let mut times = Vec::new();
+        while times.len() < samples {
+            let t = Instant::now();
+            driver.journal.append("c", &[say(s)]).unwrap();
+            s += 1;
+            if let Outcome::Compacted(_) = driver.on_message("c").unwrap() {
+                if boundaries >= length {
+                    times.push(t.elapsed().as_secs_f64());
+                }
+                boundaries += 1;
+            }
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        out.push(times[times.len() / 2]);
+    }
+    out
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let out = std::path::PathBuf::from(
@@ -288,7 +341,13 @@ fn main() {
     let driver_big = driver_per_message(&out, big, messages, true);
     let driver_plain_1k = driver_per_message(&out, 1_000, messages, false);
 
+    // One compaction with 1,000 boundaries in the chain vs 10.
+    let growth = compaction_growth(&out, &[10, 1_000], if quick { 25 } else { 61 });
+
     let r = json!({
+        "compaction_10_boundaries_us": growth[0] * 1e6,
+        "compaction_1000_boundaries_us": growth[1] * 1e6,
+        "compaction_growth_1000_vs_10_boundaries": growth[1] / growth[0],
         "program_driver_1k_us": driver_1k * 1e6,
         "program_driver_big_us": driver_big * 1e6,
         "program_driver_history_big": big,

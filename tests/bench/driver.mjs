@@ -49,7 +49,38 @@ async function perMessage(history, messages) {
   return { median: samples[samples.length >> 1], compactions };
 }
 
+// One compaction when the chain already holds `length` boundaries: the
+// median time of the message that compacts (append, onMessage), over
+// `samples` compactions after the chain reached each length; a small
+// character budget, so a compaction comes every few turns.
+async function compactionGrowth(lengths, samples) {
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({
+    journal, model,
+    declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars", trigger: 6000, retain: 2000 }, summary: { maxChars: 400 } },
+  });
+  const out = [];
+  let boundaries = 0;
+  let s = 1;
+  for (const length of lengths) {
+    const times = [];
+    while (times.length < samples) {
+      const t = performance.now();
+      await journal.append("c", say(s++));
+      const r = await c.onMessage("c");
+      if (r.status === "compacted") {
+        if (boundaries >= length) times.push(performance.now() - t);
+        boundaries++;
+      }
+    }
+    times.sort((a, b) => a - b);
+    out.push(times[times.length >> 1]);
+  }
+  return out;
+}
+
 const messages = quick ? 100 : 400;
+const [growth10, growth1000] = await compactionGrowth([10, 1000], quick ? 25 : 61);
 const small = await perMessage(1_000, messages);
 const ten = await perMessage(10_000, messages);
 const big = await perMessage(quick ? 20_000 : 100_000, messages);
@@ -60,4 +91,7 @@ console.log(JSON.stringify({
   node_driver_history_big: quick ? 20_000 : 100_000,
   node_driver_compactions: small.compactions + ten.compactions + big.compactions,
   node_driver_growth_100k_vs_1k: big.median / small.median,
+  node_compaction_10_boundaries_us: growth10 * 1e3,
+  node_compaction_1000_boundaries_us: growth1000 * 1e3,
+  node_compaction_growth_1000_vs_10_boundaries: growth1000 / growth10,
 }));
