@@ -6,8 +6,13 @@
 //! terminal event. Prints one JSON object with throughput and latencies;
 //! exits 1 if an invariant broke.
 //!
-//! `cargo run -p foldline-wasmtime --example serve_load -- [--quick] [--postgres [--replicas N]]`
+//! `cargo run -p foldline-wasmtime --example serve_load -- [--quick] [--postgres [--replicas N]] [--vs-bare]`
 //! (quick: 4 members × 2 conversations × 120 messages; default: 8 × 4 × 400).
+//! With `--vs-bare` (SQLite), the same clients then send the same messages
+//! to a bare axum + rusqlite server that does only the durable insert (one
+//! transaction per message, the journal's WAL settings) and nothing else:
+//! `serve_vs_bare_axum` is foldline's appends per second over the bare
+//! server's, both in this run.
 //! With `--postgres` a PostgreSQL server is started for the run (Debian's
 //! binaries) and N server replicas share it; clients spread their requests
 //! over the replicas round-robin.
@@ -38,6 +43,135 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1000.0
+}
+
+/// The bare server of `--vs-bare`: axum + rusqlite, the same route, one
+/// durable insert per message after parsing its JSON — the floor a
+/// journal-backed HTTP append can reach on this machine.
+mod bare {
+    use std::sync::{Arc, Mutex};
+
+    use axum::body::Bytes;
+    use axum::extract::{Path, State};
+    use axum::http::StatusCode;
+    use rusqlite::{params, Connection, TransactionBehavior};
+
+    type Db = Arc<Mutex<Connection>>;
+
+    async fn append(State(db): State<Db>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+        if serde_json::from_slice::<serde_json::Value>(&body).is_err() {
+            return StatusCode::BAD_REQUEST;
+        }
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let done = tokio::task::spawn_blocking(move || -> rusqlite::Result<()> {
+            let mut c = db.lock().unwrap_or_else(|p| p.into_inner());
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let seq: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation = ?1",
+                params![id],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO events (conversation, seq, body) VALUES (?1, ?2, ?3)",
+                params![id, seq + 1, text],
+            )?;
+            tx.commit()
+        })
+        .await;
+        match done {
+            Ok(Ok(())) => StatusCode::CREATED,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Serve on a loopback port until `stop`; answers the address.
+    pub fn start(
+        path: &std::path::Path,
+    ) -> (
+        String,
+        tokio::sync::oneshot::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let c = Connection::open(path).expect("bare db");
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000;
+             CREATE TABLE IF NOT EXISTS events (conversation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (conversation, seq));",
+        )
+        .expect("bare schema");
+        let db: Db = Arc::new(Mutex::new(c));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let app = axum::Router::new()
+                    .route(
+                        "/api/conversations/{id}/messages",
+                        axum::routing::post(append),
+                    )
+                    .with_state(db);
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                let _ = addr_tx.send(listener.local_addr().expect("addr"));
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        });
+        let addr = addr_rx.recv().expect("listening");
+        (format!("http://{addr}"), stop_tx, thread)
+    }
+}
+
+/// Each member's client thread sends `messages` turns to each of its
+/// `convs` conversations, round-robin over `bases`; answers the append
+/// latencies and the seconds it all took.
+fn appends_only(
+    bases: &[String],
+    tokens: &[(String, String)],
+    turns: &[Value],
+    convs: usize,
+) -> (Vec<Duration>, f64) {
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build();
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let workers: Vec<_> = tokens
+        .iter()
+        .cloned()
+        .map(|(member, token)| {
+            let (agent, bases, turns) = (agent.clone(), bases.to_vec(), turns.to_vec());
+            let latencies = latencies.clone();
+            std::thread::spawn(move || {
+                for (i, turn) in turns.iter().enumerate() {
+                    for c in 0..convs {
+                        let base = &bases[(i + c) % bases.len()];
+                        let t = Instant::now();
+                        let r = agent
+                            .post(&format!("{base}/api/conversations/{member}-c{c}/messages"))
+                            .set("Authorization", &format!("Bearer {token}"))
+                            .send_string(&turn.to_string());
+                        assert_eq!(r.map(|r| r.status()).ok(), Some(201), "bare append");
+                        latencies.lock().unwrap().push(t.elapsed());
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a client thread failed");
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut l = latencies.lock().unwrap().clone();
+    l.sort();
+    (l, elapsed)
 }
 
 fn main() {
@@ -228,6 +362,20 @@ fn main() {
     let (mut appends, mut condenses) = latencies.lock().unwrap().clone();
     appends.sort();
     condenses.sort();
+    let foldline_rate = appends.len() as f64 / elapsed.as_secs_f64();
+    let bare = args.iter().any(|a| a == "--vs-bare").then(|| {
+        assert!(!postgres, "--vs-bare compares on SQLite");
+        let (base, stop, thread) = bare::start(&dir.path().join("bare.db"));
+        let (l, seconds) =
+            appends_only(&[base], &tokens, &turns[..messages.min(turns.len())], convs);
+        let _ = stop.send(());
+        thread.join().expect("bare server");
+        json!({
+            "appends_per_second": l.len() as f64 / seconds,
+            "append_p50_ms": percentile(&l, 0.50),
+            "append_p99_ms": percentile(&l, 0.99),
+        })
+    });
     let out = json!({
         "profile": if quick { "quick" } else { "full" },
         "journal": if postgres { "postgres" } else { "sqlite" },
@@ -244,6 +392,8 @@ fn main() {
         "tasks_streamed": tasks.lock().unwrap().len(),
         "boundaries": boundaries,
         "broken": broken,
+        "bare": bare,
+        "serve_vs_bare_axum": bare.as_ref().map(|b| foldline_rate / b["appends_per_second"].as_f64().unwrap_or(f64::NAN)),
     });
     println!("{out}");
     if !out["broken"].as_array().is_some_and(|b| b.is_empty()) {

@@ -366,14 +366,21 @@ impl<J: Journal, M: Model> Driver<J, M> {
         declaration: Declaration,
     ) -> Result<Self> {
         let d = Driver::new(foldline, journal, model, declaration);
-        d.validate(ValidateRequest::Events(Box::new(
+        d.check_declarations()?;
+        Ok(d)
+    }
+
+    /// Check the target declaration now (the rules the core holds every
+    /// call to).
+    pub(crate) fn check_declarations(&self) -> Result<()> {
+        self.validate(ValidateRequest::Events(Box::new(
             foldline_core::validate::EventsCheck {
                 route: Route::default(),
                 events: Vec::new(),
-                declaration: Some(d.declaration.clone()),
+                declaration: Some(self.declaration.clone()),
             },
         )))?;
-        Ok(d)
+        Ok(())
     }
 
     fn validate(&self, r: ValidateRequest) -> Result<ValidateResponse> {

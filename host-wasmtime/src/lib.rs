@@ -10,15 +10,18 @@
 //! - [`model`]: the model trait, the offline extractive summarizer and the
 //!   OpenAI-compatible adapter;
 //! - [`driver`]: resolve → plan → persist packet → model → settle → append;
+//! - [`builder`]: a driver configured in one expression, on the token
+//!   defaults, its declaration checked when built;
 //! - [`serve`]: `foldline serve`, the owner-scoped HTTP API over the driver.
 //!
 //! ```no_run
 //! use foldline_wasmtime::{runtime::Foldline, journal::SqliteJournal, model::Extractive, driver::Driver};
-//! use foldline_core::declaration::Declaration;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let foldline = Foldline::embedded()?;
 //! let journal = SqliteJournal::open("foldline.db")?;
-//! let driver = Driver::new(foldline, journal, Extractive, Declaration::new("assistant", "assistant-compactor"));
+//! // The seed's token defaults; the declaration is checked here.
+//! let driver = Driver::builder(foldline, journal, Extractive).owner("alice").build()?;
+//! driver.append("conversation-1", r#"{"role":"user","content":"Hello"}"#)?;
 //! let outcome = driver.on_message("conversation-1")?;
 //! let context = driver.context("conversation-1", Default::default())?;
 //! # Ok(()) }
@@ -26,6 +29,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod builder;
 pub mod driver;
 pub mod error;
 pub mod import;

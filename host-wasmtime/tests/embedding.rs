@@ -193,3 +193,43 @@ fn the_driver_appends_openai_messages_numbered_after_the_last_turn() {
         Outcome::Skipped(_) | Outcome::Compacted(_)
     ));
 }
+
+/// `Driver::builder`: the token defaults with no declaration written by
+/// hand, an owner so `/compact` is the owner's, and a declaration that
+/// breaks a rule refused when built, by its code.
+#[test]
+fn the_builder_starts_from_the_token_defaults_and_checks_when_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Driver::builder(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        foldline_wasmtime::model::Extractive,
+    )
+    .owner("alice")
+    .build()
+    .unwrap();
+    assert!(matches!(
+        d.declaration.budget,
+        foldline_core::declaration::Budget::Tokens { window: 8_192, .. }
+    ));
+    let messages = serde_json::Value::from(foldline_wasmtime::import::demo_conversation(40));
+    d.append("c", &messages.to_string()).unwrap();
+    match d.compact_now("c", "alice", false).unwrap() {
+        Outcome::Compacted(b) => assert_eq!(b.previous, None),
+        o => panic!("the owner's /compact folds what there is: {o:?}"),
+    }
+    match d.compact_now("c", "mallory", false).unwrap() {
+        Outcome::Refused(e) => assert_eq!(e.code, foldline_core::Code::NotOwner),
+        o => panic!("{o:?}"),
+    }
+    let e = Driver::builder(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        foldline_wasmtime::model::Extractive,
+    )
+    .target("", "compactor")
+    .build()
+    .err()
+    .expect("an empty target id is refused when built");
+    assert_eq!(e.code(), "invalid_declaration", "{e}");
+}

@@ -874,7 +874,18 @@ fn the_events_route_feeds_a_local_copy_resumable_by_position_with_a_long_poll() 
     let base = srv.base.clone();
     let conv = format!("{base}/api/conversations/feed");
     append_turns(&base, "feed", 0..12);
-    let (s, v) = call("GET", &format!("{conv}/events?after=0"), Some(ALICE), None);
+    // The automatic checks the appends scheduled run in the background (the
+    // first one activates the conversation: a frontier event); let them
+    // finish, so the positions below are the journal's last.
+    let mut seen = None;
+    let (s, v) = loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (s, v) = call("GET", &format!("{conv}/events?after=0"), Some(ALICE), None);
+        if seen == v["last"].as_u64() {
+            break (s, v);
+        }
+        seen = v["last"].as_u64();
+    };
     assert_eq!(s, 200, "{v}");
     let all = v["events"].as_array().unwrap().clone();
     let last = v["last"].as_u64().unwrap();
