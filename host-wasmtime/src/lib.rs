@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod builder;
+pub mod deadline;
 pub mod driver;
 pub mod error;
 pub mod import;

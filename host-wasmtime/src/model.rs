@@ -8,6 +8,8 @@ use std::time::Duration;
 use foldline_core::boundary::Usage;
 use foldline_core::packet::{CompactorRole, Packet};
 
+pub use crate::deadline::{with_deadline, Deadline};
+
 /// One chunk of a summary stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamChunk {

@@ -233,3 +233,66 @@ fn the_builder_starts_from_the_token_defaults_and_checks_when_built() {
     .expect("an empty target id is refused when built");
     assert_eq!(e.code(), "invalid_declaration", "{e}");
 }
+
+/// A custom model that never answers ends at its deadline: `with_deadline`
+/// answers `timeout` at once, the run ends as a failed compaction (the
+/// generic notice) with the lease given back, and another driver compacts
+/// right after; a model that panics under a deadline answers a failure.
+#[test]
+fn a_hanging_custom_model_ends_at_its_deadline() {
+    use foldline_wasmtime::model::with_deadline;
+    let dir = tempfile::tempdir().unwrap();
+    let hanging = model_fn(|_: &Packet| -> Result<String, ModelError> {
+        std::thread::sleep(Duration::from_secs(600));
+        Ok("too late".into())
+    });
+    let d = Driver::checked(
+        Foldline::embedded().unwrap(),
+        journal(dir.path()),
+        with_deadline(hanging, Duration::from_millis(300)),
+        small_decl(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    match d.on_message("c").unwrap() {
+        Outcome::Failed(f) => {
+            assert_eq!(
+                f.failure,
+                foldline_core::stream::FailureKind::Timeout,
+                "{f:?}"
+            );
+            assert_eq!(f.notice, "The chat could not be compacted.");
+        }
+        o => panic!("{o:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let other = Driver::checked(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        with_deadline(
+            model_fn(|p: &Packet| Ok(format!("A summary of {} turns.", p.input.turn_count))),
+            Duration::from_secs(60),
+        ),
+        small_decl(),
+    )
+    .unwrap();
+    assert!(matches!(
+        other.on_message("c").unwrap(),
+        Outcome::Compacted(_)
+    ));
+    let d = Driver::checked(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        with_deadline(model_fn(panicking), Duration::from_secs(60)),
+        small_decl(),
+    )
+    .unwrap();
+    let mut events = demo_events("c", 600);
+    events.drain(..301);
+    d.journal.append("c", &events).unwrap();
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Failed(_)));
+}
