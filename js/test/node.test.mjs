@@ -90,10 +90,13 @@ test("npm pack ships the build, the .wasm, the README and the licenses, and noth
   const { execFileSync } = await import("node:child_process");
   const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts=false"], { cwd: new URL("..", import.meta.url), encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   const files = JSON.parse(out)[0].files.map((x) => x.path).sort();
-  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE", "package.json", "dist/index.js", "dist/index.d.ts", "dist/handler.js", "pkg/foldline_bg.wasm", "pkg/foldline.js", "types/foldline_bg.wasm.d.ts"]) {
+  for (const f of ["README.md", "LICENSE-MIT", "LICENSE-APACHE", "package.json", "dist/index.js", "dist/node.js", "dist/browser.js", "dist/client.js", "dist/index.d.ts", "dist/handler.d.ts", "pkg/foldline_bg.wasm", "pkg/foldline.js", "types/foldline_bg.wasm.d.ts"]) {
     check(files.includes(f), `${f} in ${files.join(", ")}`);
   }
   check(!files.some((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("node_modules/")), `only what users need: ${files.join(", ")}`);
+  // Each entry is one module (scripts/bundle.mjs): no other .js under dist/.
+  const js = files.filter((f) => f.startsWith("dist/") && f.endsWith(".js"));
+  check(js.join() === "dist/browser.js,dist/client.js,dist/index.js,dist/node.js", js.join(", "));
 });
 
 test("an AI SDK LanguageModel summarizes through modelFromAiSdk", async () => {
