@@ -43,6 +43,52 @@ CREATE TABLE IF NOT EXISTS foldline_turns (
   PRIMARY KEY (conversation, turn_id)
 );
 
+-- The append, in one round trip: checked and written in one statement (its
+-- own transaction), all or nothing. Refusals are raised with foldline's own
+-- SQLSTATEs: FL001 the fence is stale (lease_lost), FL002 the head moved
+-- (conflict; the message is the head found), FL003 a turn id already held
+-- with another claim (conflicting_turn; the message is the turn id); a
+-- second boundary on one chain slot is the unique index's 23505 (fork).
+CREATE OR REPLACE FUNCTION foldline_append(
+  p_conversation text, p_expected bigint, p_fence bigint,
+  p_types text[], p_bodies text[], p_slots text[], p_turns text[], p_claims text[]
+) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  head bigint;
+  current_fence bigint;
+  refused text;
+BEGIN
+  IF p_fence IS NOT NULL THEN
+    SELECT fence INTO current_fence FROM foldline_leases WHERE conversation = p_conversation FOR SHARE;
+    IF current_fence IS DISTINCT FROM p_fence THEN
+      RAISE EXCEPTION 'lease_lost' USING ERRCODE = 'FL001';
+    END IF;
+  END IF;
+  INSERT INTO foldline_heads (conversation, seq) VALUES (p_conversation, 0) ON CONFLICT DO NOTHING;
+  SELECT seq INTO head FROM foldline_heads WHERE conversation = p_conversation FOR UPDATE;
+  IF p_expected IS NOT NULL AND p_expected <> head THEN
+    RAISE EXCEPTION '%', head USING ERRCODE = 'FL002';
+  END IF;
+  IF coalesce(array_length(p_turns, 1), 0) > 0 THEN
+    SELECT g.turn_id INTO refused
+      FROM unnest(p_turns, p_claims) AS g(turn_id, claim)
+      JOIN foldline_turns t ON t.conversation = p_conversation AND t.turn_id = g.turn_id AND t.claim <> g.claim
+      LIMIT 1;
+    IF refused IS NOT NULL THEN
+      RAISE EXCEPTION '%', refused USING ERRCODE = 'FL003';
+    END IF;
+    INSERT INTO foldline_turns (conversation, turn_id, claim)
+      SELECT p_conversation, g.turn_id, g.claim FROM unnest(p_turns, p_claims) AS g(turn_id, claim)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  INSERT INTO foldline_events (conversation, seq, type, body, chain_slot)
+    SELECT p_conversation, head + e.i, e.type, e.body, e.slot
+      FROM unnest(p_types, p_bodies, p_slots) WITH ORDINALITY AS e(type, body, slot, i);
+  head := head + coalesce(array_length(p_types, 1), 0);
+  UPDATE foldline_heads SET seq = head WHERE conversation = p_conversation;
+  RETURN head;
+END $$;
+
 CREATE TABLE IF NOT EXISTS foldline_packets (
   conversation TEXT NOT NULL,
   id TEXT NOT NULL,

@@ -215,74 +215,46 @@ impl Journal for PgJournal {
         for e in &events {
             bodies.push(serde_json::to_string(e).map_err(|err| HostError::Input(err.to_string()))?);
         }
-        let mut c = self.conn()?;
-        let mut tx = c.transaction()?;
-        if let Some(fence) = fence {
-            let current: Option<i64> = tx
-                .query_opt(
-                    "SELECT fence FROM foldline_leases WHERE conversation = $1 FOR SHARE",
-                    &[&conversation],
-                )?
-                .map(|r| r.get(0));
-            if current != Some(fence as i64) {
-                return Err(HostError::LeaseLost { fence });
-            }
-        }
-        tx.execute(
-            "INSERT INTO foldline_heads (conversation, seq) VALUES ($1, 0) ON CONFLICT DO NOTHING",
-            &[&conversation],
-        )?;
-        let mut seq: i64 = tx
-            .query_one(
-                "SELECT seq FROM foldline_heads WHERE conversation = $1 FOR UPDATE",
-                &[&conversation],
-            )?
-            .get(0);
-        if let Some(expected) = expected {
-            if expected != seq as u64 {
-                return Err(HostError::Conflict {
-                    expected,
-                    found: seq as u64,
-                });
-            }
-        }
-        if !turn_ids.is_empty() {
-            // One round trip: claim the batch's turn ids, and name any held
-            // with another claim (the CTE's insert is not yet visible to the
-            // outer query, which sees only the claims held before).
-            let refused = tx.query_opt(
-                "WITH given (turn_id, claim) AS (SELECT * FROM unnest($2::text[], $3::text[])),
-                 put AS (INSERT INTO foldline_turns (conversation, turn_id, claim)
-                         SELECT $1, turn_id, claim FROM given ON CONFLICT DO NOTHING)
-                 SELECT g.turn_id FROM given g JOIN foldline_turns t
-                   ON t.conversation = $1 AND t.turn_id = g.turn_id AND t.claim <> g.claim
-                 LIMIT 1",
-                &[&conversation, &turn_ids, &claims],
-            )?;
-            if let Some(r) = refused {
-                // Dropping the transaction rolls the batch back.
-                return Err(conflicting_turn(r.get::<_, &str>(0)));
-            }
-        }
-        for (e, body) in events.iter().zip(&bodies) {
-            seq += 1;
-            let r = tx.execute(
-                "INSERT INTO foldline_events (conversation, seq, type, body, chain_slot) VALUES ($1, $2, $3, $4, $5)",
-                &[&conversation, &seq, &type_of(e), body, &chain_slot(e)],
-            );
-            if let Err(err) = r {
-                if err.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) {
-                    return Err(fork());
+        let types: Vec<&str> = events.iter().map(type_of).collect();
+        let slots: Vec<Option<String>> = events.iter().map(chain_slot).collect();
+        let expected = expected.map(|e| i64::try_from(e).unwrap_or(i64::MAX));
+        let fenced = fence.map(|f| i64::try_from(f).unwrap_or(i64::MAX));
+        // One round trip: the migration's `foldline_append` checks the fence,
+        // the head and the turn claims and writes the batch, in one
+        // statement (its own transaction), all or nothing.
+        let row = self.conn()?.query_one(
+            "SELECT foldline_append($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &conversation,
+                &expected,
+                &fenced,
+                &types,
+                &bodies,
+                &slots,
+                &turn_ids,
+                &claims,
+            ],
+        );
+        match row {
+            Ok(r) => Ok(r.get::<_, i64>(0) as u64),
+            Err(err) => {
+                let Some(db) = err.as_db_error() else {
+                    return Err(err.into());
+                };
+                match db.code().code() {
+                    "FL001" => Err(HostError::LeaseLost {
+                        fence: fence.unwrap_or_default(),
+                    }),
+                    "FL002" => Err(HostError::Conflict {
+                        expected: expected.unwrap_or_default() as u64,
+                        found: db.message().parse().unwrap_or_default(),
+                    }),
+                    "FL003" => Err(conflicting_turn(db.message())),
+                    "23505" => Err(fork()),
+                    _ => Err(err.into()),
                 }
-                return Err(err.into());
             }
         }
-        tx.execute(
-            "UPDATE foldline_heads SET seq = $2 WHERE conversation = $1",
-            &[&conversation, &seq],
-        )?;
-        tx.commit()?;
-        Ok(seq as u64)
     }
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
@@ -320,31 +292,22 @@ impl Journal for PgJournal {
         now_ms: u64,
         ttl_ms: u64,
     ) -> Result<Option<u64>> {
-        let mut c = self.conn()?;
-        let mut tx = c.transaction()?;
-        tx.execute(
-            "INSERT INTO foldline_leases (conversation, holder, until_ms, fence) VALUES ($1, '', 0, 0) ON CONFLICT DO NOTHING",
-            &[&conversation],
+        // One statement: a first grant is token 1; the same live holder
+        // renews under its token; a new holder, or any holder after a
+        // lapse, gets the next token; another live holder leaves the row
+        // as it is and no row comes back (`None`). The conflict's row lock
+        // orders concurrent grants.
+        let until = i64::try_from(now_ms.saturating_add(ttl_ms)).unwrap_or(i64::MAX);
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let row = self.conn()?.query_opt(
+            "INSERT INTO foldline_leases AS l (conversation, holder, until_ms, fence) VALUES ($1, $2, $3, 1)
+             ON CONFLICT (conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms,
+               fence = CASE WHEN l.holder = excluded.holder AND l.until_ms > $4 THEN l.fence ELSE l.fence + 1 END
+             WHERE l.holder = excluded.holder OR l.until_ms <= $4
+             RETURNING fence",
+            &[&conversation, &holder, &until, &now],
         )?;
-        let row = tx.query_one(
-            "SELECT holder, until_ms, fence FROM foldline_leases WHERE conversation = $1 FOR UPDATE",
-            &[&conversation],
-        )?;
-        let (h, until, fence): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
-        let live = until as u64 > now_ms;
-        let fence = if h != holder && live {
-            return Ok(None);
-        } else if h == holder && live {
-            fence
-        } else {
-            fence + 1
-        };
-        tx.execute(
-            "UPDATE foldline_leases SET holder = $2, until_ms = $3, fence = $4 WHERE conversation = $1",
-            &[&conversation, &holder, &(now_ms.saturating_add(ttl_ms) as i64), &fence],
-        )?;
-        tx.commit()?;
-        Ok(Some(fence as u64))
+        Ok(row.map(|r| r.get::<_, i64>(0) as u64))
     }
 
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
