@@ -28,6 +28,17 @@ fn turn(seq: u64) -> Event {
 
 use workload::system;
 
+/// W1 turn `s` of the conversation `c` as a driver's default route sees it.
+fn say(s: u64) -> Event {
+    let mut e = workload::turn(s);
+    if let Event::Message(m) = &mut e {
+        m.conversation = "c".into();
+        m.chat = String::new();
+        m.sender = String::new();
+    }
+    e
+}
+
 fn decl() -> Declaration {
     let mut d = Declaration::new("assistant", "assistant-compactor");
     d.budget = Budget::Chars {
@@ -108,15 +119,6 @@ fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: 
         d,
     );
     driver.hold_events = hold;
-    let say = |s: u64| {
-        let mut e = workload::turn(s);
-        if let Event::Message(m) = &mut e {
-            m.conversation = "c".into();
-            m.chat = String::new();
-            m.sender = String::new();
-        }
-        e
-    };
     let mut s = 1;
     while s <= history {
         let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
@@ -162,15 +164,6 @@ fn compaction_growth(dir: &std::path::Path, lengths: &[usize], samples: usize) -
         foldline_wasmtime::model::Extractive,
         d,
     );
-    let say = |s: u64| {
-        let mut e = workload::turn(s);
-        if let Event::Message(m) = &mut e {
-            m.conversation = "c".into();
-            m.chat = String::new();
-            m.sender = String::new();
-        }
-        e
-    };
     let mut out = Vec::new();
     let mut boundaries = 0;
     let mut s = 1;

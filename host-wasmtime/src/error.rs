@@ -30,10 +30,9 @@ pub enum HostError {
     /// The module could not be loaded.
     #[error("load_failed: {0}")]
     Load(String),
-    /// The journal failed.
-    #[error("journal: {0}")]
-    Journal(#[from] rusqlite::Error),
-    /// A journal store other than SQLite failed (Postgres, its pool).
+    /// The journal's store failed (SQLite, PostgreSQL, its pool): the
+    /// store's own words, for the log. (Not the drivers' error types, so the
+    /// public API does not depend on rusqlite or postgres.)
     #[error("journal: {0}")]
     Storage(String),
     /// A file could not be read or written.
@@ -80,7 +79,7 @@ impl HostError {
             HostError::Trap(_) => "trap",
             HostError::MalformedOutput(_) => "malformed_output",
             HostError::Load(_) => "load_failed",
-            HostError::Journal(_) | HostError::Storage(_) => "journal",
+            HostError::Storage(_) => "journal",
             HostError::Io(_) => "io",
             HostError::Input(_) => "invalid_input",
             HostError::Model(_) => "model",
@@ -93,3 +92,9 @@ impl HostError {
 
 /// The host's result type.
 pub type Result<T> = std::result::Result<T, HostError>;
+
+impl From<rusqlite::Error> for HostError {
+    fn from(e: rusqlite::Error) -> HostError {
+        HostError::Storage(format!("sqlite: {e}"))
+    }
+}

@@ -21,8 +21,9 @@ use crate::driver::{Driver, Outcome};
 use crate::model::Extractive;
 use crate::runtime::Foldline;
 
-/// A small character budget, so a few hundred turns compact.
-fn declaration() -> Declaration {
+/// The suite's declaration: a small character budget, so a few hundred
+/// turns compact.
+pub fn declaration() -> Declaration {
     let mut d = Declaration::new("assistant", "assistant-compactor");
     d.budget = Budget::Chars {
         trigger: 20_000,
@@ -32,8 +33,9 @@ fn declaration() -> Declaration {
     d
 }
 
-/// `turns` turns of the demo conversation in `conversation`.
-fn demo_events(conversation: &str, turns: usize) -> Vec<Event> {
+/// `turns` turns of the demo conversation (`foldline demo`'s) in
+/// `conversation`, as journal events.
+pub fn demo_events(conversation: &str, turns: usize) -> Vec<Event> {
     let text: String = crate::import::demo_conversation(turns)
         .iter()
         .map(|m| format!("{m}\n"))

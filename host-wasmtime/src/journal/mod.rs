@@ -502,7 +502,7 @@ impl Journal for SqliteJournal {
             )
             .map_err(|err| match &err {
                 rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => fork(),
-                _ => HostError::Journal(err),
+                _ => HostError::from(err),
             })?;
         }
         tx.commit()?;

@@ -3,15 +3,10 @@
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::Event;
 
-/// A declaration that compacts after ~20,000 characters and keeps 8,000 exact.
+/// A declaration that compacts after ~20,000 characters and keeps 8,000
+/// exact (the journal contract suite's).
 pub fn small_decl() -> Declaration {
-    let mut d = Declaration::new("assistant", "assistant-compactor");
-    d.budget = Budget::Chars {
-        trigger: 20_000,
-        retain: 8_000,
-    };
-    d.summary.max_chars = Some(1_500);
-    d
+    foldline_wasmtime::journal::contract::declaration()
 }
 
 /// A declaration of the `assistant` target with this budget (and every
@@ -47,14 +42,5 @@ pub fn text_message(conv: &str, seq: u64, role: foldline_core::turn::Role, text:
 
 /// The bundled demo conversation as journal events of conversation `conv`.
 pub fn demo_events(conv: &str, turns: usize) -> Vec<Event> {
-    let text: String = foldline_wasmtime::import::demo_conversation(turns)
-        .iter()
-        .map(|m| format!("{m}\n"))
-        .collect();
-    let route = foldline_core::turn::Route {
-        conversation: conv.into(),
-        chat: String::new(),
-        sender: String::new(),
-    };
-    foldline_wasmtime::import::parse(&text, &route, 0).expect("the demo conversation parses")
+    foldline_wasmtime::journal::contract::demo_events(conv, turns)
 }
