@@ -9,6 +9,7 @@
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::plan::SkipRecord;
+use postgres::types::Type;
 use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 
@@ -182,9 +183,13 @@ impl PgJournal {
 
 impl Journal for PgJournal {
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
-        let rows = self.conn()?.query(
+        // `query_typed`: the parameter types given, so no prepare and close
+        // round trips — one round trip per statement (as every statement of
+        // a message below).
+        let since = i64::try_from(since).unwrap_or(i64::MAX);
+        let rows = self.conn()?.query_typed(
             "SELECT seq, body FROM foldline_events WHERE conversation = $1 AND seq > $2 ORDER BY seq",
-            &[&conversation, &(since as i64)],
+            &[(&conversation, Type::TEXT), (&since, Type::INT8)],
         )?;
         rows.iter()
             .map(|r| {
@@ -222,17 +227,17 @@ impl Journal for PgJournal {
         // One round trip: the migration's `foldline_append` checks the fence,
         // the head and the turn claims and writes the batch, in one
         // statement (its own transaction), all or nothing.
-        let row = self.conn()?.query_one(
+        let row = self.conn()?.query_typed_one(
             "SELECT foldline_append($1, $2, $3, $4, $5, $6, $7, $8)",
             &[
-                &conversation,
-                &expected,
-                &fenced,
-                &types,
-                &bodies,
-                &slots,
-                &turn_ids,
-                &claims,
+                (&conversation, Type::TEXT),
+                (&expected, Type::INT8),
+                (&fenced, Type::INT8),
+                (&types, Type::TEXT_ARRAY),
+                (&bodies, Type::TEXT_ARRAY),
+                (&slots, Type::TEXT_ARRAY),
+                (&turn_ids, Type::TEXT_ARRAY),
+                (&claims, Type::TEXT_ARRAY),
             ],
         );
         match row {
@@ -299,29 +304,40 @@ impl Journal for PgJournal {
         // orders concurrent grants.
         let until = i64::try_from(now_ms.saturating_add(ttl_ms)).unwrap_or(i64::MAX);
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
-        let row = self.conn()?.query_opt(
+        let row = self.conn()?.query_typed_opt(
             "INSERT INTO foldline_leases AS l (conversation, holder, until_ms, fence) VALUES ($1, $2, $3, 1)
              ON CONFLICT (conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms,
                fence = CASE WHEN l.holder = excluded.holder AND l.until_ms > $4 THEN l.fence ELSE l.fence + 1 END
              WHERE l.holder = excluded.holder OR l.until_ms <= $4
              RETURNING fence",
-            &[&conversation, &holder, &until, &now],
+            &[
+                (&conversation, Type::TEXT),
+                (&holder, Type::TEXT),
+                (&until, Type::INT8),
+                (&now, Type::INT8),
+            ],
         )?;
         Ok(row.map(|r| r.get::<_, i64>(0) as u64))
     }
 
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
-        self.conn()?.execute(
+        self.conn()?.query_typed(
             "UPDATE foldline_leases SET holder = '', until_ms = 0 WHERE conversation = $1 AND holder = $2",
-            &[&conversation, &holder],
+            &[(&conversation, Type::TEXT), (&holder, Type::TEXT)],
         )?;
         Ok(())
     }
     fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
         let last = serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?;
         let seq = i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX);
-        self.conn()?
-            .execute(super::NOTE_SKIPPED, &[&conversation, &seq, &last])?;
+        self.conn()?.query_typed(
+            super::NOTE_SKIPPED,
+            &[
+                (&conversation, Type::TEXT),
+                (&seq, Type::INT8),
+                (&last, Type::TEXT),
+            ],
+        )?;
         Ok(())
     }
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
