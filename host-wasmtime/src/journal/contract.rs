@@ -184,8 +184,17 @@ pub fn check<J: Journal>(journal: J) {
     );
     assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
     d.resolve("c").expect("the chain verifies");
-    // The progress watermark: one row, the count grown, the record of the
-    // furthest check kept (a late, shorter check does not move it back).
+    check_progress(j, false);
+}
+
+/// The progress watermark on conversation `p` of `journal`: one row, the
+/// count grown, the record of the furthest check kept (a late, shorter
+/// check does not move it back), never an event. `required`: the journal
+/// must keep it (SQLite and PostgreSQL do; the trait's default keeps none).
+///
+/// # Panics
+/// When the journal breaks the rule.
+pub fn check_progress<J: Journal + ?Sized>(j: &J, required: bool) {
     let rec = |seq: u64| foldline_core::plan::SkipRecord {
         metric: foldline_core::declaration::Metric::Chars,
         total: 10,
@@ -198,13 +207,12 @@ pub fn check<J: Journal>(journal: J) {
         checked_through_seq: seq,
     };
     assert_eq!(j.progress("p").unwrap(), None);
-    j.note_skipped("p", &rec(5)).unwrap();
-    j.note_skipped("p", &rec(7)).unwrap();
-    j.note_skipped("p", &rec(6)).unwrap();
-    // Kept or not (the trait's default keeps none), never an event.
-    if let Some(p) = j.progress("p").unwrap() {
-        assert_eq!(p.skipped_runs, 3);
-        assert_eq!(p.last.checked_through_seq, 7);
+    for seq in [5, 7, 6] {
+        j.note_skipped("p", &rec(seq)).unwrap();
+    }
+    match j.progress("p").unwrap() {
+        Some(p) => assert_eq!((p.skipped_runs, p.last.checked_through_seq), (3, 7)),
+        None => assert!(!required, "the progress watermark is not kept"),
     }
     assert_eq!(j.read_events("p", 0).unwrap(), Vec::new());
 }
