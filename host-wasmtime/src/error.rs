@@ -93,6 +93,7 @@ impl HostError {
 /// The host's result type.
 pub type Result<T> = std::result::Result<T, HostError>;
 
+#[cfg(feature = "sqlite")]
 impl From<rusqlite::Error> for HostError {
     fn from(e: rusqlite::Error) -> HostError {
         HostError::Storage(format!("sqlite: {e}"))

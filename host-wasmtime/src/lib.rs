@@ -12,7 +12,14 @@
 //! - [`driver`]: resolve → plan → persist packet → model → settle → append;
 //! - [`builder`]: a driver configured in one expression, on the token
 //!   defaults, its declaration checked when built;
-//! - [`serve`]: `foldline serve`, the owner-scoped HTTP API over the driver.
+//! - `serve` (feature `serve`): `foldline serve`, the owner-scoped HTTP API
+//!   over the driver, as a router an axum app can mount.
+//!
+//! Features: `sqlite` (the SQLite journal), `postgres` (the PostgreSQL
+//! journal), `openai` (the OpenAI-compatible model), `serve` (the server;
+//! needs `sqlite`) and `cli` (the `foldline` program; all of them, the
+//! default). With `default-features = false` the crate is the driver, the
+//! runtime, the offline models and the journal trait with its contract suite.
 //!
 //! ```no_run
 //! use foldline_wasmtime::{runtime::Foldline, journal::SqliteJournal, model::Extractive, driver::Driver};
@@ -37,6 +44,7 @@ pub mod import;
 pub mod journal;
 pub mod model;
 pub mod runtime;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod settings;
 pub mod summarizer;

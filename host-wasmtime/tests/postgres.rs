@@ -120,9 +120,11 @@ fn a_paused_replica_stalls_no_other() {
     let j = PgJournal::open(&url).unwrap();
     j.append("x", &demo_events("x", 2)).unwrap();
     j.append("y", &demo_events("y", 2)).unwrap();
-    // The paused replica: a connection of the journal's own pool (same
-    // session settings) that locks x's head and then does nothing.
-    let mut paused = j.pool().get().unwrap();
+    // The paused replica: a connection with the journal's own session
+    // settings that locks x's head and then does nothing.
+    let mut config: postgres::Config = url.parse().unwrap();
+    config.options(foldline_wasmtime::journal::postgres::SESSION_OPTIONS);
+    let mut paused = config.connect(postgres::NoTls).unwrap();
     let mut tx = paused.transaction().unwrap();
     tx.query(
         "SELECT seq FROM foldline_heads WHERE conversation = 'x' FOR UPDATE",

@@ -23,7 +23,7 @@ use crate::error::{HostError, Result};
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 
 /// A pool of connections to one database.
-pub type PgPool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+pub(crate) type PgPool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
 
 /// The journal on PostgreSQL.
 pub struct PgJournal {
@@ -99,7 +99,7 @@ fn applied(c: &mut postgres::Client, version: &str) -> Result<bool> {
 ///
 /// # Errors
 /// `journal` when the database cannot be reached or the schema not applied.
-pub fn connect(url: &str) -> Result<PgPool> {
+pub(crate) fn connect(url: &str) -> Result<PgPool> {
     let mut config: postgres::Config = url
         .parse()
         .map_err(|e| HostError::Input(format!("{url}: not a postgres URL: {e}")))?;
@@ -164,16 +164,6 @@ impl PgJournal {
         Ok(PgJournal {
             pool: connect(url)?,
         })
-    }
-
-    /// The journal over an existing pool.
-    pub fn with_pool(pool: PgPool) -> PgJournal {
-        PgJournal { pool }
-    }
-
-    /// The pool (the server keeps its tables in the same database).
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
     }
 
     fn conn(&self) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>> {

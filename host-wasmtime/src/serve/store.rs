@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use rusqlite::types::ValueRef;
 
 use crate::error::{HostError, Result};
+#[cfg(feature = "postgres")]
 use crate::journal::postgres::PgPool;
 use foldline_core::member::seams::{Pass, PassTool};
 use foldline_core::member::settings::Preferences;
@@ -37,6 +38,11 @@ impl Location {
         }
     }
 }
+
+/// The refusal of a database URL by a build without PostgreSQL.
+#[cfg(not(feature = "postgres"))]
+pub(crate) const NO_POSTGRES: &str =
+    "a postgres:// journal needs foldline-wasmtime's `postgres` feature, which this build leaves out";
 
 /// A manual task's pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +87,7 @@ fn t(s: &str) -> Val {
 
 enum Backend {
     Sqlite(Mutex<rusqlite::Connection>),
+    #[cfg(feature = "postgres")]
     Postgres(PgPool),
 }
 
@@ -119,11 +126,14 @@ impl Store {
         Ok(Store {
             db: match at {
                 Location::Sqlite(p) => {
-                    Backend::Sqlite(crate::journal::open_with(p, SQLITE_SCHEMA)?)
+                    Backend::Sqlite(crate::journal::sqlite::open_with(p, SQLITE_SCHEMA)?)
                 }
+                #[cfg(feature = "postgres")]
                 Location::Postgres(url) => {
                     Backend::Postgres(crate::journal::postgres::connect(url)?)
                 }
+                #[cfg(not(feature = "postgres"))]
+                Location::Postgres(_) => return Err(HostError::Input(NO_POSTGRES.to_owned())),
             },
         })
     }
@@ -137,6 +147,7 @@ impl Store {
                     .execute(&sql.replace('$', "?"), rusqlite::params_from_iter(p.iter()))?;
                 Ok(n as u64)
             }
+            #[cfg(feature = "postgres")]
             Backend::Postgres(pool) => with_pg(pool, params, |c, p| Ok(c.execute(sql, p)?)),
         }
     }
@@ -162,6 +173,7 @@ impl Store {
                 })?;
                 Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
             }
+            #[cfg(feature = "postgres")]
             Backend::Postgres(pool) => with_pg(pool, params, |c, p| {
                 Ok(c.query(sql, p)?
                     .iter()
@@ -544,6 +556,7 @@ fn sqlite_param(v: &Val) -> Box<dyn rusqlite::ToSql> {
 }
 
 /// Run `f` on a pooled Postgres connection with `params` bound.
+#[cfg(feature = "postgres")]
 fn with_pg<T>(
     pool: &PgPool,
     params: &[Val],

@@ -1,14 +1,17 @@
 //! Models: the trait, the deterministic offline extractive summarizer (the
 //! default, so everything runs without a network) and an OpenAI-compatible
-//! chat-completions adapter (OpenAI, Ollama, vLLM, llama.cpp).
-
-use std::io::{BufRead, BufReader};
-use std::time::Duration;
+//! chat-completions adapter (OpenAI, Ollama, vLLM, llama.cpp; feature
+//! `openai`).
 
 use foldline_core::boundary::Usage;
 use foldline_core::packet::{CompactorRole, Packet};
 
 pub use crate::deadline::{with_deadline, Deadline};
+
+#[cfg(feature = "openai")]
+mod openai;
+#[cfg(feature = "openai")]
+pub use openai::{OpenAiModel, OpenAiOptions};
 
 /// One chunk of a summary stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,209 +247,6 @@ impl Model for Extractive {
             EXTRACTIVE_MODEL,
             packet,
         ))
-    }
-}
-
-/// Options of the OpenAI-compatible adapter.
-#[derive(Debug, Clone)]
-pub struct OpenAiOptions {
-    /// Base URL up to `/v1`.
-    pub base_url: String,
-    /// Model name.
-    pub model: String,
-    /// Bearer key (`FOLDLINE_API_KEY` or `OPENAI_API_KEY` when not given).
-    pub api_key: Option<String>,
-    /// Request timeout.
-    pub timeout: Duration,
-}
-
-impl OpenAiOptions {
-    /// Options with the key from the environment when not given.
-    pub fn new(
-        base_url: impl Into<String>,
-        model: impl Into<String>,
-        api_key: Option<String>,
-    ) -> Self {
-        OpenAiOptions {
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: api_key
-                .or_else(|| std::env::var("FOLDLINE_API_KEY").ok())
-                .or_else(|| std::env::var("OPENAI_API_KEY").ok()),
-            timeout: Duration::from_secs(120),
-        }
-    }
-}
-
-/// Chat completions over HTTP with server-sent-event streaming.
-pub struct OpenAiModel {
-    o: OpenAiOptions,
-    agent: ureq::Agent,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct Completion {
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    choices: Vec<Choice>,
-    #[serde(default)]
-    usage: Option<ApiUsage>,
-}
-#[derive(serde::Deserialize, Default)]
-struct Choice {
-    #[serde(default)]
-    message: Option<Content>,
-    #[serde(default)]
-    delta: Option<Content>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-#[derive(serde::Deserialize, Default)]
-struct Content {
-    #[serde(default)]
-    content: Option<String>,
-}
-#[derive(serde::Deserialize, Default, Clone, Copy)]
-struct ApiUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-}
-
-impl OpenAiModel {
-    /// A new adapter.
-    pub fn new(o: OpenAiOptions) -> Self {
-        let agent = ureq::AgentBuilder::new().timeout(o.timeout).build();
-        OpenAiModel { o, agent }
-    }
-
-    fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, ModelError> {
-        let messages: Vec<serde_json::Value> = packet
-            .messages
-            .iter()
-            .map(|m| {
-                let role = match m.role {
-                    CompactorRole::System => "system",
-                    CompactorRole::User => "user",
-                };
-                serde_json::json!({"role": role, "content": m.content})
-            })
-            .collect();
-        let mut body = serde_json::json!({
-            "model": self.o.model,
-            "messages": messages,
-            "max_tokens": packet.bounds.max_tokens,
-            "stream": stream,
-        });
-        if stream {
-            body["stream_options"] = serde_json::json!({"include_usage": true});
-        }
-        let url = format!("{}/chat/completions", self.o.base_url.trim_end_matches('/'));
-        let mut req = self
-            .agent
-            .post(&url)
-            .set("content-type", "application/json");
-        if let Some(k) = &self.o.api_key {
-            req = req.set("authorization", &format!("Bearer {k}"));
-        }
-        req.send_string(&body.to_string()).map_err(|e| match e {
-            ureq::Error::Status(code, r) => {
-                let text = r.into_string().unwrap_or_default();
-                ModelError::from_status(code, &text.chars().take(300).collect::<String>())
-            }
-            other => {
-                let detail = format!("transport: {other}");
-                if detail.contains("timed out") {
-                    ModelError::new(foldline_core::stream::FailureKind::Timeout, detail)
-                } else {
-                    ModelError::from(detail)
-                }
-            }
-        })
-    }
-
-    fn usage(u: Option<ApiUsage>) -> Usage {
-        let u = u.unwrap_or_default();
-        Usage {
-            input_tokens: u.prompt_tokens,
-            output_tokens: u.completion_tokens,
-        }
-    }
-}
-
-impl Model for OpenAiModel {
-    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
-        let resp = self.post(packet, true)?;
-        let reader = BufReader::new(resp.into_reader());
-        let mut model = self.o.model.clone();
-        let mut usage = None;
-        let mut finish = String::new();
-        for line in reader.lines() {
-            let line = line.map_err(|e| {
-                let kind = if e.kind() == std::io::ErrorKind::TimedOut
-                    || e.kind() == std::io::ErrorKind::WouldBlock
-                {
-                    foldline_core::stream::FailureKind::Timeout
-                } else {
-                    foldline_core::stream::FailureKind::Other
-                };
-                ModelError::new(kind, format!("stream dropped: {e}"))
-            })?;
-            let Some(data) = line.trim().strip_prefix("data:") else {
-                continue;
-            };
-            let data = data.trim();
-            if data == "[DONE]" {
-                sink(StreamChunk::Done(Evidence {
-                    model_id: model,
-                    usage: Self::usage(usage),
-                    finish_reason: finish,
-                }));
-                return Ok(());
-            }
-            let c: Completion = serde_json::from_str(data)
-                .map_err(|e| ModelError::from(format!("bad stream chunk: {e}")))?;
-            if let Some(m) = c.model {
-                model = m;
-            }
-            if c.usage.is_some() {
-                usage = c.usage;
-            }
-            if let Some(choice) = c.choices.first() {
-                if let Some(f) = &choice.finish_reason {
-                    finish = f.clone();
-                }
-                if let Some(t) = choice.delta.as_ref().and_then(|d| d.content.clone()) {
-                    if !t.is_empty() {
-                        sink(StreamChunk::Delta(t));
-                    }
-                }
-            }
-        }
-        Err("stream dropped: ended without [DONE]".into())
-    }
-
-    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
-        let resp = self.post(packet, false)?;
-        let c: Completion = resp
-            .into_json()
-            .map_err(|e| ModelError::from(format!("bad response: {e}")))?;
-        let choice = c.choices.first();
-        Ok(ModelResult {
-            text: choice
-                .and_then(|ch| ch.message.as_ref())
-                .and_then(|m| m.content.clone())
-                .unwrap_or_default(),
-            evidence: Evidence {
-                model_id: c.model.unwrap_or_else(|| self.o.model.clone()),
-                usage: Self::usage(c.usage),
-                finish_reason: choice
-                    .and_then(|ch| ch.finish_reason.clone())
-                    .unwrap_or_default(),
-            },
-        })
     }
 }
 
