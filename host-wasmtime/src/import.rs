@@ -79,31 +79,61 @@ fn parse_items(text: &str, route: &Route, after_seq: u64, events_too: bool) -> R
     Ok(events)
 }
 
-fn text_of(place: &str, content: &Value) -> Result<String> {
-    match content {
-        Value::Null => Ok(String::new()),
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(parts) => {
-            let mut out = Vec::new();
-            for p in parts {
-                match (
-                    p.get("type").and_then(Value::as_str),
-                    p.get("text").and_then(Value::as_str),
-                ) {
-                    (Some("text"), Some(t)) => out.push(t.to_owned()),
-                    _ => {
-                        return Err(HostError::Input(format!(
-                            "{place}: only text content parts can be imported"
-                        )))
-                    }
-                }
-            }
-            Ok(out.join("\n"))
-        }
-        _ => Err(HostError::Input(format!(
-            "{place}: content must be a string or an array of text parts"
-        ))),
+/// A file, image or audio part's place in a journal of text: a text part
+/// `[file <kind> <name>]`, so the model still knows one was there
+/// (docs/formats.md; `fileMark` in js/src/convert.ts).
+fn file_mark(kind: &str, name: Option<&str>) -> String {
+    match name.filter(|n| !n.is_empty()) {
+        Some(n) => format!("[file {kind} {n}]"),
+        None => format!("[file {kind}]"),
     }
+}
+
+/// OpenAI `content`: absent, `null`, a string, or an array of content parts
+/// (`text`; `refusal` from the assistant; `image_url`, `input_audio` and
+/// `file`, which leave a [`file_mark`]). The text parts joined with a
+/// newline, and the marks.
+fn content_of(place: &str, content: &Value, role: Role) -> Result<(String, Vec<String>)> {
+    let parts = match content {
+        Value::Null => return Ok((String::new(), Vec::new())),
+        Value::String(s) => return Ok((s.clone(), Vec::new())),
+        Value::Array(parts) => parts,
+        _ => {
+            return Err(HostError::Input(format!(
+                "{place}: content must be a string or an array of content parts"
+            )))
+        }
+    };
+    let (mut texts, mut files) = (Vec::new(), Vec::new());
+    for (k, p) in parts.iter().enumerate() {
+        let at = format!("{place}: content[{k}]");
+        if !p.is_object() {
+            return Err(HostError::Input(format!(
+                "{at}: a content part is an object"
+            )));
+        }
+        match p.get("type").and_then(Value::as_str) {
+            Some("text") => texts.push(opt_str(&at, p, "text")?.unwrap_or_default().to_owned()),
+            Some("refusal") if role == Role::Assistant => {
+                texts.push(opt_str(&at, p, "refusal")?.unwrap_or_default().to_owned())
+            }
+            Some("image_url") => files.push(file_mark("image", None)),
+            Some("input_audio") => files.push(file_mark("audio", None)),
+            Some("file") => files.push(file_mark(
+                "file",
+                p.get("file")
+                    .and_then(|f| f.get("filename"))
+                    .and_then(Value::as_str),
+            )),
+            _ => {
+                return Err(HostError::Input(format!(
+                    "{at}: unsupported content part {}",
+                    p.get("type").unwrap_or(&Value::Null)
+                )))
+            }
+        }
+    }
+    Ok((texts.join("\n"), files))
 }
 
 /// An optional string field: absent or `null`, or a string (any other type
@@ -136,7 +166,10 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
     let mut out = Vec::with_capacity(calls.len());
     for (i, c) in calls.iter().enumerate() {
         let at = format!("{place}: tool_calls[{i}]");
-        let id = opt_str(&at, c, "id")?.filter(|s| !s.is_empty());
+        let id = c
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
         // A function call `{"function": {"name", "arguments"}}`, or a custom
         // tool call `{"type": "custom", "custom": {"name", "input"}}`.
         let custom = c.get("type").and_then(Value::as_str) == Some("custom");
@@ -148,18 +181,29 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
         let f = c.get(key).filter(|f| f.is_object());
         let (Some(id), Some(f)) = (id, f) else {
             return Err(HostError::Input(format!(
-                "{at} needs an id and a {key} {{\"name\", \"{input}\"}}"
+                "{at}: needs an id and a {key} {{\"name\", \"{input}\"}}"
             )));
         };
-        let name = opt_str(&at, f, "name")?
+        let name = f
+            .get("name")
+            .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {
                 HostError::Input(format!("{at}: {key}.name must be a non-empty string"))
             })?;
+        let arguments = match f.get(input) {
+            None | Some(Value::Null) => default.to_owned(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => {
+                return Err(HostError::Input(format!(
+                    "{at}: {key}.{input} must be a string"
+                )))
+            }
+        };
         out.push(Part::ToolCall {
             call_id: id.to_owned(),
             name: name.to_owned(),
-            arguments: opt_str(&at, f, input)?.unwrap_or(default).to_owned(),
+            arguments,
             custom,
         });
     }
@@ -167,35 +211,58 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
 }
 
 fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
-    let name = opt_str(place, v, "name")?;
+    let refuse = |why: &str| HostError::Input(format!("{place}: {why}"));
     let role = match v.get("role").and_then(Value::as_str) {
         Some("system") => Role::System,
         Some("developer") => Role::Developer,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
         Some("tool") => Role::Tool,
-        Some(other) => return Err(HostError::Input(format!("{place}: unknown role {other:?}"))),
-        None => return Err(HostError::Input(format!("{place}: a message needs a role"))),
+        Some("function") => return Err(refuse(
+            "the deprecated \"function\" role is not imported; send tool calls and \"tool\" messages",
+        )),
+        Some(other) => return Err(refuse(&format!("unknown role {other:?}"))),
+        None => return Err(refuse("a message needs a role")),
     };
-    let text = text_of(place, v.get("content").unwrap_or(&Value::Null))?;
+    let name = opt_str(place, v, "name")?;
+    let present = |field: &str| !matches!(v.get(field), None | Some(Value::Null));
+    if present("function_call") {
+        return Err(refuse(
+            "the deprecated function_call is not imported; send tool_calls",
+        ));
+    }
+    if role != Role::Assistant && present("tool_calls") {
+        return Err(refuse("only an assistant message carries tool_calls"));
+    }
     let mut parts = Vec::new();
     if role == Role::Tool {
         let call_id = opt_str(place, v, "tool_call_id")?
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                HostError::Input(format!("{place}: a tool message needs tool_call_id"))
-            })?;
+            .ok_or_else(|| refuse("a tool message needs tool_call_id"))?;
+        let (text, files) = content_of(place, v.get("content").unwrap_or(&Value::Null), role)?;
+        let content = std::iter::once(text)
+            .filter(|t| !t.is_empty())
+            .chain(files)
+            .collect::<Vec<_>>()
+            .join("\n");
         parts.push(Part::ToolResult {
             call_id: call_id.to_owned(),
             name: name.unwrap_or_default().to_owned(),
-            content: text,
+            content,
             is_error: false,
         });
     } else {
+        let (text, files) = content_of(place, v.get("content").unwrap_or(&Value::Null), role)?;
         if !text.is_empty() {
             parts.push(Part::Text { text });
         }
-        parts.extend(tool_calls(place, v)?);
+        parts.extend(files.into_iter().map(|text| Part::Text { text }));
+        if role == Role::Assistant {
+            if let Some(r) = opt_str(place, v, "refusal")?.filter(|r| !r.is_empty()) {
+                parts.push(Part::Text { text: r.to_owned() });
+            }
+            parts.extend(tool_calls(place, v)?);
+        }
     }
     Ok(Message {
         conversation: route.conversation.clone(),

@@ -1547,3 +1547,51 @@ fn a_warm_candidate_is_prepared_under_its_own_900_second_lease() {
     assert!(d.prepare_warm("c").unwrap());
     assert_eq!(*seen.lock().unwrap(), [(true, true)]);
 }
+
+/// OpenAI chat messages come in as the shared cases say
+/// (`tests/import/openai.json`, which the JS package's converter runs too):
+/// each part kind to its journal part, files, images and audio as a
+/// `[file …]` placeholder, refusals kept as text, every fault refused with
+/// the same words, naming the item and part.
+#[test]
+fn openai_messages_import_as_the_shared_cases_say() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/import/openai.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let route = foldline_core::turn::Route {
+        conversation: "c".into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 30);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let text = case["messages"].to_string();
+        match foldline_wasmtime::import::parse_messages(&text, &route, 0) {
+            Ok(events) => {
+                let drafts: Vec<serde_json::Value> = events
+                    .iter()
+                    .map(|e| {
+                        let foldline_core::event::Event::Message(m) = e else {
+                            panic!("{name}: not a message")
+                        };
+                        let mut d = serde_json::json!({"role": m.role, "parts": m.parts});
+                        if let Some(a) = &m.author_agent {
+                            d["authorAgent"] = a.as_str().into();
+                        }
+                        d
+                    })
+                    .collect();
+                assert_eq!(serde_json::Value::from(drafts), case["drafts"], "{name}");
+            }
+            Err(e) => {
+                assert_eq!(e.code(), "invalid_input", "{name}");
+                let refused = case["refused"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{name}: refused: {e}"));
+                assert_eq!(e.to_string(), format!("invalid_input: {refused}"), "{name}");
+            }
+        }
+    }
+}

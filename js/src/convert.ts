@@ -141,7 +141,7 @@ function openAiText(place: string, content: unknown, role: Role): Part[] {
     else if (p.type === "image_url") files.push(fileMark("image", undefined));
     else if (p.type === "input_audio") files.push(fileMark("audio", undefined));
     else if (p.type === "file") files.push(fileMark("file", isObject(p.file) ? p.file.filename : undefined));
-    else refuse(at, `unsupported content part ${JSON.stringify(p.type)}`);
+    else refuse(at, `unsupported content part ${JSON.stringify(p.type ?? null)}`);
   });
   const text = texts.join("\n");
   return [...(text ? [{ type: "text" as const, text }] : []), ...files];
@@ -152,40 +152,43 @@ function openAiCalls(place: string, calls: unknown): Part[] {
   if (!Array.isArray(calls)) refuse(place, "tool_calls must be an array of tool calls");
   return calls.map((c: unknown, k): Part => {
     const at = `${place}: tool_calls[${k}]`;
-    if (!isObject(c) || typeof c.id !== "string" || c.id === "") refuse(at, 'needs an id and a function {"name", "arguments"}');
-    if (c.type === "custom") {
-      if (!isObject(c.custom)) refuse(at, 'needs an id and a custom {"name", "input"}');
-      const name = str(at, c.custom, "name") as string;
-      return { type: "toolCall", callId: c.id, name, arguments: str(at, c.custom, "input", false) ?? "", custom: true };
-    }
-    if (!isObject(c.function)) refuse(at, 'needs an id and a function {"name", "arguments"}');
-    const name = str(`${at}: function`, c.function, "name") as string;
-    return { type: "toolCall", callId: c.id, name, arguments: str(`${at}: function`, c.function, "arguments", false) ?? "{}" };
+    const custom = isObject(c) && c.type === "custom";
+    const [key, input, fallback] = custom ? ["custom", "input", ""] : ["function", "arguments", "{}"];
+    const f = isObject(c) ? c[key] : undefined;
+    if (!isObject(c) || typeof c.id !== "string" || c.id === "" || !isObject(f)) return refuse(at, `needs an id and a ${key} {"name", "${input}"}`);
+    if (typeof f.name !== "string" || f.name === "") refuse(at, `${key}.name must be a non-empty string`);
+    if (f[input] != null && typeof f[input] !== "string") refuse(at, `${key}.${input} must be a string`);
+    const args = typeof f[input] === "string" ? (f[input] as string) : fallback;
+    return { type: "toolCall", callId: c.id, name: f.name as string, arguments: args, ...(custom ? { custom: true } : {}) };
   });
 }
 
 function openAiDrafts(messages: readonly unknown[]): Draft[] {
   return messages.map((raw, i) => {
     const place = `item ${i + 1}`;
-    if (!isObject(raw)) refuse(place, "a message is an object");
+    if (!isObject(raw)) refuse(place, "a message is a JSON object");
     const m = raw;
-    if ("type" in m) refuse(place, "send OpenAI-style messages; foldline events are written by foldline");
+    if ("type" in m) refuse(place, 'raw foldline events are not accepted here; send OpenAI-style messages ({"role", "content"}): the server numbers turns and writes every other event itself');
     if (typeof m.role !== "string") refuse(place, "a message needs a role");
     if (m.role === "function") refuse(place, 'the deprecated "function" role is not imported; send tool calls and "tool" messages');
     if (!ROLES.has(m.role as Role)) refuse(place, `unknown role ${JSON.stringify(m.role)}`);
     const role = m.role as Role;
     if (m.name != null && typeof m.name !== "string") refuse(place, "name must be a string");
+    if (m.function_call != null) refuse(place, "the deprecated function_call is not imported; send tool_calls");
+    if (role !== "assistant" && m.tool_calls != null) refuse(place, "only an assistant message carries tool_calls");
     if (role === "tool") {
-      const callId = str(place, m, "tool_call_id");
-      if (!callId) refuse(place, "a tool message needs tool_call_id");
+      if (m.tool_call_id != null && typeof m.tool_call_id !== "string") refuse(place, "tool_call_id must be a string");
+      const callId = m.tool_call_id;
+      if (typeof callId !== "string" || callId === "") return refuse(place, "a tool message needs tool_call_id");
       const content = openAiText(place, m.content, role).map((p) => (p.type === "text" ? p.text : "")).join("\n");
       return { role, parts: [{ type: "toolResult", callId, name: typeof m.name === "string" ? m.name : "", content, isError: false }] };
     }
     const parts = openAiText(place, m.content, role);
-    if (m.function_call != null) refuse(place, "the deprecated function_call is not imported; send tool_calls");
-    if (role === "assistant" && typeof m.refusal === "string" && m.refusal) parts.push({ type: "text", text: m.refusal });
-    if (role === "assistant") parts.push(...openAiCalls(place, m.tool_calls));
-    else if (m.tool_calls != null) refuse(place, "only an assistant message carries tool_calls");
+    if (role === "assistant") {
+      if (m.refusal != null && typeof m.refusal !== "string") refuse(place, "refusal must be a string");
+      if (typeof m.refusal === "string" && m.refusal) parts.push({ type: "text", text: m.refusal });
+      parts.push(...openAiCalls(place, m.tool_calls));
+    }
     return { role, parts, ...(role === "assistant" && typeof m.name === "string" ? { authorAgent: m.name } : {}) };
   });
 }

@@ -467,3 +467,27 @@ test("skipped runs advance a progress watermark, never the journal", async () =>
   assert.deepEqual(types.filter((t) => t !== "message"), ["frontier"]);
   assert.equal(types.length, 9);
 });
+
+// The shared cases of OpenAI messages coming in (tests/import/openai.json),
+// which the Rust host's importer runs too: the same parts, the same
+// placeholders for files, the same refusals word for word.
+test("OpenAI messages import as the shared cases say, as in the Rust host", async () => {
+  const doc = JSON.parse(await readFile(new URL("../../tests/import/openai.json", import.meta.url), "utf8"));
+  assert.ok(doc.cases.length >= 30);
+  for (const c of doc.cases) {
+    let events;
+    try {
+      events = f.fromOpenAiMessages(c.messages, { conversation: "c" });
+    } catch (e) {
+      assert.ok(c.refused, `${c.name}: refused: ${e.message}`);
+      assert.equal(e.code, "invalid_request", c.name);
+      assert.equal(e.message.replace(/^invalid_request: /, ""), c.refused, c.name);
+      continue;
+    }
+    assert.equal(c.refused, undefined, `${c.name}: accepted`);
+    // The journal's canonical form: `isError` and `custom` only when true.
+    const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)));
+    const drafts = events.map((e) => ({ role: e.role, ...(e.authorAgent ? { authorAgent: e.authorAgent } : {}), parts: e.parts.map(canonical) }));
+    assert.deepEqual(drafts, c.drafts, c.name);
+  }
+});
