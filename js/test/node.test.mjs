@@ -491,3 +491,38 @@ test("OpenAI messages import as the shared cases say, as in the Rust host", asyn
     assert.deepEqual(drafts, c.drafts, c.name);
   }
 });
+
+// Files, images and documents have no place in a journal of text: each
+// format leaves the same `[file <media type> <name>]` placeholder
+// (docs/formats.md), and the context sent back carries it in the place the
+// file was, so the model knows one was there.
+test("files and images leave a [file …] placeholder in every format", async () => {
+  const anthropic = f.fromAnthropicMessages([
+    { role: "user", content: [
+      { type: "text", text: "Compare these." },
+      { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } },
+      { type: "document", source: { type: "base64", media_type: "application/pdf", data: "AAAA" }, title: "q3.pdf" },
+    ] },
+    { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "chart", input: {} }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: [{ type: "text", text: "drawn:" }, { type: "image", source: { type: "url", url: "https://x/y.png" } }] }] },
+  ], { conversation: "c" });
+  assert.deepEqual(anthropic[0].parts, [
+    { type: "text", text: "Compare these." },
+    { type: "text", text: "[file image/png]" },
+    { type: "text", text: "[file application/pdf q3.pdf]" },
+  ]);
+  assert.equal(anthropic[2].parts[0].content, "drawn:\n[file image]");
+  const aiSdk = f.fromAiSdkMessages([
+    { role: "user", content: [
+      { type: "text", text: "What is in it?" },
+      { type: "image", image: new URL("https://x/cat.jpg"), mediaType: "image/jpeg" },
+      { type: "file", data: "AAAA", mediaType: "text/csv", filename: "sales.csv" },
+    ] },
+  ], { conversation: "c" });
+  assert.deepEqual(aiSdk[0].parts.map((p) => p.text), ["What is in it?", "[file image/jpeg]", "[file text/csv sales.csv]"]);
+  // The placeholder reaches the model in each output format.
+  for (const format of ["openai", "anthropic", "aiSdk"]) {
+    const sel = f.select({ declaration, route: { conversation: "c", chat: "", sender: "" }, events: aiSdk, format });
+    assert.ok(JSON.stringify(sel.messages).includes("[file text/csv sales.csv]"), format);
+  }
+});
