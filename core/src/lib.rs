@@ -32,6 +32,7 @@ mod render;
 
 pub mod canonical;
 pub mod decode;
+pub mod defaults;
 pub mod error;
 mod order;
 

@@ -3,13 +3,17 @@
 //! The server host of foldline. It runs the very `.wasm` the npm package
 //! ships (embedded in this crate, or loaded from a file) under wasmtime, with
 //! every call bounded by fuel and a memory limit, and offers the same driver
-//! as the JS package over a [`Journal`] and a [`Model`]:
+//! as the JS package over a [`Journal`](journal::Journal) and a
+//! [`Model`](model::Model):
 //!
 //! - [`runtime`]: load, check the ABI version, report the SHA-256, call;
-//! - [`journal`]: the journal trait and the embedded SQLite journal;
+//! - [`journal`]: the journal trait, its contract suite, the SQLite journal
+//!   (one file) and the PostgreSQL journal (any number of replicas);
 //! - [`model`]: the model trait, the offline extractive summarizer and the
 //!   OpenAI-compatible adapter;
-//! - [`driver`]: resolve → plan → persist packet → model → settle → append;
+//! - [`driver`]: carries out the effects the core's `step` answers (read,
+//!   store the packet, call the model, append) under a writer lease, and
+//!   renders the context and the timeline;
 //! - [`builder`]: a driver configured in one expression, on the token
 //!   defaults, its declaration checked when built;
 //! - `serve` (feature `serve`): `foldline serve`, the owner-scoped HTTP API
@@ -37,7 +41,6 @@
 #![deny(missing_docs)]
 
 pub mod builder;
-pub mod deadline;
 pub mod driver;
 pub mod error;
 pub mod import;
@@ -48,5 +51,6 @@ pub mod runtime;
 pub mod serve;
 pub mod settings;
 pub mod summarizer;
+mod sync;
 
 pub use error::{HostError, Result};

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use foldline_core::declaration::Declaration;
+use foldline_core::defaults;
 use foldline_core::format::Format;
 use foldline_core::member::seams::MemberInput;
 use foldline_core::member::settings::{Availability, Preferences};
@@ -183,20 +184,20 @@ struct Serve {
     #[arg(long, default_value = "local")]
     replica: String,
     /// Largest request body, in bytes.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = defaults::BODY_LIMIT_BYTES as usize)]
     body_limit: usize,
     /// Longest a request may take, in seconds (task event streams excepted).
     #[arg(long, default_value_t = 30)]
     request_timeout: u64,
     /// Manual compactions a member may start per minute.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = defaults::CONDENSE_PER_MINUTE as u32)]
     condense_per_minute: u32,
     /// How long an answer holds the session unless given back, in seconds.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = defaults::ANSWER_LEASE_MS / 1000)]
     answer_lease: u64,
     /// The writer lease's time to live, in milliseconds (renewed while a
     /// model call runs; a stopped replica's lease lapses after it).
-    #[arg(long, default_value_t = 120_000)]
+    #[arg(long, default_value_t = defaults::LEASE_MS)]
     lease_ms: u64,
     /// Also serve the reference chat page at `/` (sign in with
     /// `/#token=<token>&conversation=<id>`).

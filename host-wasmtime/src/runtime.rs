@@ -22,6 +22,7 @@ use wasmtime::{
 };
 
 use crate::error::{HostError, Result};
+use crate::sync::lock;
 
 /// The `.wasm` the npm package ships, embedded at build time
 /// (`host-wasmtime/foldline_bg.wasm` links to `js/pkg/foldline_bg.wasm`, so
@@ -135,7 +136,7 @@ impl Holding {
 
 /// Linear memory past which the instance a call ran in is dropped instead of
 /// kept for the next call (the same bound as the JS package's).
-pub const MEMORY_RESET_BYTES: usize = 16 * 1024 * 1024;
+pub const MEMORY_RESET_BYTES: usize = foldline_core::defaults::MEMORY_RESET_BYTES as usize;
 
 /// A loaded, version-checked foldline module.
 pub struct Foldline {
@@ -161,7 +162,7 @@ static COMPILED: Mutex<BTreeMap<String, (Engine, InstancePre<State>)>> =
 
 /// The engine and instantiable module of `bytes`, compiled once per process.
 fn compiled(sha256: &str, bytes: &[u8]) -> Result<(Engine, InstancePre<State>)> {
-    let mut cache = COMPILED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cache = lock(&COMPILED);
     if let Some((engine, pre)) = cache.get(sha256) {
         return Ok((engine.clone(), pre.clone()));
     }
@@ -412,7 +413,7 @@ impl Foldline {
     /// # Errors
     /// A trap of the instance.
     pub fn release(&self, h: &mut Holding) -> Result<()> {
-        let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = lock(&self.warm);
         if let Some(w) = slot.as_mut() {
             if h.id != 0 && h.generation == w.generation {
                 if let Some((_, forget)) = w.held.clone() {
@@ -432,7 +433,7 @@ impl Foldline {
     /// shrinks, so an instance that one huge request grew is dropped rather
     /// than kept for the process's life.
     fn with_instance<T>(&self, work: impl FnOnce(&Self, &mut Warm) -> Result<T>) -> Result<T> {
-        let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = lock(&self.warm);
         let mut w = match slot.take() {
             Some(w) => w,
             None => self.fresh()?,
@@ -450,7 +451,7 @@ impl Foldline {
     /// Bytes of linear memory the instance kept for the next call holds
     /// (0 when none is kept); at most [`MEMORY_RESET_BYTES`].
     pub fn memory_bytes(&self) -> usize {
-        let slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = lock(&self.warm);
         slot.as_ref().map_or(0, |w| w.memory.data_size(&w.store))
     }
 

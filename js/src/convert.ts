@@ -13,7 +13,7 @@
 // Anything else unknown is refused (`invalid_request`), naming the caller's
 // item and part: nothing is half-converted or silently lost.
 
-import { FoldlineError } from "./core.js";
+import { FoldlineError } from "./error.js";
 import type { AiSdkRendered, Event, Part, Role } from "./types.js";
 
 /** An OpenAI chat-completions message: text (or text parts), function and custom tool calls, tool results. */

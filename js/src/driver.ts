@@ -13,7 +13,9 @@
 // compare-and-append at the position the plan was made from, fenced by the
 // writer lease's token, and the lease is renewed while a model call runs.
 
-import { timeline, validate, FoldlineError } from "./core.js";
+import { FoldlineError } from "./error.js";
+import { timeline, validate } from "./ops.js";
+import { LEASE_MS, MODEL_TIMEOUT_MS, WARM_LEASE_MS } from "./defaults.js";
 import { newSlot, rebuiltSlot, selectHeld, stepHeld, type Slot } from "./held.js";
 import type {
   Code, Declaration, Event, MessagesOf, Format, Packet, Part, PlanOutcome, PlanRequest, Resolution, Route, Selection, Timeline,
@@ -33,8 +35,9 @@ export interface CompactorOptions {
   route?: (conversationId: string) => Route;
   /** Owner of a conversation, for manual requests. */
   owner?: (conversationId: string) => string | undefined;
-  /** Writer-lease holder id and time to live (renewed while work runs). */
+  /** Writer-lease holder id (renewed while work runs). */
   holder?: string;
+  /** The writer lease's time to live, in milliseconds (default 120,000, as the Rust driver's: `LEASE_MS`). */
   leaseMs?: number;
   /** Deadline of one model call (default 120,000 ms); a hanging model cannot hold the lease forever. */
   modelTimeoutMs?: number;
@@ -285,7 +288,7 @@ function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery
 export function createCompactor(o: CompactorOptions): Compactor {
   const routeOf = o.route ?? ((id: string) => ({ conversation: id, chat: "", sender: "" }));
   const holder = o.holder ?? `js-${Math.random().toString(36).slice(2)}`;
-  const leaseMs = o.leaseMs ?? 60_000;
+  const leaseMs = o.leaseMs ?? LEASE_MS;
   const states = new Map<string, State>();
   // The declaration is checked when the compactor is built (once the core is
   // loaded): a rule it breaks throws `invalid_declaration` naming the rule
@@ -472,7 +475,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     options: { task?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean } = {},
   ): Promise<Finished> {
     const { task, onAccepted, endInterruptedOnly = false } = options;
-    const timeout = o.modelTimeoutMs ?? 120_000;
+    const timeout = o.modelTimeoutMs ?? MODEL_TIMEOUT_MS;
     let key = "";
     const fresh = async (): Promise<StepRequest> => {
       const v = await view(id, trigger);
@@ -569,10 +572,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
   async function prepareWarm(id: string, w: NonNullable<State["warm"]>): Promise<void> {
     const key = `${id}#warm`;
     try {
-      if ((await o.journal.acquireLease(key, holder, o.warmLeaseMs ?? 900_000)) === undefined) return;
+      if ((await o.journal.acquireLease(key, holder, o.warmLeaseMs ?? WARM_LEASE_MS)) === undefined) return;
       try {
         const at = { packet: w.packet, runId: "warm-check" };
-        const ms = o.modelTimeoutMs ?? 120_000;
+        const ms = o.modelTimeoutMs ?? MODEL_TIMEOUT_MS;
         let answer = await callModel(at, false, ms);
         // The one buffered replay of a stream that ended before any content.
         if (!answer.output && !answer.contentReceived && !answer.error) answer = await callModel(at, true, ms);

@@ -6,7 +6,9 @@
 
 import { createCompactor, type OnMessageResult } from "./driver.js";
 import { type OpenAiChatMessage } from "./convert.js";
-import { FoldlineError, settingsProjection } from "./core.js";
+import { FoldlineError } from "./error.js";
+import { settingsProjection } from "./ops.js";
+import { ANSWER_LEASE_MS, BODY_LIMIT_BYTES, CONDENSE_PER_MINUTE, POLL_MS } from "./defaults.js";
 import { MEMBER_NOTICE } from "./notice.js";
 import type { Journal } from "./journal/journal.js";
 import type { Model } from "./model/model.js";
@@ -157,8 +159,13 @@ class ApiError extends Error {
   }
 }
 
-/** The HTTP status of a stable code (the same table as the Rust server). */
-function statusOf(code: string): number {
+/**
+ * The HTTP status of a stable code, as both servers answer it (the table is
+ * tests/http/status.json; the Rust server's `status_of` is tested against it
+ * too): 4xx the caller's to mend, 409 try again later or another writer won,
+ * 422 the core refuses what the journal holds, 500 the server failed.
+ */
+export function httpStatusOf(code: string): number {
   switch (code) {
     case "unauthorized": return 401;
     case "not_owner": return 403;
@@ -167,8 +174,10 @@ function statusOf(code: string): number {
     case "timeout": return 408;
     case "method_not_allowed": return 405;
     case "rate_limited": return 429;
-    case "session_busy": case "nothing_to_fold": case "busy": case "conflict": case "fork": case "lease_lost": return 409;
+    case "session_busy": case "nothing_to_fold": case "busy": case "conflict": case "fork": case "lease_lost": case "shutting_down": return 409;
     case "invalid_input": case "invalid_request": case "wrong_route": case "conflicting_turn": return 400;
+    case "journal": case "io": case "trap": case "malformed_output": case "load_failed": case "unsupported_version":
+    case "fuel_exhausted": case "memory_limit": case "model": return 500;
     default: return 422;
   }
 }
@@ -184,7 +193,7 @@ function failure(e: unknown): Response {
       ...(e.retryAfter !== undefined ? { "retry-after": String(e.retryAfter) } : {}),
     });
   }
-  if (e instanceof FoldlineError) return json(statusOf(e.code), { error: { code: e.code, message: e.message } });
+  if (e instanceof FoldlineError) return json(httpStatusOf(e.code), { error: { code: e.code, message: e.message } });
   console.error("foldline handler:", e);
   return json(500, { error: { code: "internal", message: "the server failed; the details are in its log" } });
 }
@@ -239,10 +248,10 @@ export function createHandler(o: HandlerOptions): Handler {
     holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit,
     owner: (id) => ownerOf.get(id),
   });
-  const bodyLimit = o.bodyLimit ?? 1 << 20;
-  const perMinute = o.condensePerMinute ?? 6;
-  const answerLeaseMs = o.answerLeaseMs ?? 300_000;
-  const pollMs = o.pollMs ?? 250;
+  const bodyLimit = o.bodyLimit ?? BODY_LIMIT_BYTES;
+  const perMinute = o.condensePerMinute ?? CONDENSE_PER_MINUTE;
+  const answerLeaseMs = o.answerLeaseMs ?? ANSWER_LEASE_MS;
+  const pollMs = o.pollMs ?? POLL_MS;
   const checks = new Map<string, boolean>();
   const answers = new Map<string, { id: string; until: number; preferences: Preferences }>();
   const availability: Availability = o.compression ?? {};
@@ -371,7 +380,7 @@ export function createHandler(o: HandlerOptions): Handler {
     }
     if ("error" in f) throw f.error;
     const r = f.result;
-    if (r.status === "refused") throw new ApiError(statusOf(r.code), r.code, r.message);
+    if (r.status === "refused") throw new ApiError(httpStatusOf(r.code), r.code, r.message);
     if (r.status === "busy") throw new ApiError(409, "busy", "another writer is compacting this conversation; ask again in a moment");
     throw new ApiError(409, "nothing_to_fold", `no compaction was due (${r.status})`);
   }

@@ -3,6 +3,7 @@
 
 import initWasm, * as wasm from "../pkg/foldline.js";
 import { FoldlineError } from "./error.js";
+import { MEMORY_RESET_BYTES } from "./defaults.js";
 
 declare global {
   // So these types compile without the DOM lib (Node's own types lack the
@@ -53,7 +54,7 @@ export function core(): Core {
  * instance has lost: {@link generation} tells the driver to send them again),
  * so a fresh instance answers exactly as the old one.
  */
-export const MEMORY_RESET_BYTES = 16 * 1024 * 1024;
+export { MEMORY_RESET_BYTES };
 
 /** The core's exports as instantiated now (the glue answers them once loaded). */
 function exports(): { memory: { buffer: ArrayBuffer } } {

@@ -84,3 +84,16 @@ test("the chat client keeps a local copy and projects the timeline with the core
   });
   await Promise.allSettled(pending);
 });
+
+// Both servers answer each stable code with one status (tests/http/status.json;
+// the Rust server's status_of is tested against the same table).
+test("the HTTP status of every code is the shared table's", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const table = JSON.parse(await readFile(new URL("../../tests/http/status.json", import.meta.url), "utf8"));
+  const codes = Object.entries(table.codes);
+  if (codes.length < 40) throw new Error(`${codes.length} codes in the table`);
+  for (const [code, status] of codes) {
+    if (f.httpStatusOf(code) !== status) throw new Error(`${code}: ${f.httpStatusOf(code)}, the table says ${status}`);
+  }
+  if (f.httpStatusOf("a_code_nobody_knows") !== table.default) throw new Error("the default differs");
+});

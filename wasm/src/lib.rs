@@ -16,9 +16,9 @@
 //!
 //! | version | added |
 //! |---|---|
-//! | 1.0 | `foldline_abi_major`, `foldline_abi_minor`, `foldline_alloc`, `foldline_free`, `foldline_call` with entries `plan`, `validate`, `select`, `timeline`, `trimPrompt`, `compressToolResult`, `settings` |
-//!
+//! | 1.0 | `foldline_abi_major`, `foldline_abi_minor`, `foldline_alloc`, `foldline_free`, `foldline_call` with entries `plan`, `step`, `validate`, `select`, `timeline`, `trimPrompt`, `compressToolResult`, `settings` |
 //! | 1.1 | JS: `callHeld`, `forget` — events and chain state held between calls (`foldline_core::held`) |
+//! | 1.2 | raw ABI: `foldline_call_held`, `foldline_forget` — the same held events for the wasmtime host |
 //!
 //! A host checks the major version on load and refuses a module whose major
 //! differs; a minor bump only adds entries.

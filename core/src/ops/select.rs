@@ -285,8 +285,8 @@ pub(crate) fn select_from(
     ));
     let tail = &candidates[first_included..];
     if req.render {
-        crate::plan::require_content(&pinned, "be rendered")?;
-        crate::plan::require_content(tail, "be rendered (or ask with render: false)")?;
+        crate::turn::require_content(&pinned, "be rendered")?;
+        crate::turn::require_content(tail, "be rendered (or ask with render: false)")?;
     }
     sizes.tail = used;
     sizes.total = reserved + used;
@@ -341,7 +341,7 @@ fn check_inputs(req: &SelectRequest) -> Result<()> {
     if let Some((error, _)) = req.declaration.refusal() {
         return Err(error);
     }
-    crate::plan::check_route(&req.events, &req.route)?;
+    crate::event::check_route(&req.events, &req.route)?;
     if let Some(f) = &req.frontier {
         f.check()?;
     }

@@ -1,8 +1,9 @@
 //! `validate`: one entry point for everything that checks what others claim.
 //!
 //! A tagged request (`settle`, `resolve`, `declarations`, `stream`,
-//! `failure`, `events`) keeps the exported names to three: plan, validate,
-//! select.
+//! `failure`, `events`) keeps every check behind one entry point, beside
+//! the others (`plan`, `step`, `select`, `timeline` and the member tools
+//! `trimPrompt`, `compressToolResult`, `settings`; `core/src/ops/api.rs`).
 
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
@@ -112,7 +113,7 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
     if let Some((refusal, _)) = c.declaration.as_ref().and_then(Declaration::refusal) {
         return Err(refusal);
     }
-    crate::plan::check_route(&c.events, &c.route)?;
+    crate::event::check_route(&c.events, &c.route)?;
     let admissible = c.declaration.as_ref().map(crate::budget::admissible_turn);
     let mut hashes = Vec::with_capacity(c.events.len());
     for (i, e) in c.events.iter().enumerate() {

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::boundary::Boundary;
 pub use crate::boundary::TriggerKind;
+use crate::error::{Code, Error, Result};
 use crate::frontier::Frontier;
 use crate::turn::{Part, Role, Route};
 
@@ -298,4 +299,25 @@ pub enum FailureKind {
     StreamDropped,
     /// Anything else (transport, host error).
     Other,
+}
+
+/// Every message of the request must be on its route.
+pub(crate) fn check_route(events: &[Event], route: &Route) -> Result<()> {
+    for ev in events {
+        let off = match ev {
+            Event::Message(m) | Event::LateDelivery(m) => {
+                (!m.on_route(route)).then_some(&m.turn_id)
+            }
+            Event::TurnMeta(t) => (!t.on_route(route)).then_some(&t.turn_id),
+            _ => None,
+        };
+        if let Some(id) = off {
+            return Err(Error::new(
+                Code::WrongRoute,
+                "a turn belongs to another conversation or chat than the request's route",
+            )
+            .with_ids([id.clone()]));
+        }
+    }
+    Ok(())
 }

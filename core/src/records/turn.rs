@@ -4,6 +4,7 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
+use crate::error::{Code, Error, Result};
 
 /// Who speaks a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Encode, Decode)]
@@ -304,6 +305,26 @@ impl Turn {
             || matches!(self.parts.first().and_then(Part::link), Some((_, true)))
             || (self.metadata_only && !self.meta_results.is_empty() && self.meta_calls.is_empty())
     }
+}
+
+/// Fail with `needs_content` when any of `turns` is known only by metadata.
+pub(crate) fn require_content(turns: &[&Turn], what: &str) -> Result<()> {
+    let missing: Vec<String> = turns
+        .iter()
+        .filter(|t| t.metadata_only)
+        .map(|t| t.turn_id.clone())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::NeedsContent,
+        format!(
+            "{} turn(s) given only as metadata must come with their content to {what}",
+            missing.len()
+        ),
+    )
+    .with_ids(missing))
 }
 
 #[cfg(test)]

@@ -156,10 +156,14 @@ pub(crate) fn connect(url: &str) -> Result<PgPool> {
 }
 
 impl PgJournal {
-    /// Open the journal at `url`.
+    /// Open the journal at `url`: a pool of connections, each with
+    /// [`SESSION_OPTIONS`], and the schema applied unless this version is
+    /// already (under an advisory lock, so replicas starting together do
+    /// not race).
     ///
     /// # Errors
-    /// As [`connect`].
+    /// `invalid_input` for a URL that is not a PostgreSQL one; `journal`
+    /// when the database cannot be reached or the schema not applied.
     pub fn open(url: &str) -> Result<PgJournal> {
         Ok(PgJournal {
             pool: connect(url)?,

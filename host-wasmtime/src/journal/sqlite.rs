@@ -13,6 +13,7 @@ use super::{
     Journal, Progress, StoredEvent, NOTE_SKIPPED,
 };
 use crate::error::{HostError, Result};
+use crate::sync::lock;
 
 /// The embedded default journal: one SQLite file.
 ///
@@ -99,7 +100,7 @@ impl SqliteJournal {
     /// SQLite failures.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteJournal> {
         let conn = open_with(&path, SCHEMA)?;
-        migrate(&mut conn.lock().unwrap_or_else(|p| p.into_inner()))?;
+        migrate(&mut lock(&conn))?;
         let meta = Connection::open(&path)?;
         meta.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA synchronous = NORMAL;")?;
         Ok(SqliteJournal {
@@ -123,16 +124,12 @@ impl SqliteJournal {
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.conn)
     }
 
     /// The connection of leases and progress (see [`SqliteJournal`]).
     fn meta(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.meta
-            .as_ref()
-            .unwrap_or(&self.conn)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(self.meta.as_ref().unwrap_or(&self.conn))
     }
 }
 

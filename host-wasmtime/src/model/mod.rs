@@ -6,7 +6,8 @@
 use foldline_core::boundary::Usage;
 use foldline_core::packet::{CompactorRole, Packet};
 
-pub use crate::deadline::{with_deadline, Deadline};
+pub mod deadline;
+pub use deadline::{with_deadline, Deadline};
 
 #[cfg(feature = "openai")]
 mod openai;

@@ -24,8 +24,8 @@ use foldline_core::member::seams::{MemberInput, MemberManifest};
 use foldline_core::member::settings::{self, Preferences, SettingsRequest, SettingsResponse};
 use serde_json::json;
 
+use super::access::{admitted, blocking, body_text, Caller};
 use super::reply::ApiError;
-use super::routes::{admitted, blocking, body_text, Caller};
 use super::state::App;
 
 type Shared = State<Arc<App>>;

@@ -18,8 +18,8 @@ use axum::Json;
 use foldline_core::event::Event;
 use serde_json::json;
 
+use super::access::{admitted, blocking, Caller};
 use super::reply::ApiError;
-use super::routes::{admitted, blocking, Caller};
 use super::state::App;
 use crate::journal::StoredEvent;
 

@@ -8,17 +8,17 @@
 //! | `POST /api/conversations/{id}/answer`, `DELETE …/answer/{answer}` | an agent run takes and gives back the session: while it holds it, manual compaction answers `session_busy` and no compaction interleaves |
 //! | `GET …/context?format=`, `GET …/timeline`, `GET …/verify` | the model-bound context, the chat timeline, the chain check |
 //! | `GET /`, `GET /chat.js` (with `--web`) | the reference chat page (`js/examples/chat`, built into `web/`) |
-//!
 //! | `GET …/members`, `PUT`/`DELETE …/members/{member}` | the conversation's room: who may read and post beside its owner |
-//! | `GET`/`PUT /api/members/me/compression`, `GET …/compression/stats` | the caller's member-compression opt-ins and their recorded passes ([`compression`]) |
+//! | `GET`/`PUT /api/members/me/compression`, `GET …/compression/stats` | the caller's member-compression opt-ins and their recorded passes (`serve/compression.rs`) |
 //! | `GET …/settings` | the settings projection the model would see for the caller |
-//! | `GET …/events?after=N[&wait=ms]` | the member-visible events after position `N` (long poll), for a client projecting its timeline locally ([`feed`]) |
+//! | `GET …/events?after=N[&wait=ms]` | the member-visible events after position `N` (long poll), for a client projecting its timeline locally (`serve/feed.rs`) |
 //!
 //! Every route needs `Authorization: Bearer <token>` of a member
 //! ([`members`]); a conversation belongs to the member who first appended
 //! to it; the members it lets into its room read, post and answer, and
 //! only the owner condenses; no one else can read it.
 
+mod access;
 mod compression;
 mod feed;
 pub mod members;
@@ -36,6 +36,7 @@ pub use members::{hash_token, Members};
 pub use reply::ApiError;
 pub use store::Location;
 
+use foldline_core::defaults;
 use foldline_core::member::settings::Availability;
 
 use crate::driver::Driver;
@@ -80,19 +81,20 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// Defaults: 1 MiB bodies, 30 s requests, 6 condense requests per member
-    /// per minute, 5-minute answers, 250 ms polls, replica `local`.
+    /// Defaults (`foldline_core::defaults`, shared with the edge handler):
+    /// 1 MiB bodies, 6 condense requests per member per minute, 5-minute
+    /// answers, 250 ms polls; 30 s requests, replica `local`.
     pub fn new(listen: SocketAddr, journal: Location, members: Members) -> ServeConfig {
         ServeConfig {
             listen,
             journal,
             members,
             replica: "local".into(),
-            body_limit: 1 << 20,
+            body_limit: defaults::BODY_LIMIT_BYTES as usize,
             request_timeout: Duration::from_secs(30),
-            condense_per_minute: 6,
-            answer_lease: Duration::from_secs(300),
-            poll: Duration::from_millis(250),
+            condense_per_minute: defaults::CONDENSE_PER_MINUTE as u32,
+            answer_lease: Duration::from_millis(defaults::ANSWER_LEASE_MS),
+            poll: Duration::from_millis(defaults::POLL_MS),
             web: false,
             compression: Availability::default(),
         }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
-use axum::http::request::Parts;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -18,6 +17,7 @@ use foldline_core::turn::Route;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 
+use super::access::{admitted, blocking, body_text, check_id, owned, Caller};
 use super::compression;
 use super::reply::ApiError;
 use super::state::App;
@@ -106,115 +106,6 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
         body,
     )
         .into_response()
-}
-
-/// The member a request's bearer token belongs to.
-pub struct Caller(pub String);
-
-impl FromRequestParts<Arc<App>> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, ApiError> {
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            // The scheme is case-insensitive (RFC 9110, section 11.1).
-            .and_then(|v| v.trim_start().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim());
-        match token.and_then(|t| app.config.members.authenticate(t)) {
-            Some(m) => Ok(Caller(m.to_owned())),
-            None => Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "a member's bearer token is needed: Authorization: Bearer <token>",
-            )),
-        }
-    }
-}
-
-/// A conversation id: 1 to 128 of `A-Z a-z 0-9 . _ : -`, and not `.` or
-/// `..` (browsers and curl normalize those path segments away).
-pub fn check_id(id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id != "."
-        && id != ".."
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_input",
-            "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and ..",
-        ))
-    }
-}
-
-/// Refuse anyone but the conversation's owner; `not_found` when it does not exist.
-pub fn owned(app: &App, conversation: &str, member: &str) -> Result<(), ApiError> {
-    check_id(conversation)?;
-    match app.store.owner(conversation)? {
-        None => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no conversation {conversation:?}"),
-        )),
-        Some(o) if o != member => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "not_owner",
-            "this conversation belongs to another member",
-        )),
-        Some(_) => Ok(()),
-    }
-}
-
-/// Refuse anyone but the conversation's owner and the members of its room;
-/// `not_found` when it does not exist.
-pub fn admitted(app: &App, conversation: &str, member: &str) -> Result<(), ApiError> {
-    match owned(app, conversation, member) {
-        Err(e) if e.code == "not_owner" && app.store.in_room(conversation, member)? => Ok(()),
-        other => other,
-    }
-}
-
-/// Run blocking work on the blocking pool.
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        eprintln!("foldline serve: a request's work panicked: {e}");
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the server failed; the details are in its log",
-        )
-    })?
-}
-
-pub fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError> {
-    let body = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                "the request body is larger than the server's limit",
-            )
-        } else {
-            ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", e.body_text())
-        }
-    })?;
-    String::from_utf8(body.to_vec()).map_err(|_| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_input",
-            "the body is not UTF-8",
-        )
-    })
 }
 
 /// `POST …/messages`: one OpenAI-style message, or an array of them.

@@ -2,7 +2,7 @@
 //! in flight (append positions, compaction checks, answers, rate windows).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
@@ -16,6 +16,7 @@ use super::{ServeConfig, ServeDriver};
 use crate::driver::Outcome;
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
+use crate::sync::lock;
 
 /// Where a conversation's journal and turn numbering stand.
 #[derive(Default)]
@@ -107,10 +108,6 @@ pub struct App {
     pub stopping: CancellationToken,
     /// Bumped on every write this process makes; wakes event streams.
     pub written: tokio::sync::watch::Sender<u64>,
-}
-
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl App {

@@ -143,7 +143,7 @@ impl Store {
         match &self.db {
             Backend::Sqlite(c) => {
                 let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
-                let n = super::state::lock(c)
+                let n = crate::sync::lock(c)
                     .execute(&sql.replace('$', "?"), rusqlite::params_from_iter(p.iter()))?;
                 Ok(n as u64)
             }
@@ -156,7 +156,7 @@ impl Store {
     fn rows(&self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>> {
         match &self.db {
             Backend::Sqlite(c) => {
-                let c = super::state::lock(c);
+                let c = crate::sync::lock(c);
                 let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
                 let mut st = c.prepare_cached(&sql.replace('$', "?"))?;
                 let n = st.column_count();

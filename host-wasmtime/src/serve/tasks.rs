@@ -17,12 +17,13 @@ use foldline_core::event::{Event, TaskState};
 use foldline_core::stream::MEMBER_NOTICE;
 use serde_json::json;
 
+use super::access::{admitted, blocking, owned, Caller};
 use super::reply::ApiError;
-use super::routes::{admitted, blocking, owned, Caller};
-use super::state::{lock, App};
+use super::state::App;
 use crate::driver::{ManualTask, Outcome};
 use crate::error::HostError;
 use crate::journal::Journal;
+use crate::sync::lock;
 
 type Started = Result<u64, ApiError>;
 

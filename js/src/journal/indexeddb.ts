@@ -1,5 +1,5 @@
 import type { Event, Packet, SkipRecord } from "../types.js";
-import { FoldlineError } from "../core.js";
+import { FoldlineError } from "../error.js";
 import { advance, chainSlot, checkAppend, checkTurns, conflict, turnClaims, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
 
 function req<T>(r: IDBRequest<T>): Promise<T> {

@@ -1,5 +1,6 @@
 import type { SkipRecord, Event, Packet } from "../types.js";
-import { FoldlineError, validate } from "../core.js";
+import { FoldlineError } from "../error.js";
+import { validate } from "../ops.js";
 
 /**
  * An event as the journal stores it: its position and the event. `checked`:

@@ -1,5 +1,5 @@
 import type { Event, Packet, SkipRecord } from "../types.js";
-import { FoldlineError } from "../core.js";
+import { FoldlineError } from "../error.js";
 import { advance, chainSlot, checkAppend, checkTurns, conflict, type AppendOptions, type Journal, type Progress, type StoredEvent } from "./journal.js";
 
 /** An in-memory journal: tests, demos, and clients that keep state elsewhere. Holds the journal contract. */

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use foldline_core::packet::Packet;
 use foldline_core::stream::FailureKind;
 
-use crate::model::{Model, ModelError, ModelResult, StreamChunk};
+use super::{Model, ModelError, ModelResult, StreamChunk};
 
 /// A model whose every call answers within a deadline; see [`with_deadline`].
 pub struct Deadline<M> {

@@ -1,0 +1,71 @@
+//! The hosts' defaults, defined once. The Rust driver, `foldline serve` and
+//! the program take these constants; the JS package's `js/src/defaults.ts`
+//! is written from them (`FOLDLINE_WRITE_CONTRACT=1 cargo test -p
+//! foldline-core --lib defaults`), and a test fails when it says otherwise.
+//! The core itself decides nothing by the clock: these are what a host
+//! gives it (a deadline, a lease) or keeps around it (limits of its server).
+
+/// Deadline of one model call, in milliseconds.
+pub const MODEL_TIMEOUT_MS: u64 = 120_000;
+/// Time to live of a run's writer lease, in milliseconds; renewed every
+/// third of it while a model call runs, so it lapses this long after a
+/// holder stopped.
+pub const LEASE_MS: u64 = 120_000;
+/// Time to live of a warm candidate's lease (seed 002,
+/// `CONTEXT_COMPACTION_WARM_CANDIDATE_LEASE_SECONDS`: 900 s).
+pub const WARM_LEASE_MS: u64 = 900_000;
+/// A core instance is replaced after a call grows its memory past this.
+pub const MEMORY_RESET_BYTES: u64 = 16 * 1024 * 1024;
+/// The servers' largest request body, in bytes.
+pub const BODY_LIMIT_BYTES: u64 = 1 << 20;
+/// The servers' manual compactions per member per minute.
+pub const CONDENSE_PER_MINUTE: u64 = 6;
+/// How long an answer holds a conversation's session unless given back.
+pub const ANSWER_LEASE_MS: u64 = 300_000;
+/// How often a task's event stream looks for another writer's events.
+pub const POLL_MS: u64 = 250;
+
+/// Every default by its TypeScript name, in the order `defaults.ts` lists them.
+pub const ALL: [(&str, u64, &str); 8] = [
+    ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
+    ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
+    ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
+    ("MEMORY_RESET_BYTES", MEMORY_RESET_BYTES, "A core instance is replaced after a call grows its memory past this."),
+    ("BODY_LIMIT_BYTES", BODY_LIMIT_BYTES, "The servers' largest request body, in bytes."),
+    ("CONDENSE_PER_MINUTE", CONDENSE_PER_MINUTE, "The servers' manual compactions per member per minute."),
+    ("ANSWER_LEASE_MS", ANSWER_LEASE_MS, "How long an answer holds a conversation's session unless given back, in milliseconds."),
+    ("POLL_MS", POLL_MS, "How often a task's event stream looks for another writer's events, in milliseconds."),
+];
+
+#[cfg(test)]
+mod tests {
+    /// The JS package's copy, next to the modules that use it.
+    const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../js/src/defaults.ts");
+
+    fn typescript() -> String {
+        let mut out = String::from(
+            "// The hosts' defaults, written from core/src/defaults.rs (do not edit:\n\
+             // FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib defaults).\n",
+        );
+        for (name, value, doc) in super::ALL {
+            out.push_str(&format!("\n/** {doc} */\nexport const {name} = {value};\n"));
+        }
+        out
+    }
+
+    /// `js/src/defaults.ts` says what the Rust constants say.
+    #[test]
+    fn the_js_defaults_are_the_cores() {
+        let now = typescript();
+        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
+            std::fs::write(FILE, &now).expect("write defaults.ts");
+            return;
+        }
+        let stored = std::fs::read_to_string(FILE).unwrap_or_default();
+        assert!(
+            stored == now,
+            "js/src/defaults.ts is not what core/src/defaults.rs says: run \
+             FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib defaults"
+        );
+    }
+}

@@ -1,0 +1,467 @@
+//! The driver: an interpreter of the core's compaction loop (`step`), as
+//! the JS package's driver is. On a new message it reads what is new, and
+//! carries out each effect the core answers — a compare-and-append at the
+//! position it names, storing the packet before any model sees it, a model
+//! call (the stream or the one buffered replay) — under the per-conversation
+//! writer lease, until the run is done; what is written, where and when is
+//! decided in the core (the effect vectors hold it). On a model request, select.
+//!
+//! One file per job: `read` (what is read and kept between messages),
+//! `run` (the loop: one run of `step` and its effects), `lease` (the
+//! writer lease of a run, renewed while a model call runs), `warm` (warm
+//! candidates); this file holds the driver, its settings and what a caller
+//! calls.
+
+use foldline_core::boundary::Boundary;
+use foldline_core::declaration::Declaration;
+use foldline_core::defaults;
+use foldline_core::event::Event;
+use foldline_core::format::Format;
+use foldline_core::member::seams::MemberInput;
+use foldline_core::plan::{PlanOutcome, SkipRecord, Trigger};
+use foldline_core::resolve::Resolution;
+use foldline_core::select::{SelectRequest, Selection};
+use foldline_core::stream::FailureReport;
+use foldline_core::timeline::{Timeline, TimelineRequest};
+use foldline_core::turn::{Part, Route};
+use foldline_core::validate::{ValidateRequest, ValidateResponse};
+
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+use crate::model::Model;
+use crate::runtime::Foldline;
+use crate::sync::lock;
+
+mod lease;
+mod read;
+mod run;
+mod warm;
+
+use read::Cached;
+
+/// What one driver pass did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Another writer holds the conversation's lease.
+    Busy,
+    /// Below the trigger.
+    Skipped(SkipRecord),
+    /// Automatic compaction is paused (disabled, or the circuit breaker is open).
+    Paused(PlanOutcome),
+    /// Between soft and eager: the id of the warm candidate's packet (none
+    /// when warm candidates are off).
+    Warm(Option<String>),
+    /// A boundary was appended.
+    Compacted(Box<Boundary>),
+    /// The core refused (fail closed).
+    Refused(foldline_core::Error),
+    /// The run failed: the generic notice, the audit reason.
+    Failed(FailureReport),
+}
+
+/// A manual compaction task (`/compact`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManualTask {
+    /// The task id, unique within the conversation.
+    pub id: String,
+    /// Who asked.
+    pub actor: String,
+    /// The conversation's owner (only the owner may compact by hand).
+    pub owner: Option<String>,
+    /// Whether an answer owns the session now.
+    pub session_busy: bool,
+}
+
+/// Options of a context request.
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// Output format.
+    pub format: Format,
+    /// The current prompt, when not in the journal.
+    pub prompt: Option<Vec<Part>>,
+    /// Budget override.
+    pub limit: Option<u64>,
+    /// The member's compression state at the start of this run (see
+    /// `foldline_core::member::seams`): capture it once per run.
+    pub member: Option<MemberInput>,
+}
+
+/// The driver over a journal and a model.
+pub struct Driver<J: Journal, M: Model> {
+    /// The loaded core.
+    pub foldline: Foldline,
+    /// The journal.
+    pub journal: J,
+    /// The model.
+    pub model: M,
+    /// The target declaration.
+    pub declaration: Declaration,
+    /// The compactor declaration, checked for agreement on every resolve
+    /// (default: the target's [`Declaration::reciprocal`]).
+    pub compactor: Option<Declaration>,
+    /// Writer-lease holder id.
+    pub holder: String,
+    /// Lease time to live.
+    pub lease_ms: u64,
+    /// Owner of a conversation, for manual requests.
+    pub owner: Option<String>,
+    /// Route of a conversation id.
+    pub route_of: fn(&str) -> Route,
+    /// Wall clock in milliseconds (leases only; the core never sees it).
+    pub clock: fn() -> u64,
+    /// Fault injection for crash tests: abort the process right after the
+    /// packet is persisted (set from `FOLDLINE_FAULT=abort-after-packet`).
+    pub abort_after_packet: bool,
+    /// Warm candidates (seed 002): persist the candidate packet between the
+    /// soft and eager thresholds and use its summary, once
+    /// [`Driver::prepare_warm`] made one, when compaction is due (default on).
+    pub warm_candidates: bool,
+    /// Lease of a warm candidate's preparation (default 900,000 ms).
+    pub warm_lease_ms: u64,
+    /// How long a model call keeps the writer lease renewed (default
+    /// 120,000 ms). A call can't be interrupted, but past this deadline its
+    /// lease is left to lapse: another writer may take the conversation, and
+    /// the late call's appends are refused by their stale fence. A model
+    /// that hangs cannot hold a conversation forever.
+    pub model_timeout_ms: u64,
+    /// Hold each conversation's live events in the core's instance between
+    /// calls (`foldline_core::held`, ABI 1.2; default on): a message then
+    /// sends `step` and `select` only what is new, not the whole window
+    /// again. The answers are the same either way.
+    pub hold_events: bool,
+    /// Conversations a call of this driver is writing to: a second,
+    /// overlapping call answers [`Outcome::Busy`] instead of compacting the
+    /// same head again.
+    running: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// What this driver has read of each conversation.
+    cache: std::sync::Mutex<std::collections::BTreeMap<String, Cached>>,
+    /// The fencing token of the writer lease each running call holds; every
+    /// append of that call is fenced by it.
+    fences: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+/// What one run of the loop is for.
+struct RunSpec {
+    trigger: Trigger,
+    /// The manual task's id.
+    task: Option<String>,
+    /// Who owns the conversation (manual requests are checked against it).
+    owner: Option<String>,
+    /// Only end interrupted tasks.
+    end_interrupted_only: bool,
+}
+
+/// The core answered an effect on a run without one.
+fn no_run() -> HostError {
+    HostError::MalformedOutput("the core asked for an effect on a run it did not give".into())
+}
+
+fn default_route(id: &str) -> Route {
+    Route {
+        conversation: id.to_owned(),
+        chat: String::new(),
+        sender: String::new(),
+    }
+}
+
+/// What plan and select need: pinned turns, turns after the covered
+/// sequence, corrections and failures, so their cost does not grow with the
+/// history behind the boundary.
+fn after_head(events: Vec<Event>, res: &Resolution) -> Vec<Event> {
+    let covered = res.head.as_ref().map(|h| h.covered_through_seq);
+    let start = res.frontier.as_ref().map(|f| f.start_seq);
+    let keep = |seq: u64| covered.is_none_or(|c| seq > c) && start.is_none_or(|s| seq >= s);
+    events
+        .into_iter()
+        .filter(|e| match e {
+            Event::Message(m) | Event::LateDelivery(m) => {
+                m.pinned || m.role.always_pinned() || keep(m.source_seq)
+            }
+            Event::TurnMeta(t) => t.pinned || t.role.always_pinned() || keep(t.source_seq),
+            Event::Correction(_) | Event::CompactionFailed(_) | Event::CompactionTask(_) => true,
+            Event::Boundary(_) | Event::Frontier(_) => false,
+        })
+        .collect()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// A driver with default lease, route and clock.
+    pub fn new(foldline: Foldline, journal: J, model: M, declaration: Declaration) -> Self {
+        let compactor = declaration.reciprocal();
+        Driver {
+            foldline,
+            journal,
+            model,
+            declaration,
+            compactor: Some(compactor),
+            // Unique per driver, so two drivers in one process never share
+            // a lease.
+            holder: format!(
+                "host-{}-{}",
+                std::process::id(),
+                uuid::Uuid::new_v4().simple()
+            ),
+            lease_ms: defaults::LEASE_MS,
+            owner: None,
+            route_of: default_route,
+            clock: now_ms,
+            abort_after_packet: false,
+            warm_candidates: true,
+            warm_lease_ms: defaults::WARM_LEASE_MS,
+            model_timeout_ms: defaults::MODEL_TIMEOUT_MS,
+            hold_events: true,
+            running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+            cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+        }
+    }
+
+    /// [`Driver::new`], with the declaration checked now: a rule it breaks is
+    /// `invalid_declaration` naming the rule and its numbers, here rather
+    /// than on the first message.
+    ///
+    /// # Errors
+    /// `invalid_declaration`.
+    pub fn checked(
+        foldline: Foldline,
+        journal: J,
+        model: M,
+        declaration: Declaration,
+    ) -> Result<Self> {
+        let d = Driver::new(foldline, journal, model, declaration);
+        d.check_declarations()?;
+        Ok(d)
+    }
+
+    /// Check the target declaration now (the rules the core holds every
+    /// call to).
+    pub(crate) fn check_declarations(&self) -> Result<()> {
+        self.validate(ValidateRequest::Events(Box::new(
+            foldline_core::validate::EventsCheck {
+                route: Route::default(),
+                events: Vec::new(),
+                declaration: Some(self.declaration.clone()),
+            },
+        )))?;
+        Ok(())
+    }
+
+    fn validate(&self, r: ValidateRequest) -> Result<ValidateResponse> {
+        self.foldline.validate(&r)
+    }
+
+    /// Resolve the chain (the `verify` of the command-line program).
+    ///
+    /// # Errors
+    /// The chain's failure code, or a host error.
+    pub fn resolve(&self, conversation: &str) -> Result<Resolution> {
+        let mut r = self.load(conversation)?;
+        // Every boundary the chain accepts, not only those from the head on.
+        let cache = lock(&self.cache);
+        if let Some(c) = cache.get(conversation) {
+            r.accepted.clone_from(&c.verified.accepted);
+        }
+        Ok(r)
+    }
+
+    /// Append OpenAI-style messages (`messages`: one message object or an
+    /// array, as the chat completions API takes them; tool calls and tool
+    /// results included) to `conversation`, numbered after its last turn,
+    /// and answer the last journal position. Each message is checked first
+    /// as the servers check theirs: the shapes, the route, and that a
+    /// compaction could take it under this driver's declaration
+    /// (`turn_too_large` otherwise); nothing is written on a refusal. The
+    /// append is compare-and-append at the position read, so a writer
+    /// appending meanwhile only renumbers this batch. Then call
+    /// [`Driver::on_message`].
+    ///
+    /// # Errors
+    /// `invalid_input` naming the item at fault (or an empty batch), the
+    /// append check's codes, `conflicting_turn`, storage failures.
+    pub fn append(&self, conversation: &str, messages: &str) -> Result<u64> {
+        let text = if messages.trim_start().starts_with('{') {
+            format!("[{messages}]")
+        } else {
+            messages.to_owned()
+        };
+        let route = (self.route_of)(conversation);
+        loop {
+            let (after, head) = {
+                let mut cache = lock(&self.cache);
+                let c = cache.entry(conversation.to_owned()).or_default();
+                self.load_into(c, conversation)?;
+                (c.source_seq, c.seq)
+            };
+            let events = crate::import::parse_messages(&text, &route, after)?;
+            if events.is_empty() {
+                return Err(HostError::Input("no messages to append".into()));
+            }
+            self.validate(ValidateRequest::Events(Box::new(
+                foldline_core::validate::EventsCheck {
+                    route: route.clone(),
+                    events: events.clone(),
+                    declaration: Some(self.declaration.clone()),
+                },
+            )))?;
+            match self.journal.append_at(conversation, &events, head, None) {
+                Err(HostError::Conflict { .. }) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// On a new message: compact if the budget says so.
+    ///
+    /// # Errors
+    /// Host failures (journal, runtime); refusals and model failures are outcomes.
+    pub fn on_message(&self, conversation: &str) -> Result<Outcome> {
+        self.run(conversation, Trigger::Automatic, None, &mut |_| {})
+    }
+
+    /// A manual request (`/compact`) by `actor`, against the driver's
+    /// [`Driver::owner`].
+    ///
+    /// # Errors
+    /// As [`Driver::on_message`].
+    pub fn compact_now(
+        &self,
+        conversation: &str,
+        actor: &str,
+        session_busy: bool,
+    ) -> Result<Outcome> {
+        let task = ManualTask {
+            id: format!("task-{}-{}", self.holder, (self.clock)()),
+            actor: actor.to_owned(),
+            owner: self.owner.clone(),
+            session_busy,
+        };
+        self.compact_task(conversation, &task, &mut |_| {})
+    }
+
+    /// A manual task with a caller-chosen id (a server hands the id to the
+    /// member before the work ends). `accepted` is called with the journal
+    /// position of the task's durable `requested` event once it is written;
+    /// a refusal (`not_owner`, `session_busy`, `nothing_to_fold`) returns
+    /// [`Outcome::Refused`] without writing anything, and [`Outcome::Busy`]
+    /// means another writer holds the conversation.
+    ///
+    /// # Errors
+    /// As [`Driver::on_message`].
+    pub fn compact_task(
+        &self,
+        conversation: &str,
+        task: &ManualTask,
+        accepted: &mut dyn FnMut(u64),
+    ) -> Result<Outcome> {
+        let trigger = Trigger::Manual {
+            actor: task.actor.clone(),
+            session_busy: task.session_busy,
+        };
+        self.run(
+            conversation,
+            trigger,
+            Some((task.id.clone(), task.owner.clone())),
+            accepted,
+        )
+    }
+
+    /// End the manual tasks of `conversation` whose run was interrupted (a
+    /// crash between `requested` and its end) with a durable `failed` event,
+    /// under the writer lease; a server calls this for its open tasks when it
+    /// starts again. `Ok(false)`: another writer holds the conversation.
+    ///
+    /// # Errors
+    /// Journal and runtime failures.
+    pub fn end_interrupted(&self, conversation: &str) -> Result<bool> {
+        let _running = match self.enter(conversation) {
+            Some(r) => r,
+            None => return Ok(false),
+        };
+        let Some(held) = self.hold(conversation)? else {
+            return Ok(false);
+        };
+        let sweep = RunSpec {
+            trigger: Trigger::Automatic,
+            task: None,
+            owner: self.owner.clone(),
+            end_interrupted_only: true,
+        };
+        let result = self.drive(conversation, &sweep, &mut |_| {});
+        held.release()?;
+        result.map(|_| true)
+    }
+
+    /// Drop what this driver keeps of a conversation — its verified
+    /// resolution, the events its core instance holds, a prepared warm
+    /// candidate — so memory stays bounded over many conversations; the next
+    /// call for it reads the journal again. A server calls this for idle
+    /// conversations. Nothing in the journal changes.
+    ///
+    /// # Errors
+    /// A trap of the core's instance.
+    pub fn forget(&self, conversation: &str) -> Result<()> {
+        let gone = lock(&self.cache).remove(conversation);
+        match gone {
+            Some(mut c) => self.foldline.release(&mut c.holding),
+            None => Ok(()),
+        }
+    }
+
+    /// Conversations this driver keeps state for (see [`Driver::forget`]).
+    pub fn remembered(&self) -> usize {
+        lock(&self.cache).len()
+    }
+
+    /// The model-bound context.
+    ///
+    /// # Errors
+    /// The core's error, or a host error.
+    pub fn context(&self, conversation: &str, o: ContextOptions) -> Result<Selection> {
+        self.read_and_call(conversation, "select", |_, res, _, events| SelectRequest {
+            declaration: self.declaration.clone(),
+            route: (self.route_of)(conversation),
+            frontier: res.frontier,
+            head: res.head,
+            amendment: res.amendment,
+            events,
+            prompt: o.prompt,
+            format: o.format,
+            limit: o.limit,
+            render: true,
+            member: o.member,
+            carried: res.carried,
+        })
+    }
+
+    /// The chat timeline.
+    ///
+    /// # Errors
+    /// The core's error, or a host error.
+    pub fn timeline(&self, conversation: &str) -> Result<Timeline> {
+        // Only boundaries the resolved chain accepts draw as completed (and
+        // a retired epoch's sound ones, marked retired).
+        let (accepted, retired) = match self.resolve(conversation) {
+            Ok(r) => (r.accepted, r.retired_boundaries),
+            Err(HostError::Core(_)) => (Vec::new(), Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let events = self
+            .journal
+            .read_events(conversation, 0)?
+            .into_iter()
+            .map(|s| s.event)
+            .collect();
+        self.foldline.timeline(&TimelineRequest {
+            events,
+            accepted: Some(accepted),
+            retired,
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! What a driver reads and keeps between messages: the verified chain head,
+//! each conversation's cached window of events (held in the core's instance
+//! when `hold_events` is on), and one locked read-and-call so a call sees the
+//! events of the position it read.
+
+use foldline_core::boundary::{Boundary, InputTurn};
+use foldline_core::event::Event;
+use foldline_core::packet::Packet;
+use foldline_core::resolve::{self, Resolution, ResolveRequest};
+use foldline_core::validate::{ValidateRequest, ValidateResponse};
+
+use super::{after_head, Driver};
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+use crate::model::{Model, ModelResult};
+use crate::runtime::{encode, Foldline, Holding};
+use crate::sync::lock;
+
+/// What a driver keeps of the chain prefix it verified.
+#[derive(Default)]
+pub(super) struct Verified {
+    /// The head, in full, and its position in the chain.
+    pub(super) head: Option<(Boundary, u64)>,
+    /// Every accepted boundary id, oldest first.
+    pub(super) accepted: Vec<String>,
+    /// What the prefix holds for each covered turn (a frozen turn, or a
+    /// later boundary's absorbed entry): sent for the turns that corrections
+    /// and late deliveries touch.
+    pub(super) covered: std::collections::BTreeMap<String, InputTurn>,
+}
+
+impl Verified {
+    /// The core's request form: the head and the snapshot of the turns `chain` touches.
+    pub(super) fn request(&self, chain: &[Event]) -> Option<resolve::Verified> {
+        let (boundary, length) = self.head.clone()?;
+        let turns = chain
+            .iter()
+            .filter_map(|e| match e {
+                Event::Correction(c) => self.covered.get(&c.turn_id),
+                Event::LateDelivery(m) => self.covered.get(&m.turn_id),
+                _ => None,
+            })
+            .cloned()
+            .collect();
+        Some(resolve::Verified {
+            boundary,
+            length,
+            turns,
+        })
+    }
+
+    /// Take in a resolution from this prefix: its new boundaries leave
+    /// `chain`, their turns join `covered` and their ids `accepted`.
+    pub(super) fn extend(&mut self, chain: &mut Vec<Event>, r: &Resolution) {
+        let new = &r.accepted[usize::from(self.head.is_some()).min(r.accepted.len())..];
+        for e in chain.iter() {
+            let Event::Boundary(b) = e else { continue };
+            if !new.contains(&b.id) {
+                continue;
+            }
+            for t in &b.input.turns {
+                self.covered.insert(t.turn_id.clone(), t.clone());
+            }
+            for a in &b.absorbed {
+                let t = InputTurn {
+                    turn_id: a.turn_id.clone(),
+                    source_seq: a.source_seq,
+                    role: a.role,
+                    content_hash: a.content_hash.clone(),
+                };
+                self.covered.insert(a.turn_id.clone(), t);
+            }
+            if r.head.as_ref().is_some_and(|h| h.boundary_id == b.id) {
+                self.head = Some(((**b).clone(), r.head.as_ref().map_or(0, |h| h.length)));
+            }
+        }
+        self.accepted.extend(new.iter().cloned());
+        chain.retain(|e| !matches!(e, Event::Boundary(b) if new.contains(&b.id)));
+    }
+}
+
+/// A driver's state of one conversation between calls.
+#[derive(Default)]
+pub(super) struct Cached {
+    /// Journal position read to.
+    pub(super) seq: u64,
+    /// The largest source sequence read (where [`Driver::append`] numbers on).
+    pub(super) source_seq: u64,
+    /// Frontiers, boundaries, corrections, late deliveries: what resolve needs.
+    pub(super) chain: Vec<Event>,
+    /// What plan and select need (pinned turns, turns after the head,
+    /// corrections, failures, tasks).
+    pub(super) recent: Vec<Event>,
+    /// The verified resolution, until a chain event arrives.
+    pub(super) res: Option<Resolution>,
+    /// The chain prefix verified so far: resolve starts from its head, so
+    /// the prefix's boundaries are neither kept in `chain` nor sent again.
+    pub(super) verified: Verified,
+    /// Fingerprints of the declarations `res` was resolved under (the
+    /// driver's fields are public; a change re-resolves).
+    pub(super) under: String,
+    /// The warm candidate (persisted), and its verified summary once
+    /// [`Driver::prepare_warm`] has run.
+    pub(super) warm: Option<(Packet, Option<ModelResult>)>,
+    /// What the core's instance holds of `recent`.
+    pub(super) holding: Holding,
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    pub(super) fn load(&self, conversation: &str) -> Result<Resolution> {
+        let mut cache = lock(&self.cache);
+        let c = cache.entry(conversation.to_owned()).or_default();
+        self.load_into(c, conversation).map(|(r, _)| r)
+    }
+
+    /// Read what is new: the resolved chain, and the journal position it
+    /// was read at (where a batch planned from it goes); the events plan and
+    /// select need stay in the cache (`recent`).
+    ///
+    /// Incremental: only events after the cached position are read; the
+    /// chain is resolved again only when a chain event (frontier, boundary,
+    /// correction, late delivery) arrived; turns under the head or before the
+    /// frontier are dropped from the cache once the chain says so.
+    pub(super) fn load_into(
+        &self,
+        c: &mut Cached,
+        conversation: &str,
+    ) -> Result<(Resolution, u64)> {
+        let under = format!(
+            "{}{}",
+            self.declaration.fingerprint(),
+            self.compactor
+                .as_ref()
+                .map(|d| d.fingerprint())
+                .unwrap_or_default()
+        );
+        if c.under != under {
+            // Another epoch may need turns this cache already dropped: read again.
+            let mut holding = std::mem::take(&mut c.holding);
+            holding.rebuilt();
+            *c = Cached {
+                under,
+                holding,
+                ..Cached::default()
+            };
+        }
+        let fresh = self.journal.read_events(conversation, c.seq)?;
+        if let Some(last) = fresh.last() {
+            c.seq = last.seq;
+        }
+        for s in fresh {
+            if let Event::Message(m) | Event::LateDelivery(m) = &s.event {
+                c.source_seq = c.source_seq.max(m.source_seq);
+            } else if let Event::TurnMeta(t) = &s.event {
+                c.source_seq = c.source_seq.max(t.source_seq);
+            }
+            if matches!(
+                s.event,
+                Event::Frontier(_)
+                    | Event::Boundary(_)
+                    | Event::Correction(_)
+                    | Event::LateDelivery(_)
+            ) {
+                c.chain.push(s.event.clone());
+                c.res = None;
+            }
+            if !matches!(s.event, Event::Boundary(_) | Event::Frontier(_)) {
+                c.recent.push(s.event);
+            }
+        }
+        let res = match &c.res {
+            Some(r) => r.clone(),
+            None => {
+                // Resolved from the verified head: only boundaries after it
+                // are sent (and re-settled), so only their packets are read.
+                let mut packets = Vec::new();
+                for e in &c.chain {
+                    if let Event::Boundary(b) = e {
+                        packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
+                    }
+                }
+                let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
+                    declaration: self.declaration.clone(),
+                    compactor: self.compactor.clone(),
+                    route: (self.route_of)(conversation),
+                    events: c.chain.clone(),
+                    packets,
+                    trusted: Vec::new(),
+                    verified: c.verified.request(&c.chain),
+                })))?;
+                let mut r = match r {
+                    ValidateResponse::Resolved(res) => *res,
+                    other => {
+                        return Err(HostError::MalformedOutput(format!(
+                            "unexpected answer {other:?}"
+                        )))
+                    }
+                };
+                c.recent = after_head(std::mem::take(&mut c.recent), &r);
+                c.holding.rebuilt();
+                c.verified.extend(&mut c.chain, &r);
+                // The cached copy names only the head (`resolve` answers them
+                // all): each message clones it, and that must not grow with
+                // the chain.
+                let older = r.accepted.len().saturating_sub(1);
+                r.accepted.drain(..older);
+                c.res = Some(r.clone());
+                r
+            }
+        };
+        Ok((res, c.seq))
+    }
+
+    /// Read what is new, then call `entry` with the request `make` builds
+    /// from the conversation's cache, the resolved chain, the position read
+    /// at and the live events to send — none when the core's instance holds
+    /// them (only what it lacks is sent beside the request), else all. One
+    /// read and one call under the cache's lock, so the events the call
+    /// plans or selects from are those of the position it names.
+    pub(super) fn read_and_call<Req: serde::Serialize, Resp: serde::de::DeserializeOwned>(
+        &self,
+        conversation: &str,
+        entry: &str,
+        make: impl FnOnce(&Cached, Resolution, u64, Vec<Event>) -> Req,
+    ) -> Result<Resp> {
+        let mut cache = lock(&self.cache);
+        let c = cache.entry(conversation.to_owned()).or_default();
+        let (res, seq) = self.load_into(c, conversation)?;
+        if !(self.hold_events && self.foldline.holds_events()) {
+            let request = make(c, res, seq, c.recent.clone());
+            drop(cache);
+            return self.foldline.call(entry, &request);
+        }
+        let request = make(c, res, seq, Vec::new());
+        let out =
+            self.foldline
+                .call_holding(&mut c.holding, &c.recent, entry, &encode(&request)?)?;
+        drop(cache);
+        Foldline::answer(&out)
+    }
+
+    pub(super) fn with_cache<T>(&self, conversation: &str, f: impl FnOnce(&mut Cached) -> T) -> T {
+        let mut cache = lock(&self.cache);
+        f(cache.entry(conversation.to_owned()).or_default())
+    }
+}

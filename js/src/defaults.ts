@@ -1,0 +1,26 @@
+// The hosts' defaults, written from core/src/defaults.rs (do not edit:
+// FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib defaults).
+
+/** Deadline of one model call, in milliseconds. */
+export const MODEL_TIMEOUT_MS = 120000;
+
+/** Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs). */
+export const LEASE_MS = 120000;
+
+/** Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s). */
+export const WARM_LEASE_MS = 900000;
+
+/** A core instance is replaced after a call grows its memory past this. */
+export const MEMORY_RESET_BYTES = 16777216;
+
+/** The servers' largest request body, in bytes. */
+export const BODY_LIMIT_BYTES = 1048576;
+
+/** The servers' manual compactions per member per minute. */
+export const CONDENSE_PER_MINUTE = 6;
+
+/** How long an answer holds a conversation's session unless given back, in milliseconds. */
+export const ANSWER_LEASE_MS = 300000;
+
+/** How often a task's event stream looks for another writer's events, in milliseconds. */
+export const POLL_MS = 250;
