@@ -218,8 +218,11 @@ type AnyModel = Box<dyn Model + Send + Sync>;
 /// Print a line to stdout. A closed reader (`| head`, `jq -e`, a client that
 /// hung up) ends the program quietly with success, never a panic.
 macro_rules! out {
-    ($($t:tt)*) => { emit(format_args!($($t)*)) };
+    ($($t:tt)*) => { $crate::emit(format_args!($($t)*)) };
 }
+
+mod demo;
+use demo::demo;
 
 fn emit(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
@@ -278,6 +281,8 @@ fn declaration(
 
 /// The journal the program runs on.
 type AnyJournal = Box<dyn Journal>;
+/// The program's driver: any journal, any model.
+type ProgramDriver = Driver<AnyJournal, AnyModel>;
 
 fn open_journal(at: &Location) -> Result<AnyJournal, HostError> {
     Ok(match at {
@@ -306,7 +311,6 @@ fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, 
     d.warm_candidates = settings.warm_candidates.unwrap_or(d.warm_candidates);
     d.warm_lease_ms = settings.warm_lease_ms.unwrap_or(d.warm_lease_ms);
     d.owner = Some("owner".into());
-    d.abort_after_packet = std::env::var("FOLDLINE_FAULT").as_deref() == Ok("abort-after-packet");
     Ok(d)
 }
 
@@ -355,69 +359,21 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
         return Ok(ExitCode::from(2));
     };
     let conv = cli.conversation.clone();
+    let journal = || driver(&cli, Location::parse(&cli.journal));
     match command {
-        Command::Import { file, no_compact } => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
-            let d = driver(&cli, Location::parse(&cli.journal))?;
-            let after = last_seq(&d.journal, &conv)?;
-            let events = import::parse(&text, &route(&conv), after).map_err(|e| match e {
-                HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
-                other => other,
-            })?;
-            refuse_conflicts(&d, &conv, &events).map_err(|e| match e {
-                HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
-                other => other,
-            })?;
-            let n = import_events(&d, &conv, events, !no_compact)?;
-            out!("imported {n} events into {conv}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Compact => {
-            let d = driver(&cli, Location::parse(&cli.journal))?;
-            report(d.compact_now(&conv, "owner", false)?)
-        }
+        Command::Import { file, no_compact } => import_file(&journal()?, &conv, file, !no_compact),
+        Command::Compact => report(journal()?.compact_now(&conv, "owner", false)?),
         Command::Context {
             format,
             messages,
             opt_in,
             compression,
         } => {
-            let d = driver(&cli, Location::parse(&cli.journal))?;
-            let format = match format {
-                Fmt::Foldline => Format::Foldline,
-                Fmt::Openai => Format::Openai,
-                Fmt::Anthropic => Format::Anthropic,
-                Fmt::AiSdk => Format::AiSdk,
-            };
-            let availability = compression.availability();
-            let member = availability.surface.then(|| MemberInput {
-                availability,
-                preferences: Preferences {
-                    master: !opt_in.is_empty(),
-                    tool_result: opt_in.contains(&OptIn::ToolResult),
-                    plain_speak: opt_in.contains(&OptIn::PlainSpeak),
-                    prompt_trim: opt_in.contains(&OptIn::PromptTrim),
-                },
-            });
-            let selection = d.context(
-                &conv,
-                ContextOptions {
-                    format,
-                    member,
-                    ..Default::default()
-                },
-            )?;
-            if *messages {
-                print_json(&selection.messages)?;
-            } else {
-                print_json(&selection)?;
-            }
-            Ok(ExitCode::SUCCESS)
+            let member = member_input(opt_in, compression);
+            print_context(&journal()?, &conv, *format, member, *messages)
         }
         Command::Timeline { json } => {
-            let d = driver(&cli, Location::parse(&cli.journal))?;
-            let t = d.timeline(&conv)?;
+            let t = journal()?.timeline(&conv)?;
             if *json {
                 print_json(&t)?;
             } else {
@@ -425,57 +381,129 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify => {
-            let d = driver(&cli, Location::parse(&cli.journal))?;
-            match d.resolve(&conv) {
-                Ok(r) => {
-                    match r.head {
-                        Some(h) => out!(
-                            "intact: {} boundaries, covered through source {}, head {}",
-                            h.length,
-                            h.covered_through_seq,
-                            h.boundary_id
-                        ),
-                        None => out!("intact: no boundary yet"),
-                    }
-                    if let Some(p) = d.journal.progress(&conv)? {
-                        out!(
-                            "compactor progress: {} skipped runs (below the trigger, no model call), the latest checked through source {} at {} of {} {}",
-                            p.skipped_runs,
-                            p.last.checked_through_seq,
-                            p.last.total,
-                            p.last.trigger,
-                            p.last.metric.as_str()
-                        );
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(HostError::Core(e)) => {
-                    out!("broken: {} ({})", e.code, e.message);
-                    Ok(ExitCode::from(1))
-                }
-                Err(e) => Err(e),
-            }
-        }
+        Command::Verify => verify(&journal()?, &conv),
         Command::Plan(r) => raw(&cli, "plan", r),
         Command::Validate(r) => raw(&cli, "validate", r),
         Command::Select(r) => raw(&cli, "select", r),
         Command::Demo { turns } => demo(&cli, *turns),
         Command::Serve(o) => serve(&cli, o),
-        Command::HashToken { member } => {
-            let mut token = String::new();
-            std::io::stdin().read_to_string(&mut token)?;
-            let token = token.trim_end_matches(['\r', '\n']);
-            if token.is_empty() {
-                return Err(HostError::Input("no token on stdin".into()));
+        Command::HashToken { member } => hash_token(member),
+    }
+}
+
+/// `foldline import FILE`: the file's messages or events, appended as one
+/// batch after the conversation's last turn, refused whole (naming the file)
+/// when any of them would not be accepted.
+fn import_file(
+    d: &ProgramDriver,
+    conv: &str,
+    file: &std::path::Path,
+    compact: bool,
+) -> Result<ExitCode, HostError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
+    let named = |e: HostError| match e {
+        HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
+        other => other,
+    };
+    let after = last_seq(&d.journal, conv)?;
+    let events = import::parse(&text, &route(conv), after).map_err(named)?;
+    refuse_conflicts(d, conv, &events).map_err(named)?;
+    let n = import_events(d, conv, events, compact)?;
+    out!("imported {n} events into {conv}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The member state `foldline context --opt-in …` stands for: none unless
+/// the member-compression surface is available.
+fn member_input(opt_in: &[OptIn], compression: &CompressionFlags) -> Option<MemberInput> {
+    let availability = compression.availability();
+    availability.surface.then(|| MemberInput {
+        availability,
+        preferences: Preferences {
+            master: !opt_in.is_empty(),
+            tool_result: opt_in.contains(&OptIn::ToolResult),
+            plain_speak: opt_in.contains(&OptIn::PlainSpeak),
+            prompt_trim: opt_in.contains(&OptIn::PromptTrim),
+        },
+    })
+}
+
+/// `foldline context`: the selection (or its messages only) as JSON.
+fn print_context(
+    d: &ProgramDriver,
+    conv: &str,
+    format: Fmt,
+    member: Option<MemberInput>,
+    messages_only: bool,
+) -> Result<ExitCode, HostError> {
+    let format = match format {
+        Fmt::Foldline => Format::Foldline,
+        Fmt::Openai => Format::Openai,
+        Fmt::Anthropic => Format::Anthropic,
+        Fmt::AiSdk => Format::AiSdk,
+    };
+    let options = ContextOptions {
+        format,
+        member,
+        ..Default::default()
+    };
+    let selection = d.context(conv, options)?;
+    if messages_only {
+        print_json(&selection.messages)?;
+    } else {
+        print_json(&selection)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `foldline verify`: the chain intact (exit 0, with the compactor's
+/// progress) or broken (exit 1, naming the rule).
+fn verify(d: &ProgramDriver, conv: &str) -> Result<ExitCode, HostError> {
+    match d.resolve(conv) {
+        Ok(r) => {
+            match r.head {
+                Some(h) => out!(
+                    "intact: {} boundaries, covered through source {}, head {}",
+                    h.length,
+                    h.covered_through_seq,
+                    h.boundary_id
+                ),
+                None => out!("intact: no boundary yet"),
             }
-            out!(
-                "{}",
-                serde_json::json!({"id": member, "tokenSha256": serve::hash_token(token)})
-            );
+            if let Some(p) = d.journal.progress(conv)? {
+                out!(
+                    "compactor progress: {} skipped runs (below the trigger, no model call), the latest checked through source {} at {} of {} {}",
+                    p.skipped_runs,
+                    p.last.checked_through_seq,
+                    p.last.total,
+                    p.last.trigger,
+                    p.last.metric.as_str()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
+        Err(HostError::Core(e)) => {
+            out!("broken: {} ({})", e.code, e.message);
+            Ok(ExitCode::from(1))
+        }
+        Err(e) => Err(e),
     }
+}
+
+/// `foldline hash-token MEMBER`: a members-file entry for the token on stdin.
+fn hash_token(member: &str) -> Result<ExitCode, HostError> {
+    let mut token = String::new();
+    std::io::stdin().read_to_string(&mut token)?;
+    let token = token.trim_end_matches(['\r', '\n']);
+    if token.is_empty() {
+        return Err(HostError::Input("no token on stdin".into()));
+    }
+    out!(
+        "{}",
+        serde_json::json!({"id": member, "tokenSha256": serve::hash_token(token)})
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
@@ -658,117 +686,4 @@ fn print_timeline(items: &[TimelineItem], width: usize) {
             }
         }
     }
-}
-
-fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
-    // The demo writes to its own journal unless --journal was given explicitly.
-    let (at, conv) = match Location::parse(&cli.journal) {
-        Location::Sqlite(p) => {
-            let p = if p == std::path::Path::new("foldline.db") {
-                std::env::temp_dir().join(format!("foldline-demo-{}.db", std::process::id()))
-            } else {
-                p
-            };
-            let _ = std::fs::remove_file(&p);
-            (Location::Sqlite(p), "demo".to_owned())
-        }
-        // A shared database keeps what is there: the demo gets its own conversation.
-        pg => {
-            let secs = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            (pg, format!("demo-{}-{secs}", std::process::id()))
-        }
-    };
-    let path = match &at {
-        Location::Sqlite(p) => p.display().to_string(),
-        Location::Postgres(u) => u.clone(),
-    };
-    let d = driver(cli, at)?;
-    let conv = conv.as_str();
-    let messages = import::demo_conversation(turns);
-    let text: String = messages.iter().map(|m| format!("{m}\n")).collect();
-    let events = import::parse(&text, &route(conv), 0)?;
-    let started = std::time::Instant::now();
-    import_events(&d, conv, events, true)?;
-    let elapsed = started.elapsed();
-    let t = d.timeline(conv)?;
-    out!("foldline demo — {} messages through the whole loop (offline: SQLite journal, extractive summarizer)", messages.len());
-    out!("artifact {}\n", d.foldline.sha256());
-    print_timeline(&t.items, 70);
-    let r = d.resolve(conv)?;
-    let ctx = d.context(conv, ContextOptions::default())?;
-    let all: u64 = d
-        .journal
-        .read_events(conv, 0)?
-        .iter()
-        .filter_map(|s| match &s.event {
-            foldline_core::event::Event::Message(m) => {
-                Some(foldline_core::turn::parts_chars(&m.parts))
-            }
-            _ => None,
-        })
-        .sum();
-    let bs: Vec<_> = d
-        .journal
-        .read_events(conv, 0)?
-        .into_iter()
-        .filter_map(|s| match s.event {
-            foldline_core::event::Event::Boundary(b) => Some(b),
-            _ => None,
-        })
-        .collect();
-    out!("\ncompaction statistics");
-    out!(
-        "  journal: {} messages, {all} characters (never edited)",
-        messages.len()
-    );
-    out!(
-        "  boundaries: {} (chain {})",
-        bs.len(),
-        if r.head.is_some() { "intact" } else { "empty" }
-    );
-    for (i, b) in bs.iter().enumerate() {
-        out!(
-            "    #{:<2} through source {:<4} {:>4} turns folded  context {:>6} -> {:>6} chars  ({})",
-            i + 1, b.covered_through_seq, b.input.turn_count, b.stats.before.chars, b.stats.after.chars, b.run.model_id
-        );
-    }
-    out!(
-        "  model-bound context now: {} messages, {} {unit} of the {} budget, {} exact turns after the summary",
-        ctx.manifest.message_count, ctx.manifest.sizes.total, ctx.manifest.limit, ctx.manifest.included.len(),
-        unit = ctx.manifest.metric.as_str()
-    );
-    // What the model is actually sent: the envelope, then the exact tail.
-    out!("\nwhat the model is sent now");
-    if let Some(h) = &r.head {
-        let preview: String = h.summary.chars().take(320).collect();
-        out!("  1. user  [untrusted-history-summary] envelope, {} chars of summary covering sources 1..={}:", h.summary.chars().count(), h.covered_through_seq);
-        for line in preview.lines().take(6) {
-            out!("       | {line}");
-        }
-        if h.summary.chars().count() > 320 {
-            out!("       | …");
-        }
-    }
-    if let Some(first) = ctx.manifest.included.first() {
-        let tail = d.journal.read_events(conv, 0)?;
-        let seq = tail.iter().find_map(|s| match &s.event {
-            foldline_core::event::Event::Message(m) if &m.turn_id == first => Some(m.source_seq),
-            _ => None,
-        });
-        out!(
-            "  2. then {} exact turns, verbatim, from source {} ({first}) to the newest",
-            ctx.manifest.included.len(),
-            seq.map(|s| s.to_string()).unwrap_or_else(|| "?".into())
-        );
-    }
-    out!(
-        "  time: {:.2?} for {} driver passes",
-        elapsed,
-        messages.len()
-    );
-    out!("  journal: {path} (conversation {conv})");
-    Ok(ExitCode::SUCCESS)
 }

@@ -44,102 +44,112 @@ pub fn apply(
     decl: &mut Declaration,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<DriverSettings> {
-    let bad =
-        |name: &str, value: &str, what: &str| HostError::Input(format!("{name}={value:?}: {what}"));
-    let int = |name: &str| -> Result<Option<u64>> {
-        get(name)
-            .map(|v| {
-                v.trim()
-                    .parse::<u64>()
-                    .map_err(|_| bad(name, &v, "a whole number is needed"))
-            })
-            .transpose()
-    };
-    let ratio = |name: &str| -> Result<Option<u64>> {
-        get(name)
-            .map(|v| {
-                permille(v.trim()).ok_or_else(|| {
-                    bad(
-                        name,
-                        &v,
-                        "a ratio from 0 to 1 with at most three decimals is needed (0.70)",
-                    )
-                })
-            })
-            .transpose()
-    };
-    let flag = |name: &str| -> Result<Option<bool>> {
-        get(name)
-            .map(|v| match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => Ok(true),
-                "0" | "false" | "no" | "off" => Ok(false),
-                _ => Err(bad(name, &v, "true or false is needed")),
-            })
-            .transpose()
-    };
-    let enabled = flag("CHAT_CONTEXT_BUDGET_ENABLED")?;
-    let mode = get("CONTEXT_COMPACTION_MODE")
-        .map(|v| match v.trim().to_ascii_lowercase().as_str() {
-            "eager" => Ok(CompactionMode::Eager),
-            "lazy" => Ok(CompactionMode::Lazy),
-            _ => Err(bad(
-                "CONTEXT_COMPACTION_MODE",
-                &v,
-                "eager or lazy is needed",
-            )),
-        })
-        .transpose()?;
-    let values = (
-        int("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS")?,
-        int("CHAT_CONTEXT_RESERVED_OUTPUT_TOKENS")?,
-        int("CHAT_CONTEXT_SAFETY_MARGIN_TOKENS")?,
-        ratio("CHAT_CONTEXT_RETRIEVAL_TOKEN_SHARE")?,
-        ratio("CONTEXT_COMPACTION_SOFT_RATIO")?,
-        ratio("CONTEXT_COMPACTION_EAGER_RATIO")?,
-        ratio("CONTEXT_COMPACTION_TARGET_RATIO")?,
-    );
-    let any_budget = BUDGET_VARIABLES.iter().any(|n| get(n).is_some()) || enabled == Some(false);
-    if any_budget {
-        let mut budget = match &decl.budget {
-            b @ Budget::Tokens { .. } => *b,
-            Budget::Chars { .. } => Budget::default_tokens(),
-        };
-        if let Budget::Tokens {
-            window,
-            reserved_output,
-            safety_margin,
-            retrieval_share,
-            soft,
-            eager,
-            target,
-            mode: m,
-        } = &mut budget
-        {
-            let (w, r, s, share, so, e, t) = values;
-            *window = w.unwrap_or(*window);
-            *reserved_output = r.unwrap_or(*reserved_output);
-            *safety_margin = s.unwrap_or(*safety_margin);
-            *retrieval_share = share.unwrap_or(*retrieval_share);
-            *soft = so.unwrap_or(*soft);
-            *eager = e.unwrap_or(*eager);
-            *target = t.unwrap_or(*target);
-            *m = mode.unwrap_or(*m);
-            if enabled == Some(false) {
-                *m = CompactionMode::Lazy;
-            }
-        }
-        decl.budget = budget;
+    let vars = Vars(get);
+    let enabled = vars.flag("CHAT_CONTEXT_BUDGET_ENABLED")?;
+    if BUDGET_VARIABLES.iter().any(|n| (vars.0)(n).is_some()) || enabled == Some(false) {
+        decl.budget = token_budget(&decl.budget, &vars, enabled)?;
     }
-    let warm = flag("CONTEXT_COMPACTION_WARM_CANDIDATES_ENABLED")?;
+    let warm = vars.flag("CONTEXT_COMPACTION_WARM_CANDIDATES_ENABLED")?;
     Ok(DriverSettings {
         warm_candidates: if enabled == Some(false) {
             Some(false)
         } else {
             warm
         },
-        warm_lease_ms: int("CONTEXT_COMPACTION_WARM_CANDIDATE_LEASE_SECONDS")?
+        warm_lease_ms: vars
+            .int("CONTEXT_COMPACTION_WARM_CANDIDATE_LEASE_SECONDS")?
             .map(|s| s.saturating_mul(1000)),
     })
+}
+
+/// The token budget the variables set, from `current`'s token fields (or
+/// seed 002's defaults when it counts characters); the master switch off
+/// (`enabled == Some(false)`) makes it lazy.
+fn token_budget<F: Fn(&str) -> Option<String>>(
+    current: &Budget,
+    vars: &Vars<F>,
+    enabled: Option<bool>,
+) -> Result<Budget> {
+    let mut budget = match current {
+        b @ Budget::Tokens { .. } => *b,
+        Budget::Chars { .. } => Budget::default_tokens(),
+    };
+    if let Budget::Tokens {
+        window,
+        reserved_output,
+        safety_margin,
+        retrieval_share,
+        soft,
+        eager,
+        target,
+        mode,
+    } = &mut budget
+    {
+        let set = |field: &mut u64, v: Option<u64>| *field = v.unwrap_or(*field);
+        set(window, vars.int("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS")?);
+        set(
+            reserved_output,
+            vars.int("CHAT_CONTEXT_RESERVED_OUTPUT_TOKENS")?,
+        );
+        set(
+            safety_margin,
+            vars.int("CHAT_CONTEXT_SAFETY_MARGIN_TOKENS")?,
+        );
+        set(
+            retrieval_share,
+            vars.ratio("CHAT_CONTEXT_RETRIEVAL_TOKEN_SHARE")?,
+        );
+        set(soft, vars.ratio("CONTEXT_COMPACTION_SOFT_RATIO")?);
+        set(eager, vars.ratio("CONTEXT_COMPACTION_EAGER_RATIO")?);
+        set(target, vars.ratio("CONTEXT_COMPACTION_TARGET_RATIO")?);
+        *mode = vars.mode()?.unwrap_or(*mode);
+        if enabled == Some(false) {
+            *mode = CompactionMode::Lazy;
+        }
+    }
+    Ok(budget)
+}
+
+/// The variables as [`apply`] reads them: each one parsed, or refused
+/// naming the variable and the value.
+struct Vars<F: Fn(&str) -> Option<String>>(F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    fn parse<T>(&self, name: &str, what: &str, f: impl Fn(&str) -> Option<T>) -> Result<Option<T>> {
+        (self.0)(name)
+            .map(|v| f(v.trim()).ok_or_else(|| HostError::Input(format!("{name}={v:?}: {what}"))))
+            .transpose()
+    }
+    fn int(&self, name: &str) -> Result<Option<u64>> {
+        self.parse(name, "a whole number is needed", |v| v.parse().ok())
+    }
+    fn ratio(&self, name: &str) -> Result<Option<u64>> {
+        self.parse(
+            name,
+            "a ratio from 0 to 1 with at most three decimals is needed (0.70)",
+            permille,
+        )
+    }
+    fn flag(&self, name: &str) -> Result<Option<bool>> {
+        self.parse(name, "true or false is needed", |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Some(true),
+                "0" | "false" | "no" | "off" => Some(false),
+                _ => None,
+            }
+        })
+    }
+    fn mode(&self) -> Result<Option<CompactionMode>> {
+        self.parse(
+            "CONTEXT_COMPACTION_MODE",
+            "eager or lazy is needed",
+            |v| match v.to_ascii_lowercase().as_str() {
+                "eager" => Some(CompactionMode::Eager),
+                "lazy" => Some(CompactionMode::Lazy),
+                _ => None,
+            },
+        )
+    }
 }
 
 /// A decimal ratio from 0 to 1 (`0.7`, `0.70`, `1`) as per-mille, exactly.

@@ -168,6 +168,14 @@ fn turns(packet: &Packet) -> Vec<(String, String)> {
 pub fn summarize(packet: &Packet) -> String {
     let by_tokens = packet.bounds.max_tokens.saturating_sub(4).saturating_mul(4);
     let max = packet.bounds.max_chars.min(by_tokens) as usize;
+    let out = choose(&facts_of(packet), max);
+    finish(out, max)
+}
+
+/// The facts of a packet, in order, scored: the previous summary's lines,
+/// the amendment's corrections, then each sentence of the frozen turns; a
+/// sentence said twice is one fact, and boilerplate scores low.
+fn facts_of(packet: &Packet) -> Vec<Fact> {
     let mut facts: Vec<Fact> = Vec::new();
     let mut push = |who: String, text: String| {
         let score = score(&text, &who);
@@ -223,7 +231,12 @@ pub fn summarize(packet: &Packet) -> String {
             f.score = f.score.saturating_sub(6);
         }
     }
+    facts
+}
 
+/// The facts that fit in `max` characters, in their order: first the best of
+/// each of equal slices (coverage), then the best of the rest.
+fn choose(facts: &[Fact], max: usize) -> String {
     let line = |f: &Fact| {
         if f.who.is_empty() {
             f.text.clone()
@@ -257,14 +270,13 @@ pub fn summarize(packet: &Packet) -> String {
             take(i, &mut chosen, &mut used);
         }
     }
-    let out = facts
+    facts
         .iter()
         .zip(&chosen)
         .filter(|(_, c)| **c)
         .map(|(f, _)| line(f))
         .collect::<Vec<_>>()
-        .join("\n");
-    finish(out, max)
+        .join("\n")
 }
 
 /// A summary as the bounds allow it: never empty, no control characters

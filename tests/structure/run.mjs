@@ -16,15 +16,6 @@ const MAX_FILE_LINES = 800;
 const MAX_FN_LINES = 80;
 // Known long functions (path:name → lines today). Split them, then drop them here.
 const LONG = {
-  "host-wasmtime/src/main.rs:run": 134,
-  "host-wasmtime/src/main.rs:demo": 112,
-  "host-wasmtime/src/journal/contract.rs:check": 132,
-  "host-wasmtime/src/serve/tasks.rs:condense": 108,
-  "host-wasmtime/src/summarizer.rs:summarize": 101,
-  "host-wasmtime/src/settings.rs:apply": 101,
-  "host-wasmtime/src/driver/read.rs:load_into": 89,
-  "host-wasmtime/src/serve/routes.rs:append": 83,
-  "js/src/driver.ts:createCompactor": 440,
   "js/src/client.ts:createClient": 130,
   "js/src/handler.ts:createHandler": 361,
 };

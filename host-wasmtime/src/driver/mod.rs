@@ -109,9 +109,6 @@ pub struct Driver<J: Journal, M: Model> {
     pub route_of: fn(&str) -> Route,
     /// Wall clock in milliseconds (leases only; the core never sees it).
     pub clock: fn() -> u64,
-    /// Fault injection for crash tests: abort the process right after the
-    /// packet is persisted (set from `FOLDLINE_FAULT=abort-after-packet`).
-    pub abort_after_packet: bool,
     /// Warm candidates (seed 002): persist the candidate packet between the
     /// soft and eager thresholds and use its summary, once
     /// [`Driver::prepare_warm`] made one, when compaction is due (default on).
@@ -212,7 +209,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
             owner: None,
             route_of: default_route,
             clock: now_ms,
-            abort_after_packet: false,
             warm_candidates: true,
             warm_lease_ms: defaults::WARM_LEASE_MS,
             model_timeout_ms: defaults::MODEL_TIMEOUT_MS,

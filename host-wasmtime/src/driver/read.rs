@@ -18,7 +18,7 @@ use crate::sync::lock;
 
 /// What a driver keeps of the chain prefix it verified.
 #[derive(Default)]
-pub(super) struct Verified {
+pub(super) struct KnownChain {
     /// The head, in full, and its position in the chain.
     pub(super) head: Option<(Boundary, u64)>,
     /// Every accepted boundary id, oldest first.
@@ -29,7 +29,7 @@ pub(super) struct Verified {
     pub(super) covered: std::collections::BTreeMap<String, InputTurn>,
 }
 
-impl Verified {
+impl KnownChain {
     /// The core's request form: the head and the snapshot of the turns `chain` touches.
     pub(super) fn request(&self, chain: &[Event]) -> Option<resolve::Verified> {
         let (boundary, length) = self.head.clone()?;
@@ -95,7 +95,7 @@ pub(super) struct Cached {
     pub(super) res: Option<Resolution>,
     /// The chain prefix verified so far: resolve starts from its head, so
     /// the prefix's boundaries are neither kept in `chain` nor sent again.
-    pub(super) verified: Verified,
+    pub(super) verified: KnownChain,
     /// Fingerprints of the declarations `res` was resolved under (the
     /// driver's fields are public; a change re-resolves).
     pub(super) under: String,
@@ -104,6 +104,36 @@ pub(super) struct Cached {
     pub(super) warm: Option<(Packet, Option<ModelResult>)>,
     /// What the core's instance holds of `recent`.
     pub(super) holding: Holding,
+}
+
+impl Cached {
+    /// Take in what was read since `seq`: the newest positions, the chain
+    /// events (the resolution is then stale) and the live window.
+    pub(super) fn take_in(&mut self, fresh: Vec<crate::journal::StoredEvent>) {
+        if let Some(last) = fresh.last() {
+            self.seq = last.seq;
+        }
+        for s in fresh {
+            if let Event::Message(m) | Event::LateDelivery(m) = &s.event {
+                self.source_seq = self.source_seq.max(m.source_seq);
+            } else if let Event::TurnMeta(t) = &s.event {
+                self.source_seq = self.source_seq.max(t.source_seq);
+            }
+            if matches!(
+                s.event,
+                Event::Frontier(_)
+                    | Event::Boundary(_)
+                    | Event::Correction(_)
+                    | Event::LateDelivery(_)
+            ) {
+                self.chain.push(s.event.clone());
+                self.res = None;
+            }
+            if !matches!(s.event, Event::Boundary(_) | Event::Frontier(_)) {
+                self.recent.push(s.event);
+            }
+        }
+    }
 }
 
 impl<J: Journal, M: Model> Driver<J, M> {
@@ -145,70 +175,51 @@ impl<J: Journal, M: Model> Driver<J, M> {
             };
         }
         let fresh = self.journal.read_events(conversation, c.seq)?;
-        if let Some(last) = fresh.last() {
-            c.seq = last.seq;
-        }
-        for s in fresh {
-            if let Event::Message(m) | Event::LateDelivery(m) = &s.event {
-                c.source_seq = c.source_seq.max(m.source_seq);
-            } else if let Event::TurnMeta(t) = &s.event {
-                c.source_seq = c.source_seq.max(t.source_seq);
-            }
-            if matches!(
-                s.event,
-                Event::Frontier(_)
-                    | Event::Boundary(_)
-                    | Event::Correction(_)
-                    | Event::LateDelivery(_)
-            ) {
-                c.chain.push(s.event.clone());
-                c.res = None;
-            }
-            if !matches!(s.event, Event::Boundary(_) | Event::Frontier(_)) {
-                c.recent.push(s.event);
-            }
-        }
+        c.take_in(fresh);
         let res = match &c.res {
             Some(r) => r.clone(),
-            None => {
-                // Resolved from the verified head: only boundaries after it
-                // are sent (and re-settled), so only their packets are read.
-                let mut packets = Vec::new();
-                for e in &c.chain {
-                    if let Event::Boundary(b) = e {
-                        packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
-                    }
-                }
-                let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
-                    declaration: self.declaration.clone(),
-                    compactor: self.compactor.clone(),
-                    route: (self.route_of)(conversation),
-                    events: c.chain.clone(),
-                    packets,
-                    trusted: Vec::new(),
-                    verified: c.verified.request(&c.chain),
-                })))?;
-                let mut r = match r {
-                    ValidateResponse::Resolved(res) => *res,
-                    other => {
-                        return Err(HostError::MalformedOutput(format!(
-                            "unexpected answer {other:?}"
-                        )))
-                    }
-                };
-                c.recent = after_head(std::mem::take(&mut c.recent), &r);
-                c.holding.rebuilt();
-                c.verified.extend(&mut c.chain, &r);
-                // The cached copy names only the head (`resolve` answers them
-                // all): each message clones it, and that must not grow with
-                // the chain.
-                let older = r.accepted.len().saturating_sub(1);
-                r.accepted.drain(..older);
-                c.res = Some(r.clone());
-                r
-            }
+            None => self.resolve_cached(c, conversation)?,
         };
         Ok((res, c.seq))
+    }
+
+    /// Resolve the chain from the verified head: only boundaries after it
+    /// are sent (and re-settled), so only their packets are read. The
+    /// resolution is kept in `c`, naming only its head.
+    pub(super) fn resolve_cached(&self, c: &mut Cached, conversation: &str) -> Result<Resolution> {
+        let mut packets = Vec::new();
+        for e in &c.chain {
+            if let Event::Boundary(b) = e {
+                packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
+            }
+        }
+        let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
+            declaration: self.declaration.clone(),
+            compactor: self.compactor.clone(),
+            route: (self.route_of)(conversation),
+            events: c.chain.clone(),
+            packets,
+            trusted: Vec::new(),
+            verified: c.verified.request(&c.chain),
+        })))?;
+        let mut r = match r {
+            ValidateResponse::Resolved(res) => *res,
+            other => {
+                return Err(HostError::MalformedOutput(format!(
+                    "unexpected answer {other:?}"
+                )))
+            }
+        };
+        c.recent = after_head(std::mem::take(&mut c.recent), &r);
+        c.holding.rebuilt();
+        c.verified.extend(&mut c.chain, &r);
+        // The cached copy names only the head (`resolve` answers them
+        // all): each message clones it, and that must not grow with
+        // the chain.
+        let older = r.accepted.len().saturating_sub(1);
+        r.accepted.drain(..older);
+        c.res = Some(r.clone());
+        Ok(r)
     }
 
     /// Read what is new, then call `entry` with the request `make` builds

@@ -15,6 +15,16 @@ use crate::journal::Journal;
 use crate::model::{Model, StreamChunk};
 use crate::sync::lock;
 
+/// The crash tests' seam (`a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundary` in
+/// host-wasmtime/tests/host.rs): with `FOLDLINE_FAULT=abort-after-packet` in
+/// its environment, a process aborts right after it stored a packet, before
+/// any model sees it — what a power cut there would leave behind. Read once;
+/// nothing else in the driver reads the environment.
+fn abort_after_packet() -> bool {
+    static FAULT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FAULT.get_or_init(|| std::env::var("FOLDLINE_FAULT").as_deref() == Ok("abort-after-packet"))
+}
+
 impl<J: Journal, M: Model> Driver<J, M> {
     pub(super) fn run(
         &self,
@@ -183,7 +193,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     expected_seq,
                     accepts_task,
                 } => {
-                    let last = self.append_at(conversation, &state.batch, expected_seq)?;
+                    let last = self.fenced_append(conversation, &state.batch, expected_seq)?;
                     if let (EffectResult::Appended { seq }, true) = (&last, accepts_task) {
                         accepted(*seq);
                     }
@@ -194,7 +204,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     // Persisted before any model sees it: a retry after a
                     // crash plans the same packet id.
                     self.journal.put_packet(conversation, packet)?;
-                    if self.abort_after_packet && !candidate {
+                    if !candidate && abort_after_packet() {
                         std::process::abort();
                     }
                     next(state, EffectResult::Stored)
@@ -218,7 +228,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// conflict says whether a frontier or boundary arrived meanwhile
     /// (another writer moved the chain head: the core ends the run with
     /// `fork`) or only messages (it appends again after them).
-    pub(super) fn append_at(
+    pub(super) fn fenced_append(
         &self,
         conversation: &str,
         batch: &[Event],

@@ -62,7 +62,18 @@ pub fn check<J: Journal>(journal: J) {
         declaration(),
     );
     let j = &d.journal;
-    // 1. Checked at append: a forged content hash is refused, nothing written.
+    refuses_what_fails_the_append_check(j);
+    appends_compare_and_append(j);
+    keeps_one_message_per_turn_id(j);
+    fences_the_writer_lease(j);
+    keeps_one_boundary_per_head(&d);
+    stores_packets_by_id(j);
+    d.resolve("c").expect("the chain verifies");
+    check_progress(j, false);
+}
+
+/// Rule 1: checked at append — a forged content hash or another route is refused, nothing written.
+fn refuses_what_fails_the_append_check<J: Journal + ?Sized>(j: &J) {
     let mut bad = demo_events("c", 2);
     if let Event::Message(m) = &mut bad[1] {
         m.content_hash = Some("sha256:forged".into());
@@ -77,7 +88,10 @@ pub fn check<J: Journal>(journal: J) {
         "wrong_route"
     );
     assert!(j.read_events("c", 0).unwrap().is_empty());
-    // 2. Compare-and-append.
+}
+
+/// Rule 2: compare-and-append; turns are hashed once, when they enter.
+fn appends_compare_and_append<J: Journal + ?Sized>(j: &J) {
     let events = demo_events("c", 120);
     assert_eq!(j.append("c", &events[..1]).unwrap(), 1);
     assert_eq!(
@@ -97,9 +111,12 @@ pub fn check<J: Journal>(journal: J) {
     );
     // Turns are hashed once, when they enter.
     assert!(matches!(&read[0].event, Event::Message(m) if m.content_hash.is_some()));
-    // A turn id names one message: reused with other content (alone, or
-    // within one batch) it is refused, nothing written; said again the same
-    // it is accepted (the core reads a repeat as one turn).
+}
+
+/// Rule 2 (turn ids): a turn id names one message — reused with other content
+/// (alone, or within one batch) it is refused, nothing written; said again
+/// the same it is accepted (the core reads a repeat as one turn).
+fn keeps_one_message_per_turn_id<J: Journal + ?Sized>(j: &J) {
     let t = demo_events("t", 2);
     j.append("t", &t).unwrap();
     let mut other = t[1].clone();
@@ -143,7 +160,10 @@ pub fn check<J: Journal>(journal: J) {
         t.len() as u64 + 1,
         "an identical repeat"
     );
-    // 3. The fenced lease.
+}
+
+/// Rule 3: the fenced lease.
+fn fences_the_writer_lease<J: Journal + ?Sized>(j: &J) {
     let a = j.acquire_lease("c", "a", 1_000, 100).unwrap().unwrap();
     assert_eq!(j.acquire_lease("c", "b", 1_050, 100).unwrap(), None);
     assert_eq!(j.acquire_lease("c", "a", 1_060, 100).unwrap(), Some(a));
@@ -158,7 +178,12 @@ pub fn check<J: Journal>(journal: J) {
     j.release_lease("c", "b").unwrap();
     assert!(j.acquire_lease("c", "a", 1_300, 100).unwrap().unwrap() > b);
     j.release_lease("c", "a").unwrap();
-    // 4. One boundary per head: the driver compacts; the same boundary again is a fork.
+}
+
+/// Rule 4: one boundary per head — the driver compacts; the same boundary
+/// again is a fork.
+fn keeps_one_boundary_per_head<J: Journal, M: crate::model::Model>(d: &Driver<J, M>) {
+    let j = &d.journal;
     assert!(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
     let boundary = j
         .read_events("c", 0)
@@ -173,7 +198,10 @@ pub fn check<J: Journal>(journal: J) {
         before,
         "nothing written"
     );
-    // 5. Packets by id, idempotent.
+}
+
+/// Rule 5: packets by id, idempotent.
+fn stores_packets_by_id<J: Journal + ?Sized>(j: &J) {
     let packets = j.list_packets("c").unwrap();
     assert_eq!(packets.len(), 1);
     j.put_packet("c", &packets[0]).unwrap();
@@ -183,8 +211,6 @@ pub fn check<J: Journal>(journal: J) {
         Some(&packets[0])
     );
     assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
-    d.resolve("c").expect("the chain verifies");
-    check_progress(j, false);
 }
 
 /// The progress watermark on conversation `p` of `journal`: one row, the

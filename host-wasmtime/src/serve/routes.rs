@@ -108,6 +108,49 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
         .into_response()
 }
 
+/// The route of `conv` once `text` holds OpenAI-style messages only (at
+/// least one), each one a compaction could take under the server's
+/// declaration.
+fn admit_messages(a: &App, conv: &str, text: &str) -> Result<Route, ApiError> {
+    let route = Route {
+        conversation: conv.to_owned(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    let probe = crate::import::parse_messages(text, &route, 0)?;
+    if probe.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            "no messages in the body",
+        ));
+    }
+    foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+        route: route.clone(),
+        events: probe,
+        declaration: Some(a.driver.declaration.clone()),
+    })
+    .map_err(HostError::Core)?;
+    Ok(route)
+}
+
+/// The messages of `text` as events numbered after `after`, sent by the
+/// authenticated `member` (never by whatever the body says).
+fn messages_from(
+    text: &str,
+    route: &Route,
+    after: u64,
+    member: &str,
+) -> crate::error::Result<Vec<foldline_core::event::Event>> {
+    let mut events = crate::import::parse_messages(text, route, after)?;
+    for e in &mut events {
+        if let foldline_core::event::Event::Message(m) = e {
+            m.sender = member.to_owned();
+        }
+    }
+    Ok(events)
+}
+
 /// `POST …/messages`: one OpenAI-style message, or an array of them.
 ///
 /// The request timeout is a deadline checked before the conversation is
@@ -130,30 +173,10 @@ async fn append(
     } else {
         text
     };
-    let a = app.clone();
-    let conv = id.clone();
+    let (a, conv) = (app.clone(), id.clone());
     let done = blocking(move || {
-        let route = Route {
-            conversation: conv.clone(),
-            chat: String::new(),
-            sender: String::new(),
-        };
-        // Check before claiming, so bad input creates nothing: OpenAI-style
-        // messages only, each one a compaction could take.
-        let probe = crate::import::parse_messages(&text, &route, 0)?;
-        if probe.is_empty() {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_input",
-                "no messages in the body",
-            ));
-        }
-        foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
-            route: route.clone(),
-            events: probe,
-            declaration: Some(a.driver.declaration.clone()),
-        })
-        .map_err(HostError::Core)?;
+        // Checked before claiming, so bad input creates nothing.
+        let route = admit_messages(&a, &conv, &text)?;
         if std::time::Instant::now() > deadline {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
@@ -168,15 +191,8 @@ async fn append(
                 "this conversation belongs to another member, who has not let you into its room",
             ));
         }
-        // The sender is the authenticated member, never the body.
         a.append(&conv, key.as_deref(), |after| {
-            let mut events = crate::import::parse_messages(&text, &route, after)?;
-            for e in &mut events {
-                if let foldline_core::event::Event::Message(m) = e {
-                    m.sender.clone_from(&member);
-                }
-            }
-            Ok(events)
+            messages_from(&text, &route, after, &member)
         })
     })
     .await?;

@@ -42,90 +42,12 @@ pub async fn condense(
     Caller(member): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let a = app.clone();
-    let (conv, who) = (id.clone(), member.clone());
-    let task_id = blocking(move || {
-        owned(&a, &conv, &who)?;
-        if a.stopping.is_cancelled() {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
-                "the server is stopping",
-            ));
-        }
-        if a.answering(&conv)? {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "session_busy",
-                "an answer owns the session; compact after it ends",
-            ));
-        }
-        a.take_condense(&who)?;
-        let task = a.next_id("task");
-        a.store.add_task(&conv, &task, &who)?;
-        Ok(task)
-    })
-    .await?;
-
+    let (a, conv, who) = (app.clone(), id.clone(), member.clone());
+    let task_id = blocking(move || admit_task(&a, &conv, &who)).await?;
     let (tx, rx) = tokio::sync::oneshot::channel::<Started>();
-    let slot = Arc::new(Mutex::new(Some(tx)));
-    let send = move |r: Started| {
-        if let Some(tx) = lock(&slot).take() {
-            let _ = tx.send(r);
-        }
-    };
-    let a = app.clone();
-    let (conv, task) = (id.clone(), task_id.clone());
-    app.tracker.spawn_blocking(move || {
-        let t = ManualTask {
-            id: task.clone(),
-            actor: member.clone(),
-            owner: Some(member),
-            session_busy: false,
-        };
-        let mut accepted = |seq: u64| {
-            let _ = a.store.set_task(&conv, &task, "accepted", Some(seq));
-            a.wrote();
-            send(Ok(seq));
-        };
-        // An automatic check of this conversation may be running on this
-        // server (one starts after every append): wait for it, briefly.
-        let mut outcome = a.driver.compact_task(&conv, &t, &mut accepted);
-        for _ in 0..100 {
-            if !matches!(outcome, Ok(Outcome::Busy)) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-            outcome = a.driver.compact_task(&conv, &t, &mut accepted);
-        }
-        let refused = |e: ApiError| {
-            let _ = a.store.set_task(&conv, &task, "refused", None);
-            send(Err(e));
-        };
-        match outcome {
-            Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => {
-                let _ = a.store.set_task(&conv, &task, "done", None);
-                a.wrote();
-            }
-            Ok(Outcome::Refused(e)) => refused(HostError::Core(e).into()),
-            Ok(Outcome::Busy) => refused(busy()),
-            Ok(other) => refused(ApiError::new(
-                StatusCode::CONFLICT,
-                "nothing_to_fold",
-                format!("no compaction was due: {other:?}"),
-            )),
-            Err(e) => {
-                // A host failure after `requested` leaves the task open: end
-                // it with its durable `failed` event now.
-                eprintln!("foldline serve: task {task} of {conv}: {e}");
-                if matches!(a.driver.end_interrupted(&conv), Ok(true)) {
-                    let _ = a.store.set_task(&conv, &task, "done", None);
-                }
-                a.wrote();
-                refused(e.into());
-            }
-        }
-    });
+    let (a, conv, task) = (app.clone(), id.clone(), task_id.clone());
+    app.tracker
+        .spawn_blocking(move || run_task(&a, &conv, &task, member, tx));
     match rx.await {
         Ok(Ok(seq)) => Ok((
             StatusCode::ACCEPTED,
@@ -143,6 +65,97 @@ pub async fn condense(
             "internal",
             "the task ended without an answer; the details are in the server's log",
         )),
+    }
+}
+
+/// Who may start a task, and when: the owner, while the server runs, with
+/// no answer holding the session, within the member's rate. The new task's
+/// id, its pointer stored.
+fn admit_task(a: &App, conv: &str, who: &str) -> Result<String, ApiError> {
+    owned(a, conv, who)?;
+    if a.stopping.is_cancelled() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is stopping",
+        ));
+    }
+    if a.answering(conv)? {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_busy",
+            "an answer owns the session; compact after it ends",
+        ));
+    }
+    a.take_condense(who)?;
+    let task = a.next_id("task");
+    a.store.add_task(conv, &task, who)?;
+    Ok(task)
+}
+
+/// The task's run, on a blocking thread: `started` hears the `requested`
+/// event's position once it is durable (the request's answer), or why the
+/// task was refused; the run goes on after it.
+fn run_task(
+    a: &App,
+    conv: &str,
+    task: &str,
+    member: String,
+    started: tokio::sync::oneshot::Sender<Started>,
+) {
+    let slot = Mutex::new(Some(started));
+    let send = |r: Started| {
+        if let Some(tx) = lock(&slot).take() {
+            let _ = tx.send(r);
+        }
+    };
+    let t = ManualTask {
+        id: task.to_owned(),
+        actor: member.clone(),
+        owner: Some(member),
+        session_busy: false,
+    };
+    let mut accepted = |seq: u64| {
+        let _ = a.store.set_task(conv, task, "accepted", Some(seq));
+        a.wrote();
+        send(Ok(seq));
+    };
+    // An automatic check of this conversation may be running on this
+    // server (one starts after every append): wait for it, briefly.
+    let mut outcome = a.driver.compact_task(conv, &t, &mut accepted);
+    for _ in 0..100 {
+        if !matches!(outcome, Ok(Outcome::Busy)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        outcome = a.driver.compact_task(conv, &t, &mut accepted);
+    }
+    let refused = |e: ApiError| {
+        let _ = a.store.set_task(conv, task, "refused", None);
+        send(Err(e));
+    };
+    match outcome {
+        Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => {
+            let _ = a.store.set_task(conv, task, "done", None);
+            a.wrote();
+        }
+        Ok(Outcome::Refused(e)) => refused(HostError::Core(e).into()),
+        Ok(Outcome::Busy) => refused(busy()),
+        Ok(other) => refused(ApiError::new(
+            StatusCode::CONFLICT,
+            "nothing_to_fold",
+            format!("no compaction was due: {other:?}"),
+        )),
+        Err(e) => {
+            // A host failure after `requested` leaves the task open: end
+            // it with its durable `failed` event now.
+            eprintln!("foldline serve: task {task} of {conv}: {e}");
+            if matches!(a.driver.end_interrupted(conv), Ok(true)) {
+                let _ = a.store.set_task(conv, task, "done", None);
+            }
+            a.wrote();
+            refused(e.into());
+        }
     }
 }
 

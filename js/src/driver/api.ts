@@ -1,0 +1,174 @@
+// What a caller of the driver sees: the compactor, its options and what its
+// calls answer. js/src/driver.ts builds it; the modules beside this one carry
+// out each job.
+
+import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, FailureReport, Boundary, MemberInput } from "../types.js";
+import type { Journal } from "../journal/journal.js";
+import type { AiSdkMessage, AnthropicMessage, OpenAiChatMessage } from "../convert.js";
+import type { Model } from "../model/model.js";
+
+export interface CompactorOptions {
+  journal: Journal;
+  model: Model;
+  declaration: Declaration;
+  /** The compactor declaration, checked for agreement on every resolve (default: the target's, under the compactor role). */
+  compactorDeclaration?: Declaration;
+  /** Route of a conversation (default: `{ conversation: id }`). */
+  route?: (conversationId: string) => Route;
+  /** Owner of a conversation, for manual requests. */
+  owner?: (conversationId: string) => string | undefined;
+  /** Writer-lease holder id (renewed while work runs). */
+  holder?: string;
+  /** The writer lease's time to live, in milliseconds (default 120,000, as the Rust driver's: `LEASE_MS`). */
+  leaseMs?: number;
+  /** Deadline of one model call (default 120,000 ms); a hanging model cannot hold the lease forever. */
+  modelTimeoutMs?: number;
+  /** Receives the audit reason of each failure (never member-facing). */
+  audit?: (conversationId: string, report: FailureReport) => void;
+  /**
+   * Warm candidates (seed 002, default on): between the soft and eager
+   * thresholds a candidate packet is persisted and summarized off the
+   * critical path, under its own lease; when compaction is due and the core
+   * finds the candidate still valid, its verified summary is used, so the
+   * message that needs compaction does not pay for the model call.
+   */
+  warmCandidates?: boolean;
+  /** Lease of a warm candidate's preparation (default 900,000 ms). */
+  warmLeaseMs?: number;
+  /**
+   * Count a text's tokens (js-tiktoken, gpt-tokenizer, a provider's counter):
+   * `append` records each turn's count, so token budgets use real counts
+   * instead of the four-characters-a-token estimate.
+   */
+  countTokens?: (text: string) => number;
+  /**
+   * Tokens of framing each message costs beside its content (role, message
+   * separators) when `countTokens` counts: added to every counted turn
+   * (default {@link MESSAGE_OVERHEAD_TOKENS}, the core's own estimate's
+   * overhead; OpenAI's chat framing is 3 per message). Set it to your
+   * provider's framing.
+   */
+  messageOverheadTokens?: number;
+}
+
+/** Per-message framing added to host token counts by default: 4, as the core's estimate adds. */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
+/** Messages `append` takes: OpenAI chat (default), Anthropic, or AI SDK `ModelMessage`s. */
+export type AppendMessages =
+  | { format?: "openai"; messages: OpenAiChatMessage | readonly OpenAiChatMessage[] }
+  | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string }
+  | { format: "ai-sdk"; messages: AiSdkMessage | readonly AiSdkMessage[] };
+
+/** A context whose messages were rendered (`render` not `false`). */
+export type RenderedSelection<M> = Selection<M> & { messages: M };
+
+export type OnMessageResult =
+  | { status: "busy" }
+  | { status: "skipped" | "paused" | "warm"; outcome: PlanOutcome }
+  | { status: "compacted"; boundary: Boundary }
+  | { status: "refused"; code: Code; message: string }
+  | { status: "failed"; notice: string };
+
+/** A manual compaction task with a caller-chosen id (a server hands the id out before the work ends). */
+export interface ManualTask {
+  /** Unique within the conversation. */
+  id: string;
+  /** Who asked. */
+  actor: string;
+  /** Whether an answer owns the session now. */
+  sessionBusy?: boolean;
+  /** Called with the journal position of the task's durable `requested` event, once written. */
+  onAccepted?: (seq: number) => void;
+}
+
+/** Options of `context`. */
+export interface ContextOptions {
+  /** The messages' shape: `foldline` (default), `openai`, `anthropic`, `ai-sdk` (or `aiSdk`). */
+  format?: Format;
+  /** The member's current prompt, rendered last and reserved first. */
+  prompt?: Part[];
+  /** A smaller budget than the declaration's for this context, in its unit (characters or tokens). */
+  limit?: number;
+  /** `false`: the manifest only, no messages rendered (what would be sent, cheaply). */
+  render?: boolean;
+  /**
+   * The member's compression state, captured once when this run started
+   * (availability and the member's opt-ins): the model-bound copy is shaped
+   * (prompt trim, `run_code` result compression, the plain-speak fragment),
+   * the settings projection follows the pinned turns, `manifest.member` has
+   * one measurement per pass, and a settings question gets `answer`. The
+   * journal is never touched.
+   */
+  member?: MemberInput;
+}
+
+/** Options of `append`. */
+export interface AppendMessagesOptions {
+  /**
+   * An idempotency key (1 to 128 of `A-Z a-z 0-9 . _ : -`), written with the
+   * batch in the same atomic append (each message's turn id ends `@<key>`):
+   * a retry with the same key and messages writes nothing again and answers
+   * as the first time (`replayed`); with other messages it is
+   * `idempotency_key_reused`. Recognized for the latest 4,096 keyed appends
+   * of a conversation, also across compactors and restarts (it is read back
+   * from the journal).
+   */
+  idempotencyKey?: string;
+  /** Who sent the messages (a room's member; written as each message's `sender`). */
+  sender?: string;
+}
+
+/** What `append` did. */
+export interface Appended {
+  /** Journal position of the batch's last event. */
+  seq: number;
+  /** The events written (none when `replayed`). */
+  events: Event[];
+  /** Messages the append holds (the first append's count when `replayed`). */
+  count: number;
+  /** A retry under an idempotency key already written: nothing new was written. */
+  replayed: boolean;
+}
+
+
+export interface Compactor {
+  /**
+   * Append messages to the journal as the conversation's next turns
+   * (numbered after its last one; checked, nothing written on bad input;
+   * compare-and-append, so concurrent appends never collide). OpenAI chat
+   * messages directly, or `{ format: "anthropic" | "ai-sdk", messages }`.
+   * Returns the journal position and the events written.
+   */
+  append(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options?: AppendMessagesOptions): Promise<Appended>;
+  /**
+   * Check messages as `append` would, without reading or writing anything:
+   * they convert, and each is one a compaction could take under the
+   * declaration (else `turn_too_large`, naming it). Throws the typed error.
+   */
+  check(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): void;
+  /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */
+  onMessage(conversationId: string): Promise<OnMessageResult>;
+  /** A member's `/compact`. */
+  compactNow(conversationId: string, actor: string, sessionBusy?: boolean): Promise<OnMessageResult>;
+  /**
+   * A manual task: as `compactNow`, with the task's id chosen by the caller
+   * and `onAccepted` called once its `requested` event is durable. A refusal
+   * (`not_owner`, `session_busy`, `nothing_to_fold`) writes nothing.
+   */
+  compactTask(conversationId: string, task: ManualTask): Promise<OnMessageResult>;
+  /**
+   * End the manual tasks whose run was interrupted (a crash between
+   * `requested` and its end) with a durable `failed` event, under the writer
+   * lease. `false`: another writer holds the conversation (its task may be running).
+   */
+  endInterrupted(conversationId: string): Promise<boolean>;
+  /** The model-bound context. */
+  context<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<RenderedSelection<MessagesOf[F]>>;
+  /** The manifest only when `render` is `false`. */
+  context<F extends Format = "foldline">(conversationId: string, options: ContextOptions & { format?: F; render: boolean }): Promise<Selection<MessagesOf[F]>>;
+  /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
+  timeline(conversationId: string): Promise<Timeline>;
+  /** The resolved chain. */
+  resolve(conversationId: string): Promise<Resolution>;
+}

@@ -1,0 +1,90 @@
+// Messages in: converted, checked (each one a compaction could take, with
+// real token counts and framing when the host counts), numbered after the
+// journal's last turn and written with a compare-and-append, once per
+// idempotency key.
+
+import { FoldlineError } from "../error.js";
+import { validate } from "../ops.js";
+import type { Event } from "../types.js";
+import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
+import { MESSAGE_OVERHEAD_TOKENS, type AppendMessages, type AppendMessagesOptions, type Appended } from "./api.js";
+import { state, sync, type Ctx } from "./read.js";
+
+const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Each message's tokens as the provider counts them: the host's count of
+ * its parts plus the per-message framing (`messageOverheadTokens`), so a
+ * context never exceeds the window by its framing.
+ */
+export function counted(c: Ctx, events: Event[]): Event[] {
+  const count = c.o.countTokens;
+  if (!count) return events;
+  const framing = c.o.messageOverheadTokens ?? MESSAGE_OVERHEAD_TOKENS;
+  return events.map((e) => {
+    if (e.type !== "message") return e;
+    let tokens = framing;
+    for (const p of e.parts) {
+      tokens += p.type === "text" ? count(p.text)
+        : p.type === "toolCall" ? count(p.name) + count(p.arguments)
+        : p.type === "toolResult" ? count(p.content)
+        : p.type === "approvalResponse" ? count(p.reason ?? "")
+        : 0;
+    }
+    return { ...e, tokens };
+  });
+}
+
+/**
+ * The messages as journal events (numbered from 1; renumbered when
+ * written), checked (they convert, and each is one a compaction could
+ * take), with each one's token count (counted once, here) and content hash.
+ */
+export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { events: Event[]; hashes: string[] } {
+  const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
+    ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
+    : (input as AppendMessages);
+  const list: readonly unknown[] = Array.isArray(spec.messages) ? spec.messages : [spec.messages];
+  // Nothing accepted may leave the conversation unable to compact: the
+  // core's admission rule, with the real token counts when there are.
+  const events = counted(c, eventsOf(spec.format ?? "openai", list, { conversation: id, ...(spec.format === "anthropic" ? { system: spec.system } : {}) }));
+  if (events.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
+  const checked = validate({ kind: "events", route: c.routeOf(id), events, declaration: c.o.declaration });
+  return { events, hashes: checked.kind === "events" ? checked.contentHashes : [] };
+}
+
+export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options: AppendMessagesOptions = {}): Promise<Appended> {
+  const { events: converted, hashes } = admitted(c, id, input); // checked before anything is read or written
+  const key = options.idempotencyKey;
+  if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
+  const s = state(c, id);
+  const next = s.appending.then(async () => {
+    for (;;) {
+      await sync(c, id);
+      const done = key === undefined ? undefined : s.keys.get(key);
+      if (done) {
+        if (done.hashes.join(" ") !== hashes.join(" ")) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
+        return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
+      }
+      // Numbered after the journal's last turn, with the counts made once above.
+      const events = converted.map((e, i) => {
+        if (e.type !== "message") return e;
+        const seq = s.sourceSeq + i + 1;
+        return {
+          ...e, sourceSeq: seq, turnId: `${turnIdOf(id, seq)}${key === undefined ? "" : `@${key}`}`,
+          ...(options.sender === undefined ? {} : { sender: options.sender }),
+        };
+      });
+      try {
+        const seq = await c.o.journal.append(id, events, { expectedSeq: s.seq });
+        await sync(c, id);
+        return { seq, events, count: events.length, replayed: false };
+      } catch (e) {
+        // Another writer appended meanwhile: number after it and try again.
+        if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
+      }
+    }
+  });
+  s.appending = next.catch(() => undefined);
+  return next;
+}

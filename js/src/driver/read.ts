@@ -1,0 +1,217 @@
+// What a compactor reads and keeps between messages: each conversation's
+// state (the journal position read to, the live events, the verified chain
+// prefix), read incrementally and resolved again only when a chain event
+// arrived; the view the core plans from. The Rust driver's read.rs.
+
+import { FoldlineError } from "../error.js";
+import { validate } from "../ops.js";
+import { newSlot, rebuiltSlot, type Slot } from "../held.js";
+import type { Boundary, Event, InputTurn, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
+import type { ModelResult } from "../model/model.js";
+import type { CompactorOptions } from "./api.js";
+
+/** What every part of a compactor shares: its options and the state of each conversation. */
+export interface Ctx {
+  o: CompactorOptions;
+  routeOf: (id: string) => Route;
+  holder: string;
+  leaseMs: number;
+  states: Map<string, State>;
+}
+
+/** How many keyed appends per conversation a retry is recognized for. */
+const KEPT_KEYS = 4096;
+const PINNED_ROLES = new Set(["system", "developer", "document"]);
+const CHAIN_TYPES = new Set(["frontier", "boundary", "correction", "lateDelivery"]);
+
+/** What a compactor keeps of the chain prefix it verified. */
+interface VerifiedPrefix {
+  /** The head, in full, and its position in the chain. */
+  head?: { boundary: Boundary; length: number };
+  /** Every accepted boundary id, oldest first. */
+  accepted: string[];
+  /** What the prefix holds for each covered turn (a frozen turn, or a later boundary's absorbed entry). */
+  covered: Map<string, InputTurn>;
+}
+
+/** The core's request form of a verified prefix: its head and the snapshot of the turns `chain` touches. */
+function verifiedRequest(v: VerifiedPrefix, chain: Event[]): Verified | null {
+  if (!v.head) return null;
+  const turns: InputTurn[] = [];
+  for (const e of chain) {
+    const t = e.type === "correction" || e.type === "lateDelivery" ? v.covered.get(e.turnId) : undefined;
+    if (t) turns.push(t);
+  }
+  return { boundary: v.head.boundary, length: v.head.length, turns };
+}
+
+/**
+ * Take in a resolution from the prefix: its new boundaries leave `chain`,
+ * their turns join `covered`, and the answer lists every accepted id again.
+ */
+function extendVerified(v: VerifiedPrefix, chain: Event[], r: Resolution): Event[] {
+  const fresh = new Set(r.accepted.slice(v.head ? 1 : 0));
+  for (const e of chain) {
+    if (e.type !== "boundary" || !fresh.has(e.id)) continue;
+    for (const t of e.input.turns) v.covered.set(t.turnId, t);
+    for (const a of e.absorbed) v.covered.set(a.turnId, { turnId: a.turnId, sourceSeq: a.sourceSeq, role: a.role, contentHash: a.contentHash });
+    if (r.head?.boundaryId === e.id) {
+      const { type: _type, ...boundary } = e;
+      v.head = { boundary, length: r.head.length };
+    }
+  }
+  v.accepted.push(...fresh);
+  r.accepted = [...v.accepted];
+  return chain.filter((e) => e.type !== "boundary" || !fresh.has(e.id));
+}
+
+/** What a compactor keeps of one conversation between calls. */
+export interface State {
+  /** Journal position read to. */
+  seq: number;
+  /** Events plan and select need: pinned turns, turns after the head, corrections, failures, tasks. */
+  recent: Event[];
+  /** `recent` as held in the core (sent once, then only what is new). */
+  held: Slot;
+  /** Frontiers, boundaries, corrections and late deliveries: what resolve needs. */
+  chain: Event[];
+  /** Frontiers and boundaries read so far (a conflict that brought one means another writer moved the chain head). */
+  chainEvents: number;
+  /** The verified resolution, until a chain event arrives. */
+  res?: Resolution;
+  /** Counts the resolutions taken in: names the chain state a held view was made from. */
+  resolutions: number;
+  /** Reads run one after another. */
+  reading: Promise<unknown>;
+  /** Writers run one after another. */
+  writing: Promise<unknown>;
+  /** Appends of messages run one after another (not behind a compaction). */
+  appending: Promise<unknown>;
+  /** Highest source sequence of a turn read so far. */
+  sourceSeq: number;
+  /** The latest keyed appends read (oldest first): key → last journal position, content hashes. */
+  keys: Map<string, { seq: number; hashes: string[] }>;
+  /** The chain prefix verified so far: resolve starts from its head, so its boundaries leave `chain`. */
+  verified: VerifiedPrefix;
+  /** Manual tasks requested and not yet ended. */
+  openTasks: Map<string, Extract<Event, { type: "compactionTask" }>>;
+  /** The warm candidate: its packet, and its verified summary once ready. */
+  warm?: { packet: Packet; result?: ModelResult; preparing?: Promise<void> };
+}
+
+export function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery" | "turnMeta" }> {
+  return e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta";
+}
+
+export function state(c: Ctx, id: string): State {
+  let s = c.states.get(id);
+  if (!s) {
+    s = {
+      seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+      reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
+    };
+    c.states.set(id, s);
+  }
+  return s;
+}
+
+/** Read what is new since the last read, check it, and fold it into the state. */
+export function sync(c: Ctx, id: string): Promise<State> {
+  const s = state(c, id);
+  const next = s.reading.then(async () => {
+    const fresh = await c.o.journal.readEvents(id, s.seq);
+    if (fresh.length === 0) return s;
+    // A journal written by someone else may hold a bad event: name its
+    // position. What the journal vouches it checked on append is not
+    // checked again.
+    const unchecked = fresh.filter((f) => f.checked !== true);
+    try {
+      if (unchecked.length > 0) validate({ kind: "events", route: c.routeOf(id), events: unchecked.map((f) => f.event) });
+    } catch (e) {
+      if (!(e instanceof FoldlineError)) throw e;
+      const at = /events\[(\d+)\]/.exec(e.message);
+      const pos = at ? unchecked[Number(at[1])]?.seq : e.ids.length ? unchecked.find((f) => isTurn(f.event) && e.ids.includes(f.event.turnId))?.seq : undefined;
+      throw new FoldlineError({
+        code: e.code, ids: e.ids,
+        message: `the journal of ${id} holds an event foldline cannot use${pos ? ` at position ${pos}` : ""}: ${e.message.replace(/^[a-z_]+: /, "")}`,
+      });
+    }
+    for (const { event, seq } of fresh) {
+      if (isTurn(event) && event.sourceSeq > s.sourceSeq) s.sourceSeq = event.sourceSeq;
+      const at = event.type === "message" ? event.turnId.lastIndexOf("@") : -1;
+      if (event.type === "message" && at >= 0) {
+        const key = event.turnId.slice(at + 1);
+        const k = s.keys.get(key);
+        if (k) { k.seq = seq; k.hashes.push(event.contentHash ?? ""); }
+        else {
+          s.keys.set(key, { seq, hashes: [event.contentHash ?? ""] });
+          if (s.keys.size > KEPT_KEYS) s.keys.delete(s.keys.keys().next().value as string);
+        }
+      }
+      if (CHAIN_TYPES.has(event.type)) {
+        s.chain.push(event);
+        if (event.type === "boundary" || event.type === "frontier") s.chainEvents++;
+        s.res = undefined;
+      }
+      if (event.type !== "boundary" && event.type !== "frontier") s.recent.push(event);
+      if (event.type === "compactionTask") {
+        if (event.state === "requested") s.openTasks.set(event.taskId, event);
+        else s.openTasks.delete(event.taskId);
+      }
+    }
+    s.seq = fresh[fresh.length - 1].seq;
+    return s;
+  });
+  s.reading = next.catch(() => undefined);
+  return next;
+}
+
+/** The state, read to the journal's end, with its chain resolved. */
+export async function load(c: Ctx, id: string): Promise<{ s: State; res: Resolution; events: Event[] }> {
+  const s = await sync(c, id);
+  if (!s.res) {
+    // Resolved from the verified head: only boundaries after it are sent
+    // (and re-settled), so only their packets are read.
+    const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary");
+    const packets = (await Promise.all(fresh.map((b) => c.o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
+    const r = validate({
+      kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
+      route: c.routeOf(id), events: s.chain, packets, verified: verifiedRequest(s.verified, s.chain),
+    });
+    if (r.kind !== "resolved") throw new Error("unexpected validate answer");
+    s.chain = extendVerified(s.verified, s.chain, r);
+    s.res = r;
+    s.resolutions++;
+    // What lies before the frontier or under the head never reaches plan
+    // or select again: their cost does not grow with covered history.
+    const covered = r.head?.coveredThroughSeq;
+    const start = r.frontier?.startSeq;
+    if (covered !== undefined || start !== undefined) {
+      s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role)
+        || ((covered === undefined || e.sourceSeq > covered) && (start === undefined || e.sourceSeq >= start)));
+      rebuiltSlot(s.held); // the list is no longer what the core holds
+
+    }
+  }
+  return { s, res: s.res, events: s.recent };
+}
+
+/** What the core plans from: the state read to the journal's end, as a plan request. */
+export async function view(c: Ctx, id: string, trigger: Trigger): Promise<{ s: State; request: PlanRequest; seq: number; key: string }> {
+  const { s, events, res } = await load(c, id);
+  const route = c.routeOf(id);
+  const owner = c.o.owner?.(id) ?? null;
+  return {
+    s, seq: s.seq, key: viewKey(s, route, owner),
+    request: {
+      declaration: c.o.declaration, route, owner,
+      frontier: res.frontier, head: res.head, amendment: res.amendment, carried: res.carried ?? null, events, trigger,
+      warm: s.warm?.result ? s.warm.packet : null,
+    },
+  };
+}
+
+/** Names a view's chain state: the same key, the same declaration, route, owner, frontier, head and amendment. */
+export function viewKey(s: State, route: Route, owner: string | null): string {
+  return `${s.resolutions}|${JSON.stringify(route)}|${owner}`;
+}

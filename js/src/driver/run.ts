@@ -1,0 +1,122 @@
+// The loop: one run of the core's `step`, each effect it answers carried
+// out (a compare-and-append fenced by the lease, the packet stored before any
+// model sees it, a model call) until it is done; answered as the
+// member-facing result. The Rust driver's run.rs.
+
+import { FoldlineError } from "../error.js";
+import { MODEL_TIMEOUT_MS } from "../defaults.js";
+import { stepHeld } from "../held.js";
+import type { EffectResult, Event, Finished, LoopState, StepRequest, Step, Trigger } from "../types.js";
+import type { OnMessageResult } from "./api.js";
+import { state, sync, view, type Ctx, type State } from "./read.js";
+import { callModel } from "./summary.js";
+import { leased } from "./lease.js";
+import { prepareWarm } from "./warm.js";
+
+/**
+ * Compare-and-append a batch at `expectedSeq` under the lease's fence; a
+ * conflict reports whether a chain event arrived meanwhile (the core then
+ * appends again after the new messages, or ends the run with `fork`).
+ */
+export async function appendAt(c: Ctx, id: string, s: State, batch: Event[], expectedSeq: number, fence: number): Promise<EffectResult> {
+  try {
+    const seq = await c.o.journal.append(id, batch, { expectedSeq, fence });
+    await sync(c, id);
+    return { kind: "appended", seq };
+  } catch (e) {
+    if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
+    const before = s.chainEvents;
+    await sync(c, id);
+    return { kind: "conflict", seq: s.seq, chainMoved: s.chainEvents !== before };
+  }
+}
+
+/**
+ * Interpret the core's loop: read, then do each effect `step` answers
+ * (append, store the packet, call the model) and feed its result back,
+ * until the run is done. What to write, where and when is the core's.
+ */
+export async function drive(c: Ctx, 
+  id: string, trigger: Trigger, fence: number,
+  options: { task?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean } = {},
+): Promise<Finished> {
+  const { task, onAccepted, endInterruptedOnly = false } = options;
+  const timeout = c.o.modelTimeoutMs ?? MODEL_TIMEOUT_MS;
+  let key = "";
+  const fresh = async (): Promise<StepRequest> => {
+    const v = await view(c, id, trigger);
+    key = v.key;
+    const w = v.s.warm;
+    return {
+      trigger, task: task ?? null, endInterruptedOnly, warmCandidates: c.o.warmCandidates !== false, warmHeld: w !== undefined,
+      warmSummary: w?.result
+        ? { packetId: w.packet.id, runId: "warm", modelId: w.result.modelId, usage: w.result.usage, finishReason: w.result.finishReason, summary: w.result.text }
+        : null,
+      modelTimeoutMs: timeout, view: v.request, seq: v.seq,
+    };
+  };
+  const s = state(c, id);
+  const next = (last: EffectResult, st: LoopState): StepRequest => ({ trigger, task: task ?? null, endInterruptedOnly, modelTimeoutMs: timeout, state: st, last });
+  let request = await fresh();
+  for (;;) {
+    const { state: st, effect } = stepHeld<Step>(s.held, request, key);
+    switch (effect.effect) {
+      case "done":
+        return effect.finished;
+      case "read":
+        // The state rides along: a run folding a backlog goes on with it.
+        request = { ...(await fresh()), state: st };
+        break;
+      case "append": {
+        const last = await appendAt(c, id, s, st.batch ?? [], effect.expectedSeq, fence);
+        if (last.kind === "appended" && effect.acceptsTask) onAccepted?.(last.seq);
+        request = next(last, st);
+        break;
+      }
+      case "putPacket":
+        if (!st.run) throw new Error("putPacket without a run");
+        await c.o.journal.putPacket(id, st.run.packet); // persisted before any model sees it
+        request = next({ kind: "stored" }, st);
+        break;
+      case "callModel":
+        if (!st.run) throw new Error("callModel without a run");
+        request = next(await callModel(c, st.run, effect.buffered, effect.deadlineMs), st);
+        break;
+    }
+  }
+}
+
+/** One run of the loop, answered as the member-facing result. */
+export async function run(c: Ctx, id: string, trigger: Trigger, task?: string, onAccepted?: (seq: number) => void): Promise<OnMessageResult> {
+  const f = await leased(c, id, (fence) => drive(c, id, trigger, fence, { task, onAccepted }));
+  if (f === undefined) return { status: "busy" };
+  const s = state(c, id);
+  switch (f.status) {
+    case "skipped":
+      // The compactor's progress advances without inference: a watermark
+      // beside the journal, not an event.
+      if (f.outcome.outcome === "skip") await c.o.journal.noteSkipped?.(id, f.outcome.record);
+      return { status: f.status, outcome: f.outcome };
+    case "paused":
+      return { status: f.status, outcome: f.outcome };
+    case "warm":
+      // One candidate per head: kept while it is prepared, judged by the
+      // core when compaction is due, dropped then either way.
+      if (f.prepare && f.packet) {
+        s.warm = { packet: f.packet };
+        s.warm.preparing = prepareWarm(c, id, s.warm); // off the critical path: not awaited
+      }
+      return { status: "warm", outcome: { outcome: "warm", packet: f.packet ?? s.warm?.packet ?? null } };
+    case "refused":
+      return { status: "refused", code: f.error.code, message: f.error.message };
+    case "compacted":
+      s.warm = undefined;
+      return { status: "compacted", boundary: f.boundary };
+    case "failed":
+      s.warm = undefined;
+      c.o.audit?.(id, f.report);
+      return { status: "failed", notice: f.report.notice };
+    case "ended":
+      throw new Error("a compaction run ended as an interrupted-task sweep");
+  }
+}
