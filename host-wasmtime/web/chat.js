@@ -23,6 +23,69 @@ var FAILED_NOTICE = MEMBER_NOTICE;
 function isCompactCommand(text) {
   return text.trim() === "/compact";
 }
+async function refused(res) {
+  let code = "internal";
+  let message = `HTTP ${res.status}`;
+  try {
+    const body = await res.json();
+    code = body.error?.code ?? code;
+    message = body.error?.message ?? message;
+  } catch {
+  }
+  throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
+}
+async function* taskEvents(body) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (; ; ) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const field = (name) => block.split("\n").find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+      const state = field("event");
+      if (state !== "requested" && state !== "completed" && state !== "failed") continue;
+      const data = JSON.parse(field("data") ?? "{}");
+      yield { state, seq: Number(field("id") ?? 0), ...data.boundaryId ? { boundaryId: data.boundaryId } : {}, ...state === "failed" ? { notice: data.notice ?? FAILED_NOTICE } : {} };
+    }
+  }
+}
+function readPointer(storage, key) {
+  const raw = storage?.getItem(key);
+  if (!raw) return void 0;
+  try {
+    const p = JSON.parse(raw);
+    return typeof p.task === "string" && typeof p.events === "string" ? p : void 0;
+  } catch {
+    return void 0;
+  }
+}
+async function followTask(f, baseUrl, auth, keep, task, onEvent, signal) {
+  const origin = baseUrl.replace(/\/$/, "");
+  for (; ; ) {
+    try {
+      const res = await f(`${origin}${task.events}`, { headers: { ...auth, "last-event-id": String(task.lastSeq) }, signal });
+      if (!res.ok || !res.body) return await refused(res);
+      for await (const e of taskEvents(res.body)) {
+        task = { ...task, lastSeq: e.seq };
+        onEvent?.(e);
+        if (e.state === "requested") {
+          keep(task);
+          continue;
+        }
+        keep(void 0);
+        return e;
+      }
+    } catch (e) {
+      if (e instanceof ClientError || signal?.aborted) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
 function createClient(o) {
   const local = [];
   let chain = { accepted: [], retired: [] };
@@ -31,17 +94,6 @@ function createClient(o) {
   const base = `${o.baseUrl.replace(/\/$/, "")}/api/conversations/${encodeURIComponent(o.conversation)}`;
   const key = `foldline:task:${o.baseUrl}:${o.conversation}`;
   const auth = { authorization: `Bearer ${o.token}` };
-  async function refused(res) {
-    let code = "internal";
-    let message = `HTTP ${res.status}`;
-    try {
-      const body = await res.json();
-      code = body.error?.code ?? code;
-      message = body.error?.message ?? message;
-    } catch {
-    }
-    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
-  }
   function keep(p) {
     if (!storage) return;
     if (p) storage.setItem(key, JSON.stringify(p));
@@ -54,26 +106,6 @@ function createClient(o) {
     const p = { task: body.task, events: body.events, lastSeq: 0 };
     keep(p);
     return p;
-  }
-  async function* events(body) {
-    const reader = body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (; ; ) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const field = (name) => block.split("\n").find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
-        const state = field("event");
-        if (state !== "requested" && state !== "completed" && state !== "failed") continue;
-        const data = JSON.parse(field("data") ?? "{}");
-        yield { state, seq: Number(field("id") ?? 0), ...data.boundaryId ? { boundaryId: data.boundaryId } : {}, ...state === "failed" ? { notice: data.notice ?? FAILED_NOTICE } : {} };
-      }
-    }
   }
   return {
     async send(text) {
@@ -88,38 +120,8 @@ function createClient(o) {
       return { kind: "message", appended: body.appended ?? 1 };
     },
     compact,
-    pending() {
-      const raw = storage?.getItem(key);
-      if (!raw) return void 0;
-      try {
-        const p = JSON.parse(raw);
-        return typeof p.task === "string" && typeof p.events === "string" ? p : void 0;
-      } catch {
-        return void 0;
-      }
-    },
-    async follow(task, onEvent, signal) {
-      const origin = o.baseUrl.replace(/\/$/, "");
-      for (; ; ) {
-        try {
-          const res = await f(`${origin}${task.events}`, { headers: { ...auth, "last-event-id": String(task.lastSeq) }, signal });
-          if (!res.ok || !res.body) return await refused(res);
-          for await (const e of events(res.body)) {
-            task = { ...task, lastSeq: e.seq };
-            onEvent?.(e);
-            if (e.state === "requested") {
-              keep(task);
-              continue;
-            }
-            keep(void 0);
-            return e;
-          }
-        } catch (e) {
-          if (e instanceof ClientError || signal?.aborted) throw e;
-        }
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    },
+    pending: () => readPointer(storage, key),
+    follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
     async timeline() {
       const res = await f(`${base}/timeline`, { headers: auth });
       if (!res.ok) return refused(res);

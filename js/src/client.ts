@@ -130,6 +130,86 @@ export function isCompactCommand(text: string): boolean {
 }
 
 /** A client for one member and one conversation. */
+/** A refused request as the member-facing `ClientError`. */
+async function refused(res: Response): Promise<never> {
+  let code = "internal";
+  let message = `HTTP ${res.status}`;
+  try {
+    const body = (await res.json()) as { error?: { code?: string; message?: string } };
+    code = body.error?.code ?? code;
+    message = body.error?.message ?? message;
+  } catch {
+    // not the error shape: keep the status
+  }
+  throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
+}
+
+/** The events of one SSE response body, as they arrive. */
+async function* taskEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<TaskEvent> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const field = (name: string) => block.split("\n").find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+      const state = field("event");
+      if (state !== "requested" && state !== "completed" && state !== "failed") continue;
+      const data = JSON.parse(field("data") ?? "{}") as { boundaryId?: string; notice?: string };
+      yield { state, seq: Number(field("id") ?? 0), ...(data.boundaryId ? { boundaryId: data.boundaryId } : {}), ...(state === "failed" ? { notice: data.notice ?? FAILED_NOTICE } : {}) };
+    }
+  }
+}
+
+/** The task pointer kept under `key`, if it is one. */
+function readPointer(storage: TaskStorage | undefined, key: string): TaskPointer | undefined {
+  const raw = storage?.getItem(key);
+  if (!raw) return undefined;
+  try {
+    const p = JSON.parse(raw) as TaskPointer;
+    return typeof p.task === "string" && typeof p.events === "string" ? p : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Follow a task's events until it ends (resumed after what was seen when a
+ * connection drops); the pointer is kept while it runs and dropped after.
+ */
+async function followTask(
+  f: typeof fetch, baseUrl: string, auth: Record<string, string>, keep: (p: TaskPointer | undefined) => void,
+  task: TaskPointer, onEvent?: (e: TaskEvent) => void, signal?: AbortSignal,
+): Promise<TaskEvent> {
+  const origin = baseUrl.replace(/\/$/, "");
+  for (;;) {
+    try {
+      const res = await f(`${origin}${task.events}`, { headers: { ...auth, "last-event-id": String(task.lastSeq) }, signal });
+      if (!res.ok || !res.body) return await refused(res);
+      for await (const e of taskEvents(res.body)) {
+        task = { ...task, lastSeq: e.seq };
+        onEvent?.(e);
+        if (e.state === "requested") {
+          keep(task);
+          continue;
+        }
+        keep(undefined);
+        return e;
+      }
+    } catch (e) {
+      // A refusal ends the follow; a dropped connection (a server
+      // restarting) is resumed below after what was seen.
+      if (e instanceof ClientError || signal?.aborted) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 export function createClient(o: ClientOptions): Client {
   const local: StoredEventCopy[] = [];
   let chain: { accepted: string[]; retired: string[] } = { accepted: [], retired: [] };
@@ -139,18 +219,6 @@ export function createClient(o: ClientOptions): Client {
   const key = `foldline:task:${o.baseUrl}:${o.conversation}`;
   const auth = { authorization: `Bearer ${o.token}` };
 
-  async function refused(res: Response): Promise<never> {
-    let code = "internal";
-    let message = `HTTP ${res.status}`;
-    try {
-      const body = (await res.json()) as { error?: { code?: string; message?: string } };
-      code = body.error?.code ?? code;
-      message = body.error?.message ?? message;
-    } catch {
-      // not the error shape: keep the status
-    }
-    throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
-  }
 
   function keep(p: TaskPointer | undefined): void {
     if (!storage) return;
@@ -167,27 +235,6 @@ export function createClient(o: ClientOptions): Client {
     return p;
   }
 
-  /** The events of one SSE response body, as they arrive. */
-  async function* events(body: ReadableStream<Uint8Array>): AsyncGenerator<TaskEvent> {
-    const reader = body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const field = (name: string) => block.split("\n").find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
-        const state = field("event");
-        if (state !== "requested" && state !== "completed" && state !== "failed") continue;
-        const data = JSON.parse(field("data") ?? "{}") as { boundaryId?: string; notice?: string };
-        yield { state, seq: Number(field("id") ?? 0), ...(data.boundaryId ? { boundaryId: data.boundaryId } : {}), ...(state === "failed" ? { notice: data.notice ?? FAILED_NOTICE } : {}) };
-      }
-    }
-  }
 
   return {
     async send(text) {
@@ -201,40 +248,8 @@ export function createClient(o: ClientOptions): Client {
       return { kind: "message", appended: body.appended ?? 1 };
     },
     compact,
-    pending() {
-      const raw = storage?.getItem(key);
-      if (!raw) return undefined;
-      try {
-        const p = JSON.parse(raw) as TaskPointer;
-        return typeof p.task === "string" && typeof p.events === "string" ? p : undefined;
-      } catch {
-        return undefined;
-      }
-    },
-    async follow(task, onEvent, signal) {
-      const origin = o.baseUrl.replace(/\/$/, "");
-      for (;;) {
-        try {
-          const res = await f(`${origin}${task.events}`, { headers: { ...auth, "last-event-id": String(task.lastSeq) }, signal });
-          if (!res.ok || !res.body) return await refused(res);
-          for await (const e of events(res.body)) {
-            task = { ...task, lastSeq: e.seq };
-            onEvent?.(e);
-            if (e.state === "requested") {
-              keep(task);
-              continue;
-            }
-            keep(undefined);
-            return e;
-          }
-        } catch (e) {
-          // A refusal ends the follow; a dropped connection (a server
-          // restarting) is resumed below after what was seen.
-          if (e instanceof ClientError || signal?.aborted) throw e;
-        }
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    },
+    pending: () => readPointer(storage, key),
+    follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
     async timeline() {
       const res = await f(`${base}/timeline`, { headers: auth });
       if (!res.ok) return refused(res);

@@ -1,0 +1,75 @@
+// Who may do what: the caller from its bearer token, conversation ids and
+// path segments, the owner and room checks, the request body within the
+// limit. The Rust server's access.rs.
+
+import { ApiError } from "./reply.js";
+import type { App } from "./state.js";
+
+async function sha256Hex(text: string): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Equal strings, compared in full (timing says nothing about a near match). */
+function same(a: string, b: string): boolean {
+  let d = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) d |= (a.charCodeAt(i) || 0) ^ (b.charCodeAt(i) || 0);
+  return d === 0;
+}
+
+export const ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A path segment, percent-decoded; escapes that are not UTF-8 are refused (`invalid_input`), never a 500. */
+export function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(400, "invalid_input", "the request's path cannot be read (percent-escapes must be UTF-8)");
+  }
+}
+export async function caller(app: App, req: Request): Promise<string> {
+  // The scheme is case-insensitive (RFC 9110, section 11.1).
+  const m = /^\s*bearer\s+(.+)$/i.exec(req.headers.get("authorization") ?? "");
+  const token = m ? m[1].trim() : undefined;
+  if (token) {
+    const hash = await sha256Hex(token);
+    let found: string | undefined;
+    for (const m of app.o.members) if (same(m.tokenSha256, hash)) found = m.id;
+    if (found) return found;
+  }
+  throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
+}
+
+export function checkId(id: string): void {
+  if (!ID.test(id) || id === "." || id === "..") throw new ApiError(400, "invalid_input", "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and ..");
+}
+
+export async function owned(app: App, id: string, member: string): Promise<void> {
+  checkId(id);
+  const owner = await app.owners.get(id);
+  if (owner === undefined) throw new ApiError(404, "not_found", `no conversation ${JSON.stringify(id)}`);
+  if (owner !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
+  app.ownerOf.set(id, owner);
+}
+
+/** The owner or a member of the conversation's room. */
+export async function admitted(app: App, id: string, member: string): Promise<void> {
+  try {
+    await owned(app, id, member);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== "not_owner" || !(await app.owners.room(id)).includes(member)) throw e;
+  }
+}
+
+export async function body(app: App, req: Request): Promise<unknown> {
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  const tooLarge = () => new ApiError(413, "body_too_large", "the request body is larger than the server's limit");
+  if (declared > app.bodyLimit) throw tooLarge();
+  const text = await req.text();
+  if (new TextEncoder().encode(text).length > app.bodyLimit) throw tooLarge();
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ApiError(400, "invalid_input", `the body is not JSON: ${(e as Error).message}`);
+  }
+}

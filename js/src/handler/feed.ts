@@ -1,0 +1,47 @@
+// `…/events`: the member-visible events after a position, for a client
+// projecting its timeline locally (a long poll with `wait`). The Rust
+// server's feed.rs.
+
+import { FoldlineError } from "../error.js";
+import { json, ApiError } from "./reply.js";
+import type { App } from "./state.js";
+
+/** The longest a long poll of `…/events` waits. */
+const MAX_WAIT_MS = 25_000;
+
+/**
+ * `…/events?after=N[&wait=ms]`: the member-visible events after position
+ * `N` (a failed compaction's audit reason taken out), for a client that
+ * projects its timeline locally; with `wait` (at most 25 s) a long poll.
+ */
+export async function feed(app: App, id: string, url: URL): Promise<Response> {
+  const num = (name: string) => {
+    const v = url.searchParams.get(name);
+    if (v === null) return 0;
+    if (!/^\d+$/.test(v)) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
+    return Number(v);
+  };
+  const after = num("after");
+  const deadline = Date.now() + Math.min(num("wait"), MAX_WAIT_MS);
+  for (;;) {
+    const found = await app.o.journal.readEvents(id, after);
+    if (found.length > 0 || Date.now() >= deadline) {
+      const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
+      // The chain's verdict, for the local projection.
+      let accepted: string[] = [];
+      let retired: string[] = [];
+      try {
+        const r = await app.compactor.resolve(id);
+        [accepted, retired] = [r.accepted, r.retiredBoundaries];
+      } catch (e) {
+        if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
+      }
+      return json(200, { events, last: found.at(-1)?.seq ?? after, accepted, retired });
+    }
+    await new Promise<void>((resolve) => {
+      const done = () => { clearTimeout(t); app.wakers.delete(done); resolve(); };
+      const t = setTimeout(done, Math.max(1, Math.min(app.pollMs, deadline - Date.now())));
+      app.wakers.add(done);
+    });
+  }
+}

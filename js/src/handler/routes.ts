@@ -1,0 +1,173 @@
+// The routes of `foldline serve`, each behind a member's bearer token: which
+// path goes where, and the conversation routes themselves (append, answer,
+// context, settings, timeline, verify). The Rust server's routes.rs.
+
+import { FoldlineError } from "../error.js";
+import { settingsProjection } from "../ops.js";
+import type { OpenAiChatMessage } from "../convert.js";
+import type { Format } from "../types.js";
+import { admitted, body, caller, checkId, decode, owned } from "./access.js";
+import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
+import { feed } from "./feed.js";
+import { ApiError, json } from "./reply.js";
+import { answering, schedule, wrote, type App } from "./state.js";
+import { condense, events } from "./tasks.js";
+import type { ExecutionContext } from "./api.js";
+
+const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify|settings|events)$/;
+const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
+const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
+const MEMBERS = /^\/api\/conversations\/([^/]+)\/members(?:\/([^/]+))?$/;
+const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
+const FORMATS: Record<string, Format> = { foldline: "foldline", openai: "openai", anthropic: "anthropic", "ai-sdk": "aiSdk", aiSdk: "aiSdk" };
+
+/** A request, to the route its path and method name. */
+export async function route(app: App, req: Request, ctx?: ExecutionContext): Promise<Response> {
+  const url = new URL(req.url);
+  const member = await caller(app, req);
+  let m = EVENTS.exec(url.pathname);
+  if (m && req.method === "GET") {
+    const id = decode(m[1]);
+    await admitted(app, id, member);
+    return events(app, req, id, decode(m[2]));
+  }
+  m = MEMBERS.exec(url.pathname);
+  if (m) return room(app, req, decode(m[1]), m[2] === undefined ? undefined : decode(m[2]), member);
+  m = ANSWER.exec(url.pathname);
+  if (m && req.method === "DELETE") return answerEnd(app, decode(m[1]), decode(m[2]), member, ctx);
+  m = COMPRESSION.exec(url.pathname);
+  if (m) return compressionRoute(app, req, m[1] !== undefined, member);
+  m = ROUTE.exec(url.pathname);
+  if (!m) throw new ApiError(404, "not_found", "no such endpoint");
+  const id = decode(m[1]);
+  switch (`${req.method} ${m[2]}`) {
+    case "POST messages": return append(app, req, id, member, ctx);
+    case "POST condense": return condense(app, id, member, ctx);
+    case "POST answer": return answerStart(app, id, member);
+    case "GET context": return context(app, url, id, member);
+    case "GET settings": {
+      await admitted(app, id, member);
+      const input = (await runState(app, id, member)) ?? {};
+      return json(200, settingsProjection({ availability: input.availability, preferences: input.preferences }));
+    }
+    case "GET events":
+      await admitted(app, id, member);
+      return feed(app, id, url);
+    case "GET timeline":
+      await admitted(app, id, member);
+      return json(200, await app.compactor.timeline(id));
+    case "GET verify": return verify(app, id, member);
+    default:
+      throw new ApiError(404, "not_found", "no such endpoint");
+  }
+}
+
+/** `…/members` (GET: the room) and `…/members/{member}` (PUT: let in, DELETE: take out; the owner only). */
+async function room(app: App, req: Request, id: string, who: string | undefined, member: string): Promise<Response> {
+  if (who === undefined && req.method === "GET") {
+    await admitted(app, id, member);
+    return json(200, { owner: await app.owners.get(id), members: await app.owners.room(id) });
+  }
+  if (who !== undefined && (req.method === "PUT" || req.method === "DELETE")) {
+    await owned(app, id, member);
+    if (req.method === "PUT") {
+      if (!app.o.members.some((x) => x.id === who)) throw new ApiError(404, "not_found", `no member ${JSON.stringify(who)} on this server`);
+      if (who !== member) await app.owners.admit(id, who);
+    } else if (!(await app.owners.dismiss(id, who))) {
+      throw new ApiError(404, "not_found", `${JSON.stringify(who)} is not in this room`);
+    }
+    return new Response(null, { status: 204 });
+  }
+  throw new ApiError(405, "method_not_allowed", "the members route takes GET, and PUT or DELETE …/members/{member}");
+}
+
+/** `DELETE …/answer/{answer}`: the answer gives the session back; the automatic check runs. */
+async function answerEnd(app: App, id: string, answer: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+  await admitted(app, id, member);
+  if (app.answers.get(id)?.id !== answer) throw new ApiError(404, "not_found", `no answer ${JSON.stringify(answer)} holds this session`);
+  app.answers.delete(id);
+  await app.o.journal.releaseLease(id, `answer:${answer}`);
+  schedule(app, id, ctx);
+  return new Response(null, { status: 204 });
+}
+
+/** `…/members/me/compression` (GET, PUT) and `…/compression/stats` (GET). */
+async function compressionRoute(app: App, req: Request, stats: boolean, member: string): Promise<Response> {
+  surface(app);
+  if (!stats && req.method === "GET") return preferencesView(app, (await app.compression.preferences(member)) ?? {});
+  if (!stats && req.method === "PUT") {
+    const p = preferencesOf(await body(app, req));
+    await app.compression.setPreferences(member, p);
+    return preferencesView(app, p);
+  }
+  if (stats && req.method === "GET") return json(200, { passes: await app.compression.stats(member) });
+  throw new ApiError(405, "method_not_allowed", "…/compression takes GET and PUT; …/compression/stats takes GET");
+}
+
+/**
+ * `POST …/messages`: one OpenAI-style message or an array, checked before
+ * anything is claimed or written (ownership included): they convert, and
+ * each is one a compaction could take. The sender is the authenticated
+ * member, never the body; the automatic check runs after the answer.
+ */
+async function append(app: App, req: Request, id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+  checkId(id);
+  const b = await body(app, req);
+  const list = Array.isArray(b) ? b : [b];
+  if (list.length === 0) throw new ApiError(400, "invalid_input", "no messages in the body");
+  try {
+    app.compactor.check(id, list as OpenAiChatMessage[]);
+  } catch (e) {
+    if (e instanceof FoldlineError && e.code === "turn_too_large") throw e;
+    if (e instanceof FoldlineError) throw new ApiError(400, "invalid_input", e.message.replace(/^[a-z_]+: /, ""));
+    throw e;
+  }
+  if ((await app.owners.claim(id, member)) !== member && !(await app.owners.room(id)).includes(member)) {
+    throw new ApiError(403, "not_owner", "this conversation belongs to another member, who has not let you into its room");
+  }
+  const key = req.headers.get("idempotency-key") ?? undefined;
+  if (key !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(key)) throw new ApiError(400, "invalid_input", "an Idempotency-Key is 1 to 128 of A-Z a-z 0-9 . _ : -");
+  const r = await app.compactor.append(id, list as OpenAiChatMessage[], { idempotencyKey: key, sender: member });
+  if (r.replayed) return json(201, { seq: r.seq, appended: r.count }, { "idempotent-replayed": "true" });
+  wrote(app);
+  schedule(app, id, ctx);
+  return json(201, { seq: r.seq, appended: r.count });
+}
+
+/** `POST …/answer`: an answer holds the session (and captures the member's compression state) until given back or its lease ends. */
+async function answerStart(app: App, id: string, member: string): Promise<Response> {
+  await admitted(app, id, member);
+  if (answering(app, id)) throw new ApiError(409, "busy", "another answer holds the session");
+  const answer = `answer-${crypto.randomUUID().replaceAll("-", "")}`;
+  if ((await app.o.journal.acquireLease(id, `answer:${answer}`, app.answerLeaseMs)) === undefined) {
+    throw new ApiError(409, "busy", "a compaction is running; ask again in a moment");
+  }
+  // The member's compression state enters the run once, here.
+  const preferences = app.availability.surface ? (await app.compression.preferences(member)) ?? {} : {};
+  app.answers.set(id, { id: answer, until: Date.now() + app.answerLeaseMs, preferences });
+  return json(201, { answer, expiresInMs: app.answerLeaseMs });
+}
+
+/** `GET …/context?format=…[&messages=true]`: the model-bound context; its member-compression passes recorded. */
+async function context(app: App, url: URL, id: string, member: string): Promise<Response> {
+  await admitted(app, id, member);
+  const f = url.searchParams.get("format") ?? "foldline";
+  const format = FORMATS[f];
+  if (!format) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
+  const memberState = await runState(app, id, member);
+  const s = await app.compactor.context(id, { format, member: memberState });
+  if (s.manifest.member && s.manifest.member.passes.length > 0) await app.compression.record(member, id, s.manifest.member.passes);
+  const only = ["true", "1"].includes(url.searchParams.get("messages") ?? "");
+  return json(200, only ? s.messages : s);
+}
+
+/** `GET …/verify`: the chain intact (with the compactor's progress) or broken, naming the rule. */
+async function verify(app: App, id: string, member: string): Promise<Response> {
+  await admitted(app, id, member);
+  try {
+    return json(200, { ok: true, resolution: await app.compactor.resolve(id), progress: (await app.o.journal.progress?.(id)) ?? null });
+  } catch (e) {
+    if (!(e instanceof FoldlineError)) throw e;
+    return json(200, { ok: false, error: { code: e.code, message: e.message } });
+  }
+}

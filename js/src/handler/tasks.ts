@@ -1,0 +1,77 @@
+// Manual compaction as a durable task: `POST …/condense` (answered once
+// the `requested` event is written) and the task's events as Server-Sent
+// Events. The Rust server's tasks.rs.
+
+import type { OnMessageResult } from "../driver/api.js";
+import { MEMBER_NOTICE } from "../notice.js";
+import type { Event } from "../types.js";
+import { owned } from "./access.js";
+import { ApiError, httpStatusOf, json } from "./reply.js";
+import { answering, later, takeCondense, wrote, type App } from "./state.js";
+import type { ExecutionContext } from "./api.js";
+
+export async function condense(app: App, id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+  await owned(app, id, member);
+  if (answering(app, id)) throw new ApiError(409, "session_busy", "an answer owns the session; compact after it ends");
+  takeCondense(app, member);
+  const task = `task-${crypto.randomUUID().replaceAll("-", "")}`;
+  type First = { seq: number } | { result: OnMessageResult } | { error: unknown };
+  let settle!: (f: First) => void;
+  const first = new Promise<First>((r) => (settle = r));
+  const key = `${id}\n${task}`;
+  app.running.add(key);
+  const work = app.compactor.compactTask(id, { id: task, actor: member, onAccepted: (seq) => { wrote(app); settle({ seq }); } })
+    .then((result) => { wrote(app); settle({ result }); }, (error) => { wrote(app); settle({ error }); })
+    .finally(() => app.running.delete(key));
+  later(work, ctx);
+  const f = await first;
+  if ("seq" in f) {
+    return json(202, { task, conversation: id, requestedSeq: f.seq, events: `/api/conversations/${id}/tasks/${task}/events` });
+  }
+  if ("error" in f) throw f.error;
+  const r = f.result;
+  if (r.status === "refused") throw new ApiError(httpStatusOf(r.code), r.code, r.message);
+  if (r.status === "busy") throw new ApiError(409, "busy", "another writer is compacting this conversation; ask again in a moment");
+  throw new ApiError(409, "nothing_to_fold", `no compaction was due (${r.status})`);
+}
+
+export async function events(app: App, req: Request, id: string, task: string): Promise<Response> {
+  const all = await app.o.journal.readEvents(id, 0);
+  const start = all.find((s) => s.event.type === "compactionTask" && s.event.taskId === task && s.event.state === "requested");
+  if (!start) throw new ApiError(404, "not_found", `no task ${JSON.stringify(task)} in this conversation`);
+  const sent = Number(req.headers.get("last-event-id") ?? "0") || 0;
+  let since = start.seq - 1;
+  let closed = false;
+  const enc = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      try {
+        for (;;) {
+          for (const s of await app.o.journal.readEvents(id, since)) {
+            since = s.seq;
+            const e = s.event as Event;
+            if (e.type !== "compactionTask" || e.taskId !== task) continue;
+            const data = e.state === "requested" ? { task, state: e.state, headSeq: e.headSeq }
+              : e.state === "completed" ? { task, state: e.state, boundaryId: e.boundaryId }
+              : { task, state: e.state, notice: MEMBER_NOTICE };
+            if (s.seq > sent) controller.enqueue(enc.encode(`id: ${s.seq}\nevent: ${e.state}\ndata: ${JSON.stringify(data)}\n\n`));
+            if (e.state !== "requested") { controller.close(); return; }
+          }
+          if (closed) return;
+          // Not running here: a writer that stopped mid-task is ended once its lease lapses.
+          if (!app.running.has(`${id}\n${task}`) && (await app.compactor.endInterrupted(id))) continue;
+          await new Promise<void>((resolve) => {
+            const done = () => { clearTimeout(t); app.wakers.delete(done); resolve(); };
+            const t = setTimeout(done, app.pollMs);
+            app.wakers.add(done);
+          });
+        }
+      } catch (e) {
+        console.error("foldline handler: task events:", e);
+        controller.error(e);
+      }
+    },
+    cancel() { closed = true; },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+}
