@@ -50,6 +50,37 @@ mod tests {
         for (name, value, doc) in super::ALL {
             out.push_str(&format!("\n/** {doc} */\nexport const {name} = {value};\n"));
         }
+        // The roles a compaction never folds (`Role::always_pinned`): a host
+        // keeps their turns in the live window whatever the head covers.
+        use crate::turn::Role;
+        let all = [
+            Role::System,
+            Role::Developer,
+            Role::Document,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+        ];
+        for r in all {
+            // A role added to the enum must be added above: this match stops compiling.
+            match r {
+                Role::System
+                | Role::Developer
+                | Role::Document
+                | Role::User
+                | Role::Assistant
+                | Role::Tool => {}
+            }
+        }
+        let pinned: Vec<String> = all
+            .into_iter()
+            .filter(|r| r.always_pinned())
+            .map(|r| serde_json::to_string(&r).unwrap())
+            .collect();
+        out.push_str(&format!(
+            "\n/** Roles a compaction never folds (`Role::always_pinned`). */\nexport const PINNED_ROLES: ReadonlySet<string> = new Set([{}]);\n",
+            pinned.join(", ")
+        ));
         out
     }
 

@@ -24,3 +24,6 @@ export const ANSWER_LEASE_MS = 300000;
 
 /** How often a task's event stream looks for another writer's events, in milliseconds. */
 export const POLL_MS = 250;
+
+/** Roles a compaction never folds (`Role::always_pinned`). */
+export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);

@@ -5,6 +5,7 @@
 
 import { FoldlineError } from "../error.js";
 import { validate } from "../ops.js";
+import { PINNED_ROLES } from "../defaults.js";
 import { newSlot, rebuiltSlot, type Slot } from "../held.js";
 import type { Boundary, Event, InputTurn, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
 import type { ModelResult } from "../model/model.js";
@@ -21,7 +22,6 @@ export interface Ctx {
 
 /** How many keyed appends per conversation a retry is recognized for. */
 const KEPT_KEYS = 4096;
-const PINNED_ROLES = new Set(["system", "developer", "document"]);
 const CHAIN_TYPES = new Set(["frontier", "boundary", "correction", "lateDelivery"]);
 
 /** What a compactor keeps of the chain prefix it verified. */

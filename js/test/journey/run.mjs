@@ -3,7 +3,7 @@
 // with the memory journal — each asserting the seeds' outcomes after every
 // step; then the runtimes must agree byte for byte on the final journal and
 // context. With FOLDLINE_JOURNEY_RUST naming the Rust host's journey program
-// (host-wasmtime/examples/journey.rs; `tests/run` sets it), the Rust driver on
+// (host-wasmtime/tools/journey.rs; `tests/run` sets it), the Rust driver on
 // SQLite runs the same script and must agree too. Short profile here (600
 // turns); FOLDLINE_JOURNEY_TURNS=5000 for a long one.
 import { execFileSync } from "node:child_process";
