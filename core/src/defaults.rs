@@ -1,7 +1,8 @@
 //! The hosts' defaults, defined once. The Rust driver, `foldline serve` and
 //! the program take these constants; the JS package's `js/src/defaults.ts`
 //! is written from them (`FOLDLINE_WRITE_CONTRACT=1 cargo test -p
-//! foldline-core --lib defaults`), and a test fails when it says otherwise.
+//! foldline-core --lib schema`, in `ops/schema.rs`, beside the type
+//! contract), and a test fails when it says otherwise.
 //! The core itself decides nothing by the clock: these are what a host
 //! gives it (a deadline, a lease) or keeps around it (limits of its server).
 
@@ -36,67 +37,3 @@ pub const ALL: [(&str, u64, &str); 8] = [
     ("ANSWER_LEASE_MS", ANSWER_LEASE_MS, "How long an answer holds a conversation's session unless given back, in milliseconds."),
     ("POLL_MS", POLL_MS, "How often a task's event stream looks for another writer's events, in milliseconds."),
 ];
-
-#[cfg(test)]
-mod tests {
-    /// The JS package's copy, next to the modules that use it.
-    const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../js/src/defaults.ts");
-
-    fn typescript() -> String {
-        let mut out = String::from(
-            "// The hosts' defaults, written from core/src/defaults.rs (do not edit:\n\
-             // FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib defaults).\n",
-        );
-        for (name, value, doc) in super::ALL {
-            out.push_str(&format!("\n/** {doc} */\nexport const {name} = {value};\n"));
-        }
-        // The roles a compaction never folds (`Role::always_pinned`): a host
-        // keeps their turns in the live window whatever the head covers.
-        use crate::turn::Role;
-        let all = [
-            Role::System,
-            Role::Developer,
-            Role::Document,
-            Role::User,
-            Role::Assistant,
-            Role::Tool,
-        ];
-        for r in all {
-            // A role added to the enum must be added above: this match stops compiling.
-            match r {
-                Role::System
-                | Role::Developer
-                | Role::Document
-                | Role::User
-                | Role::Assistant
-                | Role::Tool => {}
-            }
-        }
-        let pinned: Vec<String> = all
-            .into_iter()
-            .filter(|r| r.always_pinned())
-            .map(|r| serde_json::to_string(&r).unwrap())
-            .collect();
-        out.push_str(&format!(
-            "\n/** Roles a compaction never folds (`Role::always_pinned`). */\nexport const PINNED_ROLES: ReadonlySet<string> = new Set([{}]);\n",
-            pinned.join(", ")
-        ));
-        out
-    }
-
-    /// `js/src/defaults.ts` says what the Rust constants say.
-    #[test]
-    fn the_js_defaults_are_the_cores() {
-        let now = typescript();
-        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
-            std::fs::write(FILE, &now).expect("write defaults.ts");
-            return;
-        }
-        let stored = std::fs::read_to_string(FILE).unwrap_or_default();
-        assert!(
-            stored == now,
-            "js/src/defaults.ts is not what core/src/defaults.rs says: run \
-             FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib defaults"
-        );
-    }
-}

@@ -1,5 +1,5 @@
 // The hosts' defaults, written from core/src/defaults.rs (do not edit:
-// FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib defaults).
+// FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema).
 
 /** Deadline of one model call, in milliseconds. */
 export const MODEL_TIMEOUT_MS = 120000;

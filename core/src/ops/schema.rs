@@ -121,3 +121,69 @@ mod tests {
         );
     }
 }
+
+/// `js/src/defaults.ts`, written from `crate::defaults` and the roles a
+/// compaction never folds.
+#[cfg(test)]
+mod js_defaults {
+    /// The JS package's copy, next to the modules that use it.
+    const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../js/src/defaults.ts");
+
+    fn typescript() -> String {
+        let mut out = String::from(
+            "// The hosts' defaults, written from core/src/defaults.rs (do not edit:\n\
+             // FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema).\n",
+        );
+        for (name, value, doc) in crate::defaults::ALL {
+            out.push_str(&format!("\n/** {doc} */\nexport const {name} = {value};\n"));
+        }
+        // The roles a compaction never folds (`Role::always_pinned`): a host
+        // keeps their turns in the live window whatever the head covers.
+        use crate::turn::Role;
+        let all = [
+            Role::System,
+            Role::Developer,
+            Role::Document,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+        ];
+        for r in all {
+            // A role added to the enum must be added above: this match stops compiling.
+            match r {
+                Role::System
+                | Role::Developer
+                | Role::Document
+                | Role::User
+                | Role::Assistant
+                | Role::Tool => {}
+            }
+        }
+        let pinned: Vec<String> = all
+            .into_iter()
+            .filter(|r| r.always_pinned())
+            .map(|r| serde_json::to_string(&r).unwrap())
+            .collect();
+        out.push_str(&format!(
+            "\n/** Roles a compaction never folds (`Role::always_pinned`). */\nexport const PINNED_ROLES: ReadonlySet<string> = new Set([{}]);\n",
+            pinned.join(", ")
+        ));
+        out
+    }
+
+    /// `js/src/defaults.ts` says what the Rust constants say.
+    #[test]
+    fn the_js_defaults_are_the_cores() {
+        let now = typescript();
+        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
+            std::fs::write(FILE, &now).expect("write defaults.ts");
+            return;
+        }
+        let stored = std::fs::read_to_string(FILE).unwrap_or_default();
+        assert!(
+            stored == now,
+            "js/src/defaults.ts is not what core/src/defaults.rs says: run \
+             FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema"
+        );
+    }
+}
