@@ -539,10 +539,7 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
 fn last_seq(j: &impl Journal, conv: &str) -> Result<u64, HostError> {
     Ok(j.read_events(conv, 0)?
         .iter()
-        .filter_map(|s| match &s.event {
-            foldline_core::event::Event::Message(m) => Some(m.source_seq),
-            _ => None,
-        })
+        .filter_map(|s| s.event.turn_seq())
         .max()
         .unwrap_or(0))
 }

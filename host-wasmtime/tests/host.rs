@@ -1595,3 +1595,72 @@ fn openai_messages_import_as_the_shared_cases_say() {
         }
     }
 }
+
+/// The program numbers imported messages after every turn-bearing event of
+/// the journal — a late delivery or a turn's metadata as well as a message
+/// (as both drivers and the server do) — so an import never gives a new
+/// message a source sequence already taken.
+#[test]
+fn an_import_numbers_after_a_late_delivery_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let mut events = demo_events("default", 3);
+    let late = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            foldline_core::event::Event::Message(m) => Some(m.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let newest = events.iter().filter_map(|e| e.turn_seq()).max().unwrap();
+    let mut late = late;
+    late.source_seq = newest + 5;
+    late.turn_id = "late-one".into();
+    late.content_hash = None;
+    events.push(foldline_core::event::Event::LateDelivery(late));
+    let raw = dir.path().join("raw.jsonl");
+    let text: String = events
+        .iter()
+        .map(|e| format!("{}\n", serde_json::to_string(e).unwrap()))
+        .collect();
+    std::fs::write(&raw, text).unwrap();
+    let chat = dir.path().join("chat.jsonl");
+    std::fs::write(
+        &chat,
+        "{\"role\":\"user\",\"content\":\"after the late one\"}\n",
+    )
+    .unwrap();
+    for file in [&raw, &chat] {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .args(["import", "--no-compact"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let stored = SqliteJournal::open(&db)
+        .unwrap()
+        .read_events("default", 0)
+        .unwrap();
+    let after = stored
+        .iter()
+        .find_map(|s| match &s.event {
+            foldline_core::event::Event::Message(m)
+                if serde_json::to_string(&m.parts)
+                    .unwrap()
+                    .contains("after the late one") =>
+            {
+                Some(m.source_seq)
+            }
+            _ => None,
+        })
+        .expect("the message was imported");
+    assert_eq!(after, newest + 6, "numbered after the late delivery");
+}

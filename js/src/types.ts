@@ -1,7 +1,7 @@
 // The JSON contract of foldline's core, as TypeScript types. Written beside
 // the Rust types (serde, camelCase, unknown fields denied) and held to them:
 // the core's test `schema` writes every contract type's fields (with their
-// JSON kinds), variants and names to test/types/contract.json (failing when
+// JSON kinds), variants and names to test/types/shapes.json (failing when
 // the Rust types change and the file does not), and test/types/contract.mjs
 // turns that file into compile-time assertions over this one (`npm run
 // test:types`). The conformance vectors check the values.

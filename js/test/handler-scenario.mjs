@@ -210,6 +210,10 @@ export async function scenario(api) {
   eq([r.status, code(r)], [413, "body_too_large"], "big body");
   eq((await api.journal("c2")).length, before, "refused bodies wrote nothing");
   eq(code(await call("GET", "/api/conversations/c2/context?format=xml", ALICE)), "invalid_input", "bad format");
+  // A name every JavaScript object answers to is no format either.
+  for (const f of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+    eq(code(await call("GET", `/api/conversations/c2/context?format=${f}`, ALICE)), "invalid_input", `format=${f}`);
+  }
 
   // 4. An answer owns the session.
   r = await call("POST", "/api/conversations/c2/answer", ALICE);

@@ -5,7 +5,7 @@
 //! `derive(Decode)` gives every contract type a [`Shape`]: its fields' JSON
 //! names, whether a request may omit them, and the contract types they refer
 //! to; for enums, the variants. The test below writes them, from the entry
-//! points' requests and answers down, to `js/test/types/contract.json`; the
+//! points' requests and answers down, to `js/test/types/shapes.json`; the
 //! package's type test (`js/test/types/contract.mjs`) turns that file into
 //! compile-time assertions over `js/src/types.ts`, so a field added, renamed
 //! or dropped on either side fails a test.
@@ -74,10 +74,7 @@ mod tests {
     use super::*;
 
     /// The contract file, next to the package's type tests.
-    const FILE: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../js/test/types/contract.json"
-    );
+    const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../js/test/types/shapes.json");
 
     fn contract() -> String {
         let mut out = Shapes::new();
@@ -115,7 +112,7 @@ mod tests {
         let stored = std::fs::read_to_string(FILE).unwrap_or_default();
         assert!(
             stored == now,
-            "js/test/types/contract.json is not what the Rust types say: run \
+            "js/test/types/shapes.json is not what the Rust types say: run \
              FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema, \
              then make js/src/types.ts agree (npm run test:types checks it)"
         );

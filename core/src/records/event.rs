@@ -34,6 +34,19 @@ pub enum Event {
     TurnMeta(TurnMeta),
 }
 
+impl Event {
+    /// The source sequence of a turn-bearing event (a message, a late
+    /// delivery, a turn's metadata); `None` for every other event. A host
+    /// numbers new messages after the greatest of these.
+    pub fn turn_seq(&self) -> Option<u64> {
+        match self {
+            Event::Message(m) | Event::LateDelivery(m) => Some(m.source_seq),
+            Event::TurnMeta(t) => Some(t.source_seq),
+            _ => None,
+        }
+    }
+}
+
 /// A turn's metadata without its content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

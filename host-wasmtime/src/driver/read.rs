@@ -114,10 +114,8 @@ impl Cached {
             self.seq = last.seq;
         }
         for s in fresh {
-            if let Event::Message(m) | Event::LateDelivery(m) = &s.event {
-                self.source_seq = self.source_seq.max(m.source_seq);
-            } else if let Event::TurnMeta(t) = &s.event {
-                self.source_seq = self.source_seq.max(t.source_seq);
+            if let Some(turn) = s.event.turn_seq() {
+                self.source_seq = self.source_seq.max(turn);
             }
             if matches!(
                 s.event,

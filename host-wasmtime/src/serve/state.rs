@@ -58,15 +58,12 @@ impl Position {
     /// Take in one stored event: the numbering, and a keyed message's key.
     fn read(&mut self, seq: u64, event: &Event) {
         self.seq = seq;
-        let m = match event {
-            Event::Message(m) | Event::LateDelivery(m) => m,
-            Event::TurnMeta(t) => {
-                self.source_seq = self.source_seq.max(t.source_seq);
-                return;
-            }
-            _ => return,
+        if let Some(turn) = event.turn_seq() {
+            self.source_seq = self.source_seq.max(turn);
+        }
+        let (Event::Message(m) | Event::LateDelivery(m)) = event else {
+            return;
         };
-        self.source_seq = self.source_seq.max(m.source_seq);
         let Some((_, key)) = m.turn_id.rsplit_once('@') else {
             return;
         };

@@ -5,7 +5,7 @@
 import { FoldlineError } from "../error.js";
 import { settingsProjection } from "../ops.js";
 import type { OpenAiChatMessage } from "../convert.js";
-import type { Format } from "../types.js";
+import { FORMATS } from "../format.js";
 import { admitted, body, caller, checkId, decode, owned } from "./access.js";
 import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
 import { feed } from "./feed.js";
@@ -19,7 +19,6 @@ const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
 const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
 const MEMBERS = /^\/api\/conversations\/([^/]+)\/members(?:\/([^/]+))?$/;
 const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
-const FORMATS: Record<string, Format> = { foldline: "foldline", openai: "openai", anthropic: "anthropic", "ai-sdk": "aiSdk", aiSdk: "aiSdk" };
 
 /** A request, to the route its path and method name. */
 export async function route(app: App, req: Request, ctx?: ExecutionContext): Promise<Response> {
@@ -152,7 +151,7 @@ async function answerStart(app: App, id: string, member: string): Promise<Respon
 async function context(app: App, url: URL, id: string, member: string): Promise<Response> {
   await admitted(app, id, member);
   const f = url.searchParams.get("format") ?? "foldline";
-  const format = FORMATS[f];
+  const format = Object.hasOwn(FORMATS, f) ? FORMATS[f] : undefined;
   if (!format) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
   const memberState = await runState(app, id, member);
   const s = await app.compactor.context(id, { format, member: memberState });
