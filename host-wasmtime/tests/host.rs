@@ -917,8 +917,9 @@ fn the_reciprocal_declarations_are_checked_by_default() {
     }
 }
 
-/// The extractive summarizer, counting its calls.
-struct Counting(std::sync::atomic::AtomicUsize);
+/// The extractive summarizer, counting its calls; with `true`, every stream
+/// drops before any content (an untyped failure: a reset connection).
+struct Counting(std::sync::atomic::AtomicUsize, bool);
 
 impl foldline_wasmtime::model::Model for Counting {
     fn stream(
@@ -927,6 +928,12 @@ impl foldline_wasmtime::model::Model for Counting {
         sink: &mut dyn FnMut(foldline_wasmtime::model::StreamChunk),
     ) -> Result<(), foldline_wasmtime::model::ModelError> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.1 {
+            return Err(foldline_wasmtime::model::ModelError::new(
+                foldline_core::stream::FailureKind::Other,
+                "connection reset",
+            ));
+        }
         Extractive.stream(p, sink)
     }
     fn complete(
@@ -940,11 +947,25 @@ impl foldline_wasmtime::model::Model for Counting {
 
 #[test]
 fn a_prepared_warm_candidate_is_used_when_compaction_is_due() {
+    warm_candidate(false, 1);
+}
+
+/// The loop's replay rule (`stream::replay_buffered`) for warm candidates
+/// too: a stream that drops before any content with an untyped failure is
+/// replayed once, buffered, and the candidate is used (as in the JS driver).
+#[test]
+fn a_warm_candidate_whose_stream_drops_before_content_is_replayed_once() {
+    warm_candidate(true, 2);
+}
+
+/// A warm candidate through the driver: prepared (`summaries` model calls)
+/// off the critical path and used when compaction is due.
+fn warm_candidate(drop_before_content: bool, summaries: usize) {
     let decl = budget_decl(Budget::default_tokens());
     let d = Driver::new(
         Foldline::embedded().unwrap(),
         SqliteJournal::in_memory().unwrap(),
-        Counting(std::sync::atomic::AtomicUsize::new(0)),
+        Counting(std::sync::atomic::AtomicUsize::new(0), drop_before_content),
         decl,
     );
     let mut s = 0;
@@ -963,7 +984,7 @@ fn a_prepared_warm_candidate_is_used_when_compaction_is_due() {
     // Off the critical path (a server's background task; here, in between).
     assert!(d.prepare_warm("c").unwrap());
     let calls = d.model.0.load(std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(calls, 1);
+    assert_eq!(calls, summaries);
     let b = loop {
         s += 1;
         d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();

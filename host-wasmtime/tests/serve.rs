@@ -64,6 +64,23 @@ impl Setup {
         support::server::start(cmd)
     }
 
+    /// Wait until the automatic checks after the latest appends are done:
+    /// the conversation's journal stops growing.
+    fn settle(&self, conv: &str) {
+        let len = || {
+            SqliteJournal::open(self.journal())
+                .unwrap()
+                .read_events(conv, 0)
+                .unwrap()
+                .len()
+        };
+        wait_for("the automatic checks to end", || {
+            let before = len();
+            std::thread::sleep(Duration::from_millis(300));
+            len() == before
+        });
+    }
+
     /// Boundaries in the journal, and whether it holds the text anywhere.
     fn boundaries(&self, conv: &str) -> usize {
         SqliteJournal::open(self.journal())
@@ -180,6 +197,19 @@ fn append_turns(base: &str, conv: &str, range: std::ops::Range<usize>) {
     }
 }
 
+/// The turns of `range` in one request: one automatic check runs after it,
+/// so what it compacts does not depend on how checks and appends interleave.
+fn append_batch(base: &str, conv: &str, range: std::ops::Range<usize>) {
+    let batch: Vec<String> = range.map(turn).collect();
+    let (s, v) = call(
+        "POST",
+        &format!("{base}/api/conversations/{conv}/messages"),
+        Some(ALICE),
+        Some(&format!("[{}]", batch.join(","))),
+    );
+    assert_eq!(s, 201, "{v}");
+}
+
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -229,14 +259,18 @@ fn append_compacts_automatically_and_condense_streams_its_task_to_the_end() {
     let conv = format!("{base}/api/conversations/c1");
     // Past the 20,000 trigger: the automatic check (after the answers, off
     // the request path) appends a boundary.
+    // Each part in one request, so the state a /compact meets below does not
+    // depend on how the automatic checks interleaved with the appends (turn
+    // by turn, a second automatic boundary could form or not).
     let n = turns_for(30_000);
-    append_turns(base, "c1", 0..n);
+    append_batch(base, "c1", 0..n);
     wait_for("an automatic boundary", || setup.boundaries("c1") >= 1);
+    setup.settle("c1");
     let (s, v) = call("GET", &format!("{conv}/verify"), Some(ALICE), None);
     assert_eq!((s, v["ok"].as_bool()), (200, Some(true)), "{v}");
 
     // Enough after the head for a manual fold, below the trigger.
-    append_turns(base, "c1", n..n + turns_for(5_000));
+    append_batch(base, "c1", n..n + turns_for(5_000));
     let (s, v) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
     assert_eq!(s, 202, "{v}");
     let task = v["task"].as_str().unwrap().to_owned();
@@ -836,7 +870,9 @@ fn a_room_shares_one_conversation_and_only_its_owner_condenses() {
         ["alice".to_owned(), "bob".to_owned()].into_iter().collect(),
         "each message's sender is who posted it"
     );
-    // Everyone in the room reads the same timeline.
+    // Everyone in the room reads the same timeline (once the automatic
+    // checks after the appends are done, so both read the same journal).
+    setup.settle("room");
     let (_, a) = call("GET", &format!("{conv}/timeline"), Some(ALICE), None);
     let (s, b) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
     assert_eq!((s, &a), (200, &b));

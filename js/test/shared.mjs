@@ -52,6 +52,38 @@ export async function chat(compactor, journal, from, to) {
 }
 
 export function suite(f, makeJournal) {
+  // A warm candidate through the driver: prepared off the critical path
+  // (`summaries` model calls: the stream, and the buffered replay when the
+  // stream drops before content) and used when compaction is due.
+  const warmCandidate = async (model, summaries) => {
+    const journal = await makeJournal();
+    const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
+    const c = f.createCompactor({ journal, model, declaration: tokens });
+    let s = 0;
+    let r;
+    do {
+      s++;
+      await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+      r = await c.onMessage("c1");
+    } while (r.status !== "warm" && s < 200);
+    equal(r.status, "warm");
+    const warmId = r.outcome.packet.id;
+    // The candidate is summarized in the background; wait for it, as time passes between messages.
+    const made = () => model.calls.stream + model.calls.complete;
+    for (let i = 0; i < 100 && made() < summaries; i++) await new Promise((ok) => setTimeout(ok, 10));
+    await new Promise((ok) => setTimeout(ok, 20));
+    const calls = made();
+    check(calls >= summaries, `the warm candidate was summarized (${calls} calls)`);
+    check(await journal.getPacket("c1", warmId), "the warm packet is persisted");
+    do {
+      s++;
+      await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+      r = await c.onMessage("c1");
+    } while (r.status !== "compacted" && s < 200);
+    equal(r.status, "compacted");
+    equal(r.boundary.packetId, warmId, "the warm candidate became the boundary");
+    equal(made(), calls, "the message that needed compaction made no model call");
+  };
   return [
     ["loads the core and reports versions", async () => {
       const v = f.version();
@@ -301,35 +333,10 @@ export function suite(f, makeJournal) {
       const d = (await c.timeline("c1")).items.filter((i) => i.type === "divider");
       equal([d[0].taskId, d[0].state], ["task-crashed", "failed"]);
     }],
-    ["a warm candidate is prepared off the critical path and used when compaction is due", async () => {
-      const journal = await makeJournal();
-      const model = fakeModel();
-      const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
-      const c = f.createCompactor({ journal, model, declaration: tokens });
-      let s = 0;
-      let r;
-      do {
-        s++;
-        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
-        r = await c.onMessage("c1");
-      } while (r.status !== "warm" && s < 200);
-      equal(r.status, "warm");
-      const warmId = r.outcome.packet.id;
-      // The candidate is summarized in the background; wait for it, as time passes between messages.
-      for (let i = 0; i < 100 && model.calls.stream === 0; i++) await new Promise((ok) => setTimeout(ok, 10));
-      await new Promise((ok) => setTimeout(ok, 20));
-      const calls = model.calls.stream;
-      check(calls >= 1, "the warm candidate was summarized");
-      check(await journal.getPacket("c1", warmId), "the warm packet is persisted");
-      do {
-        s++;
-        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
-        r = await c.onMessage("c1");
-      } while (r.status !== "compacted" && s < 200);
-      equal(r.status, "compacted");
-      equal(r.boundary.packetId, warmId, "the warm candidate became the boundary");
-      equal(model.calls.stream, calls, "the message that needed compaction made no model call");
-    }],
+    ["a warm candidate is prepared off the critical path and used when compaction is due", () => warmCandidate(fakeModel(), 1)],
+    // The loop's replay rule (stream::replay_buffered) for warm candidates too:
+    // an untyped failure before any content is replayed once, buffered.
+    ["a warm candidate whose stream drops before any content is replayed once, buffered, and used", () => warmCandidate(fakeModel({ dropBeforeContent: true }), 2)],
     ["every default compacts a long conversation through the driver", async () => {
       for (const [name, budget, size, n] of [
         ["tokens 8192 (seed 002)", { kind: "tokens", window: 8192 }, 300, 120],

@@ -105,6 +105,19 @@ pub enum StreamDecision {
     },
 }
 
+/// Whether a summary call that answered this is made once more through the
+/// buffered call: it ended before any content (no complete answer) and
+/// without a typed failure — a refusal, timeout or budget stop would only
+/// fail again; an untyped one (`Other`: a reset connection, a broken stream)
+/// may not. The loop's rule (`step`), and the one a host's warm-candidate
+/// preparation follows (the Rust driver calls this; the JS driver's
+/// `replayBuffered` is its copy, held by the same scenario in both hosts).
+pub fn replay_buffered(content_received: bool, output: bool, error: Option<FailureKind>) -> bool {
+    let complete = output && error.is_none();
+    let ended_before_content = !(content_received || complete);
+    ended_before_content && error.is_none_or(|f| f == FailureKind::Other)
+}
+
 /// Decide what to do with a finished stream.
 pub fn decide(r: &StreamReport) -> StreamDecision {
     let fail = |failure, detail: &str| StreamDecision::Fail {

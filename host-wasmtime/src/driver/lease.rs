@@ -25,20 +25,20 @@ impl Drop for Running<'_> {
 /// released; dropped without release (a panicking model, an early return)
 /// it is given back on unwind, so another driver can take the conversation
 /// at once instead of waiting out the lease's time to live.
-pub(super) struct Held<'a, J: Journal, M: Model> {
+pub(super) struct LeaseGuard<'a, J: Journal, M: Model> {
     pub(super) driver: &'a Driver<J, M>,
     pub(super) conversation: &'a str,
     pub(super) released: bool,
 }
 
-impl<J: Journal, M: Model> Held<'_, J, M> {
+impl<J: Journal, M: Model> LeaseGuard<'_, J, M> {
     pub(super) fn release(mut self) -> Result<()> {
         self.released = true;
         self.driver.unlease(self.conversation)
     }
 }
 
-impl<J: Journal, M: Model> Drop for Held<'_, J, M> {
+impl<J: Journal, M: Model> Drop for LeaseGuard<'_, J, M> {
     fn drop(&mut self) {
         if !self.released {
             let _ = self.driver.unlease(self.conversation);
@@ -84,8 +84,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
     }
 
     /// [`Driver::lease`] as a guard that gives the lease back on unwind.
-    pub(super) fn hold<'a>(&'a self, conversation: &'a str) -> Result<Option<Held<'a, J, M>>> {
-        Ok(self.lease(conversation)?.then_some(Held {
+    pub(super) fn take_lease<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> Result<Option<LeaseGuard<'a, J, M>>> {
+        Ok(self.lease(conversation)?.then_some(LeaseGuard {
             driver: self,
             conversation,
             released: false,

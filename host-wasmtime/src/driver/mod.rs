@@ -380,7 +380,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Some(r) => r,
             None => return Ok(false),
         };
-        let Some(held) = self.hold(conversation)? else {
+        let Some(lease) = self.take_lease(conversation)? else {
             return Ok(false);
         };
         let sweep = RunSpec {
@@ -390,7 +390,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             end_interrupted_only: true,
         };
         let result = self.drive(conversation, &sweep, &mut |_| {});
-        held.release()?;
+        lease.release()?;
         result.map(|_| true)
     }
 

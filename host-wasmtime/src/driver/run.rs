@@ -36,7 +36,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let Some(_running) = self.enter(conversation) else {
             return Ok(Outcome::Busy);
         };
-        let Some(held) = self.hold(conversation)? else {
+        let Some(lease) = self.take_lease(conversation)? else {
             return Ok(Outcome::Busy);
         };
         let (task, owner) = match task {
@@ -50,7 +50,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             end_interrupted_only: false,
         };
         let result = self.drive(conversation, &run, accepted);
-        held.release()?;
+        lease.release()?;
         let finished = result?;
         let drop_warm = |d: &Self| d.with_cache(conversation, |c| c.warm = None);
         Ok(match finished {

@@ -47,14 +47,22 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let answer = self.renewing(&key, self.warm_lease_ms, || {
             let call =
                 |buffered| self.call_model(&packet, "warm-check", buffered, self.model_timeout_ms);
-            match call(false) {
-                // The one buffered replay of a stream that ended before any content.
+            let first = call(false);
+            // The one buffered replay, by the loop's own rule.
+            match &first {
                 EffectResult::Model {
-                    content_received: false,
-                    output: None,
-                    error: None,
-                } => call(true),
-                other => other,
+                    content_received,
+                    output,
+                    error,
+                } if foldline_core::stream::replay_buffered(
+                    *content_received,
+                    output.is_some(),
+                    error.as_ref().map(|e| e.failure),
+                ) =>
+                {
+                    call(true)
+                }
+                _ => first,
             }
         });
         std::mem::forget(warm);

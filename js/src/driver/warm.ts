@@ -5,7 +5,7 @@
 import { validate } from "../ops.js";
 import { MODEL_TIMEOUT_MS, WARM_LEASE_MS } from "../defaults.js";
 import type { Ctx, State } from "./read.js";
-import { callModel } from "./summary.js";
+import { callModel, replayBuffered } from "./summary.js";
 
 /** Summarize a warm candidate under its own lease and keep the summary if settle accepts it. */
 export async function prepareWarm(c: Ctx, id: string, w: NonNullable<State["warm"]>): Promise<void> {
@@ -16,8 +16,8 @@ export async function prepareWarm(c: Ctx, id: string, w: NonNullable<State["warm
       const at = { packet: w.packet, runId: "warm-check" };
       const ms = c.o.modelTimeoutMs ?? MODEL_TIMEOUT_MS;
       let answer = await callModel(c, at, false, ms);
-      // The one buffered replay of a stream that ended before any content.
-      if (!answer.output && !answer.contentReceived && !answer.error) answer = await callModel(c, at, true, ms);
+      // The one buffered replay, by the loop's own rule.
+      if (replayBuffered(answer)) answer = await callModel(c, at, true, ms);
       if (!answer.output) return; // the compaction that is due will try itself
       validate({ kind: "settle", packet: w.packet, output: answer.output });
       const { modelId, usage, finishReason, summary } = answer.output;

@@ -35,8 +35,8 @@ use crate::plan::{newest_seq, plan_from, PlanOutcome, PlanRequest, Trigger};
 use crate::reconstruct::Reconstruction;
 use crate::settle::{settle, ModelOutput, SettleRequest};
 use crate::stream::{
-    classify, decide, FailureInput, FailureKind, FailureReport, StreamDecision, StreamEnd,
-    StreamReport,
+    classify, decide, replay_buffered, FailureInput, FailureKind, FailureReport, StreamDecision,
+    StreamEnd, StreamReport,
 };
 
 mod wire;
@@ -499,6 +499,10 @@ impl RunShared {
             (Some(_), None) => StreamEnd::Complete,
             _ => StreamEnd::Dropped,
         };
+        let failure = error.as_ref().map(|e| e.failure);
+        if replay_buffered(content_received, output.is_some(), failure) {
+            return self.call(run, Stage::Replaying, true);
+        }
         let decision = decide(&StreamReport {
             content_received,
             ended,
@@ -509,10 +513,14 @@ impl RunShared {
             (StreamDecision::Settle, None, _) => {
                 self.fail(run, failure_of(FailureKind::StreamDropped, "no evidence"))
             }
-            (StreamDecision::ReplayBuffered, _, Some(e)) if e.failure != FailureKind::Other => {
-                self.fail(run, classify(&e))
-            }
-            (StreamDecision::ReplayBuffered, _, _) => self.call(run, Stage::Replaying, true),
+            // Before content with a typed failure: it would only fail again.
+            (StreamDecision::ReplayBuffered, _, e) => self.fail(
+                run,
+                e.map_or_else(
+                    || failure_of(FailureKind::StreamDropped, "no evidence"),
+                    |e| classify(&e),
+                ),
+            ),
             (StreamDecision::Fail { mut failure }, _, e) => {
                 if let Some(e) = e {
                     failure.audit_reason = format!("{}: {}", failure.audit_reason, e.detail);
