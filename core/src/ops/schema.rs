@@ -105,17 +105,25 @@ mod tests {
     fn the_contract_file_holds_the_rust_types() {
         let now = contract();
         serde_json::from_str::<serde_json::Value>(&now).expect("the shapes are JSON");
-        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
-            std::fs::write(FILE, &now).expect("write the contract");
-            return;
-        }
-        let stored = std::fs::read_to_string(FILE).unwrap_or_default();
-        assert!(
-            stored == now,
+        write_or_check(
+            FILE,
+            &now,
             "js/test/types/shapes.json is not what the Rust types say: run \
              FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema, \
-             then make js/src/types.ts agree (npm run test:types checks it)"
+             then make js/src/types.ts agree (npm run test:types checks it)",
         );
+    }
+
+    /// A file generated from the Rust code: written with
+    /// `FOLDLINE_WRITE_CONTRACT=1`, otherwise checked, failing with `stale`
+    /// when it says something else.
+    pub(super) fn write_or_check(file: &str, now: &str, stale: &str) {
+        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
+            std::fs::write(file, now).expect("write the generated file");
+            return;
+        }
+        let stored = std::fs::read_to_string(file).unwrap_or_default();
+        assert!(stored == now, "{stale}");
     }
 }
 
@@ -171,16 +179,11 @@ mod js_defaults {
     /// `js/src/defaults.ts` says what the Rust constants say.
     #[test]
     fn the_js_defaults_are_the_cores() {
-        let now = typescript();
-        if std::env::var_os("FOLDLINE_WRITE_CONTRACT").is_some() {
-            std::fs::write(FILE, &now).expect("write defaults.ts");
-            return;
-        }
-        let stored = std::fs::read_to_string(FILE).unwrap_or_default();
-        assert!(
-            stored == now,
+        super::tests::write_or_check(
+            FILE,
+            &typescript(),
             "js/src/defaults.ts is not what core/src/defaults.rs says: run \
-             FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema"
+             FOLDLINE_WRITE_CONTRACT=1 cargo test -p foldline-core --lib schema",
         );
     }
 }
