@@ -359,10 +359,11 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
         return Ok(ExitCode::from(2));
     };
     let conv = cli.conversation.clone();
-    let journal = || driver(&cli, Location::parse(&cli.journal));
+    // The driver over `--journal`, opened only by the commands that use one.
+    let open = || driver(&cli, Location::parse(&cli.journal));
     match command {
-        Command::Import { file, no_compact } => import_file(&journal()?, &conv, file, !no_compact),
-        Command::Compact => report(journal()?.compact_now(&conv, "owner", false)?),
+        Command::Import { file, no_compact } => import_file(&open()?, &conv, file, !no_compact),
+        Command::Compact => report(open()?.compact_now(&conv, "owner", false)?),
         Command::Context {
             format,
             messages,
@@ -370,10 +371,10 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             compression,
         } => {
             let member = member_input(opt_in, compression);
-            print_context(&journal()?, &conv, *format, member, *messages)
+            print_context(&open()?, &conv, *format, member, *messages)
         }
         Command::Timeline { json } => {
-            let t = journal()?.timeline(&conv)?;
+            let t = open()?.timeline(&conv)?;
             if *json {
                 print_json(&t)?;
             } else {
@@ -381,7 +382,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify => verify(&journal()?, &conv),
+        Command::Verify => verify(&open()?, &conv),
         Command::Plan(r) => raw(&cli, "plan", r),
         Command::Validate(r) => raw(&cli, "validate", r),
         Command::Select(r) => raw(&cli, "select", r),

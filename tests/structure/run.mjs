@@ -72,7 +72,10 @@ function rustGraph(src) {
     const own = dirname(f);
     for (const line of code(f)) {
       if (/^\s*(pub(\([a-z]+\))?\s+)?mod\s/.test(line)) continue;
-      for (const m of line.matchAll(/\b(crate|super)((?:::[a-z_][a-z0-9_]*)+)/g)) {
+      // `crate::{a, b::c}` names `crate::a` and `crate::b::c`.
+      const paths = line.replace(/\b(crate|super)::\{([^}]*)\}/g, (_, root, items) =>
+        items.split(",").map((i) => `${root}::${i.trim()}`).join(" "));
+      for (const m of paths.matchAll(/\b(crate|super)((?:::[a-z_][a-z0-9_]*)+)/g)) {
         const segs = m[2].split("::").filter(Boolean);
         const dir = m[1] === "crate" ? src : (facade(f) ? dirname(own) : own);
         const to = resolve(dir, segs) ?? (m[1] === "super" ? [join(dir, "mod.rs"), join(dir, "lib.rs")].find(existsSync) : null);
@@ -93,9 +96,8 @@ function tsGraph(src) {
   const graph = new Map();
   for (const f of files(src, ".ts")) {
     const deps = new Set();
-    for (const line of code(f)) {
-      const m = line.match(/^\s*(?:import|export)\b[^"']*from\s+["'](\.[^"']+)["']/);
-      if (!m) continue;
+    // Whole statements: an import may span lines (`import type {\n …\n} from`).
+    for (const m of code(f).join("\n").matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+["'](\.[^"']+)["']/gm)) {
       const to = join(dirname(f), m[1].replace(/\.js$/, ".ts"));
       if (to.startsWith(src) && existsSync(to)) deps.add(to);
     }
