@@ -1,7 +1,7 @@
 //! The hosts' defaults, defined once. The Rust driver, `foldline serve` and
 //! the program take these constants; the JS package's `js/src/defaults.ts`
 //! is written from them (`FOLDLINE_WRITE_CONTRACT=1 cargo test -p
-//! foldline-core --lib schema`, in `ops/schema.rs`, beside the type
+//! foldline-core --lib schema`, in `entry/schema.rs`, beside the type
 //! contract), and a test fails when it says otherwise.
 //! The core itself decides nothing by the clock: these are what a host
 //! gives it (a deadline, a lease) or keeps around it (limits of its server).

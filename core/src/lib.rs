@@ -25,6 +25,7 @@
 // The layers, bottom up, one directory each; the primitives are the files
 // beside this one. What is public is listed here: the modules a host names,
 // re-exported at the root, and the calls and their types below them.
+mod entry;
 mod history;
 mod ops;
 mod records;
@@ -44,8 +45,9 @@ pub(crate) use history::{agree, group};
 pub use history::{amend, reconstruct, standing};
 
 #[cfg(test)]
-pub(crate) use ops::schema;
-pub use ops::{api, held, member, plan, resolve, run, select, settle, stream, timeline, validate};
+pub(crate) use entry::schema;
+pub use entry::{api, held};
+pub use ops::{member, plan, resolve, run, select, settle, stream, timeline, validate};
 
 pub use error::{Code, Error, Result};
 pub use plan::{plan, PlanOutcome, PlanRequest};

@@ -3,8 +3,9 @@
 //! `records/` (the wire types), `render/` (envelopes, formats, budgets: the
 //! model-facing forms of records), `history/` (reconstruction, amendments,
 //! sized by their envelopes), then `ops/` (`plan`, `settle`,
-//! `resolve`, `select`, `timeline`, `stream`, `run`, `validate`, `member`,
-//! `api`). These tests read every `crate::<module>` path in `core/src`
+//! `resolve`, `select`, `timeline`, `stream`, `run`, `validate`, `member`),
+//! then `entry/` (`api`, `held`, `settle_bytes`, `schema`: the JSON entry
+//! points hosts call). These tests read every `crate::<module>` path in `core/src`
 //! (comments aside) and fail naming a cycle between modules, or an import of
 //! a layer above the importing one.
 
@@ -12,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom up.
-const LAYERS: [&str; 5] = ["primitives", "records", "render", "history", "ops"];
+const LAYERS: [&str; 6] = ["primitives", "records", "render", "history", "ops", "entry"];
 
 /// Every `.rs` file under `dir`.
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -27,7 +27,7 @@ pub(crate) fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
     let elapsed = started.elapsed();
     let t = d.timeline(conv)?;
     out!("foldline demo — {} messages through the whole loop (offline: SQLite journal, extractive summarizer)", messages.len());
-    out!("artifact {}\n", d.foldline.sha256());
+    out!("artifact {}\n", d.foldline().sha256());
     print_timeline(&t.items, 70);
     let r = d.resolve(conv)?;
     let ctx = d.context(conv, ContextOptions::default())?;
@@ -76,7 +76,7 @@ fn print_statistics(
     ctx: &foldline_core::select::Selection,
 ) -> Result<(), HostError> {
     let all: u64 = d
-        .journal
+        .journal()
         .read_events(conv, 0)?
         .iter()
         .filter_map(|s| match &s.event {
@@ -87,7 +87,7 @@ fn print_statistics(
         })
         .sum();
     let bs: Vec<_> = d
-        .journal
+        .journal()
         .read_events(conv, 0)?
         .into_iter()
         .filter_map(|s| match s.event {
@@ -138,7 +138,7 @@ fn print_sent(
         }
     }
     if let Some(first) = ctx.manifest.included.first() {
-        let tail = d.journal.read_events(conv, 0)?;
+        let tail = d.journal().read_events(conv, 0)?;
         let seq = tail.iter().find_map(|s| match &s.event {
             foldline_core::event::Event::Message(m) if &m.turn_id == first => Some(m.source_seq),
             _ => None,

@@ -13,6 +13,7 @@ use foldline_core::member::seams::MemberInput;
 use foldline_core::member::settings::{Availability, Preferences};
 use foldline_core::timeline::{DividerState, TimelineItem};
 use foldline_core::turn::Route;
+use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, Model, OpenAiModel, OpenAiOptions};
@@ -291,7 +292,13 @@ fn open_journal(at: &Location) -> Result<AnyJournal, HostError> {
     })
 }
 
-fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, HostError> {
+fn driver(cli: &Cli, journal: Location) -> Result<ProgramDriver, HostError> {
+    builder(cli, journal)?.build()
+}
+
+/// The program's driver, configured from its flags and settings file, to
+/// be adjusted further (the server's lease) and built.
+fn builder(cli: &Cli, journal: Location) -> Result<DriverBuilder<AnyJournal, AnyModel>, HostError> {
     let model: AnyModel = match &cli.openai_base_url {
         Some(url) => Box::new(OpenAiModel::new(OpenAiOptions::new(
             url.clone(),
@@ -301,17 +308,20 @@ fn driver(cli: &Cli, journal: Location) -> Result<Driver<AnyJournal, AnyModel>, 
         None => Box::new(Extractive),
     };
     let (declaration, settings) = declaration(cli)?;
-    let mut d = Driver::checked(load(cli)?, open_journal(&journal)?, model, declaration)?;
+    let mut b = Driver::builder(load(cli)?, open_journal(&journal)?, model)
+        .declaration(declaration)
+        .warm_candidates(
+            settings.warm_candidates.unwrap_or(true),
+            settings.warm_lease_ms.unwrap_or(defaults::WARM_LEASE_MS),
+        )
+        .owner("owner");
     if let Some(p) = &cli.compactor_declaration {
-        d.compactor = Some(
+        b = b.compactor(
             serde_json::from_str(&std::fs::read_to_string(p)?)
                 .map_err(|e| HostError::Input(format!("{}: {e}", p.display())))?,
         );
     }
-    d.warm_candidates = settings.warm_candidates.unwrap_or(d.warm_candidates);
-    d.warm_lease_ms = settings.warm_lease_ms.unwrap_or(d.warm_lease_ms);
-    d.owner = Some("owner".into());
-    Ok(d)
+    Ok(b)
 }
 
 fn route(conversation: &str) -> Route {
@@ -407,7 +417,7 @@ fn import_file(
         HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
         other => other,
     };
-    let after = last_seq(&d.journal, conv)?;
+    let after = last_seq(d.journal(), conv)?;
     let events = import::parse(&text, &route(conv), after).map_err(named)?;
     refuse_conflicts(d, conv, &events).map_err(named)?;
     let n = import_events(d, conv, events, compact)?;
@@ -472,7 +482,7 @@ fn verify(d: &ProgramDriver, conv: &str) -> Result<ExitCode, HostError> {
                 ),
                 None => out!("intact: no boundary yet"),
             }
-            if let Some(p) = d.journal.progress(conv)? {
+            if let Some(p) = d.journal().progress(conv)? {
                 out!(
                     "compactor progress: {} skipped runs (below the trigger, no model call), the latest checked through source {} at {} of {} {}",
                     p.skipped_runs,
@@ -520,8 +530,9 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.web = o.web;
     config.compression = o.compression.availability();
     let web = o.web;
-    let mut d = driver(cli, Location::parse(&cli.journal))?;
-    d.lease_ms = o.lease_ms;
+    let d = builder(cli, Location::parse(&cli.journal))?
+        .lease_ms(o.lease_ms)
+        .build()?;
     serve::serve(
         d,
         config,
@@ -555,13 +566,13 @@ fn refuse_conflicts(
     events: &[foldline_core::event::Event],
 ) -> Result<(), HostError> {
     let mut all: Vec<_> = d
-        .journal
+        .journal()
         .read_events(conv, 0)?
         .into_iter()
         .map(|s| s.event)
         .collect();
     all.extend_from_slice(events);
-    match d.foldline.timeline(&foldline_core::TimelineRequest {
+    match d.foldline().timeline(&foldline_core::TimelineRequest {
         events: all,
         accepted: None,
         retired: Vec::new(),
@@ -584,7 +595,7 @@ fn import_events(
 ) -> Result<usize, HostError> {
     let n = events.len();
     if !compact {
-        d.journal.append(conv, &events)?;
+        d.journal().append(conv, &events)?;
         return Ok(n);
     }
     let bar = indicatif::ProgressBar::new(n as u64);
@@ -595,7 +606,7 @@ fn import_events(
     let mut boundaries = 0;
     for e in events {
         let is_message = matches!(e, foldline_core::event::Event::Message(_));
-        d.journal.append(conv, std::slice::from_ref(&e))?;
+        d.journal().append(conv, std::slice::from_ref(&e))?;
         if is_message {
             match d.on_message(conv)? {
                 Outcome::Compacted(_) => {

@@ -112,7 +112,7 @@ fn a_driver_forgets_idle_conversations() {
     .unwrap();
     for n in 0..10_000 {
         let id = format!("c{n}");
-        d.journal.append(&id, &demo_events(&id, 2)).unwrap();
+        d.journal().append(&id, &demo_events(&id, 2)).unwrap();
         d.on_message(&id).unwrap();
         d.forget(&id).unwrap();
         assert_eq!(d.remembered(), 0);
@@ -159,7 +159,7 @@ fn the_driver_appends_openai_messages_numbered_after_the_last_turn() {
         )
         .unwrap();
     assert_eq!(seq, 2 + more.len() as u64 + 1);
-    let last = d.journal.read_events("c", seq - 1).unwrap().remove(0);
+    let last = d.journal().read_events("c", seq - 1).unwrap().remove(0);
     let Event::Message(m) = last.event else {
         panic!("a message")
     };
@@ -184,7 +184,7 @@ fn the_driver_appends_openai_messages_numbered_after_the_last_turn() {
     );
     assert_eq!(d.append("c", &huge).unwrap_err().code(), "turn_too_large");
     assert_eq!(
-        d.journal.read_events("c", 0).unwrap().len() as u64,
+        d.journal().read_events("c", 0).unwrap().len() as u64,
         seq,
         "nothing written"
     );
@@ -209,7 +209,7 @@ fn the_builder_starts_from_the_token_defaults_and_checks_when_built() {
     .build()
     .unwrap();
     assert!(matches!(
-        d.declaration.budget,
+        d.declaration().budget,
         foldline_core::declaration::Budget::Tokens { window: 8_192, .. }
     ));
     let messages = serde_json::Value::from(foldline_wasmtime::import::demo_conversation(40));
@@ -293,6 +293,6 @@ fn a_hanging_custom_model_ends_at_its_deadline() {
     .unwrap();
     let mut events = demo_events("c", 600);
     events.drain(..301);
-    d.journal.append("c", &events).unwrap();
+    d.journal().append("c", &events).unwrap();
     assert!(matches!(d.on_message("c").unwrap(), Outcome::Failed(_)));
 }

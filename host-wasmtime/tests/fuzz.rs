@@ -172,15 +172,16 @@ struct Case {
 
 impl Case {
     fn driver(&self, holder: &str) -> D {
-        let mut d = Driver::new(
+        Driver::builder(
             Foldline::embedded().unwrap(),
             crashable(SqliteJournal::open(&self.db).unwrap(), self.armed.clone()),
             Shared(self.model.clone()),
-            declaration(),
-        );
-        d.owner = Some("owner".into());
-        d.holder = holder.into();
-        d
+        )
+        .declaration(declaration())
+        .owner("owner")
+        .holder(holder)
+        .build()
+        .unwrap()
     }
 
     fn message(&mut self, role: Role, parts: Vec<Part>) -> Event {
@@ -245,7 +246,7 @@ impl Case {
             let text = Self::text(r);
             vec![self.message(role, vec![Part::Text { text }])]
         };
-        d.journal.append(CONV, &events).unwrap();
+        d.journal().append(CONV, &events).unwrap();
         for e in &events {
             if let Event::Message(m) = e {
                 self.appended.push(m.turn_id.clone());
@@ -383,7 +384,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
                             Role::User,
                             vec![Part::Text { text }],
                         );
-                        c.journal.append(CONV, &[Event::LateDelivery(e)]).unwrap();
+                        c.journal().append(CONV, &[Event::LateDelivery(e)]).unwrap();
                         s.appended.push(format!("late-{j}"));
                     }
                 }
@@ -394,7 +395,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
                         let target = turns[r.below(turns.len())].clone();
                         s.calls += 1;
                         let text = format!("corrected: {}", Case::text(&mut r));
-                        c.journal
+                        c.journal()
                             .append(
                                 CONV,
                                 &[Event::Correction(Correction {
@@ -423,7 +424,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
             }
             before = check(&c, CONV, &before, step);
             // Nothing appended is lost: every turn is in the journal, in order.
-            let stored = c.journal.read_events(CONV, 0).unwrap();
+            let stored = c.journal().read_events(CONV, 0).unwrap();
             let turns: Vec<&str> = stored
                 .iter()
                 .filter_map(|x| match &x.event {
@@ -458,7 +459,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
         c.end_interrupted(CONV).unwrap(),
         "seed {seed}: the lease is free"
     );
-    let stored = c.journal.read_events(CONV, 0).unwrap();
+    let stored = c.journal().read_events(CONV, 0).unwrap();
     for task in s.tasks.lock().unwrap().iter() {
         assert_eq!(task_ends(&stored, task), 1, "seed {seed}: task {task}");
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use support::fixtures::{budget_decl, demo_events, small_decl};
 
 use foldline_core::declaration::{Budget, Declaration};
+use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions};
@@ -216,7 +217,7 @@ fn a_bad_declaration_is_named_when_the_driver_is_built() {
     assert_eq!(e.code(), "invalid_declaration");
     let a = Driver::checked(Foldline::embedded().unwrap(), j(), Extractive, small_decl()).unwrap();
     let b = Driver::checked(Foldline::embedded().unwrap(), j(), Extractive, small_decl()).unwrap();
-    assert_ne!(a.holder, b.holder, "two drivers, two lease holders");
+    assert_ne!(a.holder(), b.holder(), "two drivers, two lease holders");
 }
 
 /// Seed 002's settings by their names, as environment variables of the
@@ -309,14 +310,16 @@ fn a_crash_between_packet_and_boundary_reuses_the_packet_and_appends_one_boundar
     assert_eq!(boundaries(&j), 0);
     // Restart: the same packet, exactly one boundary. (The crashed holder's lease is
     // the same process id only by chance; a new process is a new holder, so wait it out.)
-    let mut d = Driver::new(
+    let d = Driver::builder(
         Foldline::embedded().unwrap(),
         SqliteJournal::open(&db).unwrap(),
         Extractive,
-        Declaration::new("assistant", "assistant-compactor"),
-    );
-    d.owner = Some("owner".into());
-    d.clock = || u64::MAX / 2; // past any lease the crashed process held
+    )
+    .declaration(Declaration::new("assistant", "assistant-compactor"))
+    .owner("owner")
+    .clock(|| u64::MAX / 2) // past any lease the crashed process held
+    .build()
+    .unwrap();
     match d.compact_now("default", "owner", false).unwrap() {
         Outcome::Compacted(b) => assert_eq!(b.packet_id, packets[0].id),
         o => panic!("{o:?}"),
@@ -351,13 +354,15 @@ fn two_writers_racing_on_one_conversation_never_fork() {
             let db = db.clone();
             let next_seq = next_seq.clone();
             std::thread::spawn(move || {
-                let mut d = Driver::new(
+                let d = Driver::builder(
                     Foldline::embedded().unwrap(),
                     SqliteJournal::open(&*db).unwrap(),
                     Extractive,
-                    small_decl(),
-                );
-                d.holder = format!("writer-{t}");
+                )
+                .declaration(small_decl())
+                .holder(&format!("writer-{t}"))
+                .build()
+                .unwrap();
                 let route = foldline_core::turn::Route {
                     conversation: "race".into(),
                     chat: String::new(),
@@ -378,7 +383,7 @@ fn two_writers_racing_on_one_conversation_never_fork() {
                             m.turn_id = format!("w{t}-{}", m.source_seq);
                         }
                     }
-                    d.journal.append("race", &evs).unwrap();
+                    d.journal().append("race", &evs).unwrap();
                     match d.on_message("race") {
                         Ok(Outcome::Compacted(_)) => compacted += 1,
                         Ok(_) => {}
@@ -412,7 +417,7 @@ fn the_storage_refuses_a_second_boundary_on_one_chain_slot() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
     let d = sqlite_driver(&db, small_decl());
-    d.journal.append("c", &demo_events("c", 60)).unwrap();
+    d.journal().append("c", &demo_events("c", 60)).unwrap();
     let b = match d.on_message("c").unwrap() {
         Outcome::Compacted(b) => b,
         o => panic!("{o:?}"),
@@ -420,7 +425,7 @@ fn the_storage_refuses_a_second_boundary_on_one_chain_slot() {
     let mut twin = (*b).clone();
     twin.id = "boundary:twin".into();
     let e = d
-        .journal
+        .journal()
         .append(
             "c",
             &[foldline_core::event::Event::Boundary(Box::new(twin))],
@@ -589,7 +594,7 @@ fn driver_with(url: &str, db: &std::path::Path) -> Driver<SqliteJournal, OpenAiM
         model,
         small_decl(),
     );
-    d.journal.append("c", &demo_events("c", 70)).unwrap();
+    d.journal().append("c", &demo_events("c", 70)).unwrap();
     d
 }
 
@@ -632,7 +637,7 @@ fn openai_adapter_streams_and_replays_only_before_content() {
     }
     assert_eq!(h.join().unwrap(), [true]);
     let failed = d
-        .journal
+        .journal()
         .read_events("c", 0)
         .unwrap()
         .into_iter()
@@ -660,7 +665,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         sender: String::new(),
     };
     for e in import::parse(&text, &route, 0).unwrap() {
-        d.journal.append("c", &[e]).unwrap();
+        d.journal().append("c", &[e]).unwrap();
         d.on_message("c").unwrap();
     }
     let wasm = d.context("c", ContextOptions::default()).unwrap();
@@ -689,7 +694,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
 
 /// Every event of conversation `c` in the driver's journal.
 fn stored(d: &Driver<SqliteJournal, Extractive>) -> Vec<foldline_core::event::Event> {
-    let read = d.journal.read_events("c", 0).unwrap();
+    let read = d.journal().read_events("c", 0).unwrap();
     read.into_iter().map(|s| s.event).collect()
 }
 
@@ -722,7 +727,7 @@ fn overlapping_calls_on_one_driver_compact_one_head_once() {
         Extractive,
         small_decl(),
     ));
-    d.journal.append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    d.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
     let outcomes: Vec<Outcome> = (0..4)
         .map(|_| {
             let d = d.clone();
@@ -795,7 +800,7 @@ fn every_default_compacts_a_long_conversation_through_the_driver() {
         );
         let mut compacted = 0;
         for s in 1..=n {
-            d.journal.append("c", &ordinary("c", s, s, size)).unwrap();
+            d.journal().append("c", &ordinary("c", s, s, size)).unwrap();
             match d.on_message("c").unwrap() {
                 Outcome::Compacted(_) => compacted += 1,
                 Outcome::Refused(e) => panic!("{name}, message {s}: {e:?}"),
@@ -895,19 +900,29 @@ fn provider_failures_are_typed_in_the_audit_and_not_replayed() {
 
 #[test]
 fn the_reciprocal_declarations_are_checked_by_default() {
-    let mut d = Driver::new(
-        Foldline::embedded().unwrap(),
-        SqliteJournal::in_memory().unwrap(),
-        Extractive,
-        small_decl(),
-    );
-    d.journal.append("c", &ordinary("c", 1, 3, 50)).unwrap();
+    let driver = |compactor: Option<Declaration>| {
+        let b = Driver::builder(
+            Foldline::embedded().unwrap(),
+            SqliteJournal::in_memory().unwrap(),
+            Extractive,
+        )
+        .declaration(small_decl());
+        match compactor {
+            Some(c) => b.compactor(c),
+            None => b,
+        }
+        .build()
+        .unwrap()
+    };
+    let d = driver(None);
+    d.journal().append("c", &ordinary("c", 1, 3, 50)).unwrap();
     // Derived from the target: they agree.
     d.resolve("c").unwrap();
     // A compactor declaration that disagrees fails closed.
     let mut other = small_decl().reciprocal();
     other.privacy.admit_sensitive = true;
-    d.compactor = Some(other);
+    let d = driver(Some(other));
+    d.journal().append("c", &ordinary("c", 1, 3, 50)).unwrap();
     match d.resolve("c") {
         Err(HostError::Core(e)) => {
             assert_eq!(e.code.as_str(), "stale_declaration");
@@ -971,23 +986,23 @@ fn warm_candidate(drop_before_content: bool, summaries: usize) {
     let mut s = 0;
     let warm_id = loop {
         s += 1;
-        d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
+        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
         if let Outcome::Warm(id) = d.on_message("c").unwrap() {
             break id.expect("the first warm message builds the candidate");
         }
         assert!(s < 200, "never warm");
     };
     assert!(
-        d.journal.get_packet("c", &warm_id).unwrap().is_some(),
+        d.journal().get_packet("c", &warm_id).unwrap().is_some(),
         "persisted"
     );
     // Off the critical path (a server's background task; here, in between).
     assert!(d.prepare_warm("c").unwrap());
-    let calls = d.model.0.load(std::sync::atomic::Ordering::SeqCst);
+    let calls = d.model().0.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(calls, summaries);
     let b = loop {
         s += 1;
-        d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
+        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
         if let Outcome::Compacted(b) = d.on_message("c").unwrap() {
             break b;
         }
@@ -998,7 +1013,7 @@ fn warm_candidate(drop_before_content: bool, summaries: usize) {
         "the warm candidate became the boundary"
     );
     assert_eq!(
-        d.model.0.load(std::sync::atomic::Ordering::SeqCst),
+        d.model().0.load(std::sync::atomic::Ordering::SeqCst),
         calls,
         "no model call when due"
     );
@@ -1014,8 +1029,8 @@ fn an_interrupted_manual_task_ends_as_failed() {
         Extractive,
         small_decl(),
     );
-    d.journal.append("c", &ordinary("c", 1, 3, 50)).unwrap();
-    d.journal
+    d.journal().append("c", &ordinary("c", 1, 3, 50)).unwrap();
+    d.journal()
         .append(
             "c",
             &[Event::CompactionTask(TaskEvent {
@@ -1102,6 +1117,7 @@ impl foldline_wasmtime::model::Model for Gated {
 fn gated_driver(
     db: &std::path::Path,
     holder: &str,
+    adjust: impl FnOnce(DriverBuilder<SqliteJournal, Gated>) -> DriverBuilder<SqliteJournal, Gated>,
 ) -> (
     Driver<SqliteJournal, Gated>,
     std::sync::mpsc::Receiver<()>,
@@ -1109,17 +1125,21 @@ fn gated_driver(
 ) {
     let (started_tx, started) = std::sync::mpsc::sync_channel(1);
     let (open, gate) = std::sync::mpsc::channel();
-    let mut d = Driver::new(
-        Foldline::embedded().unwrap(),
-        SqliteJournal::open(db).unwrap(),
-        Gated {
-            started: started_tx,
-            gate: std::sync::Mutex::new(gate),
-        },
-        small_decl(),
-    );
-    d.holder = holder.into();
-    d.clock = test_clock;
+    let d = adjust(
+        Driver::builder(
+            Foldline::embedded().unwrap(),
+            SqliteJournal::open(db).unwrap(),
+            Gated {
+                started: started_tx,
+                gate: std::sync::Mutex::new(gate),
+            },
+        )
+        .declaration(small_decl())
+        .holder(holder)
+        .clock(test_clock),
+    )
+    .build()
+    .unwrap();
     (d, started, open)
 }
 
@@ -1129,9 +1149,8 @@ fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
     let db = dir.path().join("j.db");
     // Renewal: a 300 ms lease, a model call of ~1 s in real time, the
     // clock moving with it; the other writer finds the lease still held.
-    let (mut a, started, open) = gated_driver(&db, "a");
-    a.lease_ms = 300;
-    a.journal.append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    let (a, started, open) = gated_driver(&db, "a", |b| b.lease_ms(300));
+    a.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
     let a = Arc::new(a);
     let run = {
         let a = a.clone();
@@ -1154,9 +1173,10 @@ fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
     // Fencing: the holder's lease lapses without renewal (a long time to
     // live, so the renewal is not due yet, and the clock jumps past it);
     // another writer takes the lease; the stale holder's append is refused.
-    let (mut a, started, open) = gated_driver(&db, "a");
-    a.lease_ms = 60_000;
-    a.journal.append("c", &ordinary("c", 61, 120, 500)).unwrap();
+    let (a, started, open) = gated_driver(&db, "a", |b| b.lease_ms(60_000));
+    a.journal()
+        .append("c", &ordinary("c", 61, 120, 500))
+        .unwrap();
     let a = Arc::new(a);
     let run = {
         let a = a.clone();
@@ -1193,11 +1213,10 @@ fn a_hanging_model_lets_the_lease_lapse_after_its_deadline() {
     let db = dir.path().join("j.db");
     // Real time here: the lease (300 ms) is renewed only until the model's
     // deadline (400 ms); the model answers after ~1.5 s.
-    let (mut a, started, open) = gated_driver(&db, "a");
-    a.clock = wall_clock;
-    a.lease_ms = 300;
-    a.model_timeout_ms = 400;
-    a.journal.append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    let (a, started, open) = gated_driver(&db, "a", |b| {
+        b.clock(wall_clock).lease_ms(300).model_timeout_ms(400)
+    });
+    a.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
     let a = Arc::new(a);
     let run = {
         let a = a.clone();
@@ -1246,7 +1265,7 @@ fn the_offline_summary_covers_the_whole_range_and_keeps_old_facts() {
         if let Event::Message(m) = &mut e[0] {
             m.parts = vec![foldline_core::turn::Part::Text { text: text(i) }];
         }
-        d.journal.append("c", &e).unwrap();
+        d.journal().append("c", &e).unwrap();
         if let Outcome::Compacted(b) = d.on_message("c").unwrap() {
             assert!(b.summary.chars().count() <= 1_500);
             summaries.push(b.summary.clone());
@@ -1295,17 +1314,18 @@ fn one_huge_request_does_not_keep_its_memory_and_the_next_answer_is_the_same() {
 #[test]
 fn held_events_change_no_answer_across_compactions_and_a_replaced_instance() {
     let driver = |hold: bool| {
-        let mut d = Driver::new(
+        Driver::builder(
             Foldline::embedded().unwrap(),
             SqliteJournal::in_memory().unwrap(),
             Extractive,
-            small_decl(),
-        );
-        d.hold_events = hold;
-        d
+        )
+        .declaration(small_decl())
+        .hold_events(hold)
+        .build()
+        .unwrap()
     };
     let (held, plain) = (driver(true), driver(false));
-    assert!(held.foldline.holds_events(), "the artifact holds events");
+    assert!(held.foldline().holds_events(), "the artifact holds events");
     let huge = format!(
         "{{\"text\":\"{}\"}}",
         "Basically, I think that the hotel is really quite near the station. ".repeat(60_000)
@@ -1313,8 +1333,8 @@ fn held_events_change_no_answer_across_compactions_and_a_replaced_instance() {
     let mut compacted = 0;
     for s in 1..=160u64 {
         let turn = ordinary("c", s, s, 700);
-        held.journal.append("c", &turn).unwrap();
-        plain.journal.append("c", &turn).unwrap();
+        held.journal().append("c", &turn).unwrap();
+        plain.journal().append("c", &turn).unwrap();
         let (a, b) = (
             held.on_message("c").unwrap(),
             plain.on_message("c").unwrap(),
@@ -1332,7 +1352,7 @@ fn held_events_change_no_answer_across_compactions_and_a_replaced_instance() {
         if s % 50 == 0 {
             // The instance that holds the events is replaced (a call grew
             // its memory past the bound): the next call sends them again.
-            held.foldline
+            held.foldline()
                 .call_raw("trimPrompt", huge.as_bytes())
                 .unwrap();
         }
@@ -1350,27 +1370,28 @@ fn a_list_rebuilt_under_another_writers_boundary_is_held_again() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.db");
     let driver = |hold: bool| {
-        let mut d = Driver::new(
+        Driver::builder(
             Foldline::embedded().unwrap(),
             SqliteJournal::open(&path).unwrap(),
             Extractive,
-            small_decl(),
-        );
-        d.hold_events = hold;
-        d
+        )
+        .declaration(small_decl())
+        .hold_events(hold)
+        .build()
+        .unwrap()
     };
     let (held, writer, plain) = (driver(true), driver(false), driver(false));
     let context = |d: &Driver<SqliteJournal, Extractive>| {
         foldline_core::canonical::encode(&d.context("c", ContextOptions::default()).unwrap())
     };
     writer
-        .journal
+        .journal()
         .append("c", &ordinary("c", 1, 26, 700))
         .unwrap();
     writer.on_message("c").unwrap();
     assert!(context(&held) == context(&plain), "before the boundary");
     writer
-        .journal
+        .journal()
         .append("c", &ordinary("c", 27, 32, 700))
         .unwrap();
     assert!(matches!(
@@ -1378,7 +1399,7 @@ fn a_list_rebuilt_under_another_writers_boundary_is_held_again() {
         Outcome::Compacted(_)
     ));
     writer
-        .journal
+        .journal()
         .append("c", &ordinary("c", 33, 70, 700))
         .unwrap();
     assert!(context(&held) == context(&plain), "after it");
@@ -1483,23 +1504,23 @@ fn skipped_runs_advance_a_progress_watermark_not_the_journal() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
     let d = sqlite_driver(&db, Declaration::new("assistant", "assistant-compactor"));
-    assert_eq!(d.journal.progress("c").unwrap(), None);
+    assert_eq!(d.journal().progress("c").unwrap(), None);
     let events = demo_events("c", 12);
     for (i, e) in events.iter().enumerate() {
-        d.journal.append("c", std::slice::from_ref(e)).unwrap();
+        d.journal().append("c", std::slice::from_ref(e)).unwrap();
         assert!(matches!(d.on_message("c").unwrap(), Outcome::Skipped(_)));
-        let p = d.journal.progress("c").unwrap().unwrap();
+        let p = d.journal().progress("c").unwrap().unwrap();
         assert_eq!(p.skipped_runs, i as u64 + 1, "one skipped run per check");
         assert!(p.last.total < p.last.trigger);
     }
-    let p = d.journal.progress("c").unwrap().unwrap();
+    let p = d.journal().progress("c").unwrap().unwrap();
     assert_eq!(
         p.last.checked_through_seq,
         foldline_core::plan::newest_seq(&events)
     );
     // The journal holds the messages and the one activation frontier:
     // checks below the trigger do not double it.
-    let stored = d.journal.read_events("c", 0).unwrap();
+    let stored = d.journal().read_events("c", 0).unwrap();
     assert_eq!(stored.len(), events.len() + 1);
     assert_eq!(
         stored
@@ -1548,18 +1569,20 @@ fn a_warm_candidate_is_prepared_under_its_own_900_second_lease() {
         seen2.lock().unwrap().push((refused, lapsed));
         Ok("The member planned a trip; dates and budget were agreed.".into())
     });
-    let mut d = Driver::new(
+    let d = Driver::builder(
         Foldline::embedded().unwrap(),
         SqliteJournal::open(&db).unwrap(),
         model,
-        budget_decl(Budget::default_tokens()),
-    );
-    d.clock = || T0;
-    assert_eq!(d.warm_lease_ms, 900_000, "seed 002's default");
+    )
+    .declaration(budget_decl(Budget::default_tokens()))
+    .clock(|| T0)
+    .build()
+    .unwrap();
+    assert_eq!(d.warm_candidates(), (true, 900_000), "seed 002's default");
     let mut s = 0;
     loop {
         s += 1;
-        d.journal.append("c", &ordinary("c", s, s, 300)).unwrap();
+        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
         if let Outcome::Warm(_) = d.on_message("c").unwrap() {
             break;
         }

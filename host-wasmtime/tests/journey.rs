@@ -29,14 +29,15 @@ fn driver(db: &std::path::Path) -> Driver<SqliteJournal, Flaky<Extractive>> {
 }
 
 fn on(core: Foldline, db: &std::path::Path) -> Driver<SqliteJournal, Flaky<Extractive>> {
-    let mut d = Driver::new(
+    Driver::builder(
         core,
         SqliteJournal::open(db).unwrap(),
         Flaky::new(Extractive),
-        small_decl(),
-    );
-    d.owner = Some("owner".into());
-    d
+    )
+    .declaration(small_decl())
+    .owner("owner")
+    .build()
+    .unwrap()
 }
 
 #[test]
@@ -55,7 +56,7 @@ fn a_long_conversation_keeps_every_seed_outcome_at_every_step() {
     let (mut compacted, mut failed, mut manual) = (0, 0, 0);
     let (mut users, mut callers): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for (step, e) in script.into_iter().enumerate() {
-        d.journal.append("c", std::slice::from_ref(&e)).unwrap();
+        d.journal().append("c", std::slice::from_ref(&e)).unwrap();
         // Corrections now and then: of a member's recent message, or of an
         // assistant turn that called a tool (its text changes; its call stays).
         if let Event::Message(m) = &e {
@@ -71,7 +72,7 @@ fn a_long_conversation_keeps_every_seed_outcome_at_every_step() {
             _ => callers.last(),
         };
         if let (true, Some(target)) = (step % 97 == 96, target) {
-            d.journal
+            d.journal()
                 .append(
                     "c",
                     &[Event::Correction(Correction {
@@ -117,7 +118,7 @@ fn a_long_conversation_keeps_every_seed_outcome_at_every_step() {
     assert!(!r.retired_boundaries.is_empty() && !r.retired_frontiers.is_empty());
     let head = r.head.expect("a chain in the new epoch");
     let boundaries: Vec<_> = d
-        .journal
+        .journal()
         .read_events("c", 0)
         .unwrap()
         .into_iter()

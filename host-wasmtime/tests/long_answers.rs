@@ -50,7 +50,7 @@ fn long_answers_never_cost_the_model_its_recent_history() {
             (Role::Assistant, answer(n, 1_000 + (n * 397) % 2_001))
         };
         let e = support::fixtures::text_message("c", n, role, text);
-        d.journal.append("c", &[e]).unwrap();
+        d.journal().append("c", &[e]).unwrap();
         match d.on_message("c").unwrap() {
             Outcome::Refused(e) => panic!("message {n}: {e:?}"),
             Outcome::Failed(r) => panic!("message {n}: {r:?}"),

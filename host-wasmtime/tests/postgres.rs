@@ -97,7 +97,7 @@ fn the_driver_compacts_a_long_conversation_on_postgres() {
     let d = Driver::new(Foldline::embedded().unwrap(), j, Extractive, small_decl());
     let mut compacted = 0;
     for e in demo_events("c", 400) {
-        d.journal.append("c", &[e]).unwrap();
+        d.journal().append("c", &[e]).unwrap();
         if let Outcome::Compacted(_) = d.on_message("c").unwrap() {
             compacted += 1;
         }

@@ -96,7 +96,7 @@ fn budget_omissions<J: Journal, M: Model>(d: &Driver<J, M>, newest: u64) -> usiz
 fn chain_is_whole<J: Journal, M: Model>(d: &Driver<J, M>) {
     let r = d.resolve("c").expect("the chain verifies");
     let mut last = 0;
-    for e in d.journal.read_events("c", 0).unwrap() {
+    for e in d.journal().read_events("c", 0).unwrap() {
         if let Event::Boundary(b) = e.event {
             for t in &b.input.turns {
                 assert!(
@@ -144,7 +144,7 @@ fn live_through(budget: Budget, warm: u64, outage: u64) -> u64 {
     let mut s = 0;
     let mut say = |d: &Driver<SqliteJournal, Outage>| {
         s += 1;
-        d.journal.append("c", &[turn(s)]).unwrap();
+        d.journal().append("c", &[turn(s)]).unwrap();
         let before = calls.load(Ordering::SeqCst);
         let o = d.on_message("c").unwrap();
         let made = calls.load(Ordering::SeqCst) - before;
@@ -249,14 +249,14 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
         },
         budget_decl(tokens()),
     );
-    d.journal.append("c", &[turn(1)]).unwrap();
+    d.journal().append("c", &[turn(1)]).unwrap();
     d.on_message("c").unwrap();
     assert!(raced.load(Ordering::SeqCst), "the race happened");
     let r = d.resolve("c").unwrap();
     assert_eq!(r.frontier.as_ref().map(|f| f.start_seq), Some(1));
     let mut clean = None;
     for s in 152..=170 {
-        d.journal.append("c", &[turn(s)]).unwrap();
+        d.journal().append("c", &[turn(s)]).unwrap();
         match d.on_message("c").unwrap() {
             Outcome::Refused(e) => panic!("message {s}: refused {e:?}"),
             Outcome::Failed(f) => panic!("message {s}: failed {f:?}"),
@@ -279,7 +279,7 @@ fn the_circuit_breaker_through_the_driver_pauses_eager_compaction_never_safety()
     let (d, down, calls) = outage_driver(tokens(), true);
     let mut outcomes = Vec::new();
     for s in 1..=400 {
-        d.journal.append("c", &[turn(s)]).unwrap();
+        d.journal().append("c", &[turn(s)]).unwrap();
         outcomes.push(d.on_message("c").unwrap());
     }
     let failed = |o: &Outcome| matches!(o, Outcome::Failed(_));
@@ -314,6 +314,6 @@ fn the_circuit_breaker_through_the_driver_pauses_eager_compaction_never_safety()
     assert_eq!(calls.load(Ordering::SeqCst), attempts);
     // The provider comes back: the next message compacts.
     down.store(false, Ordering::SeqCst);
-    d.journal.append("c", &[turn(401)]).unwrap();
+    d.journal().append("c", &[turn(401)]).unwrap();
     assert!(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
 }

@@ -112,17 +112,19 @@ fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: 
     let _ = std::fs::remove_file(&path);
     let mut d = Declaration::new("assistant", "assistant-compactor");
     d.budget = Budget::default_tokens();
-    let mut driver = Driver::new(
+    let driver = Driver::builder(
         artifact(),
         SqliteJournal::open(&path).unwrap(),
         foldline_wasmtime::model::Extractive,
-        d,
-    );
-    driver.hold_events = hold;
+    )
+    .declaration(d)
+    .hold_events(hold)
+    .build()
+    .unwrap();
     let mut s = 1;
     while s <= history {
         let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
-        driver.journal.append("c", &batch).unwrap();
+        driver.journal().append("c", &batch).unwrap();
         s += 1_000;
     }
     driver.on_message("c").unwrap(); // the first call reads the history once
@@ -130,7 +132,7 @@ fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: 
     let mut compactions = 0;
     for s in history + 1..=history + messages {
         let t = Instant::now();
-        driver.journal.append("c", &[say(s)]).unwrap();
+        driver.journal().append("c", &[say(s)]).unwrap();
         if let Outcome::Compacted(_) = driver.on_message("c").unwrap() {
             compactions += 1;
         }
@@ -171,7 +173,7 @@ fn compaction_growth(dir: &std::path::Path, lengths: &[usize], samples: usize) -
         let mut times = Vec::new();
         while times.len() < samples {
             let t = Instant::now();
-            driver.journal.append("c", &[say(s)]).unwrap();
+            driver.journal().append("c", &[say(s)]).unwrap();
             s += 1;
             if let Outcome::Compacted(_) = driver.on_message("c").unwrap() {
                 if boundaries >= length {

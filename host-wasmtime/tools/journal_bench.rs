@@ -33,12 +33,12 @@ fn measure(journal: Box<dyn Journal>, history: usize, messages: usize) -> (f64, 
         fixtures::small_decl(),
     );
     let all = fixtures::demo_events("c", history + messages);
-    d.journal.append("c", &all[..history]).expect("history");
+    d.journal().append("c", &all[..history]).expect("history");
     d.on_message("c").expect("first read");
     let mut per = Vec::with_capacity(messages);
     for e in &all[history..] {
         let t = Instant::now();
-        d.journal
+        d.journal()
             .append("c", std::slice::from_ref(e))
             .expect("append");
         d.on_message("c").expect("driver");
@@ -49,7 +49,7 @@ fn measure(journal: Box<dyn Journal>, history: usize, messages: usize) -> (f64, 
     let mut appends = Vec::with_capacity(messages);
     for e in &bare {
         let t = Instant::now();
-        d.journal
+        d.journal()
             .append("b", std::slice::from_ref(e))
             .expect("append");
         appends.push(t.elapsed());

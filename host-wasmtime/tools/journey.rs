@@ -183,14 +183,15 @@ fn main() {
             retain: 8_000,
         };
         decl.summary.max_chars = Some(if upgraded { 1_200 } else { 1_500 });
-        let mut d = Driver::new(
+        Driver::builder(
             Foldline::embedded().expect("artifact"),
             failing_once(SqliteJournal::open(&db).expect("journal")),
             Shared(model.clone()),
-            decl,
-        );
-        d.owner = Some("owner".into());
-        d
+        )
+        .declaration(decl)
+        .owner("owner")
+        .build()
+        .unwrap()
     };
     let route = Route {
         conversation: ID.into(),
@@ -217,7 +218,7 @@ fn main() {
                 }
             }
         }
-        d.journal.append(ID, &events).expect("append");
+        d.journal().append(ID, &events).expect("append");
         let target = if (step / 97) % 2 == 0 {
             users.len().checked_sub(2).map(|i| users[i].clone())
         } else {
@@ -231,7 +232,7 @@ fn main() {
                 parts: vec![Part::Text { text }],
                 tokens: None,
             });
-            d.journal.append(ID, &[c]).expect("append");
+            d.journal().append(ID, &[c]).expect("append");
             corrections += 1;
         }
         if step == turns * 2 / 3 {
@@ -281,7 +282,7 @@ fn main() {
         }
     }
     let lines: Vec<String> = d
-        .journal
+        .journal()
         .read_events(ID, 0)
         .expect("read")
         .iter()

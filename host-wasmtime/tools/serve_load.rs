@@ -322,7 +322,7 @@ fn main() {
     for (member, _) in &tokens {
         for c in 0..convs {
             let conv = format!("{member}-c{c}");
-            let events = check.journal.read_events(&conv, 0).expect("read");
+            let events = check.journal().read_events(&conv, 0).expect("read");
             let msgs = events
                 .iter()
                 .filter(|s| matches!(s.event, Event::Message(_)))

@@ -80,7 +80,7 @@ fn main() {
     let mut peak_kept = 0;
     for i in 1..=n {
         let t = Instant::now();
-        d.journal.append("soak", &[say(i)]).unwrap();
+        d.journal().append("soak", &[say(i)]).unwrap();
         match d.on_message("soak").unwrap() {
             Outcome::Compacted(_) => compactions += 1,
             Outcome::Failed(r) => panic!("message {i}: {}", r.audit_reason),
@@ -93,17 +93,17 @@ fn main() {
             "message {i}: over the limit"
         );
         window.push(t.elapsed().as_secs_f64());
-        peak_kept = peak_kept.max(d.foldline.memory_bytes());
-        assert!(d.foldline.memory_bytes() <= MEMORY_RESET_BYTES);
+        peak_kept = peak_kept.max(d.foldline().memory_bytes());
+        assert!(d.foldline().memory_bytes() <= MEMORY_RESET_BYTES);
         if i == n / 2 {
             let paste = json!({ "text": "ERROR 2026-11-30T12:00:00Z connection reset by peer, basically retrying now. ".repeat(52_000) });
-            d.foldline
+            d.foldline()
                 .call_raw("trimPrompt", paste.to_string().as_bytes())
                 .unwrap();
             assert!(
-                d.foldline.memory_bytes() <= MEMORY_RESET_BYTES,
+                d.foldline().memory_bytes() <= MEMORY_RESET_BYTES,
                 "after the paste the kept instance holds {} bytes",
-                d.foldline.memory_bytes()
+                d.foldline().memory_bytes()
             );
         }
         if i % (n / 10).max(1) == 0 || i == n {
@@ -112,7 +112,7 @@ fn main() {
             let row = json!({
                 "messages": i, "compactions": compactions, "rssMB": rss, "peakRssMB": hwm,
                 "journalMB": std::fs::metadata(&db).map(|m| m.len() / 1_048_576).unwrap_or(0),
-                "keptWasmMB": (d.foldline.memory_bytes() as f64 / 1_048_576.0 * 10.0).round() / 10.0,
+                "keptWasmMB": (d.foldline().memory_bytes() as f64 / 1_048_576.0 * 10.0).round() / 10.0,
                 "medianUs": (window[window.len() / 2] * 1e6).round(),
                 "p99Us": (window[window.len() * 99 / 100] * 1e6).round(),
                 "meanUs": (window.iter().sum::<f64>() / window.len() as f64 * 1e6).round(),

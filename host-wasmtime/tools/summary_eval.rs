@@ -140,7 +140,7 @@ fn run(name: &str, model: Box<dyn Model + Send + Sync>, events: &[Event]) -> ser
     let mut out = serde_json::Map::new();
     let mut summary_chars = 0;
     for e in events {
-        d.journal
+        d.journal()
             .append("eval", std::slice::from_ref(e))
             .expect("append");
         let Outcome::Compacted(b) = d.on_message("eval").expect("driver") else {

@@ -3,7 +3,7 @@
 //! A tagged request (`settle`, `resolve`, `declarations`, `stream`,
 //! `failure`, `events`) keeps every check behind one entry point, beside
 //! the others (`plan`, `step`, `select`, `timeline` and the member tools
-//! `trimPrompt`, `compressToolResult`, `settings`; `core/src/ops/api.rs`).
+//! `trimPrompt`, `compressToolResult`, `settings`; `core/src/entry/api.rs`).
 
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;

@@ -89,43 +89,43 @@ pub struct ContextOptions {
 /// The driver over a journal and a model.
 pub struct Driver<J: Journal, M: Model> {
     /// The loaded core.
-    pub foldline: Foldline,
+    pub(crate) foldline: Foldline,
     /// The journal.
-    pub journal: J,
+    pub(crate) journal: J,
     /// The model.
-    pub model: M,
+    pub(crate) model: M,
     /// The target declaration.
-    pub declaration: Declaration,
+    pub(crate) declaration: Declaration,
     /// The compactor declaration, checked for agreement on every resolve
     /// (default: the target's [`Declaration::reciprocal`]).
-    pub compactor: Option<Declaration>,
+    pub(crate) compactor: Option<Declaration>,
     /// Writer-lease holder id.
-    pub holder: String,
+    pub(crate) holder: String,
     /// Lease time to live.
-    pub lease_ms: u64,
+    pub(crate) lease_ms: u64,
     /// Owner of a conversation, for manual requests.
-    pub owner: Option<String>,
+    pub(crate) owner: Option<String>,
     /// Route of a conversation id.
-    pub route_of: fn(&str) -> Route,
+    pub(crate) route_of: fn(&str) -> Route,
     /// Wall clock in milliseconds (leases only; the core never sees it).
-    pub clock: fn() -> u64,
+    pub(crate) clock: fn() -> u64,
     /// Warm candidates (seed 002): persist the candidate packet between the
     /// soft and eager thresholds and use its summary, once
     /// [`Driver::prepare_warm`] made one, when compaction is due (default on).
-    pub warm_candidates: bool,
+    pub(crate) warm_candidates: bool,
     /// Lease of a warm candidate's preparation (default 900,000 ms).
-    pub warm_lease_ms: u64,
+    pub(crate) warm_lease_ms: u64,
     /// How long a model call keeps the writer lease renewed (default
     /// 120,000 ms). A call can't be interrupted, but past this deadline its
     /// lease is left to lapse: another writer may take the conversation, and
     /// the late call's appends are refused by their stale fence. A model
     /// that hangs cannot hold a conversation forever.
-    pub model_timeout_ms: u64,
+    pub(crate) model_timeout_ms: u64,
     /// Hold each conversation's live events in the core's instance between
     /// calls (`foldline_core::held`, ABI 1.2; default on): a message then
     /// sends `step` and `select` only what is new, not the whole window
     /// again. The answers are the same either way.
-    pub hold_events: bool,
+    pub(crate) hold_events: bool,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -234,6 +234,53 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let d = Driver::new(foldline, journal, model, declaration);
         d.check_declarations()?;
         Ok(d)
+    }
+
+    /// The loaded core this driver calls.
+    pub fn foldline(&self) -> &Foldline {
+        &self.foldline
+    }
+
+    /// The journal this driver reads and appends to.
+    pub fn journal(&self) -> &J {
+        &self.journal
+    }
+
+    /// The model this driver summarizes with.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// The target declaration.
+    pub fn declaration(&self) -> &Declaration {
+        &self.declaration
+    }
+
+    /// The owner of the conversations, for manual requests.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    /// The writer-lease holder id.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// The route of a conversation id (see
+    /// [`DriverBuilder::route_of`](crate::builder::DriverBuilder::route_of)).
+    pub fn route(&self, conversation: &str) -> Route {
+        (self.route_of)(conversation)
+    }
+
+    /// Whether warm candidates are on, and the lease of their preparation.
+    pub fn warm_candidates(&self) -> (bool, u64) {
+        (self.warm_candidates, self.warm_lease_ms)
+    }
+
+    /// The driver's wall clock now, in milliseconds (the clock given to
+    /// [`DriverBuilder::clock`](crate::builder::DriverBuilder::clock)).
+    pub fn now_ms(&self) -> u64 {
+        (self.clock)()
     }
 
     /// Check the target declaration now (the rules the core holds every

@@ -106,7 +106,7 @@ pub async fn projection(
     blocking(move || {
         admitted(&app, &id, &member)?;
         let input = run_state(&app, &id, &member)?.unwrap_or_default();
-        let r: SettingsResponse = app.driver.foldline.call(
+        let r: SettingsResponse = app.driver.foldline().call(
             "settings",
             &SettingsRequest {
                 availability: input.availability,

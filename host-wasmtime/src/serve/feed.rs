@@ -61,7 +61,7 @@ pub async fn events(
     blocking(move || admitted(&a, &c, &member)).await?;
     loop {
         let (a, c) = (app.clone(), id.clone());
-        let found = blocking(move || Ok(a.driver.journal.read_events(&c, after)?)).await?;
+        let found = blocking(move || Ok(a.driver.journal().read_events(&c, after)?)).await?;
         if !found.is_empty() || tokio::time::Instant::now() >= deadline {
             let last = found.last().map_or(after, |s| s.seq);
             let events: Vec<_> = found

@@ -128,7 +128,7 @@ fn admit_messages(a: &App, conv: &str, text: &str) -> Result<Route, ApiError> {
     foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
         route: route.clone(),
         events: probe,
-        declaration: Some(a.driver.declaration.clone()),
+        declaration: Some(a.driver.declaration().clone()),
     })
     .map_err(HostError::Core)?;
     Ok(route)
@@ -379,7 +379,7 @@ async fn verify(
             Ok(r) => Json(json!({
                 "ok": true,
                 "resolution": r,
-                "progress": app.driver.journal.progress(id)?,
+                "progress": app.driver.journal().progress(id)?,
             }))
             .into_response(),
             Err(HostError::Core(e)) => Json(json!({
@@ -409,7 +409,7 @@ async fn answer_start(
         let holder = format!("answer:{answer}");
         if app
             .driver
-            .journal
+            .journal()
             .acquire_lease(id, &holder, now, ttl)?
             .is_none()
         {
@@ -420,7 +420,7 @@ async fn answer_start(
             }));
         }
         if !app.store.start_answer(id, &answer, now, now + ttl)? {
-            app.driver.journal.release_lease(id, &holder)?;
+            app.driver.journal().release_lease(id, &holder)?;
             return Err(busy("another answer holds the session"));
         }
         // The member's compression state enters the run once, here.
@@ -452,7 +452,7 @@ async fn answer_end(
             ));
         }
         a.driver
-            .journal
+            .journal()
             .release_lease(&conv, &format!("answer:{answer}"))?;
         Ok(())
     })

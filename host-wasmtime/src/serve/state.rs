@@ -189,7 +189,7 @@ impl App {
             .clone();
         let mut pos = lock(&pos);
         loop {
-            for s in self.driver.journal.read_events(conversation, pos.seq)? {
+            for s in self.driver.journal().read_events(conversation, pos.seq)? {
                 pos.read(s.seq, &s.event);
             }
             let mut events = make(pos.source_seq)?;
@@ -223,7 +223,7 @@ impl App {
             }
             match self
                 .driver
-                .journal
+                .journal()
                 .append_at(conversation, &events, pos.seq, None)
             {
                 // The next call reads what this one wrote (and learns its numbering).

@@ -218,7 +218,7 @@ async fn produce(
     loop {
         let (a, c) = (app.clone(), conv.clone());
         let read =
-            tokio::task::spawn_blocking(move || a.driver.journal.read_events(&c, since)).await;
+            tokio::task::spawn_blocking(move || a.driver.journal().read_events(&c, since)).await;
         let events = match read {
             Ok(Ok(e)) => e,
             Ok(Err(e)) => {

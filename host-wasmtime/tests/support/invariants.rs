@@ -26,7 +26,7 @@ pub fn check<J: Journal, M: Model>(
     before: &[String],
     step: usize,
 ) -> Vec<String> {
-    let stored = d.journal.read_events(conv, 0).unwrap();
+    let stored = d.journal().read_events(conv, 0).unwrap();
     let now: Vec<String> = stored
         .iter()
         .map(|s| serde_json::to_string(&s.event).unwrap())
@@ -56,8 +56,8 @@ pub fn check<J: Journal, M: Model>(
     // core's instance) changes nothing: its context, or its refusal, is the
     // stateless select's of the whole journal with the chain's resolution.
     let whole = foldline_core::select(&foldline_core::SelectRequest {
-        declaration: d.declaration.clone(),
-        route: (d.route_of)(conv),
+        declaration: d.declaration().clone(),
+        route: d.route(conv),
         frontier: r.frontier.clone(),
         head: r.head.clone(),
         amendment: r.amendment.clone(),
