@@ -188,6 +188,37 @@ fn compaction_growth(dir: &std::path::Path, lengths: &[usize], samples: usize) -
     out
 }
 
+/// One SHA-256 pass over `bytes` inside WebAssembly under wasmtime (the
+/// `sha-floor` probe of tests/bench, sha2 compiled as the artifact compiles
+/// it): the least any settle under a WebAssembly runtime can cost, since it
+/// hashes the packet at least once. `None` without the probe.
+fn sha256_in_wasmtime(bytes: &[u8], budget: Duration) -> Option<f64> {
+    let path = std::env::var_os("FOLDLINE_SHA_FLOOR_WASM")?;
+    let engine = wasmtime::Engine::default();
+    let module = wasmtime::Module::from_file(&engine, path).expect("sha-floor probe");
+    let mut store = wasmtime::Store::new(&engine, ());
+    let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instantiate");
+    let alloc = instance
+        .get_typed_func::<u32, u32>(&mut store, "alloc")
+        .expect("alloc");
+    let hash = instance
+        .get_typed_func::<(u32, u32), u32>(&mut store, "hash")
+        .expect("hash");
+    let memory = instance.get_memory(&mut store, "memory").expect("memory");
+    let len = u32::try_from(bytes.len()).expect("packet under 4 GiB");
+    let ptr = alloc.call(&mut store, len).expect("alloc");
+    memory
+        .write(&mut store, ptr as usize, bytes)
+        .expect("write");
+    Some(median(
+        || {
+            hash.call(&mut store, (ptr, len)).expect("hash");
+        },
+        budget,
+        50,
+    ))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let out = std::path::PathBuf::from(
@@ -329,6 +360,8 @@ fn main() {
         20,
     );
 
+    let sha_wasm = sha256_in_wasmtime(&packet_bytes, budget);
+
     let inst = median(|| f.instantiate_only().unwrap(), budget, 50);
 
     let (big, messages) = if quick { (20_000, 60) } else { (100_000, 300) };
@@ -339,7 +372,7 @@ fn main() {
     // One compaction with 1,000 boundaries in the chain vs 10.
     let growth = compaction_growth(&out, &[10, 1_000], if quick { 25 } else { 61 });
 
-    let r = json!({
+    let mut r = json!({
         "compaction_10_boundaries_us": growth[0] * 1e6,
         "compaction_1000_boundaries_us": growth[1] * 1e6,
         "compaction_growth_1000_vs_10_boundaries": growth[1] / growth[0],
@@ -366,5 +399,11 @@ fn main() {
         "settle_wasmtime_vs_sha256": settle_wasm / sha_native,
         "wasmtime_instantiate_us": inst * 1e6,
     });
+    if let Some(sha_wasm) = sha_wasm {
+        r["sha256_wasmtime_us"] = json!(sha_wasm * 1e6);
+        // The floor of settle_wasmtime_vs_sha256: one pass in wasm vs native.
+        r["sha256_wasmtime_vs_native"] = json!(sha_wasm / sha_native);
+        r["settle_wasmtime_vs_wasm_sha256"] = json!(settle_wasm / sha_wasm);
+    }
     println!("{r}");
 }

@@ -26,6 +26,13 @@ const plan = JSON.parse(await readFile(`${dir}/w1-plan.json`, "utf8"));
 const select = JSON.parse(await readFile(`${dir}/w1-select.json`, "utf8"));
 const full = JSON.parse(await readFile(`${dir}/w1-full-select.json`, "utf8"));
 const perMessage = median(() => { f.plan(plan); f.select(select); }, 20);
+// The same pair split at the JSON boundary: the core calls on JSON text
+// alone, and the JavaScript side alone (the requests written, the answers
+// read), which no engine speed removes.
+const planText = JSON.stringify(plan), selectText = JSON.stringify(select);
+const perMessageCore = median(() => { f.callJson("plan", planText); f.callJson("select", selectText); }, 20);
+const answers = [f.callJson("plan", planText), f.callJson("select", selectText)];
+const perMessageJson = median(() => { JSON.stringify(plan); JSON.stringify(select); answers.forEach((a) => JSON.parse(a)); }, 20);
 const fullSelect = median(() => f.select(full), 10);
 const manifestOnly = median(() => f.select({ ...full, render: false }), 10);
 // The hot path DESIGN.md prescribes: the host keeps each turn's metadata next
@@ -34,6 +41,10 @@ const manifestOnly = median(() => f.select({ ...full, render: false }), 10);
 const metas = await Promise.all(full.events.map(async (e) => (e.type === "message" ? { type: "turnMeta", ...(await f.turnMeta(e)) } : e)));
 const metaReq = { ...full, events: metas, render: false };
 const metaSelect = median(() => f.select(metaReq), 20);
+// What writing each stateless request as JSON text costs by itself: the
+// floor of any call through the JSON contract, before the core does anything.
+const fullStringify = median(() => JSON.stringify(full), 10);
+const metaStringify = median(() => JSON.stringify(metaReq), 20);
 
 // Cold start: import + instantiate in a fresh process, measured inside it.
 const probe = `const t=performance.now();const f=await import(${JSON.stringify(new URL("js/dist/index.js", repo).href)});await f.init();console.log(performance.now()-t);`;
@@ -43,6 +54,15 @@ for (let i = 0; i < (quick ? 5 : 15); i++) {
   colds.push(Number(r.stdout.trim()));
 }
 colds.sort((a, b) => a - b);
+// The floor of that measure: a fresh process importing an empty ES module.
+const emptyModule = `data:text/javascript,export const x = 1;`;
+const emptyProbe = `const t=performance.now();await import(${JSON.stringify(emptyModule)});console.log(performance.now()-t);`;
+const empties = [];
+for (let i = 0; i < (quick ? 5 : 15); i++) {
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", emptyProbe], { encoding: "utf8" });
+  empties.push(Number(r.stdout.trim()));
+}
+empties.sort((a, b) => a - b);
 
 // Prompt trim of a 1.2 MB paste through the package, beside a plain JS regex
 // pass doing a similar sentence split and word removal over the same text.
@@ -94,4 +114,9 @@ console.log(JSON.stringify({
   node_full_w1_manifest_only_us: manifestOnly * 1e3,
   node_full_w1_meta_select_us: metaSelect * 1e3,
   node_cold_start_ms: colds[colds.length >> 1],
+  node_cold_empty_import_ms: empties[empties.length >> 1],
+  node_per_message_core_us: perMessageCore * 1e3,
+  node_per_message_json_us: perMessageJson * 1e3,
+  node_full_w1_stringify_us: fullStringify * 1e3,
+  node_meta_w1_stringify_us: metaStringify * 1e3,
 }));

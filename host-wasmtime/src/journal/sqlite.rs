@@ -86,9 +86,22 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
+/// Prepared statements kept per connection: every statement of the journal
+/// and of the server's store is prepared once and reused (parsing SQL was
+/// ~7 % of `foldline serve`'s CPU under load before, BENCHMARKS.md).
+const STATEMENT_CACHE: usize = 64;
+
+/// Open a SQLite connection with the statement cache sized for foldline's
+/// statements.
+fn connect(path: impl AsRef<Path>) -> Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
 /// Open (or create) a SQLite file and apply `schema` to it.
 pub(crate) fn open_with(path: impl AsRef<Path>, schema: &str) -> Result<Mutex<Connection>> {
-    let conn = Connection::open(path)?;
+    let conn = connect(path)?;
     conn.execute_batch(schema)?;
     Ok(Mutex::new(conn))
 }
@@ -101,7 +114,7 @@ impl SqliteJournal {
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteJournal> {
         let conn = open_with(&path, SCHEMA)?;
         migrate(&mut lock(&conn))?;
-        let meta = Connection::open(&path)?;
+        let meta = connect(&path)?;
         meta.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA synchronous = NORMAL;")?;
         Ok(SqliteJournal {
             conn,
@@ -115,6 +128,7 @@ impl SqliteJournal {
     /// SQLite failures.
     pub fn in_memory() -> Result<SqliteJournal> {
         let mut conn = Connection::open_in_memory()?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(SCHEMA)?;
         migrate(&mut conn)?;
         Ok(SqliteJournal {
@@ -167,18 +181,13 @@ impl Journal for SqliteJournal {
         let claims = turn_claims(&events)?;
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut seq: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation = ?1",
-            params![conversation],
-            |r| r.get(0),
-        )?;
+        let mut seq: i64 = tx
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation = ?1")?
+            .query_row(params![conversation], |r| r.get(0))?;
         if let Some(fence) = fence {
             let current: Option<i64> = tx
-                .query_row(
-                    "SELECT fence FROM writer_leases WHERE conversation = ?1",
-                    params![conversation],
-                    |r| r.get(0),
-                )
+                .prepare_cached("SELECT fence FROM writer_leases WHERE conversation = ?1")?
+                .query_row(params![conversation], |r| r.get(0))
                 .optional()?;
             if current != Some(fence as i64) {
                 return Err(HostError::LeaseLost { fence });
@@ -213,10 +222,10 @@ impl Journal for SqliteJournal {
         for e in &events {
             seq += 1;
             let body = serde_json::to_string(e).map_err(|err| HostError::Input(err.to_string()))?;
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO events (conversation, seq, type, body, chain_slot) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![conversation, seq, type_of(e), body, chain_slot(e)],
-            )
+            )?
+            .execute(params![conversation, seq, type_of(e), body, chain_slot(e)])
             .map_err(|err| match &err {
                 rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => fork(),
                 _ => HostError::from(err),
@@ -228,21 +237,19 @@ impl Journal for SqliteJournal {
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
         let body = serde_json::to_string(packet).map_err(|e| HostError::Input(e.to_string()))?;
-        self.conn().execute(
-            "INSERT OR IGNORE INTO packets (conversation, id, body) VALUES (?1, ?2, ?3)",
-            params![conversation, packet.id, body],
-        )?;
+        self.conn()
+            .prepare_cached(
+                "INSERT OR IGNORE INTO packets (conversation, id, body) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![conversation, packet.id, body])?;
         Ok(())
     }
 
     fn get_packet(&self, conversation: &str, id: &str) -> Result<Option<Packet>> {
         let body: Option<String> = self
             .conn()
-            .query_row(
-                "SELECT body FROM packets WHERE conversation = ?1 AND id = ?2",
-                params![conversation, id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT body FROM packets WHERE conversation = ?1 AND id = ?2")?
+            .query_row(params![conversation, id], |r| r.get(0))
             .optional()?;
         body.map(|b| decode(&b, "packet")).transpose()
     }
@@ -265,11 +272,12 @@ impl Journal for SqliteJournal {
         let mut conn = self.meta();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let cur: Option<(String, i64, i64)> = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT holder, until_ms, fence FROM writer_leases WHERE conversation = ?1",
-                params![conversation],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
+            )?
+            .query_row(params![conversation], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
             .optional()?;
         let live = |until: i64| until as u64 > now_ms;
         let fence = match &cur {
@@ -280,43 +288,42 @@ impl Journal for SqliteJournal {
             Some((_, _, fence)) => fence + 1,
             None => 1,
         };
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO writer_leases (conversation, holder, until_ms, fence) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT(conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms, fence = excluded.fence",
-            params![conversation, holder, now_ms.saturating_add(ttl_ms) as i64, fence],
-        )?;
+        )?
+        .execute(params![conversation, holder, now_ms.saturating_add(ttl_ms) as i64, fence])?;
         tx.commit()?;
         Ok(Some(fence as u64))
     }
 
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
         // The row stays, so the next grant's token is still newer.
-        self.meta().execute(
-            "UPDATE writer_leases SET holder = '', until_ms = 0 WHERE conversation = ?1 AND holder = ?2",
-            params![conversation, holder],
-        )?;
+        self.meta()
+            .prepare_cached(
+                "UPDATE writer_leases SET holder = '', until_ms = 0 WHERE conversation = ?1 AND holder = ?2",
+            )?
+            .execute(params![conversation, holder])?;
         Ok(())
     }
     fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
         let last = serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?;
-        self.meta().execute(
-            &NOTE_SKIPPED.replace('$', "?"),
-            params![
+        self.meta()
+            .prepare_cached(&NOTE_SKIPPED.replace('$', "?"))?
+            .execute(params![
                 conversation,
                 i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX),
                 last
-            ],
-        )?;
+            ])?;
         Ok(())
     }
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
         let row: Option<(i64, String)> = self
             .meta()
-            .query_row(
+            .prepare_cached(
                 "SELECT skipped_runs, last FROM foldline_progress WHERE conversation = ?1",
-                params![conversation],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            )?
+            .query_row(params![conversation], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         row.map(|(n, last)| {
             Ok(Progress {

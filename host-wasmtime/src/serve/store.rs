@@ -144,7 +144,8 @@ impl Store {
             Backend::Sqlite(c) => {
                 let p: Vec<Box<dyn rusqlite::ToSql>> = params.iter().map(sqlite_param).collect();
                 let n = crate::sync::lock(c)
-                    .execute(&sql.replace('$', "?"), rusqlite::params_from_iter(p.iter()))?;
+                    .prepare_cached(&sql.replace('$', "?"))?
+                    .execute(rusqlite::params_from_iter(p.iter()))?;
                 Ok(n as u64)
             }
             #[cfg(feature = "postgres")]
