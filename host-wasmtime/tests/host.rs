@@ -1499,6 +1499,50 @@ fn an_upgrade_through_the_program_keeps_what_the_model_knew() {
     assert!(verify.starts_with("intact: "), "{verify}");
 }
 
+/// A check below the trigger writes nothing to the journal, so it takes no
+/// writer lease: it answers while another writer holds the conversation,
+/// and leaves that writer's lease as it was. A check with something to
+/// write (here the activation frontier) still waits for the lease.
+#[test]
+fn an_automatic_check_with_nothing_to_write_takes_no_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = sqlite_driver(&db, Declaration::new("assistant", "assistant-compactor"));
+    let events = demo_events("c", 4);
+    let other = SqliteJournal::open(&db).unwrap();
+    let fence = other
+        .acquire_lease("c", "other", 1_000, u64::MAX / 4)
+        .unwrap();
+    assert!(fence.is_some());
+    // The system prompt, then the first turn a frontier activates on.
+    d.journal().append("c", &events[..2]).unwrap();
+    let o = d.on_message("c").unwrap();
+    assert!(
+        matches!(o, Outcome::Busy),
+        "activating writes a frontier: it needs the lease ({o:?})"
+    );
+    other.release_lease("c", "other").unwrap();
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Skipped(_)));
+    let before = d.journal().progress("c").unwrap().unwrap().skipped_runs;
+    let fence = other
+        .acquire_lease("c", "other", 1_000, u64::MAX / 4)
+        .unwrap();
+    d.journal().append("c", &events[2..]).unwrap();
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Skipped(_)));
+    assert_eq!(
+        d.journal().progress("c").unwrap().unwrap().skipped_runs,
+        before + 1,
+        "the skip is noted"
+    );
+    assert_eq!(
+        other
+            .acquire_lease("c", "other", 2_000, u64::MAX / 4)
+            .unwrap(),
+        fence,
+        "the other writer's lease is untouched"
+    );
+}
+
 #[test]
 fn skipped_runs_advance_a_progress_watermark_not_the_journal() {
     let dir = tempfile::tempdir().unwrap();

@@ -20,8 +20,27 @@ test("the writer lease keeps a second driver out", async () => {
   const journal = new f.MemoryJournal();
   if (!(await journal.acquireLease("c1", "other", 60_000))) throw new Error("lease");
   const c = f.createCompactor({ journal, model: { stream() { throw new Error("x"); }, complete() { throw new Error("x"); } }, declaration: { targetId: "a", compactorId: "b" } });
+  // The first message activates the conversation: a write, so the run needs the lease.
+  await c.append("c1", { role: "user", content: "hello" });
   const r = await c.onMessage("c1");
   if (r.status !== "busy") throw new Error(JSON.stringify(r));
+});
+
+test("an automatic check with nothing to write takes no lease", async () => {
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: { stream() { throw new Error("x"); }, complete() { throw new Error("x"); } }, declaration: { targetId: "a", compactorId: "b" } });
+  await c.append("c1", { role: "user", content: "hello" });
+  if ((await c.onMessage("c1")).status === "busy") throw new Error("activation");
+  const before = (await journal.progress("c1"))?.skippedRuns ?? 0;
+  const held = await journal.acquireLease("c1", "other", 60_000);
+  if (!held) throw new Error("lease");
+  await c.append("c1", { role: "assistant", content: "hi" });
+  // Far below the trigger: a skip, its watermark noted, while another writer holds the conversation.
+  const r = await c.onMessage("c1");
+  if (r.status !== "skipped") throw new Error(JSON.stringify(r));
+  if ((await journal.progress("c1"))?.skippedRuns !== before + 1) throw new Error(JSON.stringify(await journal.progress("c1")));
+  // The other writer's lease is untouched: it renews under the same fence.
+  if ((await journal.acquireLease("c1", "other", 60_000)) !== held) throw new Error("the lease moved");
 });
 
 test("contentHash in JS equals the core's content hash of a turn", async () => {

@@ -36,9 +36,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let Some(_running) = self.enter(conversation) else {
             return Ok(Outcome::Busy);
         };
-        let Some(lease) = self.take_lease(conversation)? else {
-            return Ok(Outcome::Busy);
-        };
         let (task, owner) = match task {
             Some((id, owner)) => (Some(id), owner),
             None => (None, self.owner.clone()),
@@ -49,15 +46,34 @@ impl<J: Journal, M: Model> Driver<J, M> {
             owner,
             end_interrupted_only: false,
         };
+        // An automatic check that finds nothing to write (most messages: a
+        // skip below the trigger) needs no writer lease: it is planned
+        // first without one, and only a run with something to write takes
+        // the lease and plans again under it. Its writes stay
+        // compare-and-append at the position read, fenced by the lease.
+        if matches!(run.trigger, Trigger::Automatic) {
+            if let Effect::Done { finished } = self.fresh_step(conversation, &run, None)?.effect {
+                return self.finish(conversation, *finished);
+            }
+        }
+        let Some(lease) = self.take_lease(conversation)? else {
+            return Ok(Outcome::Busy);
+        };
         let result = self.drive(conversation, &run, accepted);
         lease.release()?;
-        let finished = result?;
+        self.finish(conversation, result?)
+    }
+
+    /// What a finished run leaves: a skip's watermark noted, a warm
+    /// candidate held or dropped, the outcome.
+    fn finish(&self, conversation: &str, finished: Finished) -> Result<Outcome> {
         let drop_warm = |d: &Self| d.with_cache(conversation, |c| c.warm = None);
         Ok(match finished {
             Finished::Skipped { outcome } => match *outcome {
                 PlanOutcome::Skip { record } => {
                     // The compactor's progress advances without inference:
-                    // a watermark beside the journal, not an event.
+                    // a watermark beside the journal, not an event (it only
+                    // moves forward, so it needs no lease).
                     self.journal.note_skipped(conversation, &record)?;
                     Outcome::Skipped(record)
                 }

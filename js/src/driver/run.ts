@@ -31,33 +31,37 @@ export async function appendAt(c: Ctx, id: string, s: State, batch: Event[], exp
   }
 }
 
+/** What a run of `drive` is for, besides its trigger. */
+interface RunOptions { task?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean }
+
+/** The `step` after a fresh read: the core plans from what was read, at the position it was read at. */
+async function fresh(c: Ctx, id: string, trigger: Trigger, options: RunOptions): Promise<{ request: StepRequest; key: string }> {
+  const v = await view(c, id, trigger);
+  const w = v.s.warm;
+  const request: StepRequest = {
+    trigger, task: options.task ?? null, endInterruptedOnly: options.endInterruptedOnly ?? false, warmCandidates: c.o.warmCandidates !== false, warmHeld: w !== undefined,
+    warmSummary: w?.result
+      ? { packetId: w.packet.id, runId: "warm", modelId: w.result.modelId, usage: w.result.usage, finishReason: w.result.finishReason, summary: w.result.text }
+      : null,
+    modelTimeoutMs: c.o.modelTimeoutMs ?? MODEL_TIMEOUT_MS, view: v.request, seq: v.seq,
+  };
+  return { request, key: v.key };
+}
+
 /**
  * Interpret the core's loop: read, then do each effect `step` answers
  * (append, store the packet, call the model) and feed its result back,
  * until the run is done. What to write, where and when is the core's.
  */
-export async function drive(c: Ctx, 
+export async function drive(c: Ctx,
   id: string, trigger: Trigger, fence: number,
-  options: { task?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean } = {},
+  options: RunOptions = {},
 ): Promise<Finished> {
   const { task, onAccepted, endInterruptedOnly = false } = options;
   const timeout = c.o.modelTimeoutMs ?? MODEL_TIMEOUT_MS;
-  let key = "";
-  const fresh = async (): Promise<StepRequest> => {
-    const v = await view(c, id, trigger);
-    key = v.key;
-    const w = v.s.warm;
-    return {
-      trigger, task: task ?? null, endInterruptedOnly, warmCandidates: c.o.warmCandidates !== false, warmHeld: w !== undefined,
-      warmSummary: w?.result
-        ? { packetId: w.packet.id, runId: "warm", modelId: w.result.modelId, usage: w.result.usage, finishReason: w.result.finishReason, summary: w.result.text }
-        : null,
-      modelTimeoutMs: timeout, view: v.request, seq: v.seq,
-    };
-  };
   const s = state(c, id);
   const next = (last: EffectResult, st: LoopState): StepRequest => ({ trigger, task: task ?? null, endInterruptedOnly, modelTimeoutMs: timeout, state: st, last });
-  let request = await fresh();
+  let { request, key } = await fresh(c, id, trigger, options);
   for (;;) {
     const { state: st, effect } = stepHeld<Step>(s.held, request, key);
     switch (effect.effect) {
@@ -65,7 +69,8 @@ export async function drive(c: Ctx,
         return effect.finished;
       case "read":
         // The state rides along: a run folding a backlog goes on with it.
-        request = { ...(await fresh()), state: st };
+        ({ request, key } = await fresh(c, id, trigger, options));
+        request = { ...request, state: st };
         break;
       case "append": {
         const last = await appendAt(c, id, s, st.batch ?? [], effect.expectedSeq, fence);
@@ -86,9 +91,23 @@ export async function drive(c: Ctx,
   }
 }
 
+/**
+ * An automatic check that finds nothing to write (most messages: a skip
+ * below the trigger) needs no writer lease: it is planned first without one,
+ * and only a run with something to write takes the lease and plans again
+ * under it (its writes stay compare-and-append at the position read, fenced
+ * by the lease). As the Rust driver's `run`.
+ */
+async function unleased(c: Ctx, id: string, trigger: Trigger): Promise<Finished | undefined> {
+  if (trigger.kind !== "automatic") return undefined;
+  const { request, key } = await fresh(c, id, trigger, {});
+  const { effect } = stepHeld<Step>(state(c, id).held, request, key);
+  return effect.effect === "done" ? effect.finished : undefined;
+}
+
 /** One run of the loop, answered as the member-facing result. */
 export async function run(c: Ctx, id: string, trigger: Trigger, task?: string, onAccepted?: (seq: number) => void): Promise<OnMessageResult> {
-  const f = await leased(c, id, (fence) => drive(c, id, trigger, fence, { task, onAccepted }));
+  const f = (await unleased(c, id, trigger)) ?? (await leased(c, id, (fence) => drive(c, id, trigger, fence, { task, onAccepted })));
   if (f === undefined) return { status: "busy" };
   const s = state(c, id);
   switch (f.status) {
