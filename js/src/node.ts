@@ -15,26 +15,32 @@ export * from "./core.js";
 
 const FILE = "foldline_bg.wasm";
 
-/** Where the .wasm may be, in order: the package, beside a bundle, the installed package, beside the main script. */
-function candidates(): string[] {
-  const out: string[] = [];
+/**
+ * Where the .wasm may be, in order: the package, beside a bundle, the
+ * installed package, beside the main script. Lazily: the package's own copy
+ * is almost always there, and resolving the installed package
+ * (`createRequire`) costs a cold start more than reading the file.
+ */
+function* candidates(): Generator<string> {
   const here = import.meta.url as string | undefined; // empty in a CommonJS bundle
   if (here) {
-    out.push(fileURLToPath(new URL(`../pkg/${FILE}`, here)), fileURLToPath(new URL(FILE, here)));
+    yield fileURLToPath(new URL(`../pkg/${FILE}`, here));
+    yield fileURLToPath(new URL(FILE, here));
     try {
-      out.push(createRequire(here).resolve(`foldline/${FILE}`));
+      yield createRequire(here).resolve(`foldline/${FILE}`);
     } catch {
       // not installed beside a bundle
     }
   }
-  if (process.argv[1]) out.push(join(dirname(process.argv[1]), FILE));
-  out.push(join(process.cwd(), "node_modules", "foldline", "pkg", FILE));
-  return [...new Set(out)];
+  if (process.argv[1]) yield join(dirname(process.argv[1]), FILE);
+  yield join(process.cwd(), "node_modules", "foldline", "pkg", FILE);
 }
 
 async function fromDisk(): Promise<Uint8Array> {
-  const tried = candidates();
-  for (const path of tried) {
+  const tried: string[] = [];
+  for (const path of candidates()) {
+    if (tried.includes(path)) continue;
+    tried.push(path);
     try {
       return await readFile(path);
     } catch (e) {

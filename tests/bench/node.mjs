@@ -46,8 +46,10 @@ const metaSelect = median(() => f.select(metaReq), 20);
 const fullStringify = median(() => JSON.stringify(full), 10);
 const metaStringify = median(() => JSON.stringify(metaReq), 20);
 
-// Cold start: import + instantiate in a fresh process, measured inside it.
-const probe = `const t=performance.now();const f=await import(${JSON.stringify(new URL("js/dist/index.js", repo).href)});await f.init();console.log(performance.now()-t);`;
+// Cold start: import + instantiate in a fresh process, measured inside it,
+// through the entry `import "foldline"` resolves to in Node (the "node"
+// export condition: it finds and reads the .wasm from disk itself).
+const probe = `const t=performance.now();const f=await import(${JSON.stringify(new URL("js/dist/node.js", repo).href)});await f.init();console.log(performance.now()-t);`;
 const colds = [];
 for (let i = 0; i < (quick ? 5 : 15); i++) {
   const r = spawnSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8" });
