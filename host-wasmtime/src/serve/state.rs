@@ -226,13 +226,25 @@ impl App {
                 .journal()
                 .append_at(conversation, &events, pos.seq, None)
             {
-                // The next call reads what this one wrote (and learns its numbering).
                 Ok(seq) => {
+                    // What was written is known: taken in here (its
+                    // numbering, its key), so the next append reads only
+                    // what others wrote since, not this batch back.
+                    let count = events.len();
+                    let first = (seq + 1).saturating_sub(count as u64);
+                    for (at, mut e) in (first..).zip(events) {
+                        if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
+                            if m.content_hash.is_none() {
+                                m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
+                            }
+                        }
+                        pos.read(at, &e);
+                    }
                     return Ok(Appended {
                         seq,
-                        count: events.len(),
+                        count,
                         replayed: false,
-                    })
+                    });
                 }
                 Err(HostError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),
