@@ -210,6 +210,12 @@ impl Store {
     /// # Errors
     /// Storage failures.
     pub fn claim(&self, conversation: &str, member: &str) -> Result<String> {
+        // Read first: on every append but a conversation's first, the owner
+        // is there, and a read takes no write lock. Two first claims at once
+        // both insert-or-ignore and read the same winner.
+        if let Some(owner) = self.owner(conversation)? {
+            return Ok(owner);
+        }
         self.exec(
             "INSERT INTO serve_owners (conversation, member) VALUES ($1, $2) ON CONFLICT DO NOTHING",
             &[t(conversation), t(member)],
