@@ -1,7 +1,7 @@
 // One core call, for the package's modules (not exported to users): the
 // request crosses as JSON text, the answer comes back as the envelope.
 
-import { core, release } from "./load.js";
+import { loadedCore, release } from "./load.js";
 import { FoldlineError } from "./error.js";
 import type { ErrorValue } from "./types.js";
 
@@ -25,7 +25,7 @@ export function call<T>(entry: string, request: unknown, held?: { id: number; co
     throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
   }
   if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
-  const answer = held ? core().callHeld(held.id, held.count, entry, text, held.update) : core().call(entry, text);
+  const answer = held ? loadedCore().callHeld(held.id, held.count, entry, text, held.update) : loadedCore().call(entry, text);
   release();
   const e = JSON.parse(answer) as Envelope<T>;
   if ("error" in e) throw new FoldlineError(e.error);

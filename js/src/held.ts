@@ -9,7 +9,7 @@
 // replaced (`generation()`). Whatever cannot be held is sent inline.
 
 import { call } from "./call.js";
-import { core, generation } from "./load.js";
+import { loadedCore, generation } from "./load.js";
 import type { Event, Packet, PlanRequest, SelectRequest, StepRequest } from "./types.js";
 
 /** Conversations held at once. */
@@ -43,7 +43,7 @@ function drop(slot: Slot): void {
   if (slots.delete(slot.id)) heldBytes -= slot.bytes;
   // Also when it never answered: a first call that failed may have left an
   // update held.
-  if (slot.generation === generation()) core().forget(slot.id);
+  if (slot.generation === generation()) loadedCore().forget(slot.id);
 }
 
 /** A new, empty slot for a conversation. */

@@ -38,7 +38,7 @@ export interface Core {
 }
 
 /** The loaded core, or `not_initialized` before `init()` has finished. */
-export function core(): Core {
+export function loadedCore(): Core {
   if (!loaded) {
     throw new FoldlineError({ code: "not_initialized", message: "call `await init()` (edge runtimes: `await init(wasmModule)`) before any other foldline call" });
   }
@@ -63,7 +63,7 @@ function exports(): { memory: { buffer: ArrayBuffer } } {
 
 /** Bytes of the core's linear memory now (for soak tests and diagnostics). */
 export function memoryBytes(): number {
-  core();
+  loadedCore();
   return exports().memory.buffer.byteLength;
 }
 

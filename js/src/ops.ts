@@ -3,7 +3,7 @@
 // face (core.ts) re-exports them; the drivers, journals and handler import
 // them from here, so nothing inside the package depends on its face.
 
-import { core, release } from "./load.js";
+import { loadedCore, release } from "./load.js";
 import { call } from "./call.js";
 import { formatOf } from "./format.js";
 import type {
@@ -14,7 +14,7 @@ import type {
 
 /** Crate, ruleset and ABI versions of the loaded core. */
 export function version(): { crate: string; ruleset: string; abi: { major: number; minor: number } } {
-  return JSON.parse(core().version());
+  return JSON.parse(loadedCore().version());
 }
 
 /** `plan`: when to compact and exactly what to freeze. Refusals come back as `outcome: "refuse"`. */
@@ -73,7 +73,7 @@ export function settingsProjection(request: SettingsRequest): SettingsResponse {
 
 /** Any entry point, JSON string in and canonical JSON string out (the conformance path). */
 export function callJson(entry: string, request: string): string {
-  const answer = core().call(entry, request);
+  const answer = loadedCore().call(entry, request);
   release();
   return answer;
 }

@@ -127,7 +127,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             // A held candidate's packet is offered (copied) only once its
             // summary is prepared; until then the core needs only to know
             // one is held.
-            let (held, prepared) = match &c.warm {
+            let (candidate_held, prepared) = match &c.warm {
                 None => (false, None),
                 Some((_, None)) => (true, None),
                 Some((p, Some(r))) => {
@@ -148,7 +148,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 task: run.task.clone(),
                 end_interrupted_only: run.end_interrupted_only,
                 warm_candidates: self.warm_candidates,
-                warm_held: held,
+                warm_held: candidate_held,
                 model_timeout_ms: self.model_timeout_ms,
                 view: Some(PlanRequest {
                     declaration: self.declaration.clone(),

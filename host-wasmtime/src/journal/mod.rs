@@ -258,7 +258,7 @@ pub fn turn_claims(events: &[Event]) -> Result<Vec<(String, String)>> {
             .map(|b| format!("{b:02x}"))
             .collect();
         match out.iter().find(|(id, _)| *id == m.turn_id) {
-            Some((_, held)) if *held != claim => return Err(conflicting_turn(&m.turn_id)),
+            Some((_, earlier)) if *earlier != claim => return Err(conflicting_turn(&m.turn_id)),
             Some(_) => {}
             None => out.push((m.turn_id.clone(), claim)),
         }

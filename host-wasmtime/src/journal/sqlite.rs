@@ -208,12 +208,12 @@ impl Journal for SqliteJournal {
                 )?
                 .execute(params![conversation, turn_id, claim])?;
             if put == 0 {
-                let held: String = tx
+                let stored: String = tx
                     .prepare_cached(
                         "SELECT claim FROM turns WHERE conversation = ?1 AND turn_id = ?2",
                     )?
                     .query_row(params![conversation, turn_id], |r| r.get(0))?;
-                if held != *claim {
+                if stored != *claim {
                     // Dropping the transaction rolls the batch back.
                     return Err(conflicting_turn(turn_id));
                 }

@@ -90,14 +90,14 @@ export class IndexedDbJournal implements Journal {
       }
     }
     const turnStore = tx.objectStore("turns");
-    const held = new Map<string, string>();
+    const stored = new Map<string, string>();
     for (const [id] of turnClaims(batch)) {
       const row = (await req(turnStore.get([conversationId, id]))) as { claim: string } | undefined;
-      if (row) held.set(id, row.claim);
+      if (row) stored.set(id, row.claim);
     }
     let claims: Array<[string, string]>;
     try {
-      claims = checkTurns((id) => held.get(id), batch);
+      claims = checkTurns((id) => stored.get(id), batch);
     } catch (e) {
       throw e instanceof FoldlineError ? refuse(e) : e;
     }

@@ -149,8 +149,8 @@ export function turnClaims(batch: Event[]): Array<[string, string]> {
 export function checkTurns(known: (turnId: string) => string | undefined, batch: Event[]): Array<[string, string]> {
   const fresh = new Map<string, string>();
   for (const [id, claim] of turnClaims(batch)) {
-    const held = fresh.get(id) ?? known(id);
-    if (held !== undefined && held !== claim) {
+    const earlier = fresh.get(id) ?? known(id);
+    if (earlier !== undefined && earlier !== claim) {
       throw new FoldlineError({ code: "conflicting_turn", message: `append refused, nothing written: turn ${JSON.stringify(id)} is already in the journal with other content; a turn id names one message`, ids: [id] });
     }
     fresh.set(id, claim);
