@@ -313,6 +313,8 @@ export interface Resolution {
   retiredBoundaries: string[]; retiredFrontiers: string[];
   /** While the epoch has no boundary of its own: the retired summary an upgrade carries over (pass it on as `carried`). */
   carried?: ChainHead;
+  /** The first source sequence plan and select still need besides pinned turns (after the head, from the frontier; 0: everything). */
+  keepFromSeq: number;
 }
 
 export type StreamDecision =

@@ -100,6 +100,13 @@ pub struct Resolution {
     /// carries (for `plan` and `select`). Pass it on as `carried`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried: Option<ChainHead>,
+    /// The first source sequence `plan` and `select` still need besides
+    /// pinned turns: after what the head covers, and from the frontier's
+    /// start (0: everything). A host keeps a turn when it is pinned, its role
+    /// is always pinned, or its sequence is at least this; older turns never
+    /// reach a call again, so a call's cost does not grow with history.
+    #[serde(default)]
+    pub keep_from_seq: u64,
 }
 
 /// Resolve the chain.
@@ -194,8 +201,13 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
         (None, _) => last_retired(&recon, &retired_b, &req.route),
         (Some(_), false) => None,
     };
+    let keep_from_seq = head
+        .as_ref()
+        .map_or(0, |h| h.covered_through_seq.saturating_add(1))
+        .max(frontier.map_or(0, |f| f.start_seq));
     Ok(Resolution {
         carried,
+        keep_from_seq,
         frontier: frontier.cloned(),
         head,
         amendment,

@@ -161,13 +161,12 @@ fn default_route(id: &str) -> Route {
     }
 }
 
-/// What plan and select need: pinned turns, turns after the covered
-/// sequence, corrections and failures, so their cost does not grow with the
-/// history behind the boundary.
+/// What plan and select need: pinned turns, turns from the resolution's
+/// `keep_from_seq` on (the core's answer: after the head, from the
+/// frontier), corrections and failures, so their cost does not grow with
+/// the history behind the boundary.
 fn after_head(events: Vec<Event>, res: &Resolution) -> Vec<Event> {
-    let covered = res.head.as_ref().map(|h| h.covered_through_seq);
-    let start = res.frontier.as_ref().map(|f| f.start_seq);
-    let keep = |seq: u64| covered.is_none_or(|c| seq > c) && start.is_none_or(|s| seq >= s);
+    let keep = |seq: u64| seq >= res.keep_from_seq;
     events
         .into_iter()
         .filter(|e| match e {

@@ -184,11 +184,10 @@ export async function load(c: Ctx, id: string): Promise<{ s: State; res: Resolut
     s.resolutions++;
     // What lies before the frontier or under the head never reaches plan
     // or select again: their cost does not grow with covered history.
-    const covered = r.head?.coveredThroughSeq;
-    const start = r.frontier?.startSeq;
-    if (covered !== undefined || start !== undefined) {
-      s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role)
-        || ((covered === undefined || e.sourceSeq > covered) && (start === undefined || e.sourceSeq >= start)));
+    // (`keepFromSeq`: the core's answer, after the head and from the frontier.)
+    const from = r.keepFromSeq;
+    if (from > 0) {
+      s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role) || e.sourceSeq >= from);
       rebuiltSlot(s.held); // the list is no longer what the core holds
 
     }
