@@ -60,13 +60,18 @@ export function suite(f, makeJournal) {
     const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
     const c = f.createCompactor({ journal, model, declaration: tokens });
     let s = 0;
-    let r;
-    do {
-      s++;
-      await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
-      r = await c.onMessage("c1");
-    } while (r.status !== "warm" && s < 200);
-    equal(r.status, "warm");
+    // Messages until the check answers `status` (at most 200 in all).
+    const until = async (status) => {
+      let r;
+      do {
+        s++;
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        r = await c.onMessage("c1");
+      } while (r.status !== status && s < 200);
+      equal(r.status, status);
+      return r;
+    };
+    let r = await until("warm");
     const warmId = r.outcome.packet.id;
     // The candidate is summarized in the background; wait for it, as time passes between messages.
     const made = () => model.calls.stream + model.calls.complete;
@@ -75,12 +80,7 @@ export function suite(f, makeJournal) {
     const calls = made();
     check(calls >= summaries, `the warm candidate was summarized (${calls} calls)`);
     check(await journal.getPacket("c1", warmId), "the warm packet is persisted");
-    do {
-      s++;
-      await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
-      r = await c.onMessage("c1");
-    } while (r.status !== "compacted" && s < 200);
-    equal(r.status, "compacted");
+    r = await until("compacted");
     equal(r.boundary.packetId, warmId, "the warm candidate became the boundary");
     equal(made(), calls, "the message that needed compaction made no model call");
   };

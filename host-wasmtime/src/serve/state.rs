@@ -215,10 +215,15 @@ impl App {
                         replayed: true,
                     });
                 }
-                for e in &mut events {
-                    if let Event::Message(m) = e {
-                        m.turn_id = format!("{}@{key}", m.turn_id);
-                    }
+                // Each keyed message carries its content hash, as the
+                // journal stores it: what a retry is compared against.
+                let messages = events.iter_mut().filter_map(|e| match e {
+                    Event::Message(m) => Some(m),
+                    _ => None,
+                });
+                for (m, hash) in messages.zip(hashes) {
+                    m.turn_id = format!("{}@{key}", m.turn_id);
+                    m.content_hash = Some(hash);
                 }
             }
             match self
@@ -232,13 +237,8 @@ impl App {
                     // what others wrote since, not this batch back.
                     let count = events.len();
                     let first = (seq + 1).saturating_sub(count as u64);
-                    for (at, mut e) in (first..).zip(events) {
-                        if let Event::Message(m) | Event::LateDelivery(m) = &mut e {
-                            if m.content_hash.is_none() {
-                                m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
-                            }
-                        }
-                        pos.read(at, &e);
+                    for (at, e) in (first..).zip(&events) {
+                        pos.read(at, e);
                     }
                     return Ok(Appended {
                         seq,
