@@ -41,11 +41,8 @@ pub use records::{amendment, boundary, declaration, event, frontier, link, packe
 
 pub use render::{budget, compactor, envelope, format};
 
-pub(crate) use history::{agree, group};
 pub use history::{amend, reconstruct, standing};
 
-#[cfg(test)]
-pub(crate) use entry::schema;
 pub use entry::{api, held};
 pub use ops::{member, plan, resolve, run, select, settle, stream, timeline, validate};
 

@@ -45,6 +45,23 @@ fn place(rel: &Path) -> Option<(String, String)> {
     }
 }
 
+/// The lowercase segment at the start of `path`.
+fn segment(path: &str) -> String {
+    path.chars()
+        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+        .collect()
+}
+
+/// The module a path after `crate::` names: `records::event::Event` names
+/// `event`, a primitive's path (`error::Code`) its first segment.
+fn path_module(path: &str) -> String {
+    let first = segment(path);
+    match path[first.len()..].strip_prefix("::") {
+        Some(rest) if LAYERS[1..].contains(&first.as_str()) => segment(rest),
+        _ => first,
+    }
+}
+
 /// Module → its layer and the modules its code names.
 fn imports() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -62,10 +79,7 @@ fn imports() -> BTreeMap<String, (String, BTreeSet<String>)> {
             .or_insert_with(|| (layer.clone(), BTreeSet::new()));
         for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
             for (i, _) in line.match_indices("crate::") {
-                let name: String = line[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                    .collect();
+                let name = path_module(&line[i + 7..]);
                 if !name.is_empty() && name != module {
                     deps.insert(name);
                 }
@@ -171,4 +185,36 @@ fn each_layer_imports_only_the_layers_below_it() {
         graph["member"].0 == "ops" && !graph.contains_key("trim"),
         "a module directory's files (ops/member/*.rs) belong to it"
     );
+}
+
+/// A path through the crate root's re-exports (`crate::event`) hides which
+/// layer it reaches into; every in-crate import names the layer
+/// (`crate::records::event`), or is a primitive beside `lib.rs`.
+#[test]
+fn in_crate_paths_name_the_layer_they_import_from() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let primitives: BTreeSet<String> = imports()
+        .into_iter()
+        .filter(|(_, (layer, _))| layer == "primitives")
+        .map(|(m, _)| m)
+        .collect();
+    let mut hidden = Vec::new();
+    for path in &all {
+        let code = std::fs::read_to_string(path).unwrap();
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for (i, _) in line.match_indices("crate::") {
+                let first = segment(&line[i + 7..]);
+                if !first.is_empty()
+                    && !LAYERS.contains(&first.as_str())
+                    && !primitives.contains(&first)
+                {
+                    hidden.push(format!("{}: crate::{first}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(primitives.contains("error") && primitives.contains("canonical"));
+    assert!(hidden.is_empty(), "paths through the root: {hidden:#?}");
 }

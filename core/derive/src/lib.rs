@@ -210,7 +210,7 @@ fn expand_decode(input: &DeriveInput) -> syn::Result<Tokens> {
 }
 
 /// The JSON shape of a contract type, for the check that keeps the
-/// TypeScript types in step (`crate::schema`, compiled in tests only):
+/// TypeScript types in step (`crate::entry::schema`, compiled in tests only):
 /// its fields' JSON names, whether a request may omit them, and the contract
 /// type each refers to; for enums, the variants.
 fn shape(input: &DeriveInput, cattrs: &Attrs) -> syn::Result<Tokens> {
@@ -261,10 +261,10 @@ fn shape(input: &DeriveInput, cattrs: &Attrs) -> syn::Result<Tokens> {
     let json = LitStr::new(&json, Span::call_site());
     Ok(quote! {
         #[cfg(test)]
-        impl crate::schema::Shape for #name {
-            fn shapes(out: &mut crate::schema::Shapes) {
+        impl crate::entry::schema::Shape for #name {
+            fn shapes(out: &mut crate::entry::schema::Shapes) {
                 if out.insert(#key, #json).is_none() {
-                    #(<#refs as crate::schema::Shape>::shapes(out);)*
+                    #(<#refs as crate::entry::schema::Shape>::shapes(out);)*
                 }
             }
         }

@@ -62,17 +62,18 @@ pub fn envelope<T: Encode>(r: Result<T>) -> Vec<u8> {
 
 pub(crate) fn run_bytes(entry: &str, input: &[u8]) -> Vec<u8> {
     match entry {
-        "plan" => envelope(parse(input).map(|r| crate::plan(&r))),
-        "step" => envelope(parse(input).and_then(crate::step)),
-        "validate" => settle_as_written(input)
-            .unwrap_or_else(|| envelope(parse(input).and_then(|r| crate::validate(&r)))),
-        "select" => envelope(parse(input).and_then(|r| crate::select(&r))),
-        "timeline" => envelope(parse(input).and_then(|r| crate::timeline(&r))),
-        "trimPrompt" => envelope(parse(input).map(|r| crate::member::trim::trim(&r))),
+        "plan" => envelope(parse(input).map(|r| crate::ops::plan::plan(&r))),
+        "step" => envelope(parse(input).and_then(crate::ops::run::step)),
+        "validate" => settle_as_written(input).unwrap_or_else(|| {
+            envelope(parse(input).and_then(|r| crate::ops::validate::validate(&r)))
+        }),
+        "select" => envelope(parse(input).and_then(|r| crate::ops::select::select(&r))),
+        "timeline" => envelope(parse(input).and_then(|r| crate::ops::timeline::timeline(&r))),
+        "trimPrompt" => envelope(parse(input).map(|r| crate::ops::member::trim::trim(&r))),
         "compressToolResult" => {
-            envelope(parse(input).map(|r| crate::member::tool_result::compress(&r)))
+            envelope(parse(input).map(|r| crate::ops::member::tool_result::compress(&r)))
         }
-        "settings" => envelope(parse(input).map(|r| crate::member::settings::settings(&r))),
+        "settings" => envelope(parse(input).map(|r| crate::ops::member::settings::settings(&r))),
         other => envelope::<()>(Err(unknown(other))),
     }
 }

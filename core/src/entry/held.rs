@@ -21,15 +21,15 @@
 use foldline_derive::Decode;
 use serde::Serialize;
 
-use crate::api::{envelope, parse, run_bytes};
+use crate::entry::api::{envelope, parse, run_bytes};
 use crate::error::{Code, Error, Result};
-use crate::event::Event;
-use crate::format::Format;
-use crate::packet::Packet;
-use crate::plan::PlanRequest;
-use crate::reconstruct::{reconstruct, Reconstruction};
-use crate::select::{SelectRequest, Selection};
-use crate::turn::Part;
+use crate::history::reconstruct::{reconstruct, Reconstruction};
+use crate::ops::plan::PlanRequest;
+use crate::ops::select::{SelectRequest, Selection};
+use crate::records::event::Event;
+use crate::records::packet::Packet;
+use crate::records::turn::Part;
+use crate::render::format::Format;
 
 /// What a host holds for one conversation.
 #[derive(Debug, Clone, Default)]
@@ -87,7 +87,7 @@ pub struct ContextRequest {
     pub render: bool,
     /// As `select`'s: the member's compression state at the run's start.
     #[serde(default)]
-    pub member: Option<crate::member::seams::MemberInput>,
+    pub member: Option<crate::ops::member::seams::MemberInput>,
 }
 
 fn yes() -> bool {
@@ -133,13 +133,13 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
             let starting = r
                 .state
                 .as_ref()
-                .is_none_or(|s| s.stage == crate::run::Stage::Start);
+                .is_none_or(|s| s.stage == crate::ops::run::Stage::Start);
             let view = match r.view.take() {
                 None if starting => held.view.clone(),
                 view => view,
             };
             let Some(mut view) = view else {
-                return crate::step(r);
+                return crate::ops::run::step(r);
             };
             if view.warm.is_none() {
                 view.warm = held.warm.clone();
@@ -147,7 +147,7 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
             let own = std::mem::take(&mut view.events);
             lend(held, own, |events, recon| {
                 view.events = events;
-                let out = crate::run::step_viewing(r, Some(&mut view), recon);
+                let out = crate::ops::run::step_viewing(r, Some(&mut view), recon);
                 (std::mem::take(&mut view.events), out)
             })
         })),
@@ -184,7 +184,7 @@ fn select(held: &mut Held, mut r: SelectRequest) -> Result<Selection> {
     let own = std::mem::take(&mut r.events);
     lend(held, own, |events, recon| {
         r.events = events;
-        let out = crate::select::select_from(&r, recon);
+        let out = crate::ops::select::select_from(&r, recon);
         (std::mem::take(&mut r.events), out)
     })
 }

@@ -61,10 +61,10 @@ impl<K, V: Shape> Shape for BTreeMap<K, V> {
 /// A rendering is foldline's messages or a provider's shape (typed in
 /// TypeScript per format, by `MessagesOf`): opaque here, but foldline's
 /// message type is part of the contract.
-impl Shape for crate::format::Rendered {
+impl Shape for crate::render::format::Rendered {
     fn shapes(out: &mut Shapes) {
         if out.insert("Rendered", "{\"kind\":\"opaque\"}").is_none() {
-            <crate::select::ContextMessage as Shape>::shapes(out);
+            <crate::ops::select::ContextMessage as Shape>::shapes(out);
         }
     }
 }
@@ -78,22 +78,22 @@ mod tests {
 
     fn contract() -> String {
         let mut out = Shapes::new();
-        <crate::plan::PlanRequest as Shape>::shapes(&mut out);
-        <crate::plan::PlanOutcome as Shape>::shapes(&mut out);
-        <crate::validate::ValidateRequest as Shape>::shapes(&mut out);
-        <crate::validate::ValidateResponse as Shape>::shapes(&mut out);
-        <crate::select::SelectRequest as Shape>::shapes(&mut out);
-        <crate::select::Selection as Shape>::shapes(&mut out);
-        <crate::timeline::TimelineRequest as Shape>::shapes(&mut out);
-        <crate::timeline::Timeline as Shape>::shapes(&mut out);
-        <crate::member::trim::TrimRequest as Shape>::shapes(&mut out);
-        <crate::member::trim::TrimResult as Shape>::shapes(&mut out);
-        <crate::member::tool_result::ToolResultRequest as Shape>::shapes(&mut out);
-        <crate::member::tool_result::ToolResultResponse as Shape>::shapes(&mut out);
-        <crate::member::settings::SettingsRequest as Shape>::shapes(&mut out);
-        <crate::member::settings::SettingsResponse as Shape>::shapes(&mut out);
-        <crate::run::StepRequest as Shape>::shapes(&mut out);
-        <crate::run::Step as Shape>::shapes(&mut out);
+        <crate::ops::plan::PlanRequest as Shape>::shapes(&mut out);
+        <crate::ops::plan::PlanOutcome as Shape>::shapes(&mut out);
+        <crate::ops::validate::ValidateRequest as Shape>::shapes(&mut out);
+        <crate::ops::validate::ValidateResponse as Shape>::shapes(&mut out);
+        <crate::ops::select::SelectRequest as Shape>::shapes(&mut out);
+        <crate::ops::select::Selection as Shape>::shapes(&mut out);
+        <crate::ops::timeline::TimelineRequest as Shape>::shapes(&mut out);
+        <crate::ops::timeline::Timeline as Shape>::shapes(&mut out);
+        <crate::ops::member::trim::TrimRequest as Shape>::shapes(&mut out);
+        <crate::ops::member::trim::TrimResult as Shape>::shapes(&mut out);
+        <crate::ops::member::tool_result::ToolResultRequest as Shape>::shapes(&mut out);
+        <crate::ops::member::tool_result::ToolResultResponse as Shape>::shapes(&mut out);
+        <crate::ops::member::settings::SettingsRequest as Shape>::shapes(&mut out);
+        <crate::ops::member::settings::SettingsResponse as Shape>::shapes(&mut out);
+        <crate::ops::run::StepRequest as Shape>::shapes(&mut out);
+        <crate::ops::run::Step as Shape>::shapes(&mut out);
         <crate::error::Error as Shape>::shapes(&mut out);
         let body: Vec<String> = out.iter().map(|(k, v)| format!("  {k:?}: {v}")).collect();
         format!("{{\n{}\n}}\n", body.join(",\n"))
@@ -144,7 +144,7 @@ mod js_defaults {
         }
         // The roles a compaction never folds (`Role::always_pinned`): a host
         // keeps their turns in the live window whatever the head covers.
-        use crate::turn::Role;
+        use crate::records::turn::Role;
         let all = [
             Role::System,
             Role::Developer,

@@ -25,10 +25,10 @@ use std::ops::Range;
 
 use foldline_json::{outline, Member};
 
-use crate::api::{envelope, parse};
 use crate::canonical::{Members, HASH_PREFIX};
-use crate::settle::settle_intact;
-use crate::validate::{ValidateRequest, ValidateResponse};
+use crate::entry::api::{envelope, parse};
+use crate::ops::settle::settle_intact;
+use crate::ops::validate::{ValidateRequest, ValidateResponse};
 
 /// The members a settle request may have.
 const REQUEST: [&[u8]; 4] = [b"kind", b"packet", b"output", b"expectedRunId"];

@@ -3,7 +3,7 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::declaration::{Declaration, DeclarationRole};
+use crate::records::declaration::{Declaration, DeclarationRole};
 
 /// The answer: whether they agree, and every field that does not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]

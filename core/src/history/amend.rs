@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::amendment::{AbsorbedEntry, Amendment, AmendmentEntry, EntryKind};
 use crate::canonical;
-use crate::envelope;
 use crate::error::{Code, Error, Result};
-use crate::reconstruct::Reconstruction;
-use crate::turn::{content_hash, Role, Turn};
+use crate::history::reconstruct::Reconstruction;
+pub use crate::records::amendment::{AbsorbedEntry, Amendment, AmendmentEntry, EntryKind};
+use crate::records::turn::{content_hash, Role, Turn};
+use crate::render::envelope;
 
 /// What the chain's boundaries hold for one covered turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +171,7 @@ pub fn derive(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::turn::Part;
+    use crate::records::turn::Part;
 
     fn amendment() -> Amendment {
         let entry = AmendmentEntry {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::turn::Turn;
+use crate::records::turn::Turn;
 
 /// A run of whole source groups that may not be cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub fn units(turns: &[&Turn]) -> Vec<Unit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::turn::{Part, Role};
+    use crate::records::turn::{Part, Role};
 
     fn turn(id: &str, seq: u64, role: Role, parts: Vec<Part>) -> Turn {
         Turn {

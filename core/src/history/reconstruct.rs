@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::boundary::Boundary;
 use crate::error::{Code, Error, Result};
-use crate::event::{Correction, Event, FailureEvent, Message, TaskEvent, TurnMeta};
-use crate::frontier::Frontier;
-use crate::turn::{content_hash, estimate_tokens, parts_chars, Part, Turn};
+use crate::records::boundary::Boundary;
+use crate::records::event::{Correction, Event, FailureEvent, Message, TaskEvent, TurnMeta};
+use crate::records::frontier::Frontier;
+use crate::records::turn::{content_hash, estimate_tokens, parts_chars, Part, Turn};
 
 /// Everything a set of events says, folded.
 #[derive(Debug, Clone, Default)]
@@ -260,7 +260,7 @@ fn conflict(what: &str, id: &str) -> Error {
 #[cfg(test)]
 mod correction_tests {
     use super::corrected_parts;
-    use crate::turn::Part;
+    use crate::records::turn::Part;
 
     #[test]
     fn a_correction_keeps_the_tool_calls_it_does_not_carry() {

@@ -7,8 +7,8 @@
 //! tail by `select` — once it is at or after the activation frontier's start
 //! and after the chain head's covered sequence.
 
-use crate::declaration::Declaration;
-use crate::turn::Turn;
+use crate::records::declaration::Declaration;
+use crate::records::turn::Turn;
 
 /// Whether a turn may enter the projection under the declaration.
 pub fn admitted(decl: &Declaration, t: &Turn) -> bool {

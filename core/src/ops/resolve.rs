@@ -13,18 +13,18 @@ use std::collections::BTreeMap;
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::agree::agree;
-use crate::amend::{self, Amendment, Snapshot};
-use crate::boundary::{Boundary, ChainHead, InputTurn};
-use crate::declaration::Declaration;
 use crate::error::{Code, Error, Result};
-use crate::event::Event;
-use crate::frontier::Frontier;
-use crate::packet::Packet;
-use crate::reconstruct::reconstruct;
-use crate::settle::{settle, ModelOutput, SettleRequest};
-use crate::standing::admitted;
-use crate::turn::Route;
+use crate::history::agree::agree;
+use crate::history::amend::{self, Amendment, Snapshot};
+use crate::history::reconstruct::reconstruct;
+use crate::history::standing::admitted;
+use crate::ops::settle::{settle, ModelOutput, SettleRequest};
+use crate::records::boundary::{Boundary, ChainHead, InputTurn};
+use crate::records::declaration::Declaration;
+use crate::records::event::Event;
+use crate::records::frontier::Frontier;
+use crate::records::packet::Packet;
+use crate::records::turn::Route;
 
 /// A resolve request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -221,7 +221,7 @@ pub fn resolve(req: &ResolveRequest) -> Result<Resolution> {
 /// the journal holds it, under its id and hash, intact.
 fn carried_by(
     f: &Frontier,
-    recon: &crate::reconstruct::Reconstruction,
+    recon: &crate::history::reconstruct::Reconstruction,
 ) -> Result<Option<ChainHead>> {
     let Some(c) = &f.carried else {
         return Ok(None);
@@ -247,14 +247,14 @@ fn carried_by(
 /// carries over): it holds together on its own (its hash is its content's,
 /// it links to a sound boundary, no other claims its slot).
 fn last_retired(
-    recon: &crate::reconstruct::Reconstruction,
+    recon: &crate::history::reconstruct::Reconstruction,
     retired: &[&Boundary],
     route: &Route,
 ) -> Option<ChainHead> {
     if retired.is_empty() {
         return None;
     }
-    let sound = crate::timeline::sound_boundaries(recon);
+    let sound = crate::ops::timeline::sound_boundaries(recon);
     retired
         .iter()
         .filter(|b| &b.route == route && sound.contains(&b.id))

@@ -13,22 +13,22 @@ use std::borrow::Cow;
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amendment::Amendment;
-use crate::boundary::ChainHead;
-use crate::budget::{text_size, turn_size, Metric, Thresholds};
 use crate::canonical;
-use crate::declaration::Declaration;
-use crate::envelope;
 use crate::error::{self, Code, Error, Result};
-use crate::event::Event;
-use crate::format::{self, Format, Outgoing};
-pub use crate::format::{ContextMessage, Kind};
-use crate::frontier::Frontier;
-use crate::group;
-use crate::member::seams::{self, MemberInput, MemberManifest, Shaped};
-use crate::reconstruct::{given_or, Reconstruction};
-use crate::standing;
-use crate::turn::{parts_chars, Part, Role, Route, Turn};
+use crate::history::group;
+use crate::history::reconstruct::{given_or, Reconstruction};
+use crate::history::standing;
+use crate::ops::member::seams::{self, MemberInput, MemberManifest, Shaped};
+use crate::records::amendment::Amendment;
+use crate::records::boundary::ChainHead;
+use crate::records::declaration::Declaration;
+use crate::records::event::Event;
+use crate::records::frontier::Frontier;
+use crate::records::turn::{parts_chars, Part, Role, Route, Turn};
+use crate::render::budget::{text_size, turn_size, Metric, Thresholds};
+use crate::render::envelope;
+use crate::render::format::{self, Format, Outgoing};
+pub use crate::render::format::{ContextMessage, Kind};
 
 /// A select request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -195,7 +195,7 @@ pub enum BeforeReason {
 pub struct Selection {
     /// Rendered messages in the requested format (absent with `render: false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<crate::format::Rendered>,
+    pub messages: Option<crate::render::format::Rendered>,
     /// The manifest.
     pub manifest: Manifest,
     /// The server-rendered answer when the member's newest message asks
@@ -285,8 +285,8 @@ pub(crate) fn select_from(
     ));
     let tail = &candidates[first_included..];
     if req.render {
-        crate::turn::require_content(&pinned, "be rendered")?;
-        crate::turn::require_content(tail, "be rendered (or ask with render: false)")?;
+        crate::records::turn::require_content(&pinned, "be rendered")?;
+        crate::records::turn::require_content(tail, "be rendered (or ask with render: false)")?;
     }
     sizes.tail = used;
     sizes.total = reserved + used;
@@ -341,7 +341,7 @@ fn check_inputs(req: &SelectRequest) -> Result<()> {
     if let Some((error, _)) = req.declaration.refusal() {
         return Err(error);
     }
-    crate::event::check_route(&req.events, &req.route)?;
+    crate::records::event::check_route(&req.events, &req.route)?;
     if let Some(f) = &req.frontier {
         f.check()?;
     }
@@ -354,7 +354,7 @@ fn check_inputs(req: &SelectRequest) -> Result<()> {
         }
     }
     if let Some(f) = &req.frontier {
-        crate::plan::check_carried(f, req.head.as_ref(), req.carried.as_ref())?;
+        crate::ops::plan::check_carried(f, req.head.as_ref(), req.carried.as_ref())?;
     }
     if let Some(a) = &req.amendment {
         a.check()?;
@@ -512,7 +512,7 @@ fn assemble<'a>(
                 fold.push(format!(
                     "turn:{}:{}",
                     t.role.as_str(),
-                    crate::turn::content_hash(&parts)
+                    crate::records::turn::content_hash(&parts)
                 ));
                 messages.push(Outgoing {
                     parts: Cow::Owned(parts),
@@ -533,7 +533,10 @@ fn assemble<'a>(
             Some(trimmed) => Cow::Owned(trimmed),
             None => Cow::Borrowed(p.as_slice()),
         };
-        fold.push(format!("prompt:user:{}", crate::turn::content_hash(&parts)));
+        fold.push(format!(
+            "prompt:user:{}",
+            crate::records::turn::content_hash(&parts)
+        ));
         messages.push(Outgoing {
             kind: Kind::Prompt,
             role: Role::User,

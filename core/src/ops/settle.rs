@@ -8,12 +8,12 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::boundary::{Boundary, RunEvidence, Sizes, Stats, Usage, OUTPUT_CONTRACT};
 use crate::canonical;
-use crate::envelope;
 use crate::error::{self, Code, Error, Result};
-use crate::packet::Packet;
-use crate::turn::estimate_tokens;
+use crate::records::boundary::{Boundary, RunEvidence, Sizes, Stats, Usage, OUTPUT_CONTRACT};
+use crate::records::packet::Packet;
+use crate::records::turn::estimate_tokens;
+use crate::render::envelope;
 
 /// What the compactor model returned, with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]

@@ -33,7 +33,7 @@ pub struct StreamReport {
     pub replays_used: u64,
 }
 
-pub use crate::event::FailureKind;
+pub use crate::records::event::FailureKind;
 
 impl FailureKind {
     /// The kind as the audit reason spells it (snake case, as the error

@@ -13,10 +13,10 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::event::{Event, TaskEvent, TaskState, TriggerKind};
-use crate::reconstruct::{reconstruct, Reconstruction};
-use crate::stream::MEMBER_NOTICE;
-use crate::turn::{render_parts, Part, Role};
+use crate::history::reconstruct::{reconstruct, Reconstruction};
+use crate::ops::stream::MEMBER_NOTICE;
+use crate::records::event::{Event, TaskEvent, TaskState, TriggerKind};
+use crate::records::turn::{render_parts, Part, Role};
 
 /// A timeline request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -172,7 +172,7 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
 /// boundary in its chain slot (its epoch and what it follows). A tampered
 /// boundary, a fork, and everything after them are left out.
 pub(crate) fn sound_boundaries(recon: &Reconstruction) -> BTreeSet<String> {
-    let slot = |b: &crate::boundary::Boundary| {
+    let slot = |b: &crate::records::boundary::Boundary| {
         let after = b
             .previous
             .as_ref()
@@ -183,7 +183,7 @@ pub(crate) fn sound_boundaries(recon: &Reconstruction) -> BTreeSet<String> {
     for b in &recon.boundaries {
         *claims.entry(slot(b)).or_default() += 1;
     }
-    let mut order: Vec<&crate::boundary::Boundary> = recon.boundaries.iter().collect();
+    let mut order: Vec<&crate::records::boundary::Boundary> = recon.boundaries.iter().collect();
     order.sort_by(|a, b| (a.covered_through_seq, &a.id).cmp(&(b.covered_through_seq, &b.id)));
     let mut sound: BTreeMap<&str, &str> = BTreeMap::new();
     for b in order {
@@ -301,7 +301,7 @@ fn task_dividers(
 /// (nothing was folded between them) draw one divider, at the head the
 /// latest of them tried to fold (a manual one shows through its task).
 fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
-    let mut failed: Vec<&crate::event::FailureEvent> = recon
+    let mut failed: Vec<&crate::records::event::FailureEvent> = recon
         .failures
         .iter()
         .filter(|f| f.trigger == TriggerKind::Automatic)

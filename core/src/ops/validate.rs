@@ -8,15 +8,17 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::agree::{agree, Agreement};
-use crate::boundary::Boundary;
-use crate::declaration::Declaration;
 use crate::error::{Code, Error, Result};
-use crate::event::Event;
-use crate::resolve::{resolve, Resolution, ResolveRequest};
-use crate::settle::{settle, SettleRequest};
-use crate::stream::{classify, decide, FailureInput, FailureReport, StreamDecision, StreamReport};
-use crate::turn::Route;
+use crate::history::agree::{agree, Agreement};
+use crate::ops::resolve::{resolve, Resolution, ResolveRequest};
+use crate::ops::settle::{settle, SettleRequest};
+use crate::ops::stream::{
+    classify, decide, FailureInput, FailureReport, StreamDecision, StreamReport,
+};
+use crate::records::boundary::Boundary;
+use crate::records::declaration::Declaration;
+use crate::records::event::Event;
+use crate::records::turn::Route;
 
 /// Target and compactor declarations to compare.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -113,8 +115,11 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
     if let Some((refusal, _)) = c.declaration.as_ref().and_then(Declaration::refusal) {
         return Err(refusal);
     }
-    crate::event::check_route(&c.events, &c.route)?;
-    let admissible = c.declaration.as_ref().map(crate::budget::admissible_turn);
+    crate::records::event::check_route(&c.events, &c.route)?;
+    let admissible = c
+        .declaration
+        .as_ref()
+        .map(crate::render::budget::admissible_turn);
     let mut hashes = Vec::with_capacity(c.events.len());
     for (i, e) in c.events.iter().enumerate() {
         let m = match e {
@@ -135,10 +140,10 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
             .with_ids([turn_id.clone()]));
         }
         if let Some((max_chars, max_tokens)) = admissible {
-            let chars = crate::turn::parts_chars(parts);
+            let chars = crate::records::turn::parts_chars(parts);
             let tokens = m
                 .tokens
-                .unwrap_or_else(|| crate::turn::estimate_tokens(chars));
+                .unwrap_or_else(|| crate::records::turn::estimate_tokens(chars));
             if chars > max_chars || tokens > max_tokens {
                 return Err(Error::new(
                     Code::TurnTooLarge,
@@ -155,7 +160,7 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
                 format!("events[{i}].turnId must not be empty"),
             ));
         }
-        let hash = crate::turn::content_hash(parts);
+        let hash = crate::records::turn::content_hash(parts);
         if declared.as_ref().is_some_and(|h| *h != hash) {
             return Err(Error::new(
                 Code::InvalidRequest,

@@ -5,7 +5,7 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::turn::{Part, Role};
+use crate::records::turn::{Part, Role};
 
 /// Why a covered turn is amended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]

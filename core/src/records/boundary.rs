@@ -5,13 +5,13 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amendment::AbsorbedEntry;
 use crate::canonical;
-use crate::declaration::Budget;
-use crate::declaration::Metric;
-use crate::frontier::FrontierRef;
-pub use crate::link::PreviousRef;
-use crate::turn::{Role, Route};
+use crate::records::amendment::AbsorbedEntry;
+use crate::records::declaration::Budget;
+use crate::records::declaration::Metric;
+use crate::records::frontier::FrontierRef;
+pub use crate::records::link::PreviousRef;
+use crate::records::turn::{Role, Route};
 
 /// Name and version of the boundary's output contract.
 pub const OUTPUT_CONTRACT: &str = "foldline.compaction@1";

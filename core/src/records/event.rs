@@ -3,11 +3,11 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::boundary::Boundary;
-pub use crate::boundary::TriggerKind;
 use crate::error::{Code, Error, Result};
-use crate::frontier::Frontier;
-use crate::turn::{Part, Role, Route};
+use crate::records::boundary::Boundary;
+pub use crate::records::boundary::TriggerKind;
+use crate::records::frontier::Frontier;
+use crate::records::turn::{Part, Role, Route};
 
 /// One journal event. Tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -119,12 +119,12 @@ impl TurnMeta {
             turn_id: m.turn_id.clone(),
             role: m.role,
             author_agent: m.author_agent.clone(),
-            chars: crate::turn::parts_chars(&m.parts),
+            chars: crate::records::turn::parts_chars(&m.parts),
             tokens: m.tokens,
             content_hash: m
                 .content_hash
                 .clone()
-                .unwrap_or_else(|| crate::turn::content_hash(&m.parts)),
+                .unwrap_or_else(|| crate::records::turn::content_hash(&m.parts)),
             tool_calls: ids(false),
             tool_results: ids(true),
             pinned: m.pinned,

@@ -11,9 +11,9 @@ use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
 use crate::canonical;
-use crate::declaration::{Budget, Declaration};
-use crate::link::PreviousRef;
-use crate::turn::Route;
+use crate::records::declaration::{Budget, Declaration};
+use crate::records::link::PreviousRef;
+use crate::records::turn::Route;
 
 /// An activation-frontier document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]

@@ -7,13 +7,13 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amendment::Amendment;
-use crate::boundary::{InputEvidence, PreviousRef, Stats};
 use crate::canonical;
-use crate::declaration::{Budget, SummaryBounds};
-use crate::event::TriggerKind;
-use crate::frontier::FrontierRef;
-use crate::turn::Route;
+use crate::records::amendment::Amendment;
+use crate::records::boundary::{InputEvidence, PreviousRef, Stats};
+use crate::records::declaration::{Budget, SummaryBounds};
+use crate::records::event::TriggerKind;
+use crate::records::frontier::FrontierRef;
+use crate::records::turn::Route;
 
 /// Role of a rendered compactor message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]

@@ -19,11 +19,13 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-pub use crate::declaration::Metric;
-use crate::declaration::{Budget, CompactionMode, Declaration, InstructionMode, SummaryBounds};
-use crate::envelope;
 use crate::error::{Code, Error};
-use crate::turn::{estimate_tokens, Turn};
+pub use crate::records::declaration::Metric;
+use crate::records::declaration::{
+    Budget, CompactionMode, Declaration, InstructionMode, SummaryBounds,
+};
+use crate::records::turn::{estimate_tokens, Turn};
+use crate::render::envelope;
 
 /// Least exact tail, in characters, a character budget must keep.
 pub const MIN_TAIL_CHARS: u64 = 1_024;

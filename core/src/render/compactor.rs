@@ -3,13 +3,13 @@
 //! summary, the covered-history amendment and the transcript of the turns
 //! being folded — the packet's rendered messages.
 
-use crate::amendment::Amendment;
-use crate::boundary::ChainHead;
-use crate::declaration::{Declaration, InstructionMode};
-use crate::envelope;
 use crate::error::{self, Code, Error, Result};
-use crate::packet::{CompactorMessage, CompactorRole, BUILTIN_PROMPT};
-use crate::turn::{Role, Turn};
+use crate::records::amendment::Amendment;
+use crate::records::boundary::ChainHead;
+use crate::records::declaration::{Declaration, InstructionMode};
+use crate::records::packet::{CompactorMessage, CompactorRole, BUILTIN_PROMPT};
+use crate::records::turn::{Role, Turn};
+use crate::render::envelope;
 
 /// The compactor's system prompt for a declaration (built-in, appended or
 /// replaced), asking for a summary of at most `max_chars` characters (the
@@ -71,7 +71,7 @@ pub fn messages(
         );
         for d in docs {
             system.push('\n');
-            system.push_str(&crate::turn::render_parts(&d.parts));
+            system.push_str(&crate::records::turn::render_parts(&d.parts));
         }
     }
     let mut out = vec![CompactorMessage {

@@ -6,8 +6,8 @@
 //! the text verbatim; there is no closing tag for a summary to forge, and
 //! provenance (ids, hashes) stays in the manifest, out of the body.
 
-use crate::amendment::{Amendment, EntryKind};
-use crate::turn::{render_parts, Turn};
+use crate::records::amendment::{Amendment, EntryKind};
+use crate::records::turn::{render_parts, Turn};
 
 /// The marker every historical envelope carries.
 pub const MARKER: &str = "untrusted-history-summary";

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{write_str, Encode};
 use crate::decode::{At, Decode};
-use crate::turn::{Part, Role};
+use crate::records::turn::{Part, Role};
 
 /// What a context message is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -224,7 +224,7 @@ fn without_orphans(messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
                 good.push(p.clone());
             }
         }
-        let text = crate::turn::render_parts(&bad);
+        let text = crate::records::turn::render_parts(&bad);
         if !good.is_empty() {
             out.push(Outgoing {
                 kind: m.kind,

@@ -28,7 +28,7 @@ use super::settings::{self, Availability, EffectiveState, Preferences};
 use super::tool_result::{self, ToolResultRequest};
 use super::trim::{self, TrimRequest};
 use super::{Measurement, Status};
-use crate::turn::{Part, Role, Turn};
+use crate::records::turn::{Part, Role, Turn};
 
 /// The member's compression state as a host captured it when the run
 /// started: the deployment's availability flags and the member's own
@@ -201,8 +201,8 @@ pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>
         None => tail.iter().rposition(|t| t.role == Role::User),
     };
     let message = match (prompt, newest) {
-        (Some(p), _) => Some(crate::format::texts(p)),
-        (None, Some(i)) => Some(crate::format::texts(&tail[i].parts)),
+        (Some(p), _) => Some(crate::render::format::texts(p)),
+        (None, Some(i)) => Some(crate::render::format::texts(&tail[i].parts)),
         _ => None,
     };
     let mut shaped = Shaped {

@@ -4,17 +4,17 @@
 //! turns).
 
 use super::{pick, prior, unit_size, Planning, Trigger};
-use crate::boundary::{Backlog, ChainHead, InputEvidence, InputTurn, Sizes, Stats};
-use crate::budget::{Metric, SUMMARY_MIN_CHARS};
 use crate::canonical;
-use crate::compactor;
-use crate::declaration::{Budget, Declaration, SummaryBounds};
-use crate::envelope;
 use crate::error::{self, Code, Error, Result};
-use crate::event::Event;
-use crate::group::{self, Unit};
-use crate::packet::{CompactorMessage, Packet};
-use crate::turn::{estimate_tokens, require_content, Turn};
+use crate::history::group::{self, Unit};
+use crate::records::boundary::{Backlog, ChainHead, InputEvidence, InputTurn, Sizes, Stats};
+use crate::records::declaration::{Budget, Declaration, SummaryBounds};
+use crate::records::event::Event;
+use crate::records::packet::{CompactorMessage, Packet};
+use crate::records::turn::{estimate_tokens, require_content, Turn};
+use crate::render::budget::{Metric, SUMMARY_MIN_CHARS};
+use crate::render::compactor;
+use crate::render::envelope;
 
 /// Characters and tokens of some turns.
 pub(super) fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {
@@ -25,7 +25,7 @@ pub(super) fn sizes_of(turns: &[&Turn]) -> Result<Sizes> {
 }
 
 fn summary_reserve(bounds: &SummaryBounds) -> Sizes {
-    let (chars, tokens) = crate::budget::summary_reserve(bounds);
+    let (chars, tokens) = crate::render::budget::summary_reserve(bounds);
     Sizes { chars, tokens }
 }
 

@@ -9,20 +9,20 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::amendment::Amendment;
-use crate::boundary::{ChainHead, Sizes};
-use crate::budget::{turn_size, Metric, Thresholds};
-use crate::compactor::Prior;
-use crate::declaration::Declaration;
-use crate::envelope;
 use crate::error::{self, Code, Error, Result};
-use crate::event::{check_route, Event, TriggerKind};
-use crate::frontier::Frontier;
-use crate::group::{self, Unit};
-use crate::packet::Packet;
-use crate::reconstruct::{given_or, Reconstruction};
-use crate::standing;
-use crate::turn::{estimate_tokens, Route, Turn};
+use crate::history::group::{self, Unit};
+use crate::history::reconstruct::{given_or, Reconstruction};
+use crate::history::standing;
+use crate::records::amendment::Amendment;
+use crate::records::boundary::{ChainHead, Sizes};
+use crate::records::declaration::Declaration;
+use crate::records::event::{check_route, Event, TriggerKind};
+use crate::records::frontier::Frontier;
+use crate::records::packet::Packet;
+use crate::records::turn::{estimate_tokens, Route, Turn};
+use crate::render::budget::{turn_size, Metric, Thresholds};
+use crate::render::compactor::Prior;
+use crate::render::envelope;
 
 mod fold;
 mod warm;

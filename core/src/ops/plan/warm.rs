@@ -2,9 +2,9 @@
 //! compaction would freeze now (seed 002 "Warm candidates").
 
 use super::{WarmRefusal, WarmVerdict};
-use crate::group;
-use crate::packet::Packet;
-use crate::turn::Turn;
+use crate::history::group;
+use crate::records::packet::Packet;
+use crate::records::turn::Turn;
 
 /// Check whether a warm candidate is still valid against the fresh packet and
 /// current eligible turns: same epoch, same previous boundary and amendment,

@@ -29,15 +29,15 @@
 //! before anything else.
 
 use crate::error::{Code, Error, Result};
-use crate::event::{Event, FailureEvent, TaskEvent, TaskState};
-use crate::packet::Packet;
-use crate::plan::{newest_seq, plan_from, PlanOutcome, PlanRequest, Trigger};
-use crate::reconstruct::Reconstruction;
-use crate::settle::{settle, ModelOutput, SettleRequest};
-use crate::stream::{
+use crate::history::reconstruct::Reconstruction;
+use crate::ops::plan::{newest_seq, plan_from, PlanOutcome, PlanRequest, Trigger};
+use crate::ops::settle::{settle, ModelOutput, SettleRequest};
+use crate::ops::stream::{
     classify, decide, replay_buffered, FailureInput, FailureKind, FailureReport, StreamDecision,
     StreamEnd, StreamReport,
 };
+use crate::records::event::{Event, FailureEvent, TaskEvent, TaskState};
+use crate::records::packet::Packet;
 
 mod wire;
 
@@ -335,7 +335,7 @@ impl RunShared {
                 (Some(Event::CompactionFailed(f)), Some(failure)) => done(Finished::Failed {
                     report: FailureReport {
                         failure,
-                        notice: crate::stream::MEMBER_NOTICE.to_owned(),
+                        notice: crate::ops::stream::MEMBER_NOTICE.to_owned(),
                         audit_reason: f.reason,
                     },
                 }),

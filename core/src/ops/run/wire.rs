@@ -5,13 +5,13 @@
 use foldline_derive::{Decode, Encode};
 use serde::Serialize;
 
-use crate::boundary::Boundary;
 use crate::error::Error;
-use crate::event::Event;
-use crate::packet::Packet;
-use crate::plan::{PlanOutcome, PlanRequest, Trigger};
-use crate::settle::ModelOutput;
-use crate::stream::{FailureInput, FailureKind, FailureReport};
+use crate::ops::plan::{PlanOutcome, PlanRequest, Trigger};
+use crate::ops::settle::ModelOutput;
+use crate::ops::stream::{FailureInput, FailureKind, FailureReport};
+use crate::records::boundary::Boundary;
+use crate::records::event::Event;
+use crate::records::packet::Packet;
 
 pub use crate::defaults::MODEL_TIMEOUT_MS;
 
