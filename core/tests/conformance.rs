@@ -1024,6 +1024,21 @@ fn gen_select() -> Vec<Value> {
             ],
         );
     }
+    // The spelling of the README and the servers' `?format=`, read by the
+    // core itself in every runtime: the same messages as `aiSdk`.
+    let mut r = base(tool.clone());
+    r["prompt"] = json!([{"type": "text", "text": "Thanks"}]);
+    r["format"] = json!("aiSdk");
+    let canonical: Value =
+        serde_json::from_slice(&api::call("select", r.to_string().as_bytes())).unwrap();
+    r["format"] = json!("ai-sdk");
+    g.add(
+        "format-ai-sdk-spelling",
+        "formats: `ai-sdk` is read as `aiSdk` (one alias, in the core)",
+        "select",
+        r,
+        &[("/ok/messages", canonical["ok"]["messages"].clone())],
+    );
     for fmt in ["foldline", "openai", "anthropic", "aiSdk"] {
         let mut r = base(every_part_conversation());
         r["format"] = json!(fmt);

@@ -425,6 +425,22 @@ fn every_route_refuses_strangers_and_bad_input_with_stable_codes() {
         None,
     );
     assert_eq!((s, code(&v)), (400, "invalid_input"));
+    // `ai-sdk` is the core's alias of `aiSdk`: the same messages.
+    let (s, dashed) = call(
+        "GET",
+        &format!("{conv}/context?format=ai-sdk&messages=true"),
+        Some(ALICE),
+        None,
+    );
+    let (_, camel) = call(
+        "GET",
+        &format!("{conv}/context?format=aiSdk&messages=true"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(s, 200);
+    assert!(dashed.as_array().is_some_and(|m| !m.is_empty()));
+    assert_eq!(dashed, camel);
 
     // An answer owns the session: manual compaction is refused, messages still land.
     let (s, a) = call("POST", &format!("{conv}/answer"), Some(ALICE), None);

@@ -27,3 +27,6 @@ export const POLL_MS = 250;
 
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
+
+/** Every name an output format is read by (the core's `Format`, with its aliases). */
+export const FORMATS: ReadonlySet<string> = new Set(["foldline", "openai", "anthropic", "aiSdk", "ai-sdk"]);

@@ -18,7 +18,6 @@ import { FoldlineError } from "./error.js";
 import { timeline, validate } from "./ops.js";
 import { LEASE_MS } from "./defaults.js";
 import { selectHeld } from "./held.js";
-import { formatOf } from "./format.js";
 import type { Format, MessagesOf } from "./types.js";
 import type { Compactor, CompactorOptions, ContextOptions, RenderedSelection } from "./driver/api.js";
 import { load, state, viewKey, type Ctx } from "./driver/read.js";
@@ -89,7 +88,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
 /** The model-bound context of a conversation, from its state read to the journal's end. */
 async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, opts: ContextOptions & { format?: F }): Promise<RenderedSelection<MessagesOf[F]>> {
   const { s, events, res } = await load(c, id);
-  const format = formatOf(opts.format);
+  const format = opts.format ?? "foldline";
   const route = c.routeOf(id);
   const owner = c.o.owner?.(id) ?? null;
   // `messages` is there unless `render: false` (the second overload).

@@ -5,7 +5,6 @@
 
 import { loadedCore, release } from "./load.js";
 import { call } from "./call.js";
-import { formatOf } from "./format.js";
 import type {
   PlanRequest, StepRequest, Step, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
   Selection, Timeline, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
@@ -38,8 +37,7 @@ export function validate(request: ValidateRequest): ValidateResponse {
 
 /** `select`: the model-bound context and its manifest. */
 export function select<F extends Format = "foldline">(request: SelectRequest & { format?: F }): Selection<MessagesOf[F]> {
-  const r = request.format === undefined ? request : { ...request, format: formatOf(request.format) };
-  return call<Selection<MessagesOf[F]>>("select", r);
+  return call<Selection<MessagesOf[F]>>("select", request);
 }
 
 /**

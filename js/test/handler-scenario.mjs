@@ -210,6 +210,12 @@ export async function scenario(api) {
   eq([r.status, code(r)], [413, "body_too_large"], "big body");
   eq((await api.journal("c2")).length, before, "refused bodies wrote nothing");
   eq(code(await call("GET", "/api/conversations/c2/context?format=xml", ALICE)), "invalid_input", "bad format");
+  // `ai-sdk` is the core's alias of `aiSdk`: the same messages.
+  const dashed = await call("GET", "/api/conversations/c2/context?format=ai-sdk&messages=true", ALICE);
+  const camel = await call("GET", "/api/conversations/c2/context?format=aiSdk&messages=true", ALICE);
+  eq(dashed.status, 200, "format=ai-sdk");
+  assert(Array.isArray(dashed.json) && dashed.json.length > 0, "format=ai-sdk: messages");
+  eq(dashed.json, camel.json, "format=ai-sdk reads as aiSdk");
   // A name every JavaScript object answers to is no format either.
   for (const f of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
     eq(code(await call("GET", `/api/conversations/c2/context?format=${f}`, ALICE)), "invalid_input", `format=${f}`);

@@ -116,6 +116,8 @@ struct Attrs {
     default: Option<Option<syn::Path>>,
     /// `skip_serializing_if`: the field is not written when this holds.
     skip_if: Option<syn::Path>,
+    /// `alias`: other names a unit variant is read by (written by its own).
+    aliases: Vec<String>,
 }
 
 fn attrs(list: &[Attribute]) -> syn::Result<Attrs> {
@@ -130,6 +132,7 @@ fn attrs(list: &[Attribute]) -> syn::Result<Attrs> {
             match key.as_str() {
                 "rename_all" => a.rename_all = Some(Case::parse(&meta.value()?.parse()?)?),
                 "rename" => a.rename = Some(meta.value()?.parse::<LitStr>()?.value()),
+                "alias" => a.aliases.push(meta.value()?.parse::<LitStr>()?.value()),
                 "tag" => a.tag = Some(meta.value()?.parse::<LitStr>()?.value()),
                 "deny_unknown_fields" => a.deny_unknown_fields = true,
                 "default" => {
@@ -223,11 +226,12 @@ fn shape(input: &DeriveInput, cattrs: &Attrs) -> syn::Result<Tokens> {
         }
         Data::Enum(e) => match &cattrs.tag {
             None => {
-                let names = e
-                    .variants
-                    .iter()
-                    .map(|v| variant_name(v, cattrs.rename_all).map(|l| format!("{:?}", l.value())))
-                    .collect::<syn::Result<Vec<_>>>()?;
+                let mut names = Vec::new();
+                for v in &e.variants {
+                    for l in unit_names(v, cattrs.rename_all)? {
+                        names.push(format!("{:?}", l.value()));
+                    }
+                }
                 format!("{{\"kind\":\"unit\",\"names\":[{}]}}", names.join(","))
             }
             Some(tag) => {
@@ -348,6 +352,12 @@ fn field_name(field: &syn::Field, case: Option<Case>) -> syn::Result<(&syn::Iden
         .as_ref()
         .ok_or_else(|| syn::Error::new_spanned(field, "expected a named field"))?;
     let fa = attrs(&field.attrs)?;
+    if !fa.aliases.is_empty() {
+        return Err(syn::Error::new_spanned(
+            field,
+            "derive(Decode): `alias` is supported on unit variants only",
+        ));
+    }
     let raw = ident.to_string();
     let json = fa
         .rename
@@ -379,6 +389,15 @@ fn named_fields(fields: &Fields, case: Option<Case>, deny: bool) -> syn::Result<
     Ok((quote! { { #(#inits),* } }, finish))
 }
 
+/// A unit variant's JSON name and its aliases: every name it is read by.
+fn unit_names(v: &syn::Variant, case: Option<Case>) -> syn::Result<Vec<LitStr>> {
+    let mut names = vec![variant_name(v, case)?];
+    for alias in attrs(&v.attrs)?.aliases {
+        names.push(LitStr::new(&alias, Span::call_site()));
+    }
+    Ok(names)
+}
+
 fn variant_name(v: &syn::Variant, case: Option<Case>) -> syn::Result<LitStr> {
     let va = attrs(&v.attrs)?;
     let raw = v.ident.to_string();
@@ -399,10 +418,10 @@ fn unit_enum(e: &syn::DataEnum, case: Option<Case>) -> syn::Result<Tokens> {
                 "derive(Decode): an enum with data needs #[serde(tag = \"...\")]",
             ));
         }
-        let lit = variant_name(v, case)?;
+        let lits = unit_names(v, case)?;
         let ident = &v.ident;
-        arms.push(quote! { #lit => Ok(Self::#ident) });
-        names.push(lit);
+        arms.push(quote! { #(#lits)|* => Ok(Self::#ident) });
+        names.extend(lits);
     }
     Ok(quote! {
         const NAMES: &[&str] = &[#(#names),*];
@@ -421,6 +440,12 @@ fn tagged_enum(e: &syn::DataEnum, tag: &str, cattrs: &Attrs) -> syn::Result<Toke
     let mut arms = Vec::new();
     let mut names = Vec::new();
     for v in &e.variants {
+        if !attrs(&v.attrs)?.aliases.is_empty() {
+            return Err(syn::Error::new_spanned(
+                v,
+                "derive(Decode): `alias` is supported on unit variants only",
+            ));
+        }
         let lit = variant_name(v, cattrs.rename_all)?;
         let ident = &v.ident;
         let arm = match &v.fields {

@@ -173,6 +173,21 @@ mod js_defaults {
             "\n/** Roles a compaction never folds (`Role::always_pinned`). */\nexport const PINNED_ROLES: ReadonlySet<string> = new Set([{}]);\n",
             pinned.join(", ")
         ));
+        // Every name an output format is read by: the core's `Format` with
+        // its aliases (`ai-sdk`), so a server refuses what the core would.
+        let mut shapes = super::Shapes::new();
+        <crate::render::format::Format as super::Shape>::shapes(&mut shapes);
+        let shape: serde_json::Value = serde_json::from_str(shapes["Format"]).unwrap();
+        let names: Vec<String> = shape["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        out.push_str(&format!(
+            "\n/** Every name an output format is read by (the core's `Format`, with its aliases). */\nexport const FORMATS: ReadonlySet<string> = new Set([{}]);\n",
+            names.join(", ")
+        ));
         out
     }
 

@@ -60,7 +60,9 @@ pub enum Format {
     Openai,
     /// Anthropic messages: `{ system, messages }`.
     Anthropic,
-    /// Vercel AI SDK `ModelMessage[]`.
+    /// Vercel AI SDK `ModelMessage[]`; read also as `ai-sdk`, the spelling
+    /// of the README, the program and the servers' `?format=`.
+    #[serde(alias = "ai-sdk")]
     AiSdk,
 }
 

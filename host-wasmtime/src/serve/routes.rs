@@ -235,20 +235,18 @@ fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, Ap
     Ok(Some(k.to_owned()))
 }
 
+/// `?format=`: read as the core reads a format (`Format` with its aliases,
+/// so `ai-sdk` is `aiSdk` here as in every runtime); absent is `foldline`.
 fn format_of(q: &BTreeMap<String, String>) -> Result<Format, ApiError> {
-    Ok(match q.get("format").map(String::as_str) {
-        None | Some("foldline") => Format::Foldline,
-        Some("openai") => Format::Openai,
-        Some("anthropic") => Format::Anthropic,
-        Some("ai-sdk") | Some("aiSdk") => Format::AiSdk,
-        Some(other) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_input",
-                format!("unknown format {other:?}: foldline, openai, anthropic or ai-sdk"),
-            ))
-        }
-    })
+    use foldline_core::decode::{At, Decode};
+    let Some(name) = q.get("format") else {
+        return Ok(Format::Foldline);
+    };
+    Format::decode(
+        serde_json::Value::String(name.clone()),
+        &At::ROOT.key("format"),
+    )
+    .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", e.message))
 }
 
 /// Run `f` on the blocking pool once `member` is found to be the

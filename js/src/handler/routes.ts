@@ -5,7 +5,8 @@
 import { FoldlineError } from "../error.js";
 import { settingsProjection } from "../ops.js";
 import type { OpenAiChatMessage } from "../convert.js";
-import { FORMATS } from "../format.js";
+import type { Format } from "../types.js";
+import { FORMATS } from "../defaults.js";
 import { admitted, body, caller, checkId, decode, owned } from "./access.js";
 import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
 import { feed } from "./feed.js";
@@ -151,10 +152,9 @@ async function answerStart(app: App, id: string, member: string): Promise<Respon
 async function context(app: App, url: URL, id: string, member: string): Promise<Response> {
   await admitted(app, id, member);
   const f = url.searchParams.get("format") ?? "foldline";
-  const format = Object.hasOwn(FORMATS, f) ? FORMATS[f] : undefined;
-  if (!format) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
+  if (!FORMATS.has(f)) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
   const memberState = await runState(app, id, member);
-  const s = await app.compactor.context(id, { format, member: memberState });
+  const s = await app.compactor.context(id, { format: f as Format, member: memberState });
   if (s.manifest.member && s.manifest.member.passes.length > 0) await app.compression.record(member, id, s.manifest.member.passes);
   const only = ["true", "1"].includes(url.searchParams.get("messages") ?? "");
   return json(200, only ? s.messages : s);
