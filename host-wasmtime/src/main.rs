@@ -64,14 +64,6 @@ struct Cli {
     command: Option<Command>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Fmt {
-    Foldline,
-    Openai,
-    Anthropic,
-    AiSdk,
-}
-
 /// A member-compression tool a member opts in to.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum OptIn {
@@ -125,8 +117,10 @@ enum Command {
     /// {...}}` (what was included, omitted, sizes, hashes), or with
     /// `--messages` the provider's message array alone, ready to send.
     Context {
-        #[arg(long, value_enum, default_value = "foldline")]
-        format: Fmt,
+        /// foldline, openai, anthropic or ai-sdk (aiSdk): read as the core
+        /// reads a format.
+        #[arg(long, default_value = "foldline")]
+        format: Format,
         /// Print only the message array.
         #[arg(long)]
         messages: bool,
@@ -444,16 +438,10 @@ fn member_input(opt_in: &[OptIn], compression: &CompressionFlags) -> Option<Memb
 fn print_context(
     d: &ProgramDriver,
     conv: &str,
-    format: Fmt,
+    format: Format,
     member: Option<MemberInput>,
     messages_only: bool,
 ) -> Result<ExitCode, HostError> {
-    let format = match format {
-        Fmt::Foldline => Format::Foldline,
-        Fmt::Openai => Format::Openai,
-        Fmt::Anthropic => Format::Anthropic,
-        Fmt::AiSdk => Format::AiSdk,
-    };
     let options = ContextOptions {
         format,
         member,

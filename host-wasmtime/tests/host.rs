@@ -72,6 +72,13 @@ fn import_compact_context_verify_through_the_program() {
         "{}",
         v["messages"][1]
     );
+    // `--format` is read as the core reads a format: `ai-sdk` is `aiSdk`.
+    let (_, dashed, _) = run(&["context", "--format", "ai-sdk", "--messages"]);
+    let (_, camel, _) = run(&["context", "--format", "aiSdk", "--messages"]);
+    let messages: serde_json::Value = serde_json::from_str(&dashed).unwrap();
+    assert!(messages.as_array().is_some_and(|m| m.len() > 1) && dashed == camel);
+    let (code, _, err) = run(&["context", "--format", "xml"]);
+    assert!(code != Some(0) && err.contains("invalid_request"), "{err}");
     let (code, out, _) = run(&["timeline"]);
     assert_eq!(code, Some(0));
     assert!(out.contains("──── automatic compaction"), "{out}");

@@ -66,6 +66,16 @@ pub enum Format {
     AiSdk,
 }
 
+impl std::str::FromStr for Format {
+    type Err = crate::error::Error;
+
+    /// A format by any name the core reads it by (`ai-sdk` for `aiSdk`):
+    /// what a host's `--format` or `?format=` takes.
+    fn from_str(name: &str) -> crate::error::Result<Format> {
+        Format::decode(Value::String(name.to_owned()), &At::ROOT).map_err(|e| *e)
+    }
+}
+
 /// Messages rendered in a format. foldline's own form stays typed and is
 /// written straight to its canonical bytes, as are OpenAI messages (the
 /// format a chat client asks for on every message); the other provider

@@ -238,15 +238,16 @@ fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, Ap
 /// `?format=`: read as the core reads a format (`Format` with its aliases,
 /// so `ai-sdk` is `aiSdk` here as in every runtime); absent is `foldline`.
 fn format_of(q: &BTreeMap<String, String>) -> Result<Format, ApiError> {
-    use foldline_core::decode::{At, Decode};
     let Some(name) = q.get("format") else {
         return Ok(Format::Foldline);
     };
-    Format::decode(
-        serde_json::Value::String(name.clone()),
-        &At::ROOT.key("format"),
-    )
-    .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", e.message))
+    name.parse().map_err(|e: foldline_core::Error| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            format!("format: {}", e.message),
+        )
+    })
 }
 
 /// Run `f` on the blocking pool once `member` is found to be the
