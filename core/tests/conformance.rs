@@ -2313,6 +2313,64 @@ fn gen_step() -> Vec<Value> {
         Host::default(),
         &["done:warm"],
     );
+    // The held candidate prepared through the loop: the model call of a
+    // compaction (its streaming rule and replay), checked by settle, and
+    // nothing written.
+    let prepare = json!({"prepareWarm": true, "warmHeld": true, "warmPacket": candidate});
+    let written = warm.events.len();
+    let prepared = drive(
+        &mut g,
+        "warm-prepare",
+        "a held candidate is prepared through the loop: one model call, its answer checked by settle, finished `prepared`; nothing is written",
+        &mut warm,
+        prepare.clone(),
+        &[Answer::Complete("The candidate's summary, prepared ahead.")],
+        Host::default(),
+        &["callModel", "done:prepared"],
+    );
+    let summary = &prepared["ok"]["effect"]["finished"]["summary"];
+    assert_eq!(summary["packetId"], candidate["id"]);
+    assert_eq!(
+        summary["summary"],
+        json!("The candidate's summary, prepared ahead.")
+    );
+    drive(
+        &mut g,
+        "warm-prepare-replayed",
+        "a preparation whose stream ends before any content is replayed once through the buffered call, as a compaction is",
+        &mut warm,
+        prepare.clone(),
+        &[Answer::DroppedEarly, Answer::Complete("The candidate, replayed.")],
+        Host::default(),
+        &["callModel", "callModel", "done:prepared"],
+    );
+    for (name, answer) in [
+        ("warm-prepare-refused", Answer::Fails("providerRefusal")),
+        ("warm-prepare-timeout", Answer::Fails("timeout")),
+        ("warm-prepare-unusable", Answer::Complete("")),
+    ] {
+        drive(
+            &mut g,
+            name,
+            "a preparation that fails (a typed failure, a passed deadline, an answer settle refuses) finishes `failed` with nothing written: no audit record, the candidate stays unprepared",
+            &mut warm,
+            prepare.clone(),
+            &[answer],
+            Host::default(),
+            &["callModel", "done:failed"],
+        );
+    }
+    drive(
+        &mut g,
+        "warm-prepare-without-candidate",
+        "a preparation without the held candidate's packet in the view is refused",
+        &mut warm,
+        json!({"prepareWarm": true}),
+        &[],
+        Host::default(),
+        &["error:invalid_request"],
+    );
+    assert_eq!(warm.events.len(), written, "a preparation writes nothing");
     warm.events.extend(token_turns(27).into_iter().skip(22));
     let summary = json!({"packetId": candidate["id"], "runId": "warm", "modelId": "test-model",
         "usage": {"inputTokens": 1000, "outputTokens": 50}, "finishReason": "stop", "summary": "The candidate's summary, prepared ahead."});

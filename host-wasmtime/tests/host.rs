@@ -1027,6 +1027,44 @@ fn warm_candidate(drop_before_content: bool, summaries: usize) {
     d.resolve("c").expect("the chain verifies");
 }
 
+/// A preparation that fails (here the provider refuses) leaves the
+/// candidate unprepared and writes nothing: no audit record, as the core's
+/// `prepareWarm` vectors say; the compaction due later calls the model itself.
+#[test]
+fn a_failed_warm_preparation_writes_nothing() {
+    use foldline_core::stream::FailureKind;
+    let refusing = std::sync::atomic::AtomicBool::new(true);
+    let model = foldline_wasmtime::model::model_fn(move |_p| {
+        if refusing.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(foldline_wasmtime::model::ModelError::new(
+                FailureKind::ProviderRefusal,
+                "no",
+            ));
+        }
+        Ok("The member planned a trip; dates and budget were agreed.".into())
+    });
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        model,
+        budget_decl(Budget::default_tokens()),
+    );
+    let mut s = 0;
+    loop {
+        s += 1;
+        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
+        if let Outcome::Warm(_) = d.on_message("c").unwrap() {
+            break;
+        }
+        assert!(s < 200, "never warm");
+    }
+    let before = d.journal().read_events("c", 0).unwrap().len();
+    assert!(!d.prepare_warm("c").unwrap(), "refused: not prepared");
+    assert_eq!(d.journal().read_events("c", 0).unwrap().len(), before);
+    // Still held and unprepared: prepared on the next try.
+    assert!(d.prepare_warm("c").unwrap());
+}
+
 #[test]
 fn an_interrupted_manual_task_ends_as_failed() {
     use foldline_core::event::{Event, TaskEvent, TaskState};

@@ -22,7 +22,8 @@ import type { Format, MessagesOf } from "./types.js";
 import type { Compactor, CompactorOptions, ContextOptions, RenderedSelection } from "./driver/api.js";
 import { load, state, viewKey, type Ctx } from "./driver/read.js";
 import { leased, serial } from "./driver/lease.js";
-import { drive, run } from "./driver/run.js";
+import { drive } from "./driver/loop.js";
+import { run } from "./driver/run.js";
 import { admitted, appendMessages } from "./driver/append.js";
 
 export { MESSAGE_OVERHEAD_TOKENS } from "./driver/api.js";

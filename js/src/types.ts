@@ -244,6 +244,12 @@ export interface StepRequest {
   task?: string | null;
   /** Only end interrupted tasks, then finish with `ended`. */
   endInterruptedOnly?: boolean;
+  /**
+   * Only prepare the held warm candidate (its packet in `view.warm`): the
+   * model call, checked by settle; finishes `prepared` or `failed`, writing
+   * nothing. Sent with every step of the run, as `trigger` and `task` are.
+   */
+  prepareWarm?: boolean;
   /** Whether warm candidates are prepared (default on). */
   warmCandidates?: boolean;
   /** Whether the host already holds a warm candidate: one per head. */
@@ -292,6 +298,9 @@ export type Finished =
   | { status: "warm"; packet: Packet | null; prepare: boolean }
   | { status: "compacted"; boundary: Boundary }
   | { status: "refused"; error: ErrorValue }
+  /** A warm candidate's summary, checked by settle (`prepareWarm`); nothing was written. */
+  | { status: "prepared"; summary: ModelOutput }
+  /** Its audit record is durable (a warm preparation's failure writes none). */
   | { status: "failed"; report: FailureReport }
   | { status: "ended" };
 

@@ -337,6 +337,43 @@ export function suite(f, makeJournal) {
     // The loop's replay rule (stream::replay_buffered) for warm candidates too:
     // an untyped failure before any content is replayed once, buffered.
     ["a warm candidate whose stream drops before any content is replayed once, buffered, and used", () => warmCandidate(fakeModel({ dropBeforeContent: true }), 2)],
+    // The core's `prepareWarm`: a preparation that fails writes nothing (as the Rust driver's test says).
+    ["a failed warm preparation writes nothing and leaves the compaction to call the model", async () => {
+      const journal = await makeJournal();
+      const base = fakeModel();
+      let first = true;
+      const model = {
+        calls: base.calls, complete: base.complete,
+        async *stream(p) {
+          if (!first) return yield* base.stream(p);
+          first = false;
+          base.calls.stream++;
+          yield { type: "delta", text: "Summ" };
+          throw new Error("connection reset"); // after content: no replay
+        },
+      };
+      const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
+      const c = f.createCompactor({ journal, model, declaration: tokens });
+      let s = 0, r;
+      do {
+        s++;
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        r = await c.onMessage("c1");
+      } while (r.status !== "warm" && s < 200);
+      equal(r.status, "warm");
+      for (let i = 0; i < 100 && base.calls.stream < 1; i++) await new Promise((ok) => setTimeout(ok, 10));
+      await new Promise((ok) => setTimeout(ok, 20));
+      equal(base.calls.stream, 1, "the preparation called the model once");
+      const types = (await journal.readEvents("c1")).map((e) => e.event.type);
+      check(!types.includes("compactionFailed") && !types.includes("boundary"), `nothing written: ${types.join(",")}`);
+      do {
+        s++;
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        r = await c.onMessage("c1");
+      } while (r.status !== "compacted" && s < 300);
+      equal(r.status, "compacted");
+      equal(base.calls.stream, 2, "the compaction due called the model itself");
+    }],
     ["every default compacts a long conversation through the driver", async () => {
       for (const [name, budget, size, n] of [
         ["tokens 8192 (seed 002)", { kind: "tokens", window: 8192 }, 300, 120],

@@ -146,6 +146,8 @@ struct RunSpec {
     owner: Option<String>,
     /// Only end interrupted tasks.
     end_interrupted_only: bool,
+    /// Only prepare the held warm candidate (nothing written).
+    prepare_warm: bool,
 }
 
 /// The core answered an effect on a run without one.
@@ -434,6 +436,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             task: None,
             owner: self.owner.clone(),
             end_interrupted_only: true,
+            prepare_warm: false,
         };
         let result = self.drive(conversation, &sweep, &mut |_| {});
         lease.release()?;

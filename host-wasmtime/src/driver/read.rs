@@ -12,7 +12,9 @@ use foldline_core::validate::{ValidateRequest, ValidateResponse};
 use super::{after_head, Driver};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
-use crate::model::{Model, ModelResult};
+use foldline_core::settle::ModelOutput;
+
+use crate::model::Model;
 use crate::runtime::{encode, Foldline, Holding};
 use crate::sync::lock;
 
@@ -101,7 +103,7 @@ pub(super) struct Cached {
     pub(super) under: String,
     /// The warm candidate (persisted), and its verified summary once
     /// [`Driver::prepare_warm`] has run.
-    pub(super) warm: Option<(Packet, Option<ModelResult>)>,
+    pub(super) warm: Option<(Packet, Option<ModelOutput>)>,
     /// What the core's instance holds of `recent`.
     pub(super) holding: Holding,
 }

@@ -45,6 +45,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             task,
             owner,
             end_interrupted_only: false,
+            prepare_warm: false,
         };
         // An automatic check that finds nothing to write (most messages: a
         // skip below the trigger) needs no writer lease: it is planned
@@ -105,9 +106,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 drop_warm(self);
                 Outcome::Failed(report)
             }
-            Finished::Ended => {
+            Finished::Ended | Finished::Prepared { .. } => {
                 return Err(HostError::MalformedOutput(
-                    "a compaction run ended as an interrupted-task sweep".into(),
+                    "a compaction run ended as an interrupted-task sweep or a preparation".into(),
                 ))
             }
         })
@@ -124,31 +125,21 @@ impl<J: Journal, M: Model> Driver<J, M> {
     ) -> Result<Step> {
         let mut state = state;
         self.read_and_call(conversation, "step", |c, res, seq, events| {
-            // A held candidate's packet is offered (copied) only once its
-            // summary is prepared; until then the core needs only to know
-            // one is held.
-            let (candidate_held, prepared) = match &c.warm {
-                None => (false, None),
-                Some((_, None)) => (true, None),
-                Some((p, Some(r))) => {
-                    let summary = ModelOutput {
-                        packet_id: p.id.clone(),
-                        run_id: "warm".into(),
-                        model_id: r.evidence.model_id.clone(),
-                        usage: r.evidence.usage,
-                        finish_reason: r.evidence.finish_reason.clone(),
-                        summary: r.text.clone(),
-                    };
-                    (true, Some((p.clone(), summary)))
-                }
+            // A held candidate's packet is offered (copied) once its summary
+            // is prepared, or to prepare it; until then the core needs only
+            // to know one is held.
+            let (warm, summary) = match &c.warm {
+                Some((p, Some(s))) => (Some(p.clone()), Some(s.clone())),
+                Some((p, None)) if run.prepare_warm => (Some(p.clone()), None),
+                _ => (None, None),
             };
-            let (warm, summary) = prepared.unzip();
             StepRequest {
                 trigger: run.trigger.clone(),
                 task: run.task.clone(),
                 end_interrupted_only: run.end_interrupted_only,
+                prepare_warm: run.prepare_warm,
                 warm_candidates: self.warm_candidates,
-                warm_held: candidate_held,
+                warm_held: c.warm.is_some(),
                 model_timeout_ms: self.model_timeout_ms,
                 view: Some(PlanRequest {
                     declaration: self.declaration.clone(),
@@ -187,6 +178,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             trigger: run.trigger.clone(),
             task: run.task.clone(),
             end_interrupted_only: run.end_interrupted_only,
+            prepare_warm: run.prepare_warm,
             warm_candidates: self.warm_candidates,
             warm_held: false,
             warm_summary: None,
@@ -195,6 +187,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
             seq: 0,
             state: Some(state),
             last: Some(last),
+        };
+        // A model call keeps its run's lease renewed: the writer lease, or
+        // a warm preparation's own.
+        let (lease_key, lease_ms) = if run.prepare_warm {
+            (format!("{conversation}#warm"), self.warm_lease_ms)
+        } else {
+            (conversation.to_owned(), self.lease_ms)
         };
         let mut step = self.fresh_step(conversation, run, None)?;
         loop {
@@ -230,7 +229,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     deadline_ms,
                 } => {
                     let r = state.run.as_ref().ok_or_else(no_run)?;
-                    let last = self.renewing(conversation, self.lease_ms, || {
+                    let last = self.renewing(&lease_key, lease_ms, || {
                         self.call_model(&r.packet, &r.run_id, buffered, deadline_ms)
                     });
                     next(state, last)

@@ -1,14 +1,13 @@
 //! Warm candidates: a packet and its summary prepared ahead of need, under
 //! a lease of their own, used only while the core says they are still valid.
 
-use foldline_core::run::EffectResult;
-use foldline_core::settle::SettleRequest;
-use foldline_core::validate::ValidateRequest;
+use foldline_core::plan::Trigger;
+use foldline_core::run::Finished;
 
-use super::Driver;
+use super::{Driver, RunSpec};
 use crate::error::Result;
 use crate::journal::Journal;
-use crate::model::{Evidence, Model, ModelResult};
+use crate::model::Model;
 
 impl<J: Journal, M: Model> Driver<J, M> {
     /// Prepare the conversation's warm candidate, if one is waiting: summarize
@@ -22,8 +21,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// Journal and runtime failures; a model failure only leaves the
     /// candidate unprepared.
     pub fn prepare_warm(&self, conversation: &str) -> Result<bool> {
-        let Some(packet) = self.with_cache(conversation, |c| match &c.warm {
-            Some((p, None)) => Some(p.clone()),
+        let Some(packet_id) = self.with_cache(conversation, |c| match &c.warm {
+            Some((p, None)) => Some(p.id.clone()),
             _ => None,
         }) else {
             return Ok(false);
@@ -44,55 +43,25 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
         }
         let warm = Warm(&self.journal, &key, &self.holder);
-        let answer = self.renewing(&key, self.warm_lease_ms, || {
-            let call =
-                |buffered| self.call_model(&packet, "warm-check", buffered, self.model_timeout_ms);
-            let first = call(false);
-            // The one buffered replay, by the loop's own rule.
-            match &first {
-                EffectResult::Model {
-                    content_received,
-                    output,
-                    error,
-                } if foldline_core::stream::replay_buffered(
-                    *content_received,
-                    output.is_some(),
-                    error.as_ref().map(|e| e.failure),
-                ) =>
-                {
-                    call(true)
-                }
-                _ => first,
-            }
-        });
+        // The core's loop prepares it (`prepareWarm`): the streaming rule
+        // and its one buffered replay, the answer checked by settle,
+        // nothing written — the same steps as in the JS driver.
+        let run = RunSpec {
+            trigger: Trigger::Automatic,
+            task: None,
+            owner: self.owner.clone(),
+            end_interrupted_only: false,
+            prepare_warm: true,
+        };
+        let finished = self.drive(conversation, &run, &mut |_| {});
         std::mem::forget(warm);
         self.journal.release_lease(&key, &self.holder)?;
-        let EffectResult::Model {
-            output: Some(output),
-            ..
-        } = answer
-        else {
+        let Finished::Prepared { summary } = finished? else {
             return Ok(false);
-        };
-        let checked = self.validate(ValidateRequest::Settle(Box::new(SettleRequest {
-            packet: packet.clone(),
-            output: output.clone(),
-            expected_run_id: None,
-        })));
-        if checked.is_err() {
-            return Ok(false);
-        }
-        let answer = ModelResult {
-            text: output.summary,
-            evidence: Evidence {
-                model_id: output.model_id,
-                usage: output.usage,
-                finish_reason: output.finish_reason,
-            },
         };
         Ok(self.with_cache(conversation, |c| match &mut c.warm {
-            Some((p, slot)) if p.id == packet.id => {
-                *slot = Some(answer);
+            Some((p, slot)) if p.id == packet_id => {
+                *slot = Some(*summary);
                 true
             }
             _ => false,

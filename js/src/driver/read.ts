@@ -7,8 +7,7 @@ import { FoldlineError } from "../error.js";
 import { validate } from "../ops.js";
 import { PINNED_ROLES } from "../defaults.js";
 import { newSlot, rebuiltSlot, type Slot } from "../held.js";
-import type { Boundary, Event, InputTurn, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
-import type { ModelResult } from "../model/model.js";
+import type { Boundary, Event, InputTurn, ModelOutput, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
 import type { CompactorOptions } from "./api.js";
 
 /** What every part of a compactor shares: its options and the state of each conversation. */
@@ -95,8 +94,8 @@ export interface State {
   verified: VerifiedPrefix;
   /** Manual tasks requested and not yet ended. */
   openTasks: Map<string, Extract<Event, { type: "compactionTask" }>>;
-  /** The warm candidate: its packet, and its verified summary once ready. */
-  warm?: { packet: Packet; result?: ModelResult; preparing?: Promise<void> };
+  /** The warm candidate: its packet, and its summary once the core's loop prepared and checked it. */
+  warm?: { packet: Packet; result?: ModelOutput; preparing?: Promise<void> };
 }
 
 export function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery" | "turnMeta" }> {
@@ -196,7 +195,7 @@ export async function load(c: Ctx, id: string): Promise<{ s: State; res: Resolut
 }
 
 /** What the core plans from: the state read to the journal's end, as a plan request. */
-export async function view(c: Ctx, id: string, trigger: Trigger): Promise<{ s: State; request: PlanRequest; seq: number; key: string }> {
+export async function view(c: Ctx, id: string, trigger: Trigger, prepareWarm = false): Promise<{ s: State; request: PlanRequest; seq: number; key: string }> {
   const { s, events, res } = await load(c, id);
   const route = c.routeOf(id);
   const owner = c.o.owner?.(id) ?? null;
@@ -205,7 +204,8 @@ export async function view(c: Ctx, id: string, trigger: Trigger): Promise<{ s: S
     request: {
       declaration: c.o.declaration, route, owner,
       frontier: res.frontier, head: res.head, amendment: res.amendment, carried: res.carried ?? null, events, trigger,
-      warm: s.warm?.result ? s.warm.packet : null,
+      // The held candidate's packet: once prepared, or to prepare it.
+      warm: s.warm?.result || prepareWarm ? (s.warm?.packet ?? null) : null,
     },
   };
 }

@@ -48,15 +48,3 @@ export async function callModel(c: Ctx, run: Pick<Run, "packet" | "runId">, buff
   if (deadline.aborted) return failed(undefined, text.length > 0);
   return { kind: "model", contentReceived: text.length > 0, ...(done ? { output: output(done) } : {}) };
 }
-
-/**
- * Whether a summary call that answered this is made once more through the
- * buffered call: it ended before any content (no complete answer) and
- * without a typed failure (a refusal, timeout or budget stop would only fail
- * again). The core's rule (`stream::replay_buffered`, which `step` follows);
- * the warm-candidate scenario of both drivers holds the two together.
- */
-export function replayBuffered(a: ModelAnswer): boolean {
-  const endedBeforeContent = !a.contentReceived && !(a.output != null && a.error == null);
-  return endedBeforeContent && (a.error == null || a.error.failure === "other");
-}

@@ -14,6 +14,10 @@
 //!                            ─▶ call model (stream) ─▶ [call model (buffered), once]
 //!                            ─▶ settle ─┬─▶ append boundary [+ task completed] ─▶ done
 //!                                       └─▶ append failure [+ task failed] ─────▶ done
+//!
+//! prepareWarm (the held candidate in view.warm; writes nothing):
+//! start ─ call model (stream) ─▶ [call model (buffered), once] ─▶ settle ─┬─▶ done prepared
+//!                                                                          └─▶ done failed
 //! ```
 //!
 //! What the host keeps is its own business (a cache of what it read, the
@@ -118,6 +122,7 @@ pub(crate) fn step_viewing(
         trigger,
         task,
         end_interrupted_only,
+        prepare_warm,
         warm_candidates,
         warm_held,
         warm_summary,
@@ -140,10 +145,12 @@ pub(crate) fn step_viewing(
         task,
         timeout: model_timeout_ms,
         folds,
+        prepare: prepare_warm,
     };
     let mut next = match (stage, last, run) {
         (Stage::Start, _, _) => match view {
             None => read(),
+            Some(view) if ctx.prepare => ctx.prepare(view, seq)?,
             Some(view) if end_interrupted_only => ctx.end_interrupted(&view.events, seq),
             Some(view) => ctx.start(view, recon, seq, (warm_candidates, warm_held), warm_summary),
         },
@@ -235,6 +242,8 @@ struct RunShared {
     timeout: u64,
     /// What this run folded so far (a backlog folded in parts).
     folds: Option<Folds>,
+    /// A warm candidate's preparation: it writes nothing.
+    prepare: bool,
 }
 
 impl RunShared {
@@ -358,6 +367,18 @@ impl RunShared {
                 ),
             ),
         }
+    }
+
+    /// Prepare the held warm candidate: the model call of a compaction
+    /// without its writes.
+    fn prepare(&self, view: &mut PlanRequest, seq: u64) -> Result<Step> {
+        let packet = view.warm.take().ok_or_else(|| {
+            Error::new(
+                Code::InvalidRequest,
+                "step: prepareWarm needs the held candidate's packet in view.warm",
+            )
+        })?;
+        Ok(self.call(self.run(packet, view, seq, None), Stage::Streaming, false))
     }
 
     /// Plan from a fresh view and follow the plan.
@@ -554,6 +575,11 @@ impl RunShared {
             expected_run_id: Some(run.run_id.clone()),
         };
         let settled = settle(&req);
+        if let (Ok(_), true) = (&settled, self.prepare) {
+            return done(Finished::Prepared {
+                summary: Box::new(req.output),
+            });
+        }
         let run = Run {
             packet: req.packet,
             ..run
@@ -583,6 +609,9 @@ impl RunShared {
 
     /// The audit record (and the task's end), committed before the failure returns.
     fn fail(&self, run: Run, report: FailureReport) -> Step {
+        if self.prepare {
+            return done(Finished::Failed { report });
+        }
         let mut batch = vec![Event::CompactionFailed(FailureEvent {
             run_id: run.run_id.clone(),
             packet_id: run.packet.id.clone(),

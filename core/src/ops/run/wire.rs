@@ -36,6 +36,14 @@ pub struct StepRequest {
     /// Only end interrupted tasks, then finish with `ended`.
     #[serde(default)]
     pub end_interrupted_only: bool,
+    /// Only prepare the held warm candidate (its packet in `view.warm`): call
+    /// the model for it (the streaming rule and its one buffered replay, as
+    /// for a compaction), check the answer with `settle`, and finish
+    /// `prepared` with the checked summary, or `failed`. Nothing is written
+    /// either way; the host keeps the summary and offers it as `warmSummary`.
+    /// Sent with every step of the run, as `trigger` and `task` are.
+    #[serde(default)]
+    pub prepare_warm: bool,
     /// Whether warm candidates are prepared (default on).
     #[serde(default = "yes")]
     pub warm_candidates: bool,
@@ -234,7 +242,14 @@ pub enum Finished {
         /// Why.
         error: Error,
     },
-    /// The run failed; its audit record is durable.
+    /// A warm candidate's summary, checked by `settle` (`prepareWarm`):
+    /// nothing was written; the host offers it as `warmSummary` later.
+    Prepared {
+        /// The checked answer.
+        summary: Box<ModelOutput>,
+    },
+    /// The run failed; its audit record is durable (a warm preparation's
+    /// failure writes none).
     Failed {
         /// The generic notice and the audit reason.
         report: FailureReport,
