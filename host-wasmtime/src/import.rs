@@ -79,6 +79,20 @@ fn parse_items(text: &str, route: &Route, after_seq: u64, events_too: bool) -> R
     Ok(events)
 }
 
+/// Number imported messages again, after `after_seq`, as [`parse`] numbers
+/// them (source sequence and turn id): what a writer does when the journal
+/// moved between parsing a batch and writing it.
+pub fn renumber(events: &mut [Event], route: &Route, after_seq: u64) {
+    let messages = events.iter_mut().filter_map(|e| match e {
+        Event::Message(m) => Some(m),
+        _ => None,
+    });
+    for (seq, m) in (after_seq + 1..).zip(messages) {
+        m.source_seq = seq;
+        m.turn_id = format!("{}-{seq}", route.conversation);
+    }
+}
+
 /// A file, image or audio part's place in a journal of text: a text part
 /// `[file <kind> <name>]`, so the model still knows one was there
 /// (docs/formats.md; `fileMark` in js/src/convert.ts).
@@ -271,6 +285,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         source: String::new(),
         source_seq: seq,
         index: 0,
+        // As `renumber` numbers them.
         turn_id: format!("{}-{seq}", route.conversation),
         role,
         author_agent: name.filter(|_| role == Role::Assistant).map(str::to_owned),

@@ -108,16 +108,22 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
         .into_response()
 }
 
-/// The route of `conv` once `text` holds OpenAI-style messages only (at
-/// least one), each one a compaction could take under the server's
-/// declaration.
-fn admit_messages(a: &App, conv: &str, text: &str) -> Result<Route, ApiError> {
+/// The messages of `text` (OpenAI-style messages only, at least one, each
+/// one a compaction could take under the server's declaration), numbered
+/// from 1 and sent by the authenticated `member` (never by whatever the
+/// body says), with their route; parsed once, numbered again where written.
+fn admit_messages(
+    a: &App,
+    conv: &str,
+    text: &str,
+    member: &str,
+) -> Result<(Route, Vec<foldline_core::event::Event>), ApiError> {
     let route = Route {
         conversation: conv.to_owned(),
         chat: String::new(),
         sender: String::new(),
     };
-    let probe = crate::import::parse_messages(text, &route, 0)?;
+    let mut probe = crate::import::parse_messages(text, &route, 0)?;
     if probe.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -125,30 +131,19 @@ fn admit_messages(a: &App, conv: &str, text: &str) -> Result<Route, ApiError> {
             "no messages in the body",
         ));
     }
-    foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+    let check = foldline_core::validate::EventsCheck {
         route: route.clone(),
         events: probe,
         declaration: Some(a.driver.declaration().clone()),
-    })
-    .map_err(HostError::Core)?;
-    Ok(route)
-}
-
-/// The messages of `text` as events numbered after `after`, sent by the
-/// authenticated `member` (never by whatever the body says).
-fn messages_from(
-    text: &str,
-    route: &Route,
-    after: u64,
-    member: &str,
-) -> crate::error::Result<Vec<foldline_core::event::Event>> {
-    let mut events = crate::import::parse_messages(text, route, after)?;
-    for e in &mut events {
+    };
+    foldline_core::validate::check_events(&check).map_err(HostError::Core)?;
+    probe = check.events;
+    for e in &mut probe {
         if let foldline_core::event::Event::Message(m) = e {
             m.sender = member.to_owned();
         }
     }
-    Ok(events)
+    Ok((route, probe))
 }
 
 /// `POST …/messages`: one OpenAI-style message, or an array of them.
@@ -176,7 +171,7 @@ async fn append(
     let (a, conv) = (app.clone(), id.clone());
     let done = blocking(move || {
         // Checked before claiming, so bad input creates nothing.
-        let route = admit_messages(&a, &conv, &text)?;
+        let (route, messages) = admit_messages(&a, &conv, &text, &member)?;
         if std::time::Instant::now() > deadline {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
@@ -192,7 +187,9 @@ async fn append(
             ));
         }
         a.append(&conv, key.as_deref(), |after| {
-            messages_from(&text, &route, after, &member)
+            let mut batch = messages.clone();
+            crate::import::renumber(&mut batch, &route, after);
+            Ok(batch)
         })
     })
     .await?;
