@@ -42,8 +42,67 @@ export function loadedCore(): Core {
   if (!loaded) {
     throw new FoldlineError({ code: "not_initialized", message: "call `await init()` (edge runtimes: `await init(wasmModule)`) before any other foldline call" });
   }
-  return wasm;
+  return core;
 }
+
+/**
+ * The instance's raw exports that a call crosses through: wasm-bindgen's
+ * ABI for `call(entry: &str, request: &str) -> String` (each string in as
+ * a (pointer, length) the callee owns and frees; the answer out as an owned
+ * (pointer, length) the caller frees).
+ */
+interface Raw {
+  memory: { buffer: ArrayBuffer };
+  __wbindgen_malloc(size: number, align: number): number;
+  __wbindgen_realloc(ptr: number, old: number, size: number, align: number): number;
+  __wbindgen_free(ptr: number, size: number, align: number): void;
+  call(p0: number, l0: number, p1: number, l1: number): [number, number];
+  callHeld(id: number, count: number, p0: number, l0: number, p1: number, l1: number, p2: number, l2: number): [number, number];
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+
+/**
+ * `text` as UTF-8 in the instance's memory, in one native pass
+ * (`encodeInto` into room for the worst case, then the rest given back).
+ * The glue writes a string one character at a time from JavaScript until
+ * the first non-ASCII one: a third of a per-message call on the
+ * benchmark's 88 KB requests (BENCHMARKS.md "Session 17").
+ */
+function put(raw: Raw, text: string): [number, number] {
+  const room = text.length * 3;
+  const ptr = raw.__wbindgen_malloc(room, 1) >>> 0;
+  if (room === 0) return [ptr, 0]; // nothing allocated: nothing to give back
+  const { written } = encoder.encodeInto(text, new Uint8Array(raw.memory.buffer, ptr, room));
+  return [raw.__wbindgen_realloc(ptr, room, written, 1) >>> 0, written];
+}
+
+/** The answer a call left in the instance's memory, read and freed. */
+function take(raw: Raw, [ptr, len]: [number, number]): string {
+  const text = decoder.decode(new Uint8Array(raw.memory.buffer, ptr >>> 0, len));
+  raw.__wbindgen_free(ptr, len, 1);
+  return text;
+}
+
+/** The core as the package calls it: the glue's, with the two calls every message makes crossing through {@link put}. */
+const core: Core = {
+  call(entry, request) {
+    const raw = exports();
+    const [p0, l0] = put(raw, entry);
+    const [p1, l1] = put(raw, request);
+    return take(raw, raw.call(p0, l0, p1, l1));
+  },
+  callHeld(id, count, entry, request, update) {
+    const raw = exports();
+    const [p0, l0] = put(raw, entry);
+    const [p1, l1] = put(raw, request);
+    const [p2, l2] = put(raw, update);
+    return take(raw, raw.callHeld(id, count, p0, l0, p1, l1, p2, l2));
+  },
+  version: () => wasm.version(),
+  forget: (id) => wasm.forget(id),
+};
 
 /**
  * Linear memory past which the core is re-instantiated once a call has
@@ -56,9 +115,9 @@ export function loadedCore(): Core {
  */
 export { MEMORY_RESET_BYTES };
 
-/** The core's exports as instantiated now (the glue answers them once loaded). */
-function exports(): { memory: { buffer: ArrayBuffer } } {
-  return wasm.initSync(undefined as never) as unknown as { memory: { buffer: ArrayBuffer } };
+/** The core's exports as instantiated now (the glue answers them once loaded; a reset replaces them). */
+function exports(): Raw {
+  return wasm.initSync(undefined as never) as unknown as Raw;
 }
 
 /** Bytes of the core's linear memory now (for soak tests and diagnostics). */
