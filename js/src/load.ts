@@ -61,7 +61,10 @@ interface Raw {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+let decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+/** Bytes `decoder` has decoded: Safari's stops working past 2 GiB in all, so a fresh one takes over before that (as the glue does). */
+let decoded = 0;
+const DECODER_BYTES = 2_146_435_072;
 
 /**
  * `text` as UTF-8 in the instance's memory, in one native pass
@@ -80,6 +83,11 @@ function put(raw: Raw, text: string): [number, number] {
 
 /** The answer a call left in the instance's memory, read and freed. */
 function take(raw: Raw, [ptr, len]: [number, number]): string {
+  decoded += len;
+  if (decoded >= DECODER_BYTES) {
+    decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+    decoded = len;
+  }
   const text = decoder.decode(new Uint8Array(raw.memory.buffer, ptr >>> 0, len));
   raw.__wbindgen_free(ptr, len, 1);
   return text;
