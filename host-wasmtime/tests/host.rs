@@ -980,6 +980,20 @@ fn a_warm_candidate_whose_stream_drops_before_content_is_replayed_once() {
     warm_candidate(true, 2);
 }
 
+/// Messages of conversation `c` until a check answers `warm` (at most 200):
+/// how many were appended, and the candidate's packet id.
+fn until_warm<M: foldline_wasmtime::model::Model>(
+    d: &Driver<SqliteJournal, M>,
+) -> (u64, Option<String>) {
+    for s in 1..200 {
+        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
+        if let Outcome::Warm(id) = d.on_message("c").unwrap() {
+            return (s, id);
+        }
+    }
+    panic!("never warm");
+}
+
 /// A warm candidate through the driver: prepared (`summaries` model calls)
 /// off the critical path and used when compaction is due.
 fn warm_candidate(drop_before_content: bool, summaries: usize) {
@@ -990,15 +1004,8 @@ fn warm_candidate(drop_before_content: bool, summaries: usize) {
         Counting(std::sync::atomic::AtomicUsize::new(0), drop_before_content),
         decl,
     );
-    let mut s = 0;
-    let warm_id = loop {
-        s += 1;
-        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
-        if let Outcome::Warm(id) = d.on_message("c").unwrap() {
-            break id.expect("the first warm message builds the candidate");
-        }
-        assert!(s < 200, "never warm");
-    };
+    let (mut s, warm_id) = until_warm(&d);
+    let warm_id = warm_id.expect("the first warm message builds the candidate");
     assert!(
         d.journal().get_packet("c", &warm_id).unwrap().is_some(),
         "persisted"
@@ -1049,15 +1056,7 @@ fn a_failed_warm_preparation_writes_nothing() {
         model,
         budget_decl(Budget::default_tokens()),
     );
-    let mut s = 0;
-    loop {
-        s += 1;
-        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
-        if let Outcome::Warm(_) = d.on_message("c").unwrap() {
-            break;
-        }
-        assert!(s < 200, "never warm");
-    }
+    until_warm(&d);
     let before = d.journal().read_events("c", 0).unwrap().len();
     assert!(!d.prepare_warm("c").unwrap(), "refused: not prepared");
     assert_eq!(d.journal().read_events("c", 0).unwrap().len(), before);
@@ -1668,15 +1667,7 @@ fn a_warm_candidate_is_prepared_under_its_own_900_second_lease() {
     .build()
     .unwrap();
     assert_eq!(d.warm_candidates(), (true, 900_000), "seed 002's default");
-    let mut s = 0;
-    loop {
-        s += 1;
-        d.journal().append("c", &ordinary("c", s, s, 300)).unwrap();
-        if let Outcome::Warm(_) = d.on_message("c").unwrap() {
-            break;
-        }
-        assert!(s < 200, "never warm");
-    }
+    until_warm(&d);
     assert!(d.prepare_warm("c").unwrap());
     assert_eq!(*seen.lock().unwrap(), [(true, true)]);
 }

@@ -426,18 +426,10 @@ fn every_route_refuses_strangers_and_bad_input_with_stable_codes() {
     );
     assert_eq!((s, code(&v)), (400, "invalid_input"));
     // `ai-sdk` is the core's alias of `aiSdk`: the same messages.
-    let (s, dashed) = call(
-        "GET",
-        &format!("{conv}/context?format=ai-sdk&messages=true"),
-        Some(ALICE),
-        None,
-    );
-    let (_, camel) = call(
-        "GET",
-        &format!("{conv}/context?format=aiSdk&messages=true"),
-        Some(ALICE),
-        None,
-    );
+    let [(s, dashed), (_, camel)] = ["ai-sdk", "aiSdk"].map(|f| {
+        let path = format!("{conv}/context?format={f}&messages=true");
+        call("GET", &path, Some(ALICE), None)
+    });
     assert_eq!(s, 200);
     assert!(dashed.as_array().is_some_and(|m| !m.is_empty()));
     assert_eq!(dashed, camel);

@@ -52,25 +52,30 @@ export async function chat(compactor, journal, from, to) {
 }
 
 export function suite(f, makeJournal) {
-  // A warm candidate through the driver: prepared off the critical path
-  // (`summaries` model calls: the stream, and the buffered replay when the
-  // stream drops before content) and used when compaction is due.
-  const warmCandidate = async (model, summaries) => {
+  // A compactor on the README's token budget, and `until(status)`: messages
+  // until a check answers `status` (at most `most` in all).
+  const onTokens = async (model, most = 200) => {
     const journal = await makeJournal();
     const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
     const c = f.createCompactor({ journal, model, declaration: tokens });
     let s = 0;
-    // Messages until the check answers `status` (at most 200 in all).
     const until = async (status) => {
       let r;
       do {
         s++;
         await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
         r = await c.onMessage("c1");
-      } while (r.status !== status && s < 200);
+      } while (r.status !== status && s < most);
       equal(r.status, status);
       return r;
     };
+    return { journal, until };
+  };
+  // A warm candidate through the driver: prepared off the critical path
+  // (`summaries` model calls: the stream, and the buffered replay when the
+  // stream drops before content) and used when compaction is due.
+  const warmCandidate = async (model, summaries) => {
+    const { journal, until } = await onTokens(model);
     let r = await until("warm");
     const warmId = r.outcome.packet.id;
     // The candidate is summarized in the background; wait for it, as time passes between messages.
@@ -339,7 +344,6 @@ export function suite(f, makeJournal) {
     ["a warm candidate whose stream drops before any content is replayed once, buffered, and used", () => warmCandidate(fakeModel({ dropBeforeContent: true }), 2)],
     // The core's `prepareWarm`: a preparation that fails writes nothing (as the Rust driver's test says).
     ["a failed warm preparation writes nothing and leaves the compaction to call the model", async () => {
-      const journal = await makeJournal();
       const base = fakeModel();
       let first = true;
       const model = {
@@ -352,26 +356,14 @@ export function suite(f, makeJournal) {
           throw new Error("connection reset"); // after content: no replay
         },
       };
-      const tokens = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
-      const c = f.createCompactor({ journal, model, declaration: tokens });
-      let s = 0, r;
-      do {
-        s++;
-        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
-        r = await c.onMessage("c1");
-      } while (r.status !== "warm" && s < 200);
-      equal(r.status, "warm");
+      const { journal, until } = await onTokens(model, 300);
+      await until("warm");
       for (let i = 0; i < 100 && base.calls.stream < 1; i++) await new Promise((ok) => setTimeout(ok, 10));
       await new Promise((ok) => setTimeout(ok, 20));
       equal(base.calls.stream, 1, "the preparation called the model once");
       const types = (await journal.readEvents("c1")).map((e) => e.event.type);
       check(!types.includes("compactionFailed") && !types.includes("boundary"), `nothing written: ${types.join(",")}`);
-      do {
-        s++;
-        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
-        r = await c.onMessage("c1");
-      } while (r.status !== "compacted" && s < 300);
-      equal(r.status, "compacted");
+      await until("compacted");
       equal(base.calls.stream, 2, "the compaction due called the model itself");
     }],
     ["every default compacts a long conversation through the driver", async () => {
