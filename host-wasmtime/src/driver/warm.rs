@@ -10,10 +10,11 @@ use crate::journal::Journal;
 use crate::model::Model;
 
 impl<J: Journal, M: Model> Driver<J, M> {
-    /// Prepare the conversation's warm candidate, if one is waiting: summarize
-    /// its persisted packet under the candidate's own lease
-    /// (`warm_lease_ms`), check the summary with `settle`, and keep it for
-    /// the compaction that is due later, which then makes no model call. A
+    /// Prepare the conversation's warm candidate, if one is waiting: under
+    /// the candidate's own lease (`warm_lease_ms`), a run of the core's loop
+    /// with `prepare_warm` summarizes its persisted packet and checks the
+    /// summary with `settle` (writing nothing); the summary is kept for the
+    /// compaction that is due later, which then makes no model call. A
     /// host runs this off the critical path (a server in the background; the
     /// `foldline` program between messages). `Ok(false)`: nothing to prepare.
     ///
