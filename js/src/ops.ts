@@ -3,6 +3,7 @@
 // face (core.ts) re-exports them; the drivers, journals and handler import
 // them from here, so nothing inside the package depends on its face.
 
+import { FoldlineError } from "./error.js";
 import { loadedCore, release } from "./load.js";
 import { call } from "./call.js";
 import type {
@@ -71,6 +72,9 @@ export function settingsProjection(request: SettingsRequest): SettingsResponse {
 
 /** Any entry point, JSON string in and canonical JSON string out (the conformance path). */
 export function callJson(entry: string, request: string): string {
+  if (typeof entry !== "string" || typeof request !== "string") {
+    throw new FoldlineError({ code: "invalid_request", message: "callJson takes the entry point's name and the request as JSON text (two strings)" });
+  }
   const answer = loadedCore().call(entry, request);
   release();
   return answer;

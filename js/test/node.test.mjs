@@ -557,6 +557,9 @@ test("a request crosses into the core exactly as the glue would write it", async
   const texts = ["é", "a", "żółw 🐢 中文", "中".repeat(5000), "🐢".repeat(3000), "x".repeat(4_000_000)];
   const requests = ["", "{", "[]", ...texts.map((t) => JSON.stringify({ text: t, budget: 2 })),
     ...texts.map((t) => JSON.stringify({ route: { conversation: t }, events: [], declaration: { targetId: "a", compactorId: "a-c" } }))];
+  for (const [entry, request] of [["plan", 5], ["plan", null], [5, "{}"], ["plan", {}]]) {
+    assert.throws(() => f.callJson(entry, request), (e) => e.code === "invalid_request", JSON.stringify([entry, request]));
+  }
   for (const entry of ["trimPrompt", "plan", "nope", ""]) {
     for (const r of requests) {
       assert.equal(f.callJson(entry, r), glue.call(entry, r), `${entry} ${r.slice(0, 40)}`);
