@@ -67,18 +67,29 @@ let decoded = 0;
 const DECODER_BYTES = 2_146_435_072;
 
 /**
- * `text` as UTF-8 in the instance's memory, in one native pass
- * (`encodeInto` into room for the worst case, then the rest given back).
- * The glue writes a string one character at a time from JavaScript until
- * the first non-ASCII one: a third of a per-message call on the
- * benchmark's 88 KB requests (BENCHMARKS.md "Session 17").
+ * `text` as UTF-8 in the instance's memory, written natively
+ * (`encodeInto`): into room for one byte per UTF-16 unit first (all of an
+ * ASCII request, no more memory than the text), and only past the first
+ * character that did not fit into room for the worst case of the rest
+ * (three bytes per unit); what is left over given back. The glue wrote a
+ * string one character at a time from JavaScript until its first non-ASCII
+ * one: a third of a per-message call on the benchmark's 88 KB requests
+ * (BENCHMARKS.md "Session 17").
  */
 function put(raw: Raw, text: string): [number, number] {
-  const room = text.length * 3;
-  const ptr = raw.__wbindgen_malloc(room, 1) >>> 0;
+  let room = text.length;
+  let ptr = raw.__wbindgen_malloc(room, 1) >>> 0;
   if (room === 0) return [ptr, 0]; // nothing allocated: nothing to give back
-  const { written } = encoder.encodeInto(text, new Uint8Array(raw.memory.buffer, ptr, room));
-  return [raw.__wbindgen_realloc(ptr, room, written, 1) >>> 0, written];
+  const { read, written: first } = encoder.encodeInto(text, new Uint8Array(raw.memory.buffer, ptr, room));
+  let written = first;
+  if (read < text.length) {
+    const rest = text.slice(read);
+    const more = written + rest.length * 3;
+    ptr = raw.__wbindgen_realloc(ptr, room, more, 1) >>> 0;
+    room = more;
+    written += encoder.encodeInto(rest, new Uint8Array(raw.memory.buffer, ptr + written, room - written)).written;
+  }
+  return [written === room ? ptr : raw.__wbindgen_realloc(ptr, room, written, 1) >>> 0, written];
 }
 
 /** The answer a call left in the instance's memory, read and freed. */

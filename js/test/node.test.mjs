@@ -549,12 +549,12 @@ test("files and images leave a [file …] placeholder in every format", async ()
 // The package writes a request into the core's memory itself, in one native
 // pass (load.ts `put`), not through the glue's character loop: the same bytes
 // must arrive. Answers compared with the glue's own `call`, byte for byte, over
-// text that exercises each case: empty, ASCII, non-ASCII first, every UTF-8
+// text that exercises each case: empty, ASCII, non-ASCII first or after ASCII, every UTF-8
 // width (2, 3 and 4 bytes, the 3-byte case filling the room it reserves), and
 // a request of several megabytes.
 test("a request crosses into the core exactly as the glue would write it", async () => {
   const glue = await import("../pkg/foldline.js");
-  const texts = ["é", "a", "żółw 🐢 中文", "中".repeat(5000), "🐢".repeat(3000), "x".repeat(4_000_000)];
+  const texts = ["é", "a", "żółw 🐢 中文", "plain then ünïcode", `${"x".repeat(1000)}🐢`, "中".repeat(5000), "🐢".repeat(3000), "x".repeat(4_000_000)];
   const requests = ["", "{", "[]", ...texts.map((t) => JSON.stringify({ text: t, budget: 2 })),
     ...texts.map((t) => JSON.stringify({ route: { conversation: t }, events: [], declaration: { targetId: "a", compactorId: "a-c" } }))];
   for (const [entry, request] of [["plan", 5], ["plan", null], [5, "{}"], ["plan", {}]]) {
