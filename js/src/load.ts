@@ -49,7 +49,10 @@ export function loadedCore(): Core {
  * The instance's raw exports that a call crosses through: wasm-bindgen's
  * ABI for `call(entry: &str, request: &str) -> String` (each string in as
  * a (pointer, length) the callee owns and frees; the answer out as an owned
- * (pointer, length) the caller frees).
+ * (pointer, length) the caller frees). It is the ABI of the glue committed
+ * beside it (`pkg/`, wasm-bindgen at the crate's pinned version); the
+ * crossing test in `test/node.test.mjs` compares every answer with the
+ * glue's own `call`, so a glue that crosses differently fails it.
  */
 interface Raw {
   memory: { buffer: ArrayBuffer };
