@@ -88,9 +88,15 @@ pub fn renumber(events: &mut [Event], route: &Route, after_seq: u64) {
         _ => None,
     });
     for (seq, m) in (after_seq + 1..).zip(messages) {
-        m.source_seq = seq;
-        m.turn_id = format!("{}-{seq}", route.conversation);
+        number(m, route, seq);
     }
+}
+
+/// An imported message's numbering: its source sequence and the turn id
+/// derived from it.
+fn number(m: &mut Message, route: &Route, seq: u64) {
+    m.source_seq = seq;
+    m.turn_id = format!("{}-{seq}", route.conversation);
 }
 
 /// A file, image or audio part's place in a journal of text: a text part
@@ -278,15 +284,14 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
             parts.extend(tool_calls(place, v)?);
         }
     }
-    Ok(Message {
+    let mut m = Message {
         conversation: route.conversation.clone(),
         chat: route.chat.clone(),
         sender: route.sender.clone(),
         source: String::new(),
-        source_seq: seq,
+        source_seq: 0,
         index: 0,
-        // As `renumber` numbers them.
-        turn_id: format!("{}-{seq}", route.conversation),
+        turn_id: String::new(),
         role,
         author_agent: name.filter(|_| role == Role::Assistant).map(str::to_owned),
         parts,
@@ -294,7 +299,9 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         pinned: false,
         sensitive: false,
         content_hash: None,
-    })
+    };
+    number(&mut m, route, seq);
+    Ok(m)
 }
 
 /// A long, deterministic, chat-shaped conversation for `foldline demo`:

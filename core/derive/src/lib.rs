@@ -352,12 +352,7 @@ fn field_name(field: &syn::Field, case: Option<Case>) -> syn::Result<(&syn::Iden
         .as_ref()
         .ok_or_else(|| syn::Error::new_spanned(field, "expected a named field"))?;
     let fa = attrs(&field.attrs)?;
-    if !fa.aliases.is_empty() {
-        return Err(syn::Error::new_spanned(
-            field,
-            "derive(Decode): `alias` is supported on unit variants only",
-        ));
-    }
+    no_alias(&fa, field)?;
     let raw = ident.to_string();
     let json = fa
         .rename
@@ -387,6 +382,18 @@ fn named_fields(fields: &Fields, case: Option<Case>, deny: bool) -> syn::Result<
         quote! {}
     };
     Ok((quote! { { #(#inits),* } }, finish))
+}
+
+/// `alias` where it would be ignored (a field, a variant with data) is an
+/// error, not a silent no-op.
+fn no_alias(a: &Attrs, at: impl quote::ToTokens) -> syn::Result<()> {
+    if a.aliases.is_empty() {
+        return Ok(());
+    }
+    Err(syn::Error::new_spanned(
+        at,
+        "derive(Decode): `alias` is supported on unit variants only",
+    ))
 }
 
 /// A unit variant's JSON name and its aliases: every name it is read by.
@@ -440,12 +447,7 @@ fn tagged_enum(e: &syn::DataEnum, tag: &str, cattrs: &Attrs) -> syn::Result<Toke
     let mut arms = Vec::new();
     let mut names = Vec::new();
     for v in &e.variants {
-        if !attrs(&v.attrs)?.aliases.is_empty() {
-            return Err(syn::Error::new_spanned(
-                v,
-                "derive(Decode): `alias` is supported on unit variants only",
-            ));
-        }
+        no_alias(&attrs(&v.attrs)?, v)?;
         let lit = variant_name(v, cattrs.rename_all)?;
         let ident = &v.ident;
         let arm = match &v.fields {

@@ -4,8 +4,7 @@
 // nothing written) and decides when it is used. The Rust driver's warm.rs.
 
 import { WARM_LEASE_MS } from "../defaults.js";
-import type { State } from "./read.js";
-import type { Ctx } from "./read.js";
+import type { Ctx, State } from "./read.js";
 import { drive } from "./loop.js";
 
 /** Prepare a held warm candidate under its own lease, through the core's loop; its checked summary is kept. */
