@@ -66,6 +66,14 @@ fn try_run(bin: &Path, args: &[String]) -> bool {
     out.status.success()
 }
 
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 impl Pg {
     /// Start a fresh server.
     pub fn start() -> Pg {
@@ -78,10 +86,6 @@ impl Pg {
                 .expect("chown");
             assert!(status.success());
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
         let data = dir.path().join("data").display().to_string();
         run(
             &bin.join("initdb"),
@@ -96,29 +100,40 @@ impl Pg {
                 "--no-sync".into(),
             ],
         );
-        let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
-            dir.path().display()
-        );
-        let started = try_run(
-            &bin.join("pg_ctl"),
-            &[
-                "-D".into(),
-                data,
-                "-o".into(),
-                opts,
-                "-l".into(),
-                dir.path().join("log").display().to_string(),
-                "-w".into(),
-                "start".into(),
-            ],
-        );
-        assert!(
-            started,
-            "PostgreSQL did not start: {}",
-            std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
-        );
-        Pg { dir, bin, port }
+        // A port found free may be taken again before the server binds it
+        // (by another test's server or by a client connection's ephemeral
+        // port), so a start that could not bind tries another port.
+        let log = dir.path().join("log");
+        for _ in 0..8 {
+            let port = free_port();
+            let opts = format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+                dir.path().display()
+            );
+            let _ = std::fs::remove_file(&log);
+            let started = try_run(
+                &bin.join("pg_ctl"),
+                &[
+                    "-D".into(),
+                    data.clone(),
+                    "-o".into(),
+                    opts,
+                    "-l".into(),
+                    log.display().to_string(),
+                    "-w".into(),
+                    "start".into(),
+                ],
+            );
+            if started {
+                return Pg { dir, bin, port };
+            }
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(
+                said.contains("Address already in use"),
+                "PostgreSQL did not start: {said}"
+            );
+        }
+        panic!("PostgreSQL found no free port in 8 tries")
     }
 
     /// The URL of a new, empty database on this server.
