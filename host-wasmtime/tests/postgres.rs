@@ -90,6 +90,33 @@ fn the_database_refuses_edits_of_the_journal() {
     assert_eq!(j.read_events("c", 0).unwrap().len(), 4);
 }
 
+/// A pooled connection is checked before use only when it rested in the
+/// pool (not before every statement, which cost a round trip each): one the
+/// server ended while it rested (a restart, an administrator's
+/// `pg_terminate_backend`) is replaced before any statement meets it.
+#[test]
+fn connections_the_server_ended_while_pooled_are_replaced_before_use() {
+    let pg = Pg::start();
+    let url = pg.database("ended");
+    let j = PgJournal::open(&url).unwrap();
+    j.append("c", &demo_events("c", 3)).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let ended: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(ended >= 1, "the pool held no connection to end");
+    // Rested past the pool's recheck age: checked, found ended, replaced.
+    std::thread::sleep(Duration::from_millis(1_300));
+    assert_eq!(j.read_events("c", 0).unwrap().len(), 4);
+    j.append("c", &demo_events("c", 4)[4..]).unwrap();
+    assert_eq!(j.read_events("c", 0).unwrap().len(), 5);
+}
+
 #[test]
 fn the_driver_compacts_a_long_conversation_on_postgres() {
     let pg = Pg::start();

@@ -15,6 +15,8 @@ use crate::error::{HostError, Result};
 
 pub mod contract;
 #[cfg(feature = "postgres")]
+pub(crate) mod pg_pool;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;

@@ -10,8 +10,6 @@ use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::plan::SkipRecord;
 use postgres::types::Type;
-use postgres::NoTls;
-use r2d2_postgres::PostgresConnectionManager;
 
 use super::{
     backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
@@ -22,8 +20,8 @@ use crate::error::{HostError, Result};
 /// The schema, applied at open (idempotent).
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 
-/// A pool of connections to one database.
-pub(crate) type PgPool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+pub(crate) use super::pg_pool::PgPool;
+use super::pg_pool::Manager;
 
 /// The journal on PostgreSQL.
 pub struct PgJournal {
@@ -111,7 +109,7 @@ pub(crate) fn connect(url: &str) -> Result<PgPool> {
     let pool = r2d2::Pool::builder()
         .max_size(8)
         .connection_timeout(std::time::Duration::from_secs(10))
-        .build(PostgresConnectionManager::new(config, NoTls))
+        .build(Manager::new(config))
         .map_err(pool_error)?;
     let mut c = pool.get().map_err(pool_error)?;
     let version = schema_version();
@@ -170,7 +168,7 @@ impl PgJournal {
         })
     }
 
-    fn conn(&self) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>> {
+    fn conn(&self) -> Result<r2d2::PooledConnection<Manager>> {
         self.pool.get().map_err(pool_error)
     }
 }
