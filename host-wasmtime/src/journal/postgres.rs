@@ -20,8 +20,8 @@ use crate::error::{HostError, Result};
 /// The schema, applied at open (idempotent).
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 
-pub(crate) use super::pg_pool::PgPool;
 use super::pg_pool::Manager;
+pub(crate) use super::pg_pool::PgPool;
 
 /// The journal on PostgreSQL.
 pub struct PgJournal {
