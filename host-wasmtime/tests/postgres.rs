@@ -117,6 +117,70 @@ fn connections_the_server_ended_while_pooled_are_replaced_before_use() {
     assert_eq!(j.read_events("c", 0).unwrap().len(), 5);
 }
 
+/// The progress watermark is written behind the message path on
+/// PostgreSQL: a note the database cannot take now (its table locked past
+/// the journal's lock timeout) is kept, its failure reported, and written
+/// with the notes made meanwhile once the database takes writes again —
+/// no skipped run lost or counted twice.
+#[test]
+fn progress_notes_the_database_could_not_take_are_kept_and_written_later() {
+    let pg = Pg::start();
+    let url = pg.database("notes");
+    let j = PgJournal::open(&url).unwrap();
+    let rec = |seq: u64| foldline_core::plan::SkipRecord {
+        metric: foldline_core::declaration::Metric::Chars,
+        total: 10,
+        trigger: 100,
+        warm_at: None,
+        pinned: 0,
+        envelopes: 0,
+        eligible_turns: 1,
+        warm_refused: None,
+        checked_through_seq: seq,
+    };
+    j.note_skipped("a", &rec(1)).unwrap();
+    assert_eq!(j.progress("a").unwrap().unwrap().skipped_runs, 1);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut lock = admin.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE foldline_progress IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    j.note_skipped("a", &rec(2)).unwrap();
+    j.note_skipped("b", &rec(1)).unwrap();
+    // The writer waits out the lock timeout (2 s) and is refused.
+    let refused = j.progress("a").unwrap_err();
+    assert_eq!(refused.code(), "journal", "{refused}");
+    let reported = j.note_skipped("a", &rec(3)).unwrap_err();
+    assert_eq!(reported.code(), "journal", "{reported}");
+    lock.commit().unwrap();
+    // Tried again: every note kept, none twice.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let written = loop {
+        match j.progress("a") {
+            Ok(p) => break p.unwrap(),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => panic!("the notes were never written: {e}"),
+        }
+    };
+    assert_eq!(
+        (written.skipped_runs, written.last.checked_through_seq),
+        (3, 3)
+    );
+    assert_eq!(j.progress("b").unwrap().unwrap().skipped_runs, 1);
+    // The journal's drop writes what is pending.
+    j.note_skipped("c", &rec(9)).unwrap();
+    drop(j);
+    let again = PgJournal::open(&url).unwrap();
+    assert_eq!(
+        again
+            .progress("c")
+            .unwrap()
+            .unwrap()
+            .last
+            .checked_through_seq,
+        9
+    );
+}
+
 #[test]
 fn the_driver_compacts_a_long_conversation_on_postgres() {
     let pg = Pg::start();

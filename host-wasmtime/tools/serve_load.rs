@@ -8,11 +8,13 @@
 //!
 //! `cargo run -p foldline-wasmtime --example serve_load -- [--quick] [--postgres [--replicas N]] [--vs-bare]`
 //! (quick: 4 members × 2 conversations × 120 messages; default: 8 × 4 × 400).
-//! With `--vs-bare` (SQLite), the same clients then send the same messages
-//! to a bare axum + rusqlite server that does only the durable insert (one
-//! transaction per message, the journal's WAL settings) and nothing else:
-//! `serve_vs_bare_axum` is foldline's appends per second over the bare
-//! server's, both in this run.
+//! With `--vs-bare` (SQLite), the same clients then send the same messages,
+//! appends only, to a fresh `foldline serve` and to a bare axum + rusqlite
+//! server that does only the durable insert (one transaction per message,
+//! the journal's WAL settings) and nothing else: `serve_vs_bare_axum` is
+//! foldline's appends per second over the bare server's, both in this run,
+//! foldline's time running until its server stopped (so the automatic
+//! checks and compactions the appends caused are counted).
 //! With `--postgres` a PostgreSQL server is started for the run (Debian's
 //! binaries) and N server replicas share it; clients spread their requests
 //! over the replicas round-robin.
@@ -131,13 +133,13 @@ mod bare {
 
 /// Each member's client thread sends `messages` turns to each of its
 /// `convs` conversations, round-robin over `bases`; answers the append
-/// latencies and the seconds it all took.
+/// latencies (sorted) and when the clients started.
 fn appends_only(
     bases: &[String],
     tokens: &[(String, String)],
     turns: &[Value],
     convs: usize,
-) -> (Vec<Duration>, f64) {
+) -> (Vec<Duration>, Instant) {
     let agent = ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(60))
         .build();
@@ -158,7 +160,7 @@ fn appends_only(
                             .post(&format!("{base}/api/conversations/{member}-c{c}/messages"))
                             .set("Authorization", &format!("Bearer {token}"))
                             .send_string(&turn.to_string());
-                        assert_eq!(r.map(|r| r.status()).ok(), Some(201), "bare append");
+                        assert_eq!(r.map(|r| r.status()).ok(), Some(201), "append");
                         latencies.lock().unwrap().push(t.elapsed());
                     }
                 }
@@ -168,10 +170,9 @@ fn appends_only(
     for w in workers {
         w.join().expect("a client thread failed");
     }
-    let elapsed = start.elapsed().as_secs_f64();
     let mut l = latencies.lock().unwrap().clone();
     l.sort();
-    (l, elapsed)
+    (l, start)
 }
 
 fn main() {
@@ -207,19 +208,17 @@ fn main() {
     let file = json!({"members": tokens.iter().map(|(id, t)| json!({"id": id, "tokenSha256": hash_token(t)})).collect::<Vec<_>>()});
     let members_set = Members::parse(&file.to_string()).expect("members");
     let decl = fixtures::small_decl;
-    let mut servers = Vec::new();
-    let mut bases = Vec::new();
-    for r in 0..replicas {
+    let start_replica = |r: usize, at: &Location| {
         let model: Box<dyn Model + Send + Sync> = Box::new(Extractive);
         let driver = Driver::new(
             Foldline::embedded().expect("artifact"),
-            open(&location),
+            open(at),
             model,
             decl(),
         );
         let mut config = ServeConfig::new(
             "127.0.0.1:0".parse().expect("addr"),
-            location.clone(),
+            at.clone(),
             members_set.clone(),
         );
         config.condense_per_minute = 1_000;
@@ -238,7 +237,14 @@ fn main() {
                 },
             )
         });
-        bases.push(format!("http://{}", addr_rx.recv().expect("listening")));
+        let base = format!("http://{}", addr_rx.recv().expect("listening"));
+        (base, server, stop_tx)
+    };
+    let mut servers = Vec::new();
+    let mut bases = Vec::new();
+    for r in 0..replicas {
+        let (base, server, stop_tx) = start_replica(r, &location);
+        bases.push(base);
         servers.push((server, stop_tx));
     }
     let agent = ureq::AgentBuilder::new()
@@ -362,20 +368,54 @@ fn main() {
     let (mut appends, mut condenses) = latencies.lock().unwrap().clone();
     appends.sort();
     condenses.sort();
-    let foldline_rate = appends.len() as f64 / elapsed.as_secs_f64();
-    let bare = args.iter().any(|a| a == "--vs-bare").then(|| {
+    // `--vs-bare`: the same clients send the same messages, appends only,
+    // to a fresh `foldline serve` and then to the bare server. Each run's
+    // time ends when its server has stopped — for foldline, once the
+    // automatic checks and compactions the appends caused (run after each
+    // answer, off the request's path) have finished too.
+    let vs_bare = args.iter().any(|a| a == "--vs-bare").then(|| {
         assert!(!postgres, "--vs-bare compares on SQLite");
+        let sent = &turns[..messages.min(turns.len())];
+        let rate = |l: &[Duration], seconds: f64| {
+            json!({
+                "appends_per_second": l.len() as f64 / seconds,
+                "append_p50_ms": percentile(l, 0.50),
+                "append_p99_ms": percentile(l, 0.99),
+                "seconds": seconds,
+            })
+        };
+        let only = Location::Sqlite(dir.path().join("only.db"));
+        let (base, server, stop) = start_replica(0, &only);
+        let (l, start) = appends_only(&[base], &tokens, sent, convs);
+        let _ = stop.send(());
+        server.join().expect("server thread").expect("server");
+        let mut foldline = rate(&l, start.elapsed().as_secs_f64());
+        // What the automatic checks wrote meanwhile: the run compacts.
+        let journal = open(&only);
+        let written = |kind: fn(&Event) -> bool| {
+            tokens
+                .iter()
+                .flat_map(|(m, _)| (0..convs).map(move |c| format!("{m}-c{c}")))
+                .map(|conv| {
+                    let events = journal.read_events(&conv, 0).expect("read");
+                    events.iter().filter(|s| kind(&s.event)).count()
+                })
+                .sum::<usize>()
+        };
+        foldline["messages"] = json!(written(|e| matches!(e, Event::Message(_))));
+        foldline["boundaries"] = json!(written(|e| matches!(e, Event::Boundary(_))));
         let (base, stop, thread) = bare::start(&dir.path().join("bare.db"));
-        let (l, seconds) =
-            appends_only(&[base], &tokens, &turns[..messages.min(turns.len())], convs);
+        let (l, start) = appends_only(&[base], &tokens, sent, convs);
         let _ = stop.send(());
         thread.join().expect("bare server");
-        json!({
-            "appends_per_second": l.len() as f64 / seconds,
-            "append_p50_ms": percentile(&l, 0.50),
-            "append_p99_ms": percentile(&l, 0.99),
-        })
+        let bare = rate(&l, start.elapsed().as_secs_f64());
+        (foldline, bare)
     });
+    let ratio = vs_bare.as_ref().map(|(f, b)| {
+        f["appends_per_second"].as_f64().unwrap_or(f64::NAN)
+            / b["appends_per_second"].as_f64().unwrap_or(f64::NAN)
+    });
+    let (appends_only_run, bare) = vs_bare.unzip();
     let out = json!({
         "profile": if quick { "quick" } else { "full" },
         "journal": if postgres { "postgres" } else { "sqlite" },
@@ -392,8 +432,9 @@ fn main() {
         "tasks_streamed": tasks.lock().unwrap().len(),
         "boundaries": boundaries,
         "broken": broken,
+        "appends_only": appends_only_run,
         "bare": bare,
-        "serve_vs_bare_axum": bare.as_ref().map(|b| foldline_rate / b["appends_per_second"].as_f64().unwrap_or(f64::NAN)),
+        "serve_vs_bare_axum": ratio,
     });
     println!("{out}");
     if !out["broken"].as_array().is_some_and(|b| b.is_empty()) {

@@ -15,6 +15,8 @@ use crate::error::{HostError, Result};
 
 pub mod contract;
 #[cfg(feature = "postgres")]
+pub(crate) mod pg_notes;
+#[cfg(feature = "postgres")]
 pub(crate) mod pg_pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -146,15 +148,6 @@ pub struct Progress {
     /// The latest skipped run (sizes only, and how far it checked).
     pub last: SkipRecord,
 }
-
-/// The progress watermark's upsert, in SQLite's and PostgreSQL's dialect
-/// alike: one row per conversation, the count grown, the record replaced
-/// unless it checked less far than the one kept.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-const NOTE_SKIPPED: &str = "INSERT INTO foldline_progress (conversation, skipped_runs, checked_through_seq, last) VALUES ($1, 1, $2, $3)
- ON CONFLICT (conversation) DO UPDATE SET skipped_runs = foldline_progress.skipped_runs + 1,
-   checked_through_seq = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.checked_through_seq ELSE foldline_progress.checked_through_seq END,
-   last = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.last ELSE foldline_progress.last END";
 
 /// An event's type as the journals store it beside the body (the `type`
 /// column).

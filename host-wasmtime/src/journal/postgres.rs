@@ -20,15 +20,17 @@ use crate::error::{HostError, Result};
 /// The schema, applied at open (idempotent).
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 
+use super::pg_notes::Notes;
 use super::pg_pool::Manager;
 pub(crate) use super::pg_pool::PgPool;
 
 /// The journal on PostgreSQL.
 pub struct PgJournal {
     pool: PgPool,
+    notes: Notes,
 }
 
-fn pool_error(e: r2d2::Error) -> HostError {
+pub(super) fn pool_error(e: r2d2::Error) -> HostError {
     HostError::Storage(format!("postgres pool: {e}"))
 }
 
@@ -163,8 +165,10 @@ impl PgJournal {
     /// `invalid_input` for a URL that is not a PostgreSQL one; `journal`
     /// when the database cannot be reached or the schema not applied.
     pub fn open(url: &str) -> Result<PgJournal> {
+        let pool = connect(url)?;
         Ok(PgJournal {
-            pool: connect(url)?,
+            notes: Notes::start(pool.clone()),
+            pool,
         })
     }
 
@@ -319,20 +323,14 @@ impl Journal for PgJournal {
         )?;
         Ok(())
     }
+    /// Written behind the message path (`pg_notes.rs`): merged into the
+    /// pending notes at once, written with the others pending in one
+    /// statement by the journal's writer thread.
     fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
-        let last = serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?;
-        let seq = i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX);
-        self.conn()?.query_typed(
-            super::NOTE_SKIPPED,
-            &[
-                (&conversation, Type::TEXT),
-                (&seq, Type::INT8),
-                (&last, Type::TEXT),
-            ],
-        )?;
-        Ok(())
+        self.notes.note(conversation, record)
     }
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
+        self.notes.flush()?;
         self.conn()?
             .query_opt(
                 "SELECT skipped_runs, last FROM foldline_progress WHERE conversation = $1",

@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::{
     backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
-    Journal, Progress, StoredEvent, NOTE_SKIPPED,
+    Journal, Progress, StoredEvent,
 };
 use crate::error::{HostError, Result};
 use crate::sync::lock;
@@ -54,6 +54,14 @@ CREATE TABLE IF NOT EXISTS writer_leases (conversation TEXT PRIMARY KEY, holder 
 CREATE TABLE IF NOT EXISTS foldline_progress (conversation TEXT PRIMARY KEY, skipped_runs INTEGER NOT NULL, checked_through_seq INTEGER NOT NULL, last TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS turns (conversation TEXT NOT NULL, turn_id TEXT NOT NULL, claim TEXT NOT NULL, PRIMARY KEY (conversation, turn_id));
 ";
+
+/// The progress watermark's upsert: one row per conversation, the count
+/// grown, the record replaced unless it checked less far than the one kept
+/// (PostgreSQL writes many at once by the same rule: `pg_notes.rs`).
+const NOTE_SKIPPED: &str = "INSERT INTO foldline_progress (conversation, skipped_runs, checked_through_seq, last) VALUES (?1, 1, ?2, ?3)
+ ON CONFLICT (conversation) DO UPDATE SET skipped_runs = foldline_progress.skipped_runs + 1,
+   checked_through_seq = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.checked_through_seq ELSE foldline_progress.checked_through_seq END,
+   last = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.last ELSE foldline_progress.last END";
 
 /// The schema's version in `PRAGMA user_version`: 1 once the turn claims
 /// of events written before the `turns` table existed are filled in.
@@ -308,13 +316,11 @@ impl Journal for SqliteJournal {
     }
     fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
         let last = serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?;
-        self.meta()
-            .prepare_cached(&NOTE_SKIPPED.replace('$', "?"))?
-            .execute(params![
-                conversation,
-                i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX),
-                last
-            ])?;
+        self.meta().prepare_cached(NOTE_SKIPPED)?.execute(params![
+            conversation,
+            i64::try_from(record.checked_through_seq).unwrap_or(i64::MAX),
+            last
+        ])?;
         Ok(())
     }
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
