@@ -20,7 +20,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use foldline_core::plan::SkipRecord;
-use postgres::types::Type;
 
 use super::pg_pool::PgPool;
 use super::postgres::pool_error;
@@ -187,14 +186,6 @@ fn write(pool: &PgPool, batch: &Pending) -> Result<()> {
         last.push(serde_json::to_string(record).map_err(|e| HostError::Storage(e.to_string()))?);
     }
     let mut c = pool.get().map_err(pool_error)?;
-    c.query_typed(
-        WRITE,
-        &[
-            (&conversations, Type::TEXT_ARRAY),
-            (&runs, Type::INT8_ARRAY),
-            (&through, Type::INT8_ARRAY),
-            (&last, Type::TEXT_ARRAY),
-        ],
-    )?;
+    c.rows(WRITE, &[&conversations, &runs, &through, &last])?;
     Ok(())
 }

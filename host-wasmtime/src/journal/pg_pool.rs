@@ -8,10 +8,18 @@
 //! an administrator's kill may have ended it) is still checked and replaced
 //! before any statement meets it; one in steady use is not. A connection
 //! found closed when it comes back is dropped, as before (`has_broken`).
+//!
+//! Each connection also keeps the statements prepared on it
+//! ([`Conn::statement`]): a statement is parsed and planned by the server
+//! once per connection, and each later use is one round trip (Bind,
+//! Execute, Sync) — where an unprepared statement text costs a prepare
+//! round trip first, and one sent with its types (`query_typed`) is parsed
+//! and planned again on every use.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use postgres::{Client, NoTls};
+use postgres::{Client, NoTls, Statement};
 use r2d2_postgres::PostgresConnectionManager;
 
 /// How long a connection may rest in the pool before its next checkout
@@ -21,10 +29,41 @@ pub const RECHECK_AFTER: Duration = Duration::from_secs(1);
 /// A pool of connections to one database.
 pub type PgPool = r2d2::Pool<Manager>;
 
-/// A pooled connection: the client and when it was last handed out.
+/// A pooled connection: the client, when it was last handed out, and the
+/// statements prepared on it.
 pub struct Conn {
     client: Client,
     handed_out: Instant,
+    statements: HashMap<String, Statement>,
+}
+
+impl Conn {
+    /// `sql` prepared on this connection: the first use prepares it, every
+    /// later use reuses it.
+    ///
+    /// # Errors
+    /// The server's refusal of the statement, or a lost connection.
+    pub fn statement(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    /// Run `sql`, prepared on this connection, with `params`; its rows.
+    ///
+    /// # Errors
+    /// The server's refusal, or a lost connection.
+    pub fn rows(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query(&statement, params)
+    }
 }
 
 impl std::ops::Deref for Conn {
@@ -58,6 +97,7 @@ impl r2d2::ManageConnection for Manager {
         Ok(Conn {
             client: self.0.connect()?,
             handed_out: Instant::now(),
+            statements: HashMap::new(),
         })
     }
 

@@ -9,7 +9,6 @@
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::plan::SkipRecord;
-use postgres::types::Type;
 
 use super::{
     backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
@@ -179,13 +178,12 @@ impl PgJournal {
 
 impl Journal for PgJournal {
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
-        // `query_typed`: the parameter types given, so no prepare and close
-        // round trips — one round trip per statement (as every statement of
-        // a message below).
+        // Prepared once per connection (`pg_pool.rs`): one round trip per
+        // statement, as every statement of a message below.
         let since = i64::try_from(since).unwrap_or(i64::MAX);
-        let rows = self.conn()?.query_typed(
+        let rows = self.conn()?.rows(
             "SELECT seq, body FROM foldline_events WHERE conversation = $1 AND seq > $2 ORDER BY seq",
-            &[(&conversation, Type::TEXT), (&since, Type::INT8)],
+            &[&conversation, &since],
         )?;
         rows.iter()
             .map(|r| {
@@ -223,21 +221,26 @@ impl Journal for PgJournal {
         // One round trip: the migration's `foldline_append` checks the fence,
         // the head and the turn claims and writes the batch, in one
         // statement (its own transaction), all or nothing.
-        let row = self.conn()?.query_typed_one(
+        let rows = self.conn()?.rows(
             "SELECT foldline_append($1, $2, $3, $4, $5, $6, $7, $8)",
             &[
-                (&conversation, Type::TEXT),
-                (&expected, Type::INT8),
-                (&fenced, Type::INT8),
-                (&types, Type::TEXT_ARRAY),
-                (&bodies, Type::TEXT_ARRAY),
-                (&slots, Type::TEXT_ARRAY),
-                (&turn_ids, Type::TEXT_ARRAY),
-                (&claims, Type::TEXT_ARRAY),
+                &conversation,
+                &expected,
+                &fenced,
+                &types,
+                &bodies,
+                &slots,
+                &turn_ids,
+                &claims,
             ],
         );
-        match row {
-            Ok(r) => Ok(r.get::<_, i64>(0) as u64),
+        match rows {
+            Ok(r) => match r.first() {
+                Some(r) => Ok(r.get::<_, i64>(0) as u64),
+                None => Err(HostError::Storage(
+                    "postgres: foldline_append answered no row".into(),
+                )),
+            },
             Err(err) => {
                 let Some(db) = err.as_db_error() else {
                     return Err(err.into());
@@ -260,7 +263,7 @@ impl Journal for PgJournal {
 
     fn put_packet(&self, conversation: &str, packet: &Packet) -> Result<()> {
         let body = serde_json::to_string(packet).map_err(|e| HostError::Input(e.to_string()))?;
-        self.conn()?.execute(
+        self.conn()?.rows(
             "INSERT INTO foldline_packets (conversation, id, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
             &[&conversation, &packet.id, &body],
         )?;
@@ -268,16 +271,17 @@ impl Journal for PgJournal {
     }
 
     fn get_packet(&self, conversation: &str, id: &str) -> Result<Option<Packet>> {
-        let row = self.conn()?.query_opt(
+        let rows = self.conn()?.rows(
             "SELECT body FROM foldline_packets WHERE conversation = $1 AND id = $2",
             &[&conversation, &id],
         )?;
-        row.map(|r| decode(r.get::<_, &str>(0), "packet"))
+        rows.first()
+            .map(|r| decode(r.get::<_, &str>(0), "packet"))
             .transpose()
     }
 
     fn list_packets(&self, conversation: &str) -> Result<Vec<Packet>> {
-        let rows = self.conn()?.query(
+        let rows = self.conn()?.rows(
             "SELECT body FROM foldline_packets WHERE conversation = $1 ORDER BY id",
             &[&conversation],
         )?;
@@ -300,26 +304,21 @@ impl Journal for PgJournal {
         // orders concurrent grants.
         let until = i64::try_from(now_ms.saturating_add(ttl_ms)).unwrap_or(i64::MAX);
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
-        let row = self.conn()?.query_typed_opt(
+        let rows = self.conn()?.rows(
             "INSERT INTO foldline_leases AS l (conversation, holder, until_ms, fence) VALUES ($1, $2, $3, 1)
              ON CONFLICT (conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms,
                fence = CASE WHEN l.holder = excluded.holder AND l.until_ms > $4 THEN l.fence ELSE l.fence + 1 END
              WHERE l.holder = excluded.holder OR l.until_ms <= $4
              RETURNING fence",
-            &[
-                (&conversation, Type::TEXT),
-                (&holder, Type::TEXT),
-                (&until, Type::INT8),
-                (&now, Type::INT8),
-            ],
+            &[&conversation, &holder, &until, &now],
         )?;
-        Ok(row.map(|r| r.get::<_, i64>(0) as u64))
+        Ok(rows.first().map(|r| r.get::<_, i64>(0) as u64))
     }
 
     fn release_lease(&self, conversation: &str, holder: &str) -> Result<()> {
-        self.conn()?.query_typed(
+        self.conn()?.rows(
             "UPDATE foldline_leases SET holder = '', until_ms = 0 WHERE conversation = $1 AND holder = $2",
-            &[(&conversation, Type::TEXT), (&holder, Type::TEXT)],
+            &[&conversation, &holder],
         )?;
         Ok(())
     }
@@ -332,10 +331,11 @@ impl Journal for PgJournal {
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
         self.notes.flush()?;
         self.conn()?
-            .query_opt(
+            .rows(
                 "SELECT skipped_runs, last FROM foldline_progress WHERE conversation = $1",
                 &[&conversation],
             )?
+            .first()
             .map(|r| {
                 Ok(Progress {
                     skipped_runs: r.get::<_, i64>(0) as u64,

@@ -149,7 +149,10 @@ impl Store {
                 Ok(n as u64)
             }
             #[cfg(feature = "postgres")]
-            Backend::Postgres(pool) => with_pg(pool, params, |c, p| Ok(c.execute(sql, p)?)),
+            Backend::Postgres(pool) => with_pg(pool, params, |c, p| {
+                let statement = c.statement(sql)?;
+                Ok(c.execute(&statement, p)?)
+            }),
         }
     }
 
@@ -176,7 +179,7 @@ impl Store {
             }
             #[cfg(feature = "postgres")]
             Backend::Postgres(pool) => with_pg(pool, params, |c, p| {
-                Ok(c.query(sql, p)?
+                Ok(c.rows(sql, p)?
                     .iter()
                     .map(|r| {
                         (0..r.len())
@@ -567,7 +570,10 @@ fn sqlite_param(v: &Val) -> Box<dyn rusqlite::ToSql> {
 fn with_pg<T>(
     pool: &PgPool,
     params: &[Val],
-    f: impl FnOnce(&mut postgres::Client, &[&(dyn postgres::types::ToSql + Sync)]) -> Result<T>,
+    f: impl FnOnce(
+        &mut crate::journal::pg_pool::Conn,
+        &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<T>,
 ) -> Result<T> {
     let mut c = pool
         .get()
