@@ -553,7 +553,10 @@ test("files and images leave a [file …] placeholder in every format", async ()
 // width (2, 3 and 4 bytes, the 3-byte case filling the room it reserves), and
 // a request of several megabytes.
 test("a request crosses into the core exactly as the glue would write it", async () => {
+  // Node's entry carries its own copy of the glue (bundled in): the glue
+  // module imported here is another instance, initialized with the same .wasm.
   const glue = await import("../pkg/foldline.js");
+  await glue.default({ module_or_path: await readFile(new URL("../pkg/foldline_bg.wasm", import.meta.url)) });
   const texts = ["é", "a", "żółw 🐢 中文", "plain then ünïcode", `${"x".repeat(1000)}🐢`, "中".repeat(5000), "🐢".repeat(3000), "x".repeat(4_000_000)];
   const requests = ["", "{", "[]", ...texts.map((t) => JSON.stringify({ text: t, budget: 2 })),
     ...texts.map((t) => JSON.stringify({ route: { conversation: t }, events: [], declaration: { targetId: "a", compactorId: "a-c" } }))];
