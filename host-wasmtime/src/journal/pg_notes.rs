@@ -21,8 +21,7 @@ use std::time::Duration;
 
 use foldline_core::plan::SkipRecord;
 
-use super::pg_pool::PgPool;
-use super::postgres::pool_error;
+use super::pg_pool::{pool_error, PgPool};
 use crate::error::{HostError, Result};
 use crate::sync::lock;
 

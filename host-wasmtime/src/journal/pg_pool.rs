@@ -29,6 +29,12 @@ pub const RECHECK_AFTER: Duration = Duration::from_secs(1);
 /// A pool of connections to one database.
 pub type PgPool = r2d2::Pool<Manager>;
 
+/// A connection the pool could not give (none free in time, or none could
+/// be opened).
+pub fn pool_error(e: r2d2::Error) -> crate::error::HostError {
+    crate::error::HostError::Storage(format!("postgres pool: {e}"))
+}
+
 /// A pooled connection: the client, when it was last handed out, and the
 /// statements prepared on it.
 pub struct Conn {

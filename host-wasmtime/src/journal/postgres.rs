@@ -20,17 +20,13 @@ use crate::error::{HostError, Result};
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 
 use super::pg_notes::Notes;
-use super::pg_pool::Manager;
 pub(crate) use super::pg_pool::PgPool;
+use super::pg_pool::{pool_error, Manager};
 
 /// The journal on PostgreSQL.
 pub struct PgJournal {
     pool: PgPool,
     notes: Notes,
-}
-
-pub(super) fn pool_error(e: r2d2::Error) -> HostError {
-    HostError::Storage(format!("postgres pool: {e}"))
 }
 
 /// Session settings of every connection, so that no paused process can

@@ -575,9 +575,7 @@ fn with_pg<T>(
         &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<T>,
 ) -> Result<T> {
-    let mut c = pool
-        .get()
-        .map_err(|e| HostError::Storage(format!("postgres pool: {e}")))?;
+    let mut c = pool.get().map_err(crate::journal::pg_pool::pool_error)?;
     let owned: Vec<Box<dyn postgres::types::ToSql + Sync>> = params
         .iter()
         .map(|v| -> Box<dyn postgres::types::ToSql + Sync> {
