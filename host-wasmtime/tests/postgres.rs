@@ -127,17 +127,7 @@ fn progress_notes_the_database_could_not_take_are_kept_and_written_later() {
     let pg = Pg::start();
     let url = pg.database("notes");
     let j = PgJournal::open(&url).unwrap();
-    let rec = |seq: u64| foldline_core::plan::SkipRecord {
-        metric: foldline_core::declaration::Metric::Chars,
-        total: 10,
-        trigger: 100,
-        warm_at: None,
-        pinned: 0,
-        envelopes: 0,
-        eligible_turns: 1,
-        warm_refused: None,
-        checked_through_seq: seq,
-    };
+    let rec = contract::skip_record;
     j.note_skipped("a", &rec(1)).unwrap();
     assert_eq!(j.progress("a").unwrap().unwrap().skipped_runs, 1);
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();

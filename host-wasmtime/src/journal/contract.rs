@@ -213,15 +213,10 @@ fn stores_packets_by_id<J: Journal + ?Sized>(j: &J) {
     assert_eq!(j.get_packet("c", "sha256:none").unwrap(), None);
 }
 
-/// The progress watermark on conversation `p` of `journal`: one row, the
-/// count grown, the record of the furthest check kept (a late, shorter
-/// check does not move it back), never an event. `required`: the journal
-/// must keep it (SQLite and PostgreSQL do; the trait's default keeps none).
-///
-/// # Panics
-/// When the journal breaks the rule.
-pub fn check_progress<J: Journal + ?Sized>(j: &J, required: bool) {
-    let rec = |seq: u64| foldline_core::plan::SkipRecord {
+/// A skipped run's record that checked through `seq` (the sizes made up):
+/// what the progress checks note.
+pub fn skip_record(seq: u64) -> foldline_core::plan::SkipRecord {
+    foldline_core::plan::SkipRecord {
         metric: foldline_core::declaration::Metric::Chars,
         total: 10,
         trigger: 100,
@@ -231,7 +226,18 @@ pub fn check_progress<J: Journal + ?Sized>(j: &J, required: bool) {
         eligible_turns: 1,
         warm_refused: None,
         checked_through_seq: seq,
-    };
+    }
+}
+
+/// The progress watermark on conversation `p` of `journal`: one row, the
+/// count grown, the record of the furthest check kept (a late, shorter
+/// check does not move it back), never an event. `required`: the journal
+/// must keep it (SQLite and PostgreSQL do; the trait's default keeps none).
+///
+/// # Panics
+/// When the journal breaks the rule.
+pub fn check_progress<J: Journal + ?Sized>(j: &J, required: bool) {
+    let rec = skip_record;
     assert_eq!(j.progress("p").unwrap(), None);
     for seq in [5, 7, 6] {
         j.note_skipped("p", &rec(seq)).unwrap();
