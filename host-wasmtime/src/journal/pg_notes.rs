@@ -83,14 +83,20 @@ fn failure(e: &str) -> HostError {
 
 impl Notes {
     /// Start the writer on `pool`.
-    pub fn start(pool: PgPool) -> Notes {
+    ///
+    /// # Errors
+    /// `journal` when the writer thread cannot be started.
+    pub fn start(pool: PgPool) -> Result<Notes> {
         let shared = Arc::new(Shared::default());
         let s = shared.clone();
         let writer = std::thread::Builder::new()
             .name("foldline-progress".into())
             .spawn(move || write_behind(&s, &pool))
-            .ok();
-        Notes { shared, writer }
+            .map_err(|e| HostError::Storage(format!("the progress writer did not start: {e}")))?;
+        Ok(Notes {
+            shared,
+            writer: Some(writer),
+        })
     }
 
     /// Note a skipped run of `conversation`. Answers the last write's
@@ -107,7 +113,9 @@ impl Notes {
         }
     }
 
-    /// Wait until every note made so far is written, or the writer failed.
+    /// Wait until every note made so far is written, or the writer failed
+    /// (or stopped: it never does while the journal lives, but a wait must
+    /// not outlive it).
     pub fn flush(&self) -> Result<()> {
         let mut s = lock(&self.shared.state);
         loop {
@@ -117,7 +125,15 @@ impl Notes {
             if s.pending.is_empty() && !s.writing {
                 return Ok(());
             }
-            s = self.shared.wait(s);
+            if self.writer.as_ref().is_none_or(|w| w.is_finished()) {
+                return Err(failure("the writer thread stopped"));
+            }
+            s = self
+                .shared
+                .changed
+                .wait_timeout(s, RETRY_AFTER)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
     }
 }

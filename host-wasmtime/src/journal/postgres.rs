@@ -162,7 +162,7 @@ impl PgJournal {
     pub fn open(url: &str) -> Result<PgJournal> {
         let pool = connect(url)?;
         Ok(PgJournal {
-            notes: Notes::start(pool.clone()),
+            notes: Notes::start(pool.clone())?,
             pool,
         })
     }
