@@ -10,6 +10,9 @@ use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::plan::SkipRecord;
 
+use super::pg_notes::Notes;
+pub(crate) use super::pg_pool::PgPool;
+use super::pg_pool::{pool_error, Manager};
 use super::{
     backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
     Journal, Progress, StoredEvent,
@@ -18,10 +21,6 @@ use crate::error::{HostError, Result};
 
 /// The schema, applied at open (idempotent).
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
-
-use super::pg_notes::Notes;
-pub(crate) use super::pg_pool::PgPool;
-use super::pg_pool::{pool_error, Manager};
 
 /// The journal on PostgreSQL.
 pub struct PgJournal {
