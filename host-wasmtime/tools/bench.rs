@@ -30,9 +30,14 @@ use workload::system;
 
 /// W1 turn `s` of the conversation `c` as a driver's default route sees it.
 fn say(s: u64) -> Event {
+    say_in("c", s)
+}
+
+/// Turn `s` of the workload in conversation `conv`.
+fn say_in(conv: &str, s: u64) -> Event {
     let mut e = workload::turn(s);
     if let Event::Message(m) = &mut e {
-        m.conversation = "c".into();
+        m.conversation = conv.into();
         m.chat = String::new();
         m.sender = String::new();
     }
@@ -145,11 +150,19 @@ fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: 
 }
 
 /// One compaction through the program's driver (SQLite file, a warm
-/// driver) when the chain already holds `lengths` boundaries: the median
-/// time of the message that compacts (append, `on_message`), over the
-/// `samples` compactions after the chain reached each length. A small
-/// character budget, so a compaction comes every few turns.
-fn compaction_growth(dir: &std::path::Path, lengths: &[usize], samples: usize) -> Vec<f64> {
+/// driver) when the chain already holds `short` boundaries and when it
+/// holds `long`: the median time of the message that compacts (append,
+/// `on_message`), over `samples` compactions of each. Two conversations of
+/// one driver: both chains are built first, then their compactions
+/// alternate, one of each in turn (the short chain grows by `samples` as
+/// they run), so the machine's drift reaches both alike. A small character
+/// budget, so a compaction comes every few turns.
+fn compaction_growth(
+    dir: &std::path::Path,
+    short: usize,
+    long: usize,
+    samples: usize,
+) -> (f64, f64) {
     use foldline_wasmtime::driver::{Driver, Outcome};
     use foldline_wasmtime::journal::{Journal, SqliteJournal};
     let path = dir.join("compaction-growth.db");
@@ -166,26 +179,31 @@ fn compaction_growth(dir: &std::path::Path, lengths: &[usize], samples: usize) -
         foldline_wasmtime::model::Extractive,
         d,
     );
-    let mut out = Vec::new();
-    let mut boundaries = 0;
     let mut s = 1;
-    for &length in lengths {
-        let mut times = Vec::new();
-        while times.len() < samples {
-            let t = Instant::now();
-            driver.journal().append("c", &[say(s)]).unwrap();
-            s += 1;
-            if let Outcome::Compacted(_) = driver.on_message("c").unwrap() {
-                if boundaries >= length {
-                    times.push(t.elapsed().as_secs_f64());
-                }
-                boundaries += 1;
-            }
+    // Messages appended to `conv` until one compacts: that message's time.
+    let mut compact_once = |conv: &str| loop {
+        let t = Instant::now();
+        driver.journal().append(conv, &[say_in(conv, s)]).unwrap();
+        s += 1;
+        if let Outcome::Compacted(_) = driver.on_message(conv).unwrap() {
+            return t.elapsed().as_secs_f64();
         }
-        times.sort_by(|a, b| a.total_cmp(b));
-        out.push(times[times.len() / 2]);
+    };
+    for (conv, length) in [("short", short), ("long", long)] {
+        for _ in 0..length {
+            compact_once(conv);
+        }
     }
-    out
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..samples {
+        a.push(compact_once("short"));
+        b.push(compact_once("long"));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    };
+    (median(a), median(b))
 }
 
 /// One SHA-256 pass over `bytes` inside WebAssembly under wasmtime (the
@@ -370,12 +388,12 @@ fn main() {
     let driver_plain_1k = driver_per_message(&out, 1_000, messages, false);
 
     // One compaction with 1,000 boundaries in the chain vs 10.
-    let growth = compaction_growth(&out, &[10, 1_000], if quick { 25 } else { 61 });
+    let growth = compaction_growth(&out, 10, 1_000, if quick { 25 } else { 61 });
 
     let mut r = json!({
-        "compaction_10_boundaries_us": growth[0] * 1e6,
-        "compaction_1000_boundaries_us": growth[1] * 1e6,
-        "compaction_growth_1000_vs_10_boundaries": growth[1] / growth[0],
+        "compaction_10_boundaries_us": growth.0 * 1e6,
+        "compaction_1000_boundaries_us": growth.1 * 1e6,
+        "compaction_growth_1000_vs_10_boundaries": growth.1 / growth.0,
         "program_driver_1k_us": driver_1k * 1e6,
         "program_driver_big_us": driver_big * 1e6,
         "program_driver_history_big": big,

@@ -19,8 +19,8 @@ const model = {
   async complete() { throw new Error("unused"); },
 };
 const declaration = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } };
-const say = (s) => ({
-  type: "message", conversation: "c", chat: "", sender: "", sourceSeq: s, turnId: `t${s}`,
+const say = (s, conversation = "c") => ({
+  type: "message", conversation, chat: "", sender: "", sourceSeq: s, turnId: `t${s}`,
   role: s % 2 ? "user" : "assistant", parts: [{ type: "text", text: `message ${s} about the trip `.padEnd(300, "x") }],
 });
 
@@ -49,38 +49,41 @@ async function perMessage(history, messages) {
   return { median: samples[samples.length >> 1], compactions };
 }
 
-// One compaction when the chain already holds `length` boundaries: the
-// median time of the message that compacts (append, onMessage), over
-// `samples` compactions after the chain reached each length; a small
+// One compaction when the chain already holds `short` boundaries and when it
+// holds `long`: the median time of the message that compacts (append,
+// onMessage), over `samples` compactions of each. Two conversations of one
+// compactor: both chains are built first, then their compactions alternate,
+// one of each in turn (the short chain grows by `samples` as they run), so
+// the machine's drift and the engine's warm-up reach both alike. A small
 // character budget, so a compaction comes every few turns.
-async function compactionGrowth(lengths, samples) {
+async function compactionGrowth(short, long, samples) {
   const journal = new f.MemoryJournal();
   const c = f.createCompactor({
     journal, model,
     declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars", trigger: 6000, retain: 2000 }, summary: { maxChars: 400 } },
   });
-  const out = [];
-  let boundaries = 0;
   let s = 1;
-  for (const length of lengths) {
-    const times = [];
-    while (times.length < samples) {
+  // Messages appended to `conversation` until one compacts: that message's time.
+  const compactOnce = async (conversation) => {
+    for (;;) {
       const t = performance.now();
-      await journal.append("c", say(s++));
-      const r = await c.onMessage("c");
-      if (r.status === "compacted") {
-        if (boundaries >= length) times.push(performance.now() - t);
-        boundaries++;
-      }
+      await journal.append(conversation, say(s++, conversation));
+      if ((await c.onMessage(conversation)).status === "compacted") return performance.now() - t;
     }
-    times.sort((a, b) => a - b);
-    out.push(times[times.length >> 1]);
+  };
+  for (const [conversation, length] of [["short", short], ["long", long]]) {
+    for (let b = 0; b < length; b++) await compactOnce(conversation);
   }
-  return out;
+  const times = { short: [], long: [] };
+  for (let i = 0; i < samples; i++) {
+    for (const conversation of ["short", "long"]) times[conversation].push(await compactOnce(conversation));
+  }
+  const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
+  return [median(times.short), median(times.long)];
 }
 
 const messages = quick ? 100 : 400;
-const [growth10, growth1000] = await compactionGrowth([10, 1000], quick ? 25 : 61);
+const [growth10, growth1000] = await compactionGrowth(10, 1000, quick ? 25 : 61);
 const small = await perMessage(1_000, messages);
 const ten = await perMessage(10_000, messages);
 const big = await perMessage(quick ? 20_000 : 100_000, messages);
