@@ -107,46 +107,75 @@ fn artifact() -> Foldline {
 /// What the `foldline` program pays per message: append the member's turn,
 /// `on_message`, `context`, through the driver over a SQLite journal file on
 /// the seed-002 token defaults, after `history` turns were written to the
-/// journal before the driver started. Median seconds over `messages`.
-/// `hold`: the driver holds the live events in the core's instance (the
-/// default) or sends them whole with every call.
-fn driver_per_message(dir: &std::path::Path, history: u64, messages: u64, hold: bool) -> f64 {
-    use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
-    use foldline_wasmtime::journal::{Journal, SqliteJournal};
-    let path = dir.join(format!("driver-{history}-{hold}.db"));
-    let _ = std::fs::remove_file(&path);
-    let mut d = Declaration::new("assistant", "assistant-compactor");
-    d.budget = Budget::default_tokens();
-    let driver = Driver::builder(
-        artifact(),
-        SqliteJournal::open(&path).unwrap(),
+/// journal before the driver started. `hold`: the driver holds the live
+/// events in the core's instance (the default) or sends them whole with
+/// every call. The runs compared are stepped in turn, one message of each
+/// (`main`), so the machine's drift reaches them alike.
+struct PerMessage {
+    driver: foldline_wasmtime::driver::Driver<
+        foldline_wasmtime::journal::SqliteJournal,
         foldline_wasmtime::model::Extractive,
-    )
-    .declaration(d)
-    .hold_events(hold)
-    .build()
-    .unwrap();
-    let mut s = 1;
-    while s <= history {
-        let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
-        driver.journal().append("c", &batch).unwrap();
-        s += 1_000;
-    }
-    driver.on_message("c").unwrap(); // the first call reads the history once
-    let mut samples = Vec::new();
-    let mut compactions = 0;
-    for s in history + 1..=history + messages {
-        let t = Instant::now();
-        driver.journal().append("c", &[say(s)]).unwrap();
-        if let Outcome::Compacted(_) = driver.on_message("c").unwrap() {
-            compactions += 1;
+    >,
+    next: u64,
+    samples: Vec<f64>,
+    compactions: usize,
+}
+
+impl PerMessage {
+    fn new(dir: &std::path::Path, history: u64, hold: bool) -> PerMessage {
+        use foldline_wasmtime::driver::Driver;
+        use foldline_wasmtime::journal::{Journal, SqliteJournal};
+        let path = dir.join(format!("driver-{history}-{hold}.db"));
+        let _ = std::fs::remove_file(&path);
+        let mut d = Declaration::new("assistant", "assistant-compactor");
+        d.budget = Budget::default_tokens();
+        let driver = Driver::builder(
+            artifact(),
+            SqliteJournal::open(&path).unwrap(),
+            foldline_wasmtime::model::Extractive,
+        )
+        .declaration(d)
+        .hold_events(hold)
+        .build()
+        .unwrap();
+        let mut s = 1;
+        while s <= history {
+            let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
+            driver.journal().append("c", &batch).unwrap();
+            s += 1_000;
         }
-        driver.context("c", ContextOptions::default()).unwrap();
-        samples.push(t.elapsed().as_secs_f64());
+        driver.on_message("c").unwrap(); // the first call reads the history once
+        PerMessage {
+            driver,
+            next: history + 1,
+            samples: Vec::new(),
+            compactions: 0,
+        }
     }
-    assert!(compactions > 0, "the driver benchmark never compacted");
-    samples.sort_by(|a, b| a.total_cmp(b));
-    samples[samples.len() / 2]
+
+    /// One message, timed.
+    fn message(&mut self) {
+        use foldline_wasmtime::driver::{ContextOptions, Outcome};
+        use foldline_wasmtime::journal::Journal;
+        let t = Instant::now();
+        self.driver
+            .journal()
+            .append("c", &[say(self.next)])
+            .unwrap();
+        if let Outcome::Compacted(_) = self.driver.on_message("c").unwrap() {
+            self.compactions += 1;
+        }
+        self.driver.context("c", ContextOptions::default()).unwrap();
+        self.samples.push(t.elapsed().as_secs_f64());
+        self.next += 1;
+    }
+
+    /// The median seconds per message.
+    fn median(mut self) -> f64 {
+        assert!(self.compactions > 0, "the driver benchmark never compacted");
+        self.samples.sort_by(|a, b| a.total_cmp(b));
+        self.samples[self.samples.len() / 2]
+    }
 }
 
 /// One compaction through the program's driver (SQLite file, a warm
@@ -383,9 +412,17 @@ fn main() {
     let inst = median(|| f.instantiate_only().unwrap(), budget, 50);
 
     let (big, messages) = if quick { (20_000, 60) } else { (100_000, 300) };
-    let driver_1k = driver_per_message(&out, 1_000, messages, true);
-    let driver_big = driver_per_message(&out, big, messages, true);
-    let driver_plain_1k = driver_per_message(&out, 1_000, messages, false);
+    let mut runs = [
+        PerMessage::new(&out, 1_000, true),
+        PerMessage::new(&out, big, true),
+        PerMessage::new(&out, 1_000, false),
+    ];
+    for _ in 0..messages {
+        for run in &mut runs {
+            run.message();
+        }
+    }
+    let [driver_1k, driver_big, driver_plain_1k] = runs.map(PerMessage::median);
 
     // One compaction with 1,000 boundaries in the chain vs 10.
     let growth = compaction_growth(&out, 10, 1_000, if quick { 25 } else { 61 });
