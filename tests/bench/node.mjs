@@ -50,20 +50,19 @@ const metaStringify = median(() => JSON.stringify(metaReq), 20);
 // through the entry `import "foldline"` resolves to in Node (the "node"
 // export condition: it finds and reads the .wasm from disk itself).
 const probe = `const t=performance.now();const f=await import(${JSON.stringify(new URL("js/dist/node.js", repo).href)});await f.init();console.log(performance.now()-t);`;
-const colds = [];
-for (let i = 0; i < (quick ? 5 : 15); i++) {
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8" });
-  colds.push(Number(r.stdout.trim()));
-}
-colds.sort((a, b) => a - b);
 // The floor of that measure: a fresh process importing an empty ES module.
+// The two probes alternate, one process of each in turn, so the machine's
+// drift reaches both alike.
 const emptyModule = `data:text/javascript,export const x = 1;`;
 const emptyProbe = `const t=performance.now();await import(${JSON.stringify(emptyModule)});console.log(performance.now()-t);`;
+const colds = [];
 const empties = [];
-for (let i = 0; i < (quick ? 5 : 15); i++) {
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", emptyProbe], { encoding: "utf8" });
-  empties.push(Number(r.stdout.trim()));
+const timeProcess = (code) => Number(spawnSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8" }).stdout.trim());
+for (let i = 0; i < (quick ? 7 : 15); i++) {
+  colds.push(timeProcess(probe));
+  empties.push(timeProcess(emptyProbe));
 }
+colds.sort((a, b) => a - b);
 empties.sort((a, b) => a - b);
 
 // Prompt trim of a 1.2 MB paste through the package, beside a plain JS regex
