@@ -1,8 +1,8 @@
 //! The pool of PostgreSQL connections the journal and the server share.
 //!
 //! `r2d2_postgres` checks every connection on checkout with an empty query:
-//! one more round trip before each statement, which doubled what a message
-//! costs on Postgres (`journal_bench`). Here a connection is checked on
+//! one more round trip before each statement (about a fifth of what a
+//! message cost on Postgres: BENCHMARKS.md, session 18). Here a connection is checked on
 //! checkout only when it was last handed out more than [`RECHECK_AFTER`]
 //! ago — a connection that sat in the pool for a while (a server restart or
 //! an administrator's kill may have ended it) is still checked and replaced
