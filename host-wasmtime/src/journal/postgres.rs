@@ -22,7 +22,9 @@ use crate::error::{HostError, Result};
 /// The schema, applied at open (idempotent).
 pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 
-/// The journal on PostgreSQL.
+/// The journal on PostgreSQL: a pool of up to 8 connections and one thread
+/// that writes the progress notes behind the message path (`pg_notes.rs`);
+/// open it once per process and share it.
 pub struct PgJournal {
     pool: PgPool,
     notes: Notes,
