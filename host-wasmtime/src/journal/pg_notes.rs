@@ -9,11 +9,13 @@
 //! dropped: a write that fails leaves its notes pending (tried again after
 //! [`RETRY_AFTER`]) and the failure is answered by the next `note` and by
 //! [`Notes::flush`]; `progress` flushes first, so a reader in this process
-//! sees every note made before it; the journal's drop writes what is left.
+//! sees every note made before it; the journal's drop writes what is left
+//! (one try: a database refusing it then loses those notes).
 //! Another replica sees a note once written (milliseconds; a process that
 //! dies loses at most its pending notes — the watermark is a report, not a
 //! part of the journal).
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -58,6 +60,14 @@ impl Shared {
     fn wait<'a>(&self, s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         self.changed.wait(s).unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Wait for a change, or at most [`RETRY_AFTER`].
+    fn wait_a_while<'a>(&self, s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed
+            .wait_timeout(s, RETRY_AFTER)
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+    }
 }
 
 /// The pending notes and their writer thread.
@@ -68,10 +78,17 @@ pub(crate) struct Notes {
 
 /// Add `runs` skipped runs ending at `record` to `pending`.
 fn merge(pending: &mut Pending, conversation: String, runs: u64, record: SkipRecord) {
-    let entry = pending.entry(conversation).or_insert((0, record.clone()));
-    entry.0 += runs;
-    if record.checked_through_seq >= entry.1.checked_through_seq {
-        entry.1 = record;
+    match pending.entry(conversation) {
+        Entry::Vacant(slot) => {
+            slot.insert((runs, record));
+        }
+        Entry::Occupied(mut kept) => {
+            let (n, last) = kept.get_mut();
+            *n += runs;
+            if record.checked_through_seq >= last.checked_through_seq {
+                *last = record;
+            }
+        }
     }
 }
 
@@ -126,14 +143,11 @@ impl Notes {
                 return Ok(());
             }
             if self.writer.as_ref().is_none_or(|w| w.is_finished()) {
-                return Err(failure("the writer thread stopped"));
+                return Err(HostError::Storage(
+                    "the progress writer stopped: notes made since are not written".into(),
+                ));
             }
-            s = self
-                .shared
-                .changed
-                .wait_timeout(s, RETRY_AFTER)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            s = self.shared.wait_a_while(s);
         }
     }
 }
@@ -177,10 +191,7 @@ fn write_behind(shared: &Shared, pool: &PgPool) {
                 if s.stop {
                     return;
                 }
-                let (_s, _) = shared
-                    .changed
-                    .wait_timeout(s, RETRY_AFTER)
-                    .unwrap_or_else(|p| p.into_inner());
+                drop(shared.wait_a_while(s));
                 continue;
             }
         }

@@ -123,7 +123,7 @@ fn admit_messages(
         chat: String::new(),
         sender: String::new(),
     };
-    let mut probe = crate::import::parse_messages(text, &route, 0)?;
+    let probe = crate::import::parse_messages(text, &route, 0)?;
     if probe.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -137,13 +137,13 @@ fn admit_messages(
         declaration: Some(a.driver.declaration().clone()),
     };
     foldline_core::validate::check_events(&check).map_err(HostError::Core)?;
-    probe = check.events;
-    for e in &mut probe {
+    let mut messages = check.events;
+    for e in &mut messages {
         if let foldline_core::event::Event::Message(m) = e {
             m.sender = member.to_owned();
         }
     }
-    Ok((route, probe))
+    Ok((route, messages))
 }
 
 /// `POST …/messages`: one OpenAI-style message, or an array of them.
