@@ -3,7 +3,10 @@
 //! a bare append, on a SQLite file and on PostgreSQL (a server started for
 //! the run from Debian's binaries). The two journals take their messages in
 //! turn, [`BLOCK`] at a time. Medians; prints one JSON object with the Postgres /
-//! SQLite ratios measured in the same run.
+//! SQLite ratios measured in the same run, each of a message's three steps
+//! on its own, and one round trip to the database (a read of nothing new,
+//! as `context` makes after `on_message`): a message on Postgres makes three
+//! (the append, `on_message`'s read, `context`'s read), on SQLite none.
 //!
 //! `cargo run -p foldline-wasmtime --example journal_bench -- [--quick]`
 
@@ -34,6 +37,8 @@ struct Bench {
     turns: Vec<foldline_core::event::Event>,
     bare: Vec<foldline_core::event::Event>,
     per: Vec<Duration>,
+    /// The append, `on_message` and `context` of each message.
+    steps: Vec<[Duration; 3]>,
     appends: Vec<Duration>,
 }
 
@@ -57,6 +62,7 @@ impl Bench {
             turns,
             bare: fixtures::demo_events("b", messages),
             per: Vec::new(),
+            steps: Vec::new(),
             appends: Vec::new(),
         }
     }
@@ -68,11 +74,22 @@ impl Bench {
             .journal()
             .append("c", std::slice::from_ref(&self.turns[i]))
             .expect("append");
+        let appended = t.elapsed();
         self.driver.on_message("c").expect("driver");
+        let checked = t.elapsed();
         self.driver
             .context("c", ContextOptions::default())
             .expect("context");
-        self.per.push(t.elapsed());
+        let done = t.elapsed();
+        self.steps
+            .push([appended, checked - appended, done - checked]);
+        self.per.push(done);
+    }
+
+    /// Medians of the append, `on_message` and `context`, µs.
+    fn steps(&self) -> serde_json::Value {
+        let step = |k: usize| median(self.steps.iter().map(|s| s[k]).collect());
+        json!({"append": step(0), "on_message": step(1), "context": step(2)})
     }
 
     /// Bare append `i`, timed.
@@ -118,6 +135,19 @@ fn main() {
         block.clone().for_each(|i| sqlite.append(i));
         block.for_each(|i| postgres.append(i));
     }
+    // One round trip: a read of nothing new, prepared, on a pooled connection.
+    let round_trips: Vec<Duration> = (0..messages * 4)
+        .map(|_| {
+            let t = Instant::now();
+            postgres
+                .driver
+                .journal()
+                .read_events("c", u64::MAX >> 1)
+                .expect("read");
+            t.elapsed()
+        })
+        .collect();
+    let (sqlite_steps, pg_steps) = (sqlite.steps(), postgres.steps());
     let (sqlite_msg, sqlite_append) = (median(sqlite.per), median(sqlite.appends));
     let (pg_msg, pg_append) = (median(postgres.per), median(postgres.appends));
     println!(
@@ -131,6 +161,9 @@ fn main() {
             "sqlite_append_us": sqlite_append,
             "postgres_append_us": pg_append,
             "postgres_vs_sqlite_append": pg_append / sqlite_append,
+            "sqlite_steps_us": sqlite_steps,
+            "postgres_steps_us": pg_steps,
+            "postgres_round_trip_us": median(round_trips),
         })
     );
 }
