@@ -49,13 +49,20 @@ CREATE TABLE IF NOT EXISTS foldline_turns (
 -- (conflict; the message is the head found), FL003 a turn id already held
 -- with another claim (conflicting_turn; the message is the turn id); a
 -- second boundary on one chain slot is the unique index's 23505 (fork).
+-- A refusal raised after a write undoes it (the statement's transaction
+-- ends in the error). Three statements in the usual case: the head moved
+-- (its row lock orders the appenders of one conversation: a second one
+-- waits here and then reads the head the first wrote), the turn claims
+-- taken (looked at only when one was already there), the events written.
 CREATE OR REPLACE FUNCTION foldline_append(
   p_conversation text, p_expected bigint, p_fence bigint,
   p_types text[], p_bodies text[], p_slots text[], p_turns text[], p_claims text[]
 ) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
+  n bigint := coalesce(array_length(p_types, 1), 0);
   head bigint;
   current_fence bigint;
+  claimed bigint;
   refused text;
 BEGIN
   IF p_fence IS NOT NULL THEN
@@ -64,29 +71,37 @@ BEGIN
       RAISE EXCEPTION 'lease_lost' USING ERRCODE = 'FL001';
     END IF;
   END IF;
-  INSERT INTO foldline_heads (conversation, seq) VALUES (p_conversation, 0) ON CONFLICT DO NOTHING;
-  SELECT seq INTO head FROM foldline_heads WHERE conversation = p_conversation FOR UPDATE;
+  UPDATE foldline_heads SET seq = seq + n WHERE conversation = p_conversation RETURNING seq - n INTO head;
+  IF NOT FOUND THEN
+    -- The conversation's first append (one racing it waits on the key).
+    INSERT INTO foldline_heads (conversation, seq) VALUES (p_conversation, 0) ON CONFLICT DO NOTHING;
+    UPDATE foldline_heads SET seq = seq + n WHERE conversation = p_conversation RETURNING seq - n INTO head;
+  END IF;
   IF p_expected IS NOT NULL AND p_expected <> head THEN
     RAISE EXCEPTION '%', head USING ERRCODE = 'FL002';
   END IF;
   IF coalesce(array_length(p_turns, 1), 0) > 0 THEN
-    SELECT g.turn_id INTO refused
-      FROM unnest(p_turns, p_claims) AS g(turn_id, claim)
-      JOIN foldline_turns t ON t.conversation = p_conversation AND t.turn_id = g.turn_id AND t.claim <> g.claim
-      LIMIT 1;
-    IF refused IS NOT NULL THEN
-      RAISE EXCEPTION '%', refused USING ERRCODE = 'FL003';
+    WITH put AS (
+      INSERT INTO foldline_turns (conversation, turn_id, claim)
+        SELECT p_conversation, g.turn_id, g.claim FROM unnest(p_turns, p_claims) AS g(turn_id, claim)
+        ON CONFLICT DO NOTHING RETURNING 1)
+    SELECT count(*) INTO claimed FROM put;
+    -- A turn id already claimed: the same content again is a redelivery;
+    -- other content is refused.
+    IF claimed < array_length(p_turns, 1) THEN
+      SELECT g.turn_id INTO refused
+        FROM unnest(p_turns, p_claims) AS g(turn_id, claim)
+        JOIN foldline_turns t ON t.conversation = p_conversation AND t.turn_id = g.turn_id AND t.claim <> g.claim
+        LIMIT 1;
+      IF refused IS NOT NULL THEN
+        RAISE EXCEPTION '%', refused USING ERRCODE = 'FL003';
+      END IF;
     END IF;
-    INSERT INTO foldline_turns (conversation, turn_id, claim)
-      SELECT p_conversation, g.turn_id, g.claim FROM unnest(p_turns, p_claims) AS g(turn_id, claim)
-      ON CONFLICT DO NOTHING;
   END IF;
   INSERT INTO foldline_events (conversation, seq, type, body, chain_slot)
     SELECT p_conversation, head + e.i, e.type, e.body, e.slot
       FROM unnest(p_types, p_bodies, p_slots) WITH ORDINALITY AS e(type, body, slot, i);
-  head := head + coalesce(array_length(p_types, 1), 0);
-  UPDATE foldline_heads SET seq = head WHERE conversation = p_conversation;
-  RETURN head;
+  RETURN head + n;
 END $$;
 
 CREATE TABLE IF NOT EXISTS foldline_packets (

@@ -6,7 +6,8 @@
 //! It checks, in order: the append check (a forged content hash, a wrong
 //! route, nothing written), turn claims (a reused turn id with other content
 //! refused, an identical repeat accepted), compare-and-append, hashing at
-//! entry, the fenced writer lease, one boundary per chain slot (through a
+//! entry, appenders racing on one conversation (and on its first position),
+//! the fenced writer lease, one boundary per chain slot (through a
 //! real compaction by a [`Driver`]), packets by id, a chain that verifies,
 //! and the progress watermark when the journal keeps one (the trait's
 //! default keeps none).
@@ -65,6 +66,7 @@ pub fn check<J: Journal>(journal: J) {
     refuses_what_fails_the_append_check(j);
     appends_compare_and_append(j);
     keeps_one_message_per_turn_id(j);
+    orders_racing_appenders(j);
     fences_the_writer_lease(j);
     keeps_one_boundary_per_head(&d);
     stores_packets_by_id(j);
@@ -160,6 +162,49 @@ fn keeps_one_message_per_turn_id<J: Journal + ?Sized>(j: &J) {
         t.len() as u64 + 1,
         "an identical repeat"
     );
+}
+
+/// Rule 2 (order): appenders racing on one conversation, from its first
+/// append on, each get their own positions, one after another with no gap;
+/// racing compare-and-appends at one position: one is written, the others
+/// are told the head moved.
+fn orders_racing_appenders<J: Journal + ?Sized>(j: &J) {
+    const WRITERS: usize = 4;
+    let events = demo_events("r", 40);
+    let per = events.len() / WRITERS;
+    std::thread::scope(|s| {
+        for chunk in events.chunks(per) {
+            s.spawn(move || {
+                for e in chunk {
+                    j.append("r", std::slice::from_ref(e)).unwrap();
+                }
+            });
+        }
+    });
+    let read = j.read_events("r", 0).unwrap();
+    assert!(read.iter().zip(1..).all(|(s, i)| s.seq == i), "no gap");
+    let mut ids: Vec<_> = read.iter().filter_map(|s| s.event.turn_seq()).collect();
+    ids.sort_unstable();
+    let mut want: Vec<_> = events.iter().filter_map(Event::turn_seq).collect();
+    want.sort_unstable();
+    assert_eq!(ids, want, "each event written once");
+    let firsts = demo_events("q", WRITERS * 3);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let racing: Vec<_> = firsts[..WRITERS]
+            .iter()
+            .map(|e| s.spawn(move || j.append_at("q", std::slice::from_ref(e), 0, None)))
+            .collect();
+        racing.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "one writer wins"
+    );
+    assert!(results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .all(|e| e.code() == "conflict"));
 }
 
 /// Rule 3: the fenced lease.
