@@ -5,7 +5,11 @@
 //! on every message. Here a note is merged into a pending set at once (the
 //! count grown, the record kept unless it checked less far) and a writer
 //! thread of the journal writes everything pending in one statement, so a
-//! burst of messages costs one write, off the caller's path. Nothing is
+//! burst of messages costs one write, off the caller's path: after the
+//! first note it gathers the others made within [`GATHER`] (a steady stream
+//! of messages costs one write per [`GATHER`], not one each, and the
+//! database is not writing notes while the next message's reads wait),
+//! unless a flush or the journal's drop is waiting. Nothing is
 //! dropped: a write that fails leaves its notes pending (tried again after
 //! [`RETRY_AFTER`]) and the failure is answered by the next `note` and by
 //! [`Notes::flush`]; `progress` flushes first, so a reader in this process
@@ -19,13 +23,16 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use foldline_core::plan::SkipRecord;
 
 use super::pg_pool::{pool_error, PgPool};
 use crate::error::{HostError, Result};
 use crate::sync::lock;
+
+/// How long the writer gathers notes after the first before it writes them.
+pub const GATHER: Duration = Duration::from_millis(20);
 
 /// How long the writer waits before trying a failed write again.
 pub const RETRY_AFTER: Duration = Duration::from_millis(200);
@@ -45,6 +52,8 @@ type Pending = BTreeMap<String, (u64, SkipRecord)>;
 #[derive(Default)]
 struct State {
     pending: Pending,
+    /// A flush waits: write what is pending without gathering.
+    hurry: bool,
     writing: bool,
     failed: Option<String>,
     stop: bool,
@@ -120,10 +129,14 @@ impl Notes {
     /// failure, if the writer has not got through since (the note is kept).
     pub fn note(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
         let mut s = lock(&self.shared.state);
+        // Only the first note wakes the writer; the others join its gathering.
+        let first = s.pending.is_empty();
         merge(&mut s.pending, conversation.to_owned(), 1, record.clone());
         let failed = s.failed.clone();
         drop(s);
-        self.shared.changed.notify_all();
+        if first {
+            self.shared.changed.notify_all();
+        }
         match failed {
             Some(e) => Err(failure(&e)),
             None => Ok(()),
@@ -135,6 +148,10 @@ impl Notes {
     /// not outlive it).
     pub fn flush(&self) -> Result<()> {
         let mut s = lock(&self.shared.state);
+        if !s.pending.is_empty() {
+            s.hurry = true;
+            self.shared.changed.notify_all();
+        }
         loop {
             if let Some(e) = &s.failed {
                 return Err(failure(e));
@@ -162,8 +179,9 @@ impl Drop for Notes {
     }
 }
 
-/// The writer: everything pending in one statement, as soon as there is
-/// something; on a failure the notes go back and are tried again.
+/// The writer: everything pending in one statement, [`GATHER`] after the
+/// first note (at once for a flush or the drop); on a failure the notes go
+/// back and are tried again.
 fn write_behind(shared: &Shared, pool: &PgPool) {
     loop {
         let batch = {
@@ -171,9 +189,21 @@ fn write_behind(shared: &Shared, pool: &PgPool) {
             while s.pending.is_empty() && !s.stop {
                 s = shared.wait(s);
             }
+            let until = Instant::now() + GATHER;
+            while !s.stop && !s.hurry {
+                let Some(left) = until.checked_duration_since(Instant::now()) else {
+                    break;
+                };
+                s = shared
+                    .changed
+                    .wait_timeout(s, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
             if s.pending.is_empty() {
                 return;
             }
+            s.hurry = false;
             s.writing = true;
             std::mem::take(&mut s.pending)
         };
