@@ -61,6 +61,8 @@ interface Raw {
   __wbindgen_free(ptr: number, size: number, align: number): void;
   call(p0: number, l0: number, p1: number, l1: number): [number, number];
   callHeld(id: number, count: number, p0: number, l0: number, p1: number, l1: number, p2: number, l2: number): [number, number];
+  /** The raw ABI's major version (the same number `version()` reports), read without a string crossing. */
+  foldline_abi_major(): number;
 }
 
 const encoder = new TextEncoder();
@@ -191,9 +193,12 @@ export function load(source: WasmSource | undefined, fallback: () => Promise<Was
         });
       }
     }
-    const v = JSON.parse(wasm.version()) as { abi: { major: number } };
-    if (v.abi.major !== ABI_MAJOR) {
-      throw new FoldlineError({ code: "unsupported_version", message: `ABI major ${v.abi.major}, expected ${ABI_MAJOR}` });
+    // The major version as a number from the raw ABI's export: `version()`
+    // would format and cross a string, a millisecond of a cold start spent
+    // compiling the formatting code on its first call.
+    const major = exports().foldline_abi_major();
+    if (major !== ABI_MAJOR) {
+      throw new FoldlineError({ code: "unsupported_version", message: `ABI major ${major}, expected ${ABI_MAJOR}` });
     }
     loaded = true;
   })();

@@ -85,6 +85,29 @@ test("a call before init() answers not_initialized", () => {
   check(out.code === "not_initialized", out.code);
 });
 
+test("a core of another ABI major is refused at init with unsupported_version", () => {
+  // The smallest module the glue instantiates, whose raw ABI says major 2:
+  // memory, a no-op __wbindgen_start, foldline_abi_major returning 2.
+  const name = (s) => [s.length, ...Buffer.from(s)];
+  const exports = [3, ...name("memory"), 2, 0, ...name("foldline_abi_major"), 0, 0, ...name("__wbindgen_start"), 0, 1];
+  const bytes = [
+    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    1, 8, 2, 0x60, 0, 1, 0x7f, 0x60, 0, 0, // types: () -> i32, () -> ()
+    3, 3, 2, 0, 1, // functions
+    5, 3, 1, 0, 1, // one page of memory
+    7, exports.length, ...exports,
+    10, 9, 2, 4, 0, 0x41, 2, 0x0b, 2, 0, 0x0b, // i32.const 2; nothing
+  ];
+  const entry = new URL("../dist/node.js", import.meta.url).href;
+  const script = `const f = await import(${JSON.stringify(entry)});
+    try { await f.init(new Uint8Array(${JSON.stringify(bytes)})); console.log("{}"); }
+    catch (e) { console.log(JSON.stringify({ typed: e instanceof f.FoldlineError, code: e.code, message: e.message })); }`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+  const out = JSON.parse(r.stdout || "{}");
+  check(out.typed === true, `typed: ${r.stdout} ${r.stderr}`);
+  check(out.code === "unsupported_version" && out.message.includes("ABI major 2"), JSON.stringify(out));
+});
+
 test("a .wasm URL that serves nothing answers not_initialized naming the URL (not the glue's untyped error)", async () => {
   const { createServer } = await import("node:http");
   const server = createServer((_, res) => { res.writeHead(404); res.end("not found"); });
