@@ -266,6 +266,18 @@ fn sha256_in_wasmtime(bytes: &[u8], budget: Duration) -> Option<f64> {
     ))
 }
 
+/// One message natively: plan then select on the request bytes, median seconds.
+fn native_per_message(plan: &[u8], select: &[u8], budget: Duration) -> f64 {
+    median(
+        || {
+            api::call("plan", plan);
+            api::call("select", select);
+        },
+        budget,
+        20,
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let out = std::path::PathBuf::from(
@@ -275,6 +287,16 @@ fn main() {
     );
     let quick = args.iter().any(|a| a == "--quick");
     let budget = Duration::from_millis(if quick { 600 } else { 3_000 });
+    if args.iter().any(|a| a == "--native-turn") {
+        // One turn of the native side of node_vs_native, on the W1 requests
+        // an earlier run wrote (tests/bench/node.mjs alternates it with its
+        // own per-message call).
+        let read =
+            |name: &str| std::fs::read(out.join(name)).expect("W1 requests written by a full run");
+        let us = native_per_message(&read("w1-plan.json"), &read("w1-select.json"), budget) * 1e6;
+        println!("{us}");
+        return;
+    }
     std::fs::create_dir_all(&out).unwrap();
     let f = artifact();
 
@@ -295,16 +317,7 @@ fn main() {
     std::fs::write(out.join("w1-openai-messages.json"), msgs.to_string()).unwrap();
 
     // One message: plan then select, natively or under wasmtime.
-    let on_native = |plan: &[u8], select: &[u8]| {
-        median(
-            || {
-                api::call("plan", plan);
-                api::call("select", select);
-            },
-            budget,
-            20,
-        )
-    };
+    let on_native = |plan: &[u8], select: &[u8]| native_per_message(plan, select, budget);
     let on_wasm = |plan: &[u8], select: &[u8]| {
         median(
             || {

@@ -25,7 +25,24 @@ function median(fn, minRuns) {
 const plan = JSON.parse(await readFile(`${dir}/w1-plan.json`, "utf8"));
 const select = JSON.parse(await readFile(`${dir}/w1-select.json`, "utf8"));
 const full = JSON.parse(await readFile(`${dir}/w1-full-select.json`, "utf8"));
-const perMessage = median(() => { f.plan(plan); f.select(select); }, 20);
+// Per message through the package, and the native core on the same two
+// requests (the Rust bench's own measure, `bench <dir> --native-turn`, a
+// process of its own, path in FOLDLINE_BENCH), three turns of each, so the
+// machine's drift reaches both alike: the medians of each side's turns make
+// node_vs_native.
+const nodeTurns = [];
+const nativeTurns = [];
+for (let i = 0; i < 3; i++) {
+  nodeTurns.push(median(() => { f.plan(plan); f.select(select); }, 20));
+  if (process.env.FOLDLINE_BENCH) {
+    const args = [dir, "--native-turn", ...(quick ? ["--quick"] : [])];
+    const us = Number.parseFloat(spawnSync(process.env.FOLDLINE_BENCH, args, { encoding: "utf8" }).stdout);
+    if (!(us > 0)) throw new Error(`${process.env.FOLDLINE_BENCH} --native-turn printed no time`);
+    nativeTurns.push(us / 1e3);
+  }
+}
+const middle = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const perMessage = middle(nodeTurns);
 // The same pair split at the JSON boundary: the core calls on JSON text
 // alone, and the JavaScript side alone (the requests written, the answers
 // read), which no engine speed removes.
@@ -106,11 +123,13 @@ const driverMessage = await medianAsync(async () => {
 const driverContext = await medianAsync(() => compactor.context("w1", { format: "openai" }), 20);
 
 console.log(JSON.stringify({
+  node_version: process.version,
   node_driver_w1_message_us: driverMessage * 1e3,
   node_driver_w1_context_us: driverContext * 1e3,
   node_trim_1200k_ms: trim,
   regex_pass_1200k_ms: regex,
   node_per_message_us: perMessage * 1e3,
+  ...(nativeTurns.length ? { native_per_message_in_turns_us: middle(nativeTurns) * 1e3 } : {}),
   node_full_w1_select_us: fullSelect * 1e3,
   node_full_w1_manifest_only_us: manifestOnly * 1e3,
   node_full_w1_meta_select_us: metaSelect * 1e3,
