@@ -348,9 +348,16 @@ impl Thresholds {
     }
 }
 
-/// `value × ratio‰`, rounded down, without overflow.
+/// `value × ratio‰`, rounded down, without overflow: with `value = 1000q + r`
+/// and `ratio = 1000a + b`, the exact quotient is `q·ratio + r·a + r·b/1000`
+/// (`r·b` < 10⁶). In 64-bit arithmetic, not 128-bit: no 128-bit division
+/// code in the artifact (a result past `u64::MAX`, possible only for a
+/// ratio above 1000, keeps its low 64 bits, as the 128-bit form's cast did).
 pub fn permille(value: u64, ratio: u64) -> u64 {
-    ((value as u128 * ratio as u128) / 1000) as u64
+    let (q, r) = (value / 1000, value % 1000);
+    q.wrapping_mul(ratio)
+        .wrapping_add(r * (ratio / 1000))
+        .wrapping_add(r * (ratio % 1000) / 1000)
 }
 
 /// Size of a turn in the metric.
@@ -474,6 +481,51 @@ impl Declaration {
 
 #[cfg(test)]
 mod tests {
+    /// `permille` in 64-bit arithmetic is the 128-bit product's quotient
+    /// (its low 64 bits), at the edges and across the range.
+    #[test]
+    fn permille_is_the_exact_quotient() {
+        let exact = |v: u64, r: u64| ((u128::from(v) * u128::from(r)) / 1000) as u64;
+        let edges = [
+            0,
+            1,
+            7,
+            999,
+            1000,
+            1001,
+            123_456_789,
+            (1 << 53) - 1,
+            u64::MAX / 1000,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let ratios = [
+            0,
+            1,
+            333,
+            500,
+            999,
+            1000,
+            1001,
+            123_457,
+            u64::MAX / 1000,
+            u64::MAX,
+        ];
+        for v in edges {
+            for r in ratios {
+                assert_eq!(super::permille(v, r), exact(v, r), "{v} × {r}‰");
+            }
+        }
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (v, r) = (x >> (x % 64), x.rotate_left(17) % 2_001);
+            assert_eq!(super::permille(v, r), exact(v, r), "{v} × {r}‰");
+        }
+    }
+
     use super::*;
 
     #[test]
