@@ -197,7 +197,7 @@ fn expand_decode(input: &DeriveInput) -> syn::Result<Tokens> {
     Ok(quote! {
         impl crate::decode::Decode for #name {
             fn decode(
-                v: ::serde_json::Value,
+                v: crate::decode::Tree<'_>,
                 at: &crate::decode::At<'_>,
             ) -> crate::decode::Decoded<Self> {
                 #body
@@ -456,7 +456,7 @@ fn tagged_enum(e: &syn::DataEnum, tag: &str, cattrs: &Attrs) -> syn::Result<Toke
                 quote! { #lit => { #finish Ok(Self::#ident) } }
             }
             Fields::Unnamed(u) if u.unnamed.len() == 1 => {
-                quote! { #lit => Ok(Self::#ident(crate::decode::Decode::decode(f.into_value(), at)?)) }
+                quote! { #lit => Ok(Self::#ident(crate::decode::Decode::decode(f.into_tree(), at)?)) }
             }
             Fields::Named(_) => {
                 let va = attrs(&v.attrs)?;

@@ -8,17 +8,20 @@
 
 #![forbid(unsafe_code)]
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod outline;
 mod parse;
+mod tree;
 
 pub use outline::{outline, Member};
 pub use parse::{parse, ParseError};
+pub use tree::{Object, Tree};
 
 /// Prefix of every hash string.
 pub const HASH_PREFIX: &str = "sha256:";
@@ -27,99 +30,76 @@ pub const HASH_PREFIX: &str = "sha256:";
 ///
 /// # Errors
 /// The deserializer's error.
-pub fn tree_from<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-    Tree::deserialize(d).map(|t| t.0)
+pub fn tree_from<'de, D: Deserializer<'de>>(d: D) -> Result<Tree<'static>, D::Error> {
+    Owned::deserialize(d).map(|t| t.0)
 }
 
-struct Tree(Value);
+struct Owned(Tree<'static>);
 
-impl<'de> Deserialize<'de> for Tree {
+impl<'de> Deserialize<'de> for Owned {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TreeVisitor).map(Tree)
+        d.deserialize_any(TreeVisitor).map(Owned)
     }
 }
 
 struct TreeVisitor;
 
 impl<'de> Visitor<'de> for TreeVisitor {
-    type Value = Value;
+    type Value = Tree<'static>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Tree::Null)
     }
 
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Bool(b))
+    fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(Tree::Bool(b))
     }
 
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(Tree::Number(n.into()))
     }
 
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+        Ok(Tree::Number(n.into()))
     }
 
-    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_f64<E>(self, n: f64) -> Result<Self::Value, E> {
+        // As serde_json's tree holds it: a float that is not finite is null.
+        Ok(match serde_json::Number::from_f64(n) {
+            Some(n) => Tree::Number(n),
+            None => Tree::Null,
+        })
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_owned()))
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Tree::String(Cow::Owned(s.to_owned())))
     }
 
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
+    fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+        Ok(Tree::String(Cow::Owned(s)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(Tree(v)) = seq.next_element()? {
+        while let Some(Owned(v)) = seq.next_element()? {
             items.push(v);
         }
-        Ok(Value::Array(items))
+        Ok(Tree::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut map = Map::new();
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut object = tree::Building::default();
         while let Some(key) = access.next_key::<String>()? {
-            let Tree(v) = access.next_value()?;
-            if map.contains_key(&key) {
+            let Owned(v) = access.next_value()?;
+            if let Err(key) = object.push(Cow::Owned(key), v) {
                 return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
             }
-            map.insert(key, v);
         }
-        Ok(Value::Object(map))
-    }
-}
-
-/// A JSON object whose members are taken out one by one by name: the
-/// decoder's inner loop, kept here so it is compiled at speed.
-pub struct Object(Map<String, Value>);
-
-impl Object {
-    /// Wrap an object's members.
-    pub fn new(members: Map<String, Value>) -> Self {
-        Object(members)
-    }
-
-    /// Take the member `key` out, if present.
-    pub fn take(&mut self, key: &str) -> Option<Value> {
-        self.0.remove(key)
-    }
-
-    /// The first member not taken yet, in key order.
-    pub fn first_key(&self) -> Option<&str> {
-        self.0.keys().next().map(String::as_str)
-    }
-
-    /// The members not taken yet, as an object.
-    pub fn into_value(self) -> Value {
-        Value::Object(self.0)
+        Ok(Tree::Object(object.finish()))
     }
 }
 
@@ -392,7 +372,9 @@ mod tests {
             write_u64(n, &mut ours);
             assert_eq!(ours, n.to_string().into_bytes());
         }
-        let v = parse(br#"{"b":1,"a":[true,null,"x",-2,1.5],"c":{"z":0,"y":-2}}"#).unwrap();
+        let v = parse(br#"{"b":1,"a":[true,null,"x",-2,1.5],"c":{"z":0,"y":-2}}"#)
+            .unwrap()
+            .into_value();
         let mut out = Vec::new();
         write_value(&v, &mut out);
         assert_eq!(

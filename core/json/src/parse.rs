@@ -1,5 +1,5 @@
-//! The request parser: JSON text (RFC 8259) into serde_json's tree, in one
-//! pass over the bytes.
+//! The request parser: JSON text (RFC 8259) into the decoder's [`Tree`], in
+//! one pass over the bytes.
 //!
 //! It accepts exactly what `serde_json::from_slice` accepts and reports each
 //! syntax error with serde_json's message, line and column (a differential
@@ -12,10 +12,12 @@
 //! visitor machinery for each use, and the artifact's size budget is spent
 //! better on policy; this one is a small non-generic function set.
 
+use std::borrow::Cow;
 use std::fmt;
 
-use serde_json::map::Entry;
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
+
+use crate::tree::{Building, Tree};
 
 /// Containers nested deeper than this are refused (serde_json's limit).
 const MAX_DEPTH: u8 = 128;
@@ -69,7 +71,7 @@ type Result<T> = std::result::Result<T, ParseError>;
 ///
 /// # Errors
 /// The first syntax error, as serde_json words and places it.
-pub fn parse(input: &[u8]) -> Result<Value> {
+pub fn parse(input: &[u8]) -> Result<Tree<'_>> {
     let mut p = Parser {
         s: input,
         i: 0,
@@ -90,7 +92,7 @@ struct Parser<'a> {
     depth: u8,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     /// An error placed at byte `i`.
     #[cold]
     fn at(&self, i: usize, message: impl Into<String>) -> ParseError {
@@ -134,18 +136,18 @@ impl Parser<'_> {
         self.peek()
     }
 
-    fn value(&mut self) -> Result<Value> {
+    fn value(&mut self) -> Result<Tree<'a>> {
         let Some(b) = self.whitespace() else {
             return Err(self.peek_error(EOF_VALUE));
         };
         match b {
-            b'n' => self.ident(b"null").map(|()| Value::Null),
-            b't' => self.ident(b"true").map(|()| Value::Bool(true)),
-            b'f' => self.ident(b"false").map(|()| Value::Bool(false)),
-            b'-' | b'0'..=b'9' => self.number().map(Value::Number),
+            b'n' => self.ident(b"null").map(|()| Tree::Null),
+            b't' => self.ident(b"true").map(|()| Tree::Bool(true)),
+            b'f' => self.ident(b"false").map(|()| Tree::Bool(false)),
+            b'-' | b'0'..=b'9' => self.number().map(Tree::Number),
             b'"' => {
                 self.i += 1;
-                self.string().map(Value::String)
+                self.string().map(Tree::String)
             }
             b'[' | b'{' => {
                 if self.depth == 1 {
@@ -178,7 +180,7 @@ impl Parser<'_> {
     }
 
     /// After `[`: the elements and the closing `]`.
-    fn array(&mut self) -> Result<Value> {
+    fn array(&mut self) -> Result<Tree<'a>> {
         let mut items = Vec::new();
         loop {
             let Some(b) = self.whitespace() else {
@@ -186,7 +188,7 @@ impl Parser<'_> {
             };
             if b == b']' {
                 self.i += 1;
-                return Ok(Value::Array(items));
+                return Ok(Tree::Array(items));
             }
             if !items.is_empty() {
                 if b != b',' {
@@ -204,15 +206,15 @@ impl Parser<'_> {
     }
 
     /// After `{`: the members and the closing `}`.
-    fn object(&mut self) -> Result<Value> {
-        let mut map = Map::new();
+    fn object(&mut self) -> Result<Tree<'a>> {
+        let mut map = Building::default();
         loop {
             let Some(b) = self.whitespace() else {
                 return Err(self.peek_error(EOF_OBJECT));
             };
             if b == b'}' {
                 self.i += 1;
-                return Ok(Value::Object(map));
+                return Ok(Tree::Object(map.finish()));
             }
             if !map.is_empty() {
                 if b != b',' {
@@ -236,40 +238,64 @@ impl Parser<'_> {
                 None => return Err(self.peek_error(EOF_OBJECT)),
             }
             let value = self.value()?;
-            match map.entry(key) {
-                Entry::Vacant(slot) => {
-                    slot.insert(value);
+            if let Err(key) = map.push(key, value) {
+                // serde_json places an error raised after a member at
+                // the end of its object (the closing brace read, if it
+                // is next).
+                if self.whitespace() == Some(b'}') {
+                    self.i += 1;
                 }
-                Entry::Occupied(taken) => {
-                    // serde_json places an error raised after a member at
-                    // the end of its object (the closing brace read, if it
-                    // is next).
-                    if self.whitespace() == Some(b'}') {
-                        self.i += 1;
-                    }
-                    return Err(self.error(&format!("duplicate field `{}`", taken.key())));
-                }
+                return Err(self.error(&format!("duplicate field `{key}`")));
             }
         }
     }
 
-    /// After the opening quote: the string's text and the closing quote.
-    fn string(&mut self) -> Result<String> {
+    /// Skip to the next quote, backslash or control character: eight bytes
+    /// at a time while none ends the run (most text), then byte by byte.
+    fn plain_run(&mut self) {
+        while let Some(chunk) = self.s.get(self.i..self.i + 8) {
+            if crate::needs_escape(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
+                break;
+            }
+            self.i += 8;
+        }
+        self.i += self.s[self.i..]
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            .unwrap_or(self.s.len() - self.i);
+    }
+
+    /// Text that is not UTF-8, `bad` bytes before the end of the string just read.
+    #[cold]
+    fn not_utf8(&self, bad: usize) -> ParseError {
+        let mut error = self.error(INVALID_CODE_POINT);
+        error.column = error.column.saturating_sub(bad);
+        error
+    }
+
+    /// After the opening quote: the string's text and the closing quote;
+    /// borrowed from the input when it has no escape (most keys and text).
+    fn string(&mut self) -> Result<Cow<'a, str>> {
+        let start = self.i;
+        self.plain_run();
+        if self.peek() == Some(b'"') {
+            self.i += 1;
+            let s: &'a [u8] = self.s;
+            let bytes = &s[start..self.i - 1];
+            return std::str::from_utf8(bytes)
+                .map(Cow::Borrowed)
+                .map_err(|e| self.not_utf8(bytes.len() - e.valid_up_to()));
+        }
+        self.i = start;
+        self.escaped_string().map(Cow::Owned)
+    }
+
+    /// [`Parser::string`] of a string with an escape (or an error).
+    fn escaped_string(&mut self) -> Result<String> {
         let mut text = Vec::new();
         let mut start = self.i;
         loop {
-            // Eight bytes at a time while none ends the run (most text), then
-            // byte by byte to the quote, backslash or control character.
-            while let Some(chunk) = self.s.get(self.i..self.i + 8) {
-                if crate::needs_escape(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
-                    break;
-                }
-                self.i += 8;
-            }
-            self.i += self.s[self.i..]
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                .unwrap_or(self.s.len() - self.i);
+            self.plain_run();
             let Some(b) = self.next() else {
                 return Err(self.error(EOF_STRING));
             };
@@ -281,12 +307,8 @@ impl Parser<'_> {
             }
             start = self.i;
         }
-        String::from_utf8(text).map_err(|e| {
-            let bad = e.as_bytes().len() - e.utf8_error().valid_up_to();
-            let mut error = self.error(INVALID_CODE_POINT);
-            error.column = error.column.saturating_sub(bad);
-            error
-        })
+        String::from_utf8(text)
+            .map_err(|e| self.not_utf8(e.as_bytes().len() - e.utf8_error().valid_up_to()))
     }
 
     /// After a backslash: one escape, its text appended.

@@ -11,11 +11,13 @@ fn serde_json_parse(input: &[u8]) -> Result<Value, String> {
     let mut de = serde_json::Deserializer::from_slice(input);
     let value = foldline_json::tree_from(&mut de).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
-    Ok(value)
+    Ok(value.into_value())
 }
 
 fn check(input: &[u8]) {
-    let ours = foldline_json::parse(input).map_err(|e| e.to_string());
+    let ours = foldline_json::parse(input)
+        .map(foldline_json::Tree::into_value)
+        .map_err(|e| e.to_string());
     let theirs = serde_json_parse(input);
     assert!(
         ours == theirs,
@@ -92,5 +94,28 @@ fn mutated_documents_parse_and_fail_as_serde_json_does() {
         let mut doc = DOCUMENTS[i % DOCUMENTS.len()].as_bytes().to_vec();
         mutate(&mut rng, &mut doc);
         check(&doc);
+    }
+}
+
+/// Objects past the size where the parser keeps a set of their keys: a key
+/// repeated anywhere (also spelled with an escape) is refused with
+/// serde_json's words and place, and a large object without one parses to
+/// the same tree.
+#[test]
+fn large_objects_refuse_a_repeated_key_as_serde_json_does() {
+    for n in [15, 16, 17, 40, 300] {
+        let members: Vec<String> = (0..n).map(|i| format!("\"k{i}\":{i}")).collect();
+        check(format!("{{{}}}", members.join(",")).as_bytes());
+        for dup in [0, n / 2, n - 1] {
+            let mut with = members.clone();
+            with.push(format!("\"k{dup}\":true"));
+            check(format!("{{{}}}", with.join(",")).as_bytes());
+            with.pop();
+            with.insert(n / 3, format!("\"k{dup}\":null"));
+            check(format!("{{\n{}\n}}", with.join(",\n")).as_bytes());
+        }
+        let mut escaped = members.clone();
+        escaped.push("\"\\u006b0\":1".to_string());
+        check(format!("{{{}}}", escaped.join(",")).as_bytes());
     }
 }

@@ -139,6 +139,14 @@ mod tests {
     fn unknown_fields_are_denied() {
         let out = call_str("timeline", r#"{"events": [], "extra": 1}"#);
         assert!(out.contains("unknown field"), "{out}");
+        // With several, the least key is named, whatever their order.
+        for request in [
+            r#"{"zeta": 1, "events": [], "alpha": 2}"#,
+            r#"{"alpha": 2, "events": [], "zeta": 1}"#,
+        ] {
+            let out = call_str("timeline", request);
+            assert!(out.contains("unknown field `alpha`"), "{out}");
+        }
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl std::str::FromStr for Format {
     /// A format by any name the core reads it by (`ai-sdk` for `aiSdk`):
     /// what a host's `--format` or `?format=` takes.
     fn from_str(name: &str) -> crate::error::Result<Format> {
-        Format::decode(Value::String(name.to_owned()), &At::ROOT).map_err(|e| *e)
+        Format::decode(crate::decode::Tree::String(name.into()), &At::ROOT).map_err(|e| *e)
     }
 }
 
@@ -97,7 +97,7 @@ impl Rendered {
         match self {
             Rendered::Foldline(m) => Value::Array(m.iter().map(message_value).collect()),
             // Written by `openai` below: JSON by construction.
-            Rendered::Canonical(b) => crate::decode::parse(b).unwrap_or(Value::Null),
+            Rendered::Canonical(b) => crate::decode::parse_value(b).unwrap_or(Value::Null),
             Rendered::Json(v) => v.clone(),
         }
     }
@@ -113,7 +113,7 @@ fn message_value(m: &ContextMessage) -> Value {
     let mut out = Vec::new();
     m.encode(&mut out);
     // The canonical encoding is JSON by construction.
-    crate::decode::parse(&out).unwrap_or(Value::Null)
+    crate::decode::parse_value(&out).unwrap_or(Value::Null)
 }
 
 impl Encode for Rendered {
@@ -127,8 +127,8 @@ impl Encode for Rendered {
 }
 
 impl Decode for Rendered {
-    fn decode(v: Value, _: &At<'_>) -> crate::decode::Decoded<Self> {
-        Ok(Rendered::Json(v))
+    fn decode(v: crate::decode::Tree<'_>, _: &At<'_>) -> crate::decode::Decoded<Self> {
+        Ok(Rendered::Json(v.into_value()))
     }
 }
 
@@ -278,7 +278,7 @@ pub(crate) fn texts(parts: &[Part]) -> String {
 /// Tool-call arguments as a JSON value: the parsed object, or the raw text
 /// under `arguments` when they are not one JSON object (or repeat a key).
 fn input_of(arguments: &str) -> Value {
-    match crate::decode::parse(arguments.as_bytes()) {
+    match crate::decode::parse_value(arguments.as_bytes()) {
         Ok(v @ Value::Object(_)) => v,
         _ => json!({ "arguments": arguments }),
     }

@@ -147,7 +147,7 @@ fn worse(a: Status, b: Status) -> Status {
 /// field; other text is treated as the tool's stdout.
 fn compress_content(name: &str, private: bool, content: &str) -> (Option<String>, Measurement) {
     // The core's own parser and writer (serde_json's would add to the artifact).
-    let parsed: Option<Value> = crate::decode::parse(content.as_bytes())
+    let parsed: Option<Value> = crate::decode::parse_value(content.as_bytes())
         .ok()
         .filter(Value::is_object);
     let wrapped = parsed.is_none();

@@ -1,0 +1,210 @@
+//! The decoder's tree: what a request is parsed into before its types take
+//! their fields out.
+//!
+//! Not serde_json's `Value`, whose objects are B-trees of owned keys: a
+//! request of 2,000 messages made ~20,000 of them, each a node allocated,
+//! every key copied, and every field taken out of one by a B-tree removal
+//! (half the time of a large stateless `select`). Here an object is its
+//! members in document order, in one vector, and a key or string without
+//! escapes is borrowed from the request's bytes. Values the core keeps
+//! opaque become serde_json's `Value` when a type takes them
+//! ([`Tree::into_value`]).
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Number, Value};
+
+/// A parsed JSON value, borrowing unescaped text from the input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tree<'a> {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number, as serde_json reads it.
+    Number(Number),
+    /// A string.
+    String(Cow<'a, str>),
+    /// An array.
+    Array(Vec<Tree<'a>>),
+    /// An object (no key twice).
+    Object(Object<'a>),
+}
+
+/// An object's members in document order, each key once; taken out one by
+/// one by name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Object<'a>(Vec<(Cow<'a, str>, Tree<'a>)>);
+
+/// Members past which an object checks for a repeated key in a sorted set
+/// rather than by looking through the members (so a hostile object of many
+/// members costs `n log n`, not `n²`).
+const SCAN: usize = 16;
+
+/// An object being parsed: its members, and the set of its keys once it
+/// has more than [`SCAN`] (a map of serde_json's, whose code the artifact
+/// has already, its values unused).
+#[derive(Default)]
+pub(crate) struct Building<'a> {
+    members: Vec<(Cow<'a, str>, Tree<'a>)>,
+    keys: Option<Map<String, Value>>,
+}
+
+impl<'a> Building<'a> {
+    /// Whether no member was added yet.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Add a member; the key back when the object already has it.
+    pub(crate) fn push(&mut self, key: Cow<'a, str>, value: Tree<'a>) -> Result<(), Cow<'a, str>> {
+        let repeated = match &mut self.keys {
+            Some(keys) => keys.insert(key.to_string(), Value::Null).is_some(),
+            None => self.members.iter().any(|(k, _)| *k == key),
+        };
+        if repeated {
+            return Err(key);
+        }
+        self.members.push((key, value));
+        if self.keys.is_none() && self.members.len() > SCAN {
+            let mut keys = Map::new();
+            for (k, _) in &self.members {
+                keys.insert(k.to_string(), Value::Null);
+            }
+            self.keys = Some(keys);
+        }
+        Ok(())
+    }
+
+    /// The finished object.
+    pub(crate) fn finish(self) -> Object<'a> {
+        Object(self.members)
+    }
+}
+
+impl<'a> Object<'a> {
+    /// Take the member `key` out, if present.
+    pub fn take(&mut self, key: &str) -> Option<Tree<'a>> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.swap_remove(i).1)
+    }
+
+    /// The least key (by its UTF-8 bytes) of the members not taken yet: the
+    /// one a refusal of unknown fields names, as it named the first key of
+    /// a sorted map.
+    pub fn first_key(&self) -> Option<&str> {
+        self.0.iter().map(|(k, _)| k.as_ref()).min()
+    }
+
+    /// The members not taken yet, in document order.
+    pub fn into_members(self) -> impl Iterator<Item = (Cow<'a, str>, Tree<'a>)> {
+        self.0.into_iter()
+    }
+
+    /// Members not taken yet.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether every member was taken.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Tree<'_> {
+    /// The same value as serde_json's tree (what the core keeps of an
+    /// opaque value).
+    pub fn into_value(self) -> Value {
+        match self {
+            Tree::Null => Value::Null,
+            Tree::Bool(b) => Value::Bool(b),
+            Tree::Number(n) => Value::Number(n),
+            Tree::String(s) => Value::String(s.into_owned()),
+            Tree::Array(items) => Value::Array(items.into_iter().map(Tree::into_value).collect()),
+            Tree::Object(members) => {
+                // Inserted one by one: the map's own insert, not a second
+                // (sorting, bulk-building) path in the artifact.
+                let mut map = Map::new();
+                for (k, v) in members.0 {
+                    map.insert(k.into_owned(), v.into_value());
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// A tree owning all of its text.
+    pub fn into_owned(self) -> Tree<'static> {
+        match self {
+            Tree::Null => Tree::Null,
+            Tree::Bool(b) => Tree::Bool(b),
+            Tree::Number(n) => Tree::Number(n),
+            Tree::String(s) => Tree::String(Cow::Owned(s.into_owned())),
+            Tree::Array(items) => Tree::Array(items.into_iter().map(Tree::into_owned).collect()),
+            Tree::Object(members) => Tree::Object(Object(
+                members
+                    .0
+                    .into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                    .collect(),
+            )),
+        }
+    }
+}
+
+impl From<Value> for Tree<'static> {
+    /// serde_json's tree as a decoder's tree (its keys are unique already).
+    fn from(v: Value) -> Self {
+        match v {
+            Value::Null => Tree::Null,
+            Value::Bool(b) => Tree::Bool(b),
+            Value::Number(n) => Tree::Number(n),
+            Value::String(s) => Tree::String(Cow::Owned(s)),
+            Value::Array(items) => Tree::Array(items.into_iter().map(Tree::from).collect()),
+            Value::Object(map) => Tree::Object(Object(
+                map.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Tree::from(v)))
+                    .collect(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_key_is_found_in_small_and_large_objects() {
+        for n in [3, SCAN, SCAN + 1, 200] {
+            let mut o = Building::default();
+            for i in 0..n {
+                o.push(Cow::Owned(format!("k{i}")), Tree::Null).unwrap();
+            }
+            assert_eq!(
+                o.push(Cow::Borrowed("k0"), Tree::Null),
+                Err(Cow::Borrowed("k0"))
+            );
+            assert_eq!(
+                o.push(Cow::Owned(format!("k{}", n - 1)), Tree::Null)
+                    .map_err(|k| k.into_owned()),
+                Err(format!("k{}", n - 1))
+            );
+            assert!(o.push(Cow::Borrowed("new"), Tree::Null).is_ok());
+        }
+    }
+
+    #[test]
+    fn members_come_out_by_name_and_the_least_key_is_named() {
+        let mut o = Building::default();
+        for k in ["zeta", "alpha", "mid"] {
+            o.push(Cow::Borrowed(k), Tree::Bool(true)).unwrap();
+        }
+        let mut o = o.finish();
+        assert_eq!(o.first_key(), Some("alpha"));
+        assert_eq!(o.take("alpha"), Some(Tree::Bool(true)));
+        assert_eq!(o.take("alpha"), None);
+        assert_eq!(o.first_key(), Some("mid"));
+    }
+}
