@@ -103,6 +103,28 @@ impl<'de> Visitor<'de> for TreeVisitor {
     }
 }
 
+/// Characters (Unicode scalar values) in `s`: its bytes less its UTF-8
+/// continuation bytes (`10xxxxxx`), eight bytes at a time. The standard
+/// library's `chars().count()`, built for size in the artifact
+/// (`optimize_for_size`), goes byte by byte: 7 % of a per-message call.
+pub fn char_count(s: &str) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let bytes = s.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    let mut continuation = 0;
+    for chunk in &mut chunks {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // Bit 7 set and bit 6 (shifted into bit 7's place) clear, per byte.
+        continuation += (w & !(w << 1) & HIGH).count_ones() as usize;
+    }
+    continuation += chunks
+        .remainder()
+        .iter()
+        .filter(|&&b| (b as i8) < -0x40)
+        .count();
+    bytes.len() - continuation
+}
+
 /// Write a JSON string: serde_json's escaping (`"`, `\`, control characters;
 /// everything else verbatim as UTF-8).
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
@@ -360,6 +382,25 @@ mod tests {
                         write_str(&s, &mut ours);
                         assert_eq!(ours, serde_json::to_vec(&s).unwrap(), "{s:?}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn char_count_counts_what_chars_counts() {
+        let long = "ab€😀ç".repeat(37);
+        for text in [
+            "",
+            "a",
+            "héllo wörld",
+            "😀 ok",
+            "日本語のテキスト、長めの文です。",
+            &long,
+        ] {
+            for cut in 0..text.len() {
+                if let Some(part) = text.get(cut..) {
+                    assert_eq!(char_count(part), part.chars().count(), "{part:?}");
                 }
             }
         }

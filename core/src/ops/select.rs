@@ -258,7 +258,7 @@ pub(crate) fn select_from(
         member: error::sum(
             fragments
                 .iter()
-                .map(|f| text_size(metric, f.chars().count() as u64)),
+                .map(|f| text_size(metric, foldline_json::char_count(f) as u64)),
         )?,
         total: 0,
     };

@@ -96,14 +96,15 @@ pub enum Part {
 impl Part {
     /// Characters this part contributes (Unicode scalar values).
     pub fn chars(&self) -> u64 {
+        use foldline_json::char_count;
         let n = match self {
-            Part::Text { text } => text.chars().count(),
+            Part::Text { text } => char_count(text),
             Part::ToolCall {
                 name, arguments, ..
-            } => name.chars().count() + arguments.chars().count(),
-            Part::ToolResult { content, .. } => content.chars().count(),
+            } => char_count(name) + char_count(arguments),
+            Part::ToolResult { content, .. } => char_count(content),
             Part::ApprovalRequest { .. } => 0,
-            Part::ApprovalResponse { reason, .. } => reason.chars().count(),
+            Part::ApprovalResponse { reason, .. } => char_count(reason),
         };
         n as u64
     }

@@ -38,7 +38,7 @@ pub fn amendment_chars(a: &Amendment) -> u64 {
 
 /// Characters the summary envelope adds around a summary.
 pub fn summary_overhead_chars() -> u64 {
-    SUMMARY_HEADER.chars().count() as u64
+    chars(SUMMARY_HEADER)
 }
 
 /// Render the amendment envelope's text.
@@ -79,5 +79,5 @@ pub fn transcript_line(t: &Turn) -> String {
 
 /// Number of characters of a string.
 pub fn chars(s: &str) -> u64 {
-    s.chars().count() as u64
+    foldline_json::char_count(s) as u64
 }
