@@ -1,7 +1,8 @@
 //! What a message costs on each journal: the program's driver (append the
 //! turn, `on_message`, `context`) per message after a history of turns, and
 //! a bare append, on a SQLite file and on PostgreSQL (a server started for
-//! the run from Debian's binaries). The two journals take their messages in
+//! the run from Debian's binaries, flushing each commit to disk as the
+//! SQLite journal does). The two journals take their messages in
 //! turn, [`BLOCK`] at a time. Medians; prints one JSON object with the Postgres /
 //! SQLite ratios measured in the same run, each of a message's three steps
 //! on its own, and one round trip to the database (a read of nothing new,
@@ -110,7 +111,7 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (history, messages) = if quick { (1_000, 100) } else { (1_000, 400) };
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = pg::Pg::start();
+    let server = pg::Pg::start_durable();
     let mut sqlite = Bench::new(
         Box::new(SqliteJournal::open(dir.path().join("bench.db")).expect("sqlite")),
         history,

@@ -191,7 +191,7 @@ fn main() {
     );
     let (members, convs, messages) = if quick { (4, 2, 120) } else { (8, 4, 400) };
     let dir = tempfile::tempdir().expect("temp dir");
-    let server_pg = postgres.then(pg::Pg::start);
+    let server_pg = postgres.then(pg::Pg::start_durable);
     let location = match &server_pg {
         Some(p) => Location::Postgres(p.database("load")),
         None => Location::Sqlite(dir.path().join("load.db")),

@@ -1,6 +1,7 @@
 //! A real PostgreSQL server for a test: Debian's binaries, a data folder
-//! and socket in a temp dir, a loopback port, `fsync` off; stopped (with
-//! its files removed) when dropped. PostgreSQL refuses to run as root, so
+//! and socket in a temp dir, a loopback port, `fsync` off (on for the
+//! benchmarks: [`Pg::start_durable`]); stopped (with its files removed)
+//! when dropped. PostgreSQL refuses to run as root, so
 //! as root the server runs as the `postgres` user.
 
 use std::path::{Path, PathBuf};
@@ -75,8 +76,22 @@ fn free_port() -> u16 {
 }
 
 impl Pg {
-    /// Start a fresh server.
+    /// Start a fresh server, `fsync` off (a test's data need not survive a
+    /// power loss).
+    #[allow(dead_code)]
     pub fn start() -> Pg {
+        Pg::start_with(false)
+    }
+
+    /// Start a fresh server that flushes each commit to disk, as a
+    /// production server does (and as the SQLite journal does): what the
+    /// benchmarks compare with a SQLite file.
+    #[allow(dead_code)]
+    pub fn start_durable() -> Pg {
+        Pg::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> Pg {
         let bin = bin_dir();
         let dir = tempfile::tempdir().expect("temp dir");
         if is_root() {
@@ -107,8 +122,9 @@ impl Pg {
         for _ in 0..8 {
             let port = free_port();
             let opts = format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
-                dir.path().display()
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync={} -c max_connections=200",
+                dir.path().display(),
+                if durable { "on" } else { "off" }
             );
             let _ = std::fs::remove_file(&log);
             let started = try_run(
