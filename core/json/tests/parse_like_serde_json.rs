@@ -36,6 +36,8 @@ const DOCUMENTS: &[&str] = &[
     "\"just a string\"",
     "123",
     "[1e400, 1e-400, 0e99999999999, 1e99999999999]",
+    // Past the size where the parser keeps a set of an object's keys.
+    r#"{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"m9":9,"m10":10,"m11":11,"m12":12,"m13":13,"m14":14,"m15":15,"m16":16,"m17":17,"m18":{"x":"\u00e9\n"},"m19":[1,"two"]}"#,
 ];
 
 const ALPHABET: &[u8] = b"{}[]\",:\\u0123456789eE.-+ntrufalsx \n\t\rdD\x01\x1f\xc3\xa9\xff\xe2\x82";
