@@ -286,14 +286,13 @@ impl<'a> Parser<'a> {
                 .map(Cow::Borrowed)
                 .map_err(|e| self.not_utf8(bytes.len() - e.valid_up_to()));
         }
-        self.i = start;
-        self.escaped_string().map(Cow::Owned)
+        self.escaped_string(start).map(Cow::Owned)
     }
 
-    /// [`Parser::string`] of a string with an escape (or an error).
-    fn escaped_string(&mut self) -> Result<String> {
+    /// [`Parser::string`] of a string with an escape (or an error), from
+    /// its first byte at `start`, the plain run before it already skipped.
+    fn escaped_string(&mut self, mut start: usize) -> Result<String> {
         let mut text = Vec::new();
-        let mut start = self.i;
         loop {
             self.plain_run();
             let Some(b) = self.next() else {

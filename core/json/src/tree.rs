@@ -100,16 +100,6 @@ impl<'a> Object<'a> {
     pub fn into_members(self) -> impl Iterator<Item = (Cow<'a, str>, Tree<'a>)> {
         self.0.into_iter()
     }
-
-    /// Members not taken yet.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether every member was taken.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 impl Tree<'_> {
@@ -131,42 +121,6 @@ impl Tree<'_> {
                 }
                 Value::Object(map)
             }
-        }
-    }
-
-    /// A tree owning all of its text.
-    pub fn into_owned(self) -> Tree<'static> {
-        match self {
-            Tree::Null => Tree::Null,
-            Tree::Bool(b) => Tree::Bool(b),
-            Tree::Number(n) => Tree::Number(n),
-            Tree::String(s) => Tree::String(Cow::Owned(s.into_owned())),
-            Tree::Array(items) => Tree::Array(items.into_iter().map(Tree::into_owned).collect()),
-            Tree::Object(members) => Tree::Object(Object(
-                members
-                    .0
-                    .into_iter()
-                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
-                    .collect(),
-            )),
-        }
-    }
-}
-
-impl From<Value> for Tree<'static> {
-    /// serde_json's tree as a decoder's tree (its keys are unique already).
-    fn from(v: Value) -> Self {
-        match v {
-            Value::Null => Tree::Null,
-            Value::Bool(b) => Tree::Bool(b),
-            Value::Number(n) => Tree::Number(n),
-            Value::String(s) => Tree::String(Cow::Owned(s)),
-            Value::Array(items) => Tree::Array(items.into_iter().map(Tree::from).collect()),
-            Value::Object(map) => Tree::Object(Object(
-                map.into_iter()
-                    .map(|(k, v)| (Cow::Owned(k), Tree::from(v)))
-                    .collect(),
-            )),
         }
     }
 }
