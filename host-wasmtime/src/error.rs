@@ -18,6 +18,9 @@ pub enum HostError {
     /// The call ran out of fuel (its instruction budget).
     #[error("fuel_exhausted: the call exceeded its budget of {0} fuel units")]
     FuelExhausted(u64),
+    /// The call ran past its time limit.
+    #[error("time_limit: the call exceeded its time limit of {} ms", .0.as_millis())]
+    TimeLimit(std::time::Duration),
     /// The call needed more memory than its limit.
     #[error("memory_limit: the call exceeded its memory limit of {0} bytes")]
     MemoryLimit(usize),
@@ -75,6 +78,7 @@ impl HostError {
             HostError::Core(e) => e.code.as_str(),
             HostError::AbiMismatch { .. } => "unsupported_version",
             HostError::FuelExhausted(_) => "fuel_exhausted",
+            HostError::TimeLimit(_) => "time_limit",
             HostError::MemoryLimit(_) => "memory_limit",
             HostError::Trap(_) => "trap",
             HostError::MalformedOutput(_) => "malformed_output",

@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bound;
 pub mod builder;
 pub mod driver;
 pub mod error;

@@ -17,7 +17,7 @@ use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, Model, OpenAiModel, OpenAiOptions};
-use foldline_wasmtime::runtime::{Foldline, Limits};
+use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM};
 use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::{import, serve, HostError};
 
@@ -51,9 +51,15 @@ struct Cli {
     /// Model name for --openai-base-url.
     #[arg(long, global = true, default_value = "gpt-4o-mini")]
     openai_model: String,
-    /// Fuel per call.
-    #[arg(long, global = true)]
+    /// Bound each call by fuel (about one unit per wasm instruction) instead
+    /// of time: where a call stops is then the same on every machine, and
+    /// every call runs slower (BENCHMARKS.md).
+    #[arg(long, global = true, conflicts_with = "time_limit_ms")]
     fuel: Option<u64>,
+    /// Time limit per call, in milliseconds, checked every 10 ms (a call may
+    /// run up to two checks past it) [default: 30000].
+    #[arg(long, global = true)]
+    time_limit_ms: Option<u64>,
     /// Memory limit per call, in MiB.
     #[arg(long, global = true)]
     memory_mib: Option<usize>,
@@ -245,18 +251,17 @@ fn main() -> ExitCode {
 fn load(cli: &Cli) -> Result<Foldline, HostError> {
     let mut limits = Limits::default();
     if let Some(f) = cli.fuel {
-        limits.fuel = f;
+        limits.bound = Bound::Fuel(f);
+    }
+    if let Some(ms) = cli.time_limit_ms {
+        limits.bound = Bound::Time(std::time::Duration::from_millis(ms));
     }
     if let Some(m) = cli.memory_mib {
         limits.memory_bytes = m << 20;
     }
     match &cli.wasm {
         Some(p) => Foldline::from_file(p, limits),
-        None => {
-            let mut f = Foldline::embedded()?;
-            f.set_limits(limits);
-            Ok(f)
-        }
+        None => Foldline::from_bytes(EMBEDDED_WASM, limits),
     }
 }
 

@@ -1,12 +1,12 @@
 //! Loading and calling the `.wasm` under wasmtime.
 //!
 //! The module is compiled once and pre-linked, so instantiation is cheap
-//! (about 20 µs); each call gets a full fuel budget in an instance bounded by
-//! the memory limit. An instance whose call succeeded is reused by the next
+//! (about 20 µs); each call gets its full bound (a time or fuel: `bound.rs`)
+//! in an instance bounded by the memory limit. An instance whose call succeeded is reused by the next
 //! call (its buffers are freed); any failure discards it. A breach, a trap or malformed output is a typed
 //! [`HostError`], never a panic: the store's [`ResourceLimiter`] raises a
-//! memory breach as its own error type, and running out of fuel is wasmtime's
-//! typed trap. The JS imports of the wasm-bindgen glue are
+//! memory breach as its own error type, and running out of time or fuel is
+//! wasmtime's typed trap. The JS imports of the wasm-bindgen glue are
 //! stubbed as traps: the raw ABI never calls them.
 
 use serde::de::DeserializeOwned;
@@ -14,13 +14,15 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use wasmtime::{
-    Config, Engine, Instance, InstancePre, Linker, Memory, Module, ResourceLimiter, Store,
-    StoreLimits, StoreLimitsBuilder, Trap, TypedFunc,
+    Engine, Instance, InstancePre, Linker, Memory, Module, ResourceLimiter, Store, StoreLimits,
+    StoreLimitsBuilder, Trap, TypedFunc,
 };
 
+pub use crate::bound::Bound;
+use crate::bound::{Running, Ticker};
 use crate::error::{HostError, Result};
 use crate::sync::lock;
 
@@ -35,8 +37,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// Bounds of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Fuel (roughly, wasm instructions) per call. Default 20,000,000,000.
-    pub fuel: u64,
+    /// The bound on a call's work: a time (default 30 s) or fuel.
+    pub bound: Bound,
     /// Linear-memory bytes per call. Default 512 MiB.
     pub memory_bytes: usize,
 }
@@ -44,7 +46,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            fuel: 20_000_000_000,
+            bound: Bound::default(),
             memory_bytes: 512 << 20,
         }
     }
@@ -140,8 +142,7 @@ pub const MEMORY_RESET_BYTES: usize = foldline_core::defaults::MEMORY_RESET_BYTE
 
 /// A loaded, version-checked foldline module.
 pub struct Foldline {
-    engine: Engine,
-    pre: InstancePre<State>,
+    compiled: Compiled,
     sha256: String,
     limits: Limits,
     warm: Mutex<Option<Warm>>,
@@ -153,22 +154,32 @@ pub struct Foldline {
     abi_minor: u32,
 }
 
-/// Modules compiled in this process, by artifact hash: an engine and a
-/// ready-to-instantiate module are shared by every [`Foldline`] loaded from
-/// the same bytes, so only the first load of an artifact compiles it (a
-/// second driver starts in microseconds; each still gets its own instances).
-static COMPILED: Mutex<BTreeMap<String, (Engine, InstancePre<State>)>> =
-    Mutex::new(BTreeMap::new());
+/// An artifact compiled for one kind of bound: its bytes (to compile it
+/// again for the other kind), the engine, the ready-to-instantiate module,
+/// and the engine's epoch ticker (time bounds only).
+#[derive(Clone)]
+struct Compiled {
+    bytes: Arc<[u8]>,
+    engine: Engine,
+    pre: InstancePre<State>,
+    ticker: Option<Ticker>,
+}
 
-/// The engine and instantiable module of `bytes`, compiled once per process.
-fn compiled(sha256: &str, bytes: &[u8]) -> Result<(Engine, InstancePre<State>)> {
+/// Modules compiled in this process, by artifact hash and kind of bound
+/// (fuel or not): an engine and a ready-to-instantiate module are shared by
+/// every [`Foldline`] loaded from the same bytes, so only the first load of
+/// an artifact compiles it (a second driver starts in microseconds; each
+/// still gets its own instances).
+static COMPILED: Mutex<BTreeMap<(String, bool), Compiled>> = Mutex::new(BTreeMap::new());
+
+/// `bytes` compiled for `bound`'s kind, once per process.
+fn compiled(sha256: &str, bytes: &[u8], bound: Bound) -> Result<Compiled> {
     let mut cache = lock(&COMPILED);
-    if let Some((engine, pre)) = cache.get(sha256) {
-        return Ok((engine.clone(), pre.clone()));
+    let key = (sha256.to_owned(), bound.fuel());
+    if let Some(c) = cache.get(&key) {
+        return Ok(c.clone());
     }
-    let mut config = Config::new();
-    config.consume_fuel(true);
-    let engine = Engine::new(&config).map_err(|e| HostError::Load(e.to_string()))?;
+    let engine = Engine::new(&bound.config()).map_err(|e| HostError::Load(e.to_string()))?;
     let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
     let mut linker: Linker<State> = Linker::new(&engine);
     linker
@@ -177,8 +188,21 @@ fn compiled(sha256: &str, bytes: &[u8]) -> Result<(Engine, InstancePre<State>)> 
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| HostError::Load(e.to_string()))?;
-    cache.insert(sha256.to_owned(), (engine.clone(), pre.clone()));
-    Ok((engine, pre))
+    let ticker = match bound {
+        Bound::Fuel(_) => None,
+        Bound::Time(_) => Some(
+            Ticker::start(&engine)
+                .map_err(|e| HostError::Load(format!("the epoch ticker: {e}")))?,
+        ),
+    };
+    let c = Compiled {
+        bytes: Arc::from(bytes),
+        engine,
+        pre,
+        ticker,
+    };
+    cache.insert(key, c.clone());
+    Ok(c)
 }
 
 impl Foldline {
@@ -204,10 +228,8 @@ impl Foldline {
     /// `load_failed` or `unsupported_version`.
     pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Foldline> {
         let sha256 = format!("sha256:{:x}", Sha256::digest(bytes));
-        let (engine, pre) = compiled(&sha256, bytes)?;
         let f = Foldline {
-            engine,
-            pre,
+            compiled: compiled(&sha256, bytes, limits.bound)?,
             sha256,
             limits,
             warm: Mutex::new(None),
@@ -238,15 +260,40 @@ impl Foldline {
         self.limits
     }
 
-    /// Change the limits of later calls.
-    pub fn set_limits(&mut self, limits: Limits) {
+    /// Change the limits of later calls (a change between a time and fuel
+    /// compiles the artifact for the other kind, once per process).
+    ///
+    /// # Errors
+    /// `load_failed` when that compilation fails.
+    pub fn set_limits(&mut self, limits: Limits) -> Result<()> {
+        if limits.bound.fuel() != self.limits.bound.fuel() {
+            self.compiled = compiled(&self.sha256, &self.compiled.bytes.clone(), limits.bound)?;
+        }
         self.limits = limits;
         *self.warm.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+
+    /// Give `store` the full bound of one call; a time bound runs the
+    /// engine's ticker until the answer is dropped.
+    fn budget(&self, store: &mut Store<State>) -> Result<Option<Running>> {
+        match self.limits.bound {
+            Bound::Fuel(fuel) => {
+                store
+                    .set_fuel(fuel)
+                    .map_err(|e| HostError::Load(e.to_string()))?;
+                Ok(None)
+            }
+            Bound::Time(limit) => {
+                store.set_epoch_deadline(Bound::ticks(limit));
+                Ok(self.compiled.ticker.as_ref().map(Ticker::enter))
+            }
+        }
     }
 
     fn store(&self) -> Result<Store<State>> {
         let mut store = Store::new(
-            &self.engine,
+            &self.compiled.engine,
             State {
                 limits: StoreLimitsBuilder::new()
                     .memory_size(self.limits.memory_bytes)
@@ -255,9 +302,6 @@ impl Foldline {
             },
         );
         store.limiter(|s| s as &mut dyn ResourceLimiter);
-        store
-            .set_fuel(self.limits.fuel)
-            .map_err(|e| HostError::Load(e.to_string()))?;
         Ok(store)
     }
 
@@ -268,7 +312,9 @@ impl Foldline {
     /// A trap during instantiation.
     pub fn instantiate_only(&self) -> Result<()> {
         let mut store = self.store()?;
-        self.pre
+        let _running = self.budget(&mut store)?;
+        self.compiled
+            .pre
             .instantiate(&mut store)
             .map_err(|e| self.classify(e))?;
         Ok(())
@@ -280,7 +326,9 @@ impl Foldline {
     /// A trap or a missing export.
     pub fn abi_version(&self) -> Result<(u32, u32)> {
         let mut store = self.store()?;
+        let _running = self.budget(&mut store)?;
         let inst = self
+            .compiled
             .pre
             .instantiate(&mut store)
             .map_err(|e| self.classify(e))?;
@@ -298,7 +346,9 @@ impl Foldline {
 
     fn fresh(&self) -> Result<Warm> {
         let mut store = self.store()?;
+        let _running = self.budget(&mut store)?;
         let inst: Instance = self
+            .compiled
             .pre
             .instantiate(&mut store)
             .map_err(|e| self.classify(e))?;
@@ -328,12 +378,13 @@ impl Foldline {
 
     /// Call an entry point with JSON bytes; answers the canonical envelope bytes.
     ///
-    /// Each call gets the full fuel budget; the memory limit bounds the
-    /// instance. Calls are serialized per `Foldline`; use one per thread for
-    /// parallelism.
+    /// Each call gets its full bound (a time or fuel); the memory limit
+    /// bounds the instance. Calls are serialized per `Foldline`; use one per
+    /// thread for parallelism.
     ///
     /// # Errors
-    /// `fuel_exhausted`, `memory_limit`, `trap`, `malformed_output`.
+    /// `time_limit` or `fuel_exhausted`, `memory_limit`, `trap`,
+    /// `malformed_output`.
     pub fn call_raw(&self, entry: &str, input: &[u8]) -> Result<Vec<u8>> {
         self.with_instance(|f, w| {
             f.exchange(w, [entry.as_bytes(), input, &[]], |w, [e, i, _]| {
@@ -427,8 +478,8 @@ impl Foldline {
         Ok(())
     }
 
-    /// Run `work` on the kept instance (or a new one) with a full fuel
-    /// budget; keep the instance for the next call only after a success, and
+    /// Run `work` on the kept instance (or a new one) with its full bound;
+    /// keep the instance for the next call only after a success, and
     /// only if its memory is still of a usual size: linear memory never
     /// shrinks, so an instance that one huge request grew is dropped rather
     /// than kept for the process's life.
@@ -438,10 +489,9 @@ impl Foldline {
             Some(w) => w,
             None => self.fresh()?,
         };
-        w.store
-            .set_fuel(self.limits.fuel)
-            .map_err(|e| HostError::Load(e.to_string()))?;
+        let running = self.budget(&mut w.store)?;
         let out = work(self, &mut w)?;
+        drop(running);
         if w.memory.data_size(&w.store) <= MEMORY_RESET_BYTES {
             *slot = Some(w);
         }
@@ -571,7 +621,10 @@ impl Foldline {
             return HostError::MemoryLimit(self.limits.memory_bytes);
         }
         match e.downcast_ref::<Trap>() {
-            Some(Trap::OutOfFuel) => HostError::FuelExhausted(self.limits.fuel),
+            Some(Trap::OutOfFuel | Trap::Interrupt) => match self.limits.bound {
+                Bound::Fuel(fuel) => HostError::FuelExhausted(fuel),
+                Bound::Time(limit) => HostError::TimeLimit(limit),
+            },
             _ => HostError::Trap(e.to_string()),
         }
     }

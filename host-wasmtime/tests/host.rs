@@ -4,6 +4,7 @@ mod support;
 
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 use support::fixtures::{budget_decl, demo_events, small_decl};
 
 use foldline_core::declaration::{Budget, Declaration};
@@ -11,7 +12,7 @@ use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions};
-use foldline_wasmtime::runtime::{Foldline, Limits, EMBEDDED_WASM, MEMORY_RESET_BYTES};
+use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM, MEMORY_RESET_BYTES};
 use foldline_wasmtime::{import, HostError};
 
 fn bin() -> Command {
@@ -442,15 +443,12 @@ fn the_storage_refuses_a_second_boundary_on_one_chain_slot() {
 }
 
 #[test]
-fn calls_over_the_fuel_or_memory_bound_are_typed_errors() {
-    let f = Foldline::from_bytes(
-        EMBEDDED_WASM,
-        Limits {
-            fuel: 50_000,
-            memory_bytes: 512 << 20,
-        },
-    )
-    .unwrap();
+fn calls_over_the_fuel_time_or_memory_bound_are_typed_errors() {
+    let limits = |bound, memory_bytes| Limits {
+        bound,
+        memory_bytes,
+    };
+    let f = Foldline::from_bytes(EMBEDDED_WASM, limits(Bound::Fuel(50_000), 512 << 20)).unwrap();
     let req = br#"{"events":[]}"#;
     let big: String = format!(
         "{{\"text\":\"{}\"}}",
@@ -458,14 +456,38 @@ fn calls_over_the_fuel_or_memory_bound_are_typed_errors() {
     );
     let e = f.call_raw("trimPrompt", big.as_bytes()).unwrap_err();
     assert_eq!(e.code(), "fuel_exhausted", "{e}");
-    let f = Foldline::from_bytes(
-        EMBEDDED_WASM,
-        Limits {
-            fuel: 20_000_000_000,
-            memory_bytes: 2 << 20,
-        },
-    )
-    .unwrap();
+    // The same budget stops the same call at the same point: reproducible.
+    let again = f.call_raw("trimPrompt", big.as_bytes()).unwrap_err();
+    assert_eq!(again.to_string(), e.to_string());
+    assert!(
+        f.call_raw("timeline", req).is_ok(),
+        "a failed call harms none after it"
+    );
+
+    // A time limit stops a call that runs past it: a select of 50,000 turns
+    // takes about 50 ticks here, so a ticker delayed by a loaded machine
+    // still stops it.
+    let long = select_of_turns(50_000);
+    let mut f = Foldline::from_bytes(EMBEDDED_WASM, Limits::default()).unwrap();
+    f.call_raw("select", &long)
+        .expect("the default limit lets it finish");
+    f.set_limits(limits(Bound::Time(Duration::from_millis(1)), 512 << 20))
+        .unwrap();
+    let e = f.call_raw("select", &long).unwrap_err();
+    assert_eq!(e.code(), "time_limit", "{e}");
+    assert!(
+        f.call_raw("timeline", req).is_ok(),
+        "a timed-out call harms none after it"
+    );
+    // Switched to fuel and back on the same loaded module.
+    f.set_limits(limits(Bound::Fuel(50_000), 512 << 20))
+        .unwrap();
+    let e = f.call_raw("select", &long).unwrap_err();
+    assert_eq!(e.code(), "fuel_exhausted", "{e}");
+    f.set_limits(Limits::default()).unwrap();
+    f.call_raw("select", &long).expect("finishes again");
+
+    let f = Foldline::from_bytes(EMBEDDED_WASM, limits(Bound::default(), 2 << 20)).unwrap();
     assert!(
         f.call_raw("timeline", req).is_ok(),
         "a small call fits 2 MiB"
@@ -473,6 +495,16 @@ fn calls_over_the_fuel_or_memory_bound_are_typed_errors() {
     let huge = format!("{{\"text\":\"{}\"}}", "x".repeat(8 << 20));
     let e = f.call_raw("trimPrompt", huge.as_bytes()).unwrap_err();
     assert_eq!(e.code(), "memory_limit", "{e}");
+}
+
+/// A stateless `select` request of `turns` demo turns.
+fn select_of_turns(turns: usize) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "declaration": small_decl(),
+        "route": {"conversation": "c", "chat": "", "sender": ""},
+        "events": demo_events("c", turns),
+    }))
+    .unwrap()
 }
 
 #[test]

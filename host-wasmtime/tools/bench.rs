@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use foldline_core::api;
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_core::event::Event;
-use foldline_wasmtime::runtime::Foldline;
+use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -95,12 +95,44 @@ fn median(mut f: impl FnMut(), budget: Duration, min_runs: usize) -> f64 {
     samples[samples.len() / 2]
 }
 
-/// The artifact under test: the embedded one, or the `.wasm` file
-/// `FOLDLINE_BENCH_WASM` names (to compare two builds with one binary).
-fn artifact() -> Foldline {
+/// Rounds of [`medians_in_turns`].
+const TURNS: usize = 6;
+
+/// The medians of `fs`, measured in turns: in each of [`TURNS`] rounds each
+/// runs for its share of `budget` (and at least its share of `min_runs`
+/// times), so the machine's drift reaches all of them alike.
+fn medians_in_turns(fs: &mut [&mut dyn FnMut()], budget: Duration, min_runs: usize) -> Vec<f64> {
+    let mut samples = vec![Vec::new(); fs.len()];
+    for _ in 0..TURNS {
+        for (f, s) in fs.iter_mut().zip(&mut samples) {
+            let start = Instant::now();
+            let runs = s.len() + min_runs.div_ceil(TURNS);
+            while s.len() < runs || start.elapsed() < budget / TURNS as u32 {
+                let t = Instant::now();
+                f();
+                s.push(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            s[s.len() / 2]
+        })
+        .collect()
+}
+
+/// The artifact under test, under `bound`: the embedded one, or the `.wasm`
+/// file `FOLDLINE_BENCH_WASM` names (to compare two builds with one binary).
+fn artifact(bound: Bound) -> Foldline {
+    let limits = Limits {
+        bound,
+        ..Limits::default()
+    };
     match std::env::var_os("FOLDLINE_BENCH_WASM") {
-        Some(p) => Foldline::from_file(std::path::Path::new(&p), Default::default()).unwrap(),
-        None => Foldline::embedded().unwrap(),
+        Some(p) => Foldline::from_file(std::path::Path::new(&p), limits).unwrap(),
+        None => Foldline::from_bytes(EMBEDDED_WASM, limits).unwrap(),
     }
 }
 
@@ -130,7 +162,7 @@ impl PerMessage {
         let mut d = Declaration::new("assistant", "assistant-compactor");
         d.budget = Budget::default_tokens();
         let driver = Driver::builder(
-            artifact(),
+            artifact(Bound::default()),
             SqliteJournal::open(&path).unwrap(),
             foldline_wasmtime::model::Extractive,
         )
@@ -203,7 +235,7 @@ fn compaction_growth(
     };
     d.summary.max_chars = Some(400);
     let driver = Driver::new(
-        artifact(),
+        artifact(Bound::default()),
         SqliteJournal::open(&path).unwrap(),
         foldline_wasmtime::model::Extractive,
         d,
@@ -298,7 +330,10 @@ fn main() {
         return;
     }
     std::fs::create_dir_all(&out).unwrap();
-    let f = artifact();
+    let f = artifact(Bound::default());
+    // The same artifact bounded by fuel (`--fuel`; the budget the program
+    // had by default before its calls were bounded by time), beside it.
+    let fueled = artifact(Bound::Fuel(20_000_000_000));
 
     // W1: a 2,000-turn chat; the steady state has ~1,900 turns behind a boundary.
     let (plan_w1, select_w1) = per_message(1_900, 100);
@@ -317,7 +352,6 @@ fn main() {
     std::fs::write(out.join("w1-openai-messages.json"), msgs.to_string()).unwrap();
 
     // One message: plan then select, natively or under wasmtime.
-    let on_native = |plan: &[u8], select: &[u8]| native_per_message(plan, select, budget);
     let on_wasm = |plan: &[u8], select: &[u8]| {
         median(
             || {
@@ -328,8 +362,26 @@ fn main() {
             20,
         )
     };
-    let native = on_native(&plan_w1, &select_w1);
-    let wasm = on_wasm(&plan_w1, &select_w1);
+    // Natively, under wasmtime (bounded by time) and under wasmtime bounded
+    // by fuel, in turns.
+    let message = |f: &Foldline| {
+        f.call_raw("plan", &plan_w1).unwrap();
+        f.call_raw("select", &select_w1).unwrap();
+    };
+    let [native, wasm, wasm_fuel] = medians_in_turns(
+        &mut [
+            &mut || {
+                api::call("plan", &plan_w1);
+                api::call("select", &select_w1);
+            },
+            &mut || message(&f),
+            &mut || message(&fueled),
+        ],
+        budget * 3,
+        60,
+    )[..] else {
+        unreachable!("three measured")
+    };
     // The request bytes are built once, outside the timed call.
     let full_native = median(
         || {
@@ -389,32 +441,33 @@ fn main() {
         "the packet as plan wrote it settles on its bytes"
     );
     let packet_bytes = packet.to_string().into_bytes();
-    let settle_native = median(
-        || {
-            api::call("validate", &settle);
-        },
-        budget,
-        20,
-    );
+    // Settle natively, under wasmtime (by time, by fuel) and one native
+    // SHA-256 pass, in turns.
+    let [settle_native, settle_wasm, settle_wasm_fuel, sha_native] = medians_in_turns(
+        &mut [
+            &mut || {
+                api::call("validate", &settle);
+            },
+            &mut || {
+                f.call_raw("validate", &settle).unwrap();
+            },
+            &mut || {
+                fueled.call_raw("validate", &settle).unwrap();
+            },
+            &mut || {
+                Sha256::digest(&packet_bytes);
+            },
+        ],
+        budget * 2,
+        60,
+    )[..] else {
+        unreachable!("four measured")
+    };
     // The same request decoded as a whole (the path every other request
     // takes, and the artifact's path for this one too), beside it.
     let settle_decoded = median(
         || {
             api::envelope(api::parse(&settle).and_then(|r| foldline_core::validate(&r)));
-        },
-        budget,
-        20,
-    );
-    let sha_native = median(
-        || {
-            Sha256::digest(&packet_bytes);
-        },
-        budget,
-        50,
-    );
-    let settle_wasm = median(
-        || {
-            f.call_raw("validate", &settle).unwrap();
         },
         budget,
         20,
@@ -453,6 +506,8 @@ fn main() {
         "native_per_message_us": native * 1e6,
         "wasmtime_per_message_us": wasm * 1e6,
         "wasmtime_vs_native": wasm / native,
+        "wasmtime_fuel_per_message_us": wasm_fuel * 1e6,
+        "wasmtime_fuel_vs_native": wasm_fuel / native,
         "native_full_w1_select_us": full_native * 1e6,
         "growth_1k_us": g1 * 1e6,
         "growth_100k_us": g100 * 1e6,
@@ -465,6 +520,8 @@ fn main() {
         "settle_decoded_us": settle_decoded * 1e6,
         "settle_decoded_vs_sha256": settle_decoded / sha_native,
         "settle_wasmtime_vs_sha256": settle_wasm / sha_native,
+        "settle_wasmtime_fuel_us": settle_wasm_fuel * 1e6,
+        "settle_wasmtime_fuel_vs_sha256": settle_wasm_fuel / sha_native,
         "wasmtime_instantiate_us": inst * 1e6,
     });
     if let Some(sha_wasm) = sha_wasm {

@@ -57,6 +57,7 @@ pub fn status_of(code: &str) -> StatusCode {
         | "load_failed"
         | "unsupported_version"
         | "fuel_exhausted"
+        | "time_limit"
         | "memory_limit"
         | "model" => StatusCode::INTERNAL_SERVER_ERROR,
         // The rest are the core's refusals of what the journal holds.

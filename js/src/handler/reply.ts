@@ -29,7 +29,7 @@ export function httpStatusOf(code: string): number {
     case "session_busy": case "nothing_to_fold": case "busy": case "conflict": case "fork": case "lease_lost": case "shutting_down": return 409;
     case "invalid_input": case "invalid_request": case "wrong_route": case "conflicting_turn": return 400;
     case "journal": case "io": case "trap": case "malformed_output": case "load_failed": case "unsupported_version":
-    case "fuel_exhausted": case "memory_limit": case "model": return 500;
+    case "fuel_exhausted": case "time_limit": case "memory_limit": case "model": return 500;
     default: return 422;
   }
 }
