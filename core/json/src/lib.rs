@@ -92,14 +92,15 @@ impl<'de> Visitor<'de> for TreeVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-        let mut object = tree::Building::default();
+        let mut members = Vec::new();
+        let mut object = tree::Building::on(&members);
         while let Some(key) = access.next_key::<String>()? {
             let Owned(v) = access.next_value()?;
-            if let Err(key) = object.push(Cow::Owned(key), v) {
+            if let Err(key) = object.push(&mut members, Cow::Owned(key), v) {
                 return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
             }
         }
-        Ok(Tree::Object(object.finish()))
+        Ok(Tree::Object(object.finish(&mut members)))
     }
 }
 
@@ -136,13 +137,15 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     let mut i = 0;
     while i < bytes.len() {
         // Eight bytes at a time while none needs escaping (most text): a
-        // byte below 0x20, a quote or a backslash shows in the word's bits.
+        // byte below 0x20, a quote or a backslash shows in the word's bits,
+        // the first of them at the mask's lowest bit.
         if let Some(chunk) = bytes.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if !needs_escape(w) {
+            let mask = escape_mask(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])));
+            if mask == 0 {
                 i += 8;
                 continue;
             }
+            i += (mask.trailing_zeros() / 8) as usize;
         }
         let b = bytes[i];
         i += 1;
@@ -171,14 +174,16 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-/// Whether any of the eight bytes of `w` is below 0x20, `"` or `\\`
-/// (the bit tricks of "Bit Twiddling Hacks": `haszero` and `hasless`).
-pub(crate) fn needs_escape(w: u64) -> bool {
+/// The high bit of each of the eight bytes of `w` (little-endian) that is
+/// below 0x20, `"` or `\\` (the bit tricks of "Bit Twiddling Hacks":
+/// `haszero` and `hasless`). A borrow may also mark a byte above a marked
+/// one, never one below: the lowest marked byte is the first such byte.
+pub(crate) fn escape_mask(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    below_space | zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) != 0
+    below_space | zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64))
 }
 
 /// Write a non-negative integer.
@@ -318,6 +323,45 @@ pub const FOLD_MEMO: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_escape_mask_marks_the_first_byte_to_escape() {
+        let escaped = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+        // Every byte value at every place, below it plain text, above it
+        // bytes of every kind (a borrow may mark those, never a byte below).
+        let above = [b'a', 0x00, 0x1f, 0x20, b'"', b'\\', 0x7f, 0x80, 0xff];
+        for at in 0..8 {
+            for b in 0..=255u8 {
+                for &up in &above {
+                    let mut word = [b'x'; 8];
+                    word[at] = b;
+                    word[at + 1..].fill(up);
+                    let mask = escape_mask(u64::from_le_bytes(word));
+                    let first = word.iter().position(|&c| escaped(c));
+                    assert_eq!(
+                        (mask != 0).then(|| mask.trailing_zeros() as usize / 8),
+                        first,
+                        "{word:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let mut text = String::new();
+        for c in (0u32..0x80).chain([0xe9, 0x2028, 0x1f600]) {
+            text.push(char::from_u32(c).unwrap_or('?'));
+        }
+        // Each cut: the escapes at every place in and out of a word.
+        for from in 0..16 {
+            let s = &text[from..];
+            let mut out = Vec::new();
+            write_str(s, &mut out);
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
 
     /// The fold without its memo.
     fn fold_plain(hashes: &[&str]) -> String {

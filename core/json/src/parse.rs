@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde_json::Number;
 
-use crate::tree::{Building, Tree};
+use crate::tree::{Building, Members, Tree};
 
 /// Containers nested deeper than this are refused (serde_json's limit).
 const MAX_DEPTH: u8 = 128;
@@ -74,8 +74,11 @@ type Result<T> = std::result::Result<T, ParseError>;
 pub fn parse(input: &[u8]) -> Result<Tree<'_>> {
     let mut p = Parser {
         s: input,
+        text: std::str::from_utf8(input).ok(),
         i: 0,
         depth: MAX_DEPTH,
+        items: Vec::new(),
+        members: Vec::new(),
     };
     let value = p.value()?;
     match p.whitespace() {
@@ -86,10 +89,21 @@ pub fn parse(input: &[u8]) -> Result<Tree<'_>> {
 
 struct Parser<'a> {
     s: &'a [u8],
+    /// The input as text when all of it is UTF-8 (checked once, in one
+    /// pass): a string is then a slice of it, not checked again. Otherwise
+    /// each string is checked as it is read, so the error is the first one
+    /// a reader from the start meets, as serde_json reports it.
+    text: Option<&'a str>,
     /// The next byte to read.
     i: usize,
     /// Containers that may still open.
     depth: u8,
+    /// The elements of the arrays being parsed, innermost last: each array
+    /// takes its own off when it ends, into a vector allocated once at its
+    /// size (not grown element by element).
+    items: Vec<Tree<'a>>,
+    /// The members of the objects being parsed, likewise.
+    members: Members<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -181,16 +195,16 @@ impl<'a> Parser<'a> {
 
     /// After `[`: the elements and the closing `]`.
     fn array(&mut self) -> Result<Tree<'a>> {
-        let mut items = Vec::new();
+        let base = self.items.len();
         loop {
             let Some(b) = self.whitespace() else {
                 return Err(self.peek_error(EOF_LIST));
             };
             if b == b']' {
                 self.i += 1;
-                return Ok(Tree::Array(items));
+                return Ok(Tree::Array(self.items.drain(base..).collect()));
             }
-            if !items.is_empty() {
+            if self.items.len() > base {
                 if b != b',' {
                     return Err(self.peek_error(EXPECTED_LIST_END));
                 }
@@ -201,22 +215,23 @@ impl<'a> Parser<'a> {
                     None => return Err(self.peek_error(EOF_VALUE)),
                 }
             }
-            items.push(self.value()?);
+            let item = self.value()?;
+            self.items.push(item);
         }
     }
 
     /// After `{`: the members and the closing `}`.
     fn object(&mut self) -> Result<Tree<'a>> {
-        let mut map = Building::default();
+        let mut map = Building::on(&self.members);
         loop {
             let Some(b) = self.whitespace() else {
                 return Err(self.peek_error(EOF_OBJECT));
             };
             if b == b'}' {
                 self.i += 1;
-                return Ok(Tree::Object(map.finish()));
+                return Ok(Tree::Object(map.finish(&mut self.members)));
             }
-            if !map.is_empty() {
+            if !map.is_empty(&self.members) {
                 if b != b',' {
                     return Err(self.peek_error(EXPECTED_OBJECT_END));
                 }
@@ -238,7 +253,7 @@ impl<'a> Parser<'a> {
                 None => return Err(self.peek_error(EOF_OBJECT)),
             }
             let value = self.value()?;
-            if let Err(key) = map.push(key, value) {
+            if let Err(key) = map.push(&mut self.members, key, value) {
                 // serde_json places an error raised after a member at
                 // the end of its object (the closing brace read, if it
                 // is next).
@@ -251,11 +266,14 @@ impl<'a> Parser<'a> {
     }
 
     /// Skip to the next quote, backslash or control character: eight bytes
-    /// at a time while none ends the run (most text), then byte by byte.
+    /// at a time (the first such byte in a word found from its mask), then
+    /// byte by byte in the input's last seven bytes.
     fn plain_run(&mut self) {
         while let Some(chunk) = self.s.get(self.i..self.i + 8) {
-            if crate::needs_escape(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
-                break;
+            let mask = crate::escape_mask(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])));
+            if mask != 0 {
+                self.i += (mask.trailing_zeros() / 8) as usize;
+                return;
             }
             self.i += 8;
         }
@@ -280,6 +298,10 @@ impl<'a> Parser<'a> {
         self.plain_run();
         if self.peek() == Some(b'"') {
             self.i += 1;
+            // Quotes are ASCII: both ends are character boundaries.
+            if let Some(text) = self.text.and_then(|t| t.get(start..self.i - 1)) {
+                return Ok(Cow::Borrowed(text));
+            }
             let s: &'a [u8] = self.s;
             let bytes = &s[start..self.i - 1];
             return std::str::from_utf8(bytes)

@@ -41,34 +41,58 @@ pub struct Object<'a>(Vec<(Cow<'a, str>, Tree<'a>)>);
 /// members costs `n log n`, not `n²`).
 const SCAN: usize = 16;
 
-/// An object being parsed: its members, and the set of its keys once it
-/// has more than [`SCAN`] (a map of serde_json's, whose code the artifact
-/// has already, its values unused).
-#[derive(Default)]
-pub(crate) struct Building<'a> {
-    members: Vec<(Cow<'a, str>, Tree<'a>)>,
+/// An object being parsed: its members so far lie on the parser's stack of
+/// members from `base` on (a nested object's above them, taken off when it
+/// ends, so each object's vector is allocated once, at its size), with the
+/// set of its keys once it has more than [`SCAN`] (a map of serde_json's,
+/// whose code the artifact has already, its values unused).
+pub(crate) struct Building {
+    base: usize,
     keys: Option<Map<String, Value>>,
 }
 
-impl<'a> Building<'a> {
+/// Whether two keys are the same: their lengths, then their bytes compared
+/// in place (keys are short; most pairs differ in length or first byte, and
+/// a call to `memcmp` for each costs more than the comparison).
+fn same_key(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
+/// The parser's stack of members of the objects being parsed.
+pub(crate) type Members<'a> = Vec<(Cow<'a, str>, Tree<'a>)>;
+
+impl Building {
+    /// An object whose members will lie on `stack` above what it holds now.
+    pub(crate) fn on(stack: &Members<'_>) -> Building {
+        Building {
+            base: stack.len(),
+            keys: None,
+        }
+    }
+
     /// Whether no member was added yet.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.members.is_empty()
+    pub(crate) fn is_empty(&self, stack: &Members<'_>) -> bool {
+        stack.len() == self.base
     }
 
     /// Add a member; the key back when the object already has it.
-    pub(crate) fn push(&mut self, key: Cow<'a, str>, value: Tree<'a>) -> Result<(), Cow<'a, str>> {
+    pub(crate) fn push<'a>(
+        &mut self,
+        stack: &mut Members<'a>,
+        key: Cow<'a, str>,
+        value: Tree<'a>,
+    ) -> Result<(), Cow<'a, str>> {
         let repeated = match &mut self.keys {
             Some(keys) => keys.insert(key.to_string(), Value::Null).is_some(),
-            None => self.members.iter().any(|(k, _)| *k == key),
+            None => stack[self.base..].iter().any(|(k, _)| same_key(k, &key)),
         };
         if repeated {
             return Err(key);
         }
-        self.members.push((key, value));
-        if self.keys.is_none() && self.members.len() > SCAN {
+        stack.push((key, value));
+        if self.keys.is_none() && stack.len() - self.base > SCAN {
             let mut keys = Map::new();
-            for (k, _) in &self.members {
+            for (k, _) in &stack[self.base..] {
                 keys.insert(k.to_string(), Value::Null);
             }
             self.keys = Some(keys);
@@ -76,16 +100,16 @@ impl<'a> Building<'a> {
         Ok(())
     }
 
-    /// The finished object.
-    pub(crate) fn finish(self) -> Object<'a> {
-        Object(self.members)
+    /// The finished object, its members taken off the stack.
+    pub(crate) fn finish<'a>(self, stack: &mut Members<'a>) -> Object<'a> {
+        Object(stack.drain(self.base..).collect())
     }
 }
 
 impl<'a> Object<'a> {
     /// Take the member `key` out, if present.
     pub fn take(&mut self, key: &str) -> Option<Tree<'a>> {
-        let i = self.0.iter().position(|(k, _)| k == key)?;
+        let i = self.0.iter().position(|(k, _)| same_key(k, key))?;
         Some(self.0.swap_remove(i).1)
     }
 
@@ -96,7 +120,7 @@ impl<'a> Object<'a> {
         self.0.iter().map(|(k, _)| k.as_ref()).min()
     }
 
-    /// The members not taken yet, in document order.
+    /// The members not taken yet (in document order while none was taken).
     pub fn into_members(self) -> impl Iterator<Item = (Cow<'a, str>, Tree<'a>)> {
         self.0.into_iter()
     }
@@ -132,30 +156,42 @@ mod tests {
     #[test]
     fn a_repeated_key_is_found_in_small_and_large_objects() {
         for n in [3, SCAN, SCAN + 1, 200] {
-            let mut o = Building::default();
+            // Below an outer object's members, as the parser stacks them.
+            let mut stack = vec![(Cow::Borrowed("k0"), Tree::Null)];
+            let mut o = Building::on(&stack);
             for i in 0..n {
-                o.push(Cow::Owned(format!("k{i}")), Tree::Null).unwrap();
+                o.push(&mut stack, Cow::Owned(format!("k{i}")), Tree::Null)
+                    .unwrap();
             }
             assert_eq!(
-                o.push(Cow::Borrowed("k0"), Tree::Null),
+                o.push(&mut stack, Cow::Borrowed("k0"), Tree::Null),
                 Err(Cow::Borrowed("k0"))
             );
             assert_eq!(
-                o.push(Cow::Owned(format!("k{}", n - 1)), Tree::Null)
+                o.push(&mut stack, Cow::Owned(format!("k{}", n - 1)), Tree::Null)
                     .map_err(|k| k.into_owned()),
                 Err(format!("k{}", n - 1))
             );
-            assert!(o.push(Cow::Borrowed("new"), Tree::Null).is_ok());
+            assert!(o.push(&mut stack, Cow::Borrowed("new"), Tree::Null).is_ok());
+            assert_eq!(o.finish(&mut stack).into_members().count(), n + 1);
+            // The outer object's key is not the inner one's.
+            let mut inner = Building::on(&stack);
+            assert!(inner
+                .push(&mut stack, Cow::Borrowed("k0"), Tree::Null)
+                .is_ok());
         }
     }
 
     #[test]
     fn members_come_out_by_name_and_the_least_key_is_named() {
-        let mut o = Building::default();
+        let mut stack = Vec::new();
+        let mut o = Building::on(&stack);
         for k in ["zeta", "alpha", "mid"] {
-            o.push(Cow::Borrowed(k), Tree::Bool(true)).unwrap();
+            o.push(&mut stack, Cow::Borrowed(k), Tree::Bool(true))
+                .unwrap();
         }
-        let mut o = o.finish();
+        let mut o = o.finish(&mut stack);
+        assert!(stack.is_empty(), "the members taken off the stack");
         assert_eq!(o.first_key(), Some("alpha"));
         assert_eq!(o.take("alpha"), Some(Tree::Bool(true)));
         assert_eq!(o.take("alpha"), None);
