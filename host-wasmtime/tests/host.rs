@@ -1820,3 +1820,74 @@ fn an_import_numbers_after_a_late_delivery_too() {
         .expect("the message was imported");
     assert_eq!(after, newest + 6, "numbered after the late delivery");
 }
+
+/// `on_message_and_context` answers what `on_message` then `context`
+/// answer, from one read of the journal when the check wrote nothing, and
+/// reads again after a compaction: the context always holds the message
+/// appended before the call, and the new boundary after one.
+#[test]
+fn the_check_and_the_context_share_one_read_when_nothing_was_written() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = support::intercept::Intercept {
+        inner: SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        crash: Box::new(|_| false),
+        reads: Default::default(),
+    };
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        journal,
+        Extractive,
+        small_decl(),
+    );
+    let (mut skipped, mut compacted, mut activations) = (0, 0, 0);
+    for e in demo_events("c", 160) {
+        let foldline_core::event::Event::Message(m) = &e else {
+            panic!("the demo is messages")
+        };
+        let turn = m.turn_id.clone();
+        d.journal().append("c", &[e]).unwrap();
+        let before = d.journal().reads.load(Ordering::Relaxed);
+        let (outcome, context) = d
+            .on_message_and_context("c", ContextOptions::default())
+            .unwrap();
+        let reads = d.journal().reads.load(Ordering::Relaxed) - before;
+        match &outcome {
+            Outcome::Skipped(_) => {
+                skipped += 1;
+                // The check's own read, and no other; the conversation's
+                // activation (a frontier written, then planned again from a
+                // read after it) reads three times.
+                match reads {
+                    1 => {}
+                    3 if skipped == 2 => activations += 1,
+                    n => panic!("skip {skipped}: {n} reads"),
+                }
+            }
+            Outcome::Compacted(b) => {
+                compacted += 1;
+                assert_eq!(
+                    context.manifest.boundary_id.as_deref(),
+                    Some(b.id.as_str()),
+                    "the context after a compaction stands on the new boundary"
+                );
+            }
+            other => panic!("unexpected outcome {other:?}"),
+        }
+        let m = &context.manifest;
+        assert!(
+            m.included.last() == Some(&turn) || m.pinned.contains(&turn),
+            "the message appended before the call is in its context: {turn}"
+        );
+        let again = d.context("c", ContextOptions::default()).unwrap();
+        assert_eq!(
+            foldline_core::canonical::encode(&context),
+            foldline_core::canonical::encode(&again),
+            "as on_message then context"
+        );
+    }
+    assert!(
+        skipped > 10 && compacted > 0 && activations == 1,
+        "{skipped} skips, {compacted} compactions, {activations} activations"
+    );
+}

@@ -8,6 +8,9 @@
 //! on its own, and one round trip to the database (a read of nothing new,
 //! as `context` makes after `on_message`): a message on Postgres makes three
 //! (the append, `on_message`'s read, `context`'s read), on SQLite none.
+//! Every other message takes `on_message_and_context` instead of the two
+//! calls (one read when the check writes nothing: two round trips on
+//! Postgres), reported beside them.
 //!
 //! `cargo run -p foldline-wasmtime --example journal_bench -- [--quick]`
 
@@ -38,6 +41,8 @@ struct Bench {
     turns: Vec<foldline_core::event::Event>,
     bare: Vec<foldline_core::event::Event>,
     per: Vec<Duration>,
+    /// Messages appended, then `on_message_and_context`.
+    one_read: Vec<Duration>,
     /// The append, `on_message` and `context` of each message.
     steps: Vec<[Duration; 3]>,
     appends: Vec<Duration>,
@@ -63,14 +68,27 @@ impl Bench {
             turns,
             bare: fixtures::demo_events("b", messages),
             per: Vec::new(),
+            one_read: Vec::new(),
             steps: Vec::new(),
             appends: Vec::new(),
         }
     }
 
-    /// Message `i`: append the turn, `on_message`, `context`, timed.
+    /// Message `i`: append the turn, `on_message`, `context`, timed (odd
+    /// messages: the append, then `on_message_and_context`).
     fn message(&mut self, i: usize) {
         let t = Instant::now();
+        if i % 2 == 1 {
+            self.driver
+                .journal()
+                .append("c", std::slice::from_ref(&self.turns[i]))
+                .expect("append");
+            self.driver
+                .on_message_and_context("c", ContextOptions::default())
+                .expect("driver");
+            self.one_read.push(t.elapsed());
+            return;
+        }
         self.driver
             .journal()
             .append("c", std::slice::from_ref(&self.turns[i]))
@@ -151,6 +169,7 @@ fn main() {
     let (sqlite_steps, pg_steps) = (sqlite.steps(), postgres.steps());
     let (sqlite_msg, sqlite_append) = (median(sqlite.per), median(sqlite.appends));
     let (pg_msg, pg_append) = (median(postgres.per), median(postgres.appends));
+    let (sqlite_one, pg_one) = (median(sqlite.one_read), median(postgres.one_read));
     println!(
         "{}",
         json!({
@@ -159,6 +178,9 @@ fn main() {
             "sqlite_driver_per_message_us": sqlite_msg,
             "postgres_driver_per_message_us": pg_msg,
             "postgres_vs_sqlite_driver": pg_msg / sqlite_msg,
+            "sqlite_one_read_per_message_us": sqlite_one,
+            "postgres_one_read_per_message_us": pg_one,
+            "postgres_vs_sqlite_one_read": pg_one / sqlite_one,
             "sqlite_append_us": sqlite_append,
             "postgres_append_us": pg_append,
             "postgres_vs_sqlite_append": pg_append / sqlite_append,

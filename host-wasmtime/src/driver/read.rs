@@ -106,6 +106,9 @@ pub(super) struct Cached {
     pub(super) warm: Option<(Packet, Option<ModelOutput>)>,
     /// What the core's instance holds of `recent`.
     pub(super) holding: Holding,
+    /// The latest journal position this driver wrote: a cache read to an
+    /// earlier one is read again before it is used.
+    pub(super) written: u64,
 }
 
 impl Cached {
@@ -140,7 +143,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     pub(super) fn load(&self, conversation: &str) -> Result<Resolution> {
         let mut cache = lock(&self.cache);
         let c = cache.entry(conversation.to_owned()).or_default();
-        self.load_into(c, conversation).map(|(r, _)| r)
+        self.load_into(c, conversation, true).map(|(r, _)| r)
     }
 
     /// Read what is new: the resolved chain, and the journal position it
@@ -151,10 +154,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// chain is resolved again only when a chain event (frontier, boundary,
     /// correction, late delivery) arrived; turns under the head or before the
     /// frontier are dropped from the cache once the chain says so.
+    /// `read_new: false` takes the cache as the last read left it (a read
+    /// made earlier in the same operation), unless it must be read again:
+    /// another declaration, or a write of this driver's after that read.
     pub(super) fn load_into(
         &self,
         c: &mut Cached,
         conversation: &str,
+        read_new: bool,
     ) -> Result<(Resolution, u64)> {
         let under = format!(
             "{}{}",
@@ -164,6 +171,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 .map(|d| d.fingerprint())
                 .unwrap_or_default()
         );
+        let mut read_new = read_new;
         if c.under != under {
             // Another epoch may need turns this cache already dropped: read again.
             let mut holding = std::mem::take(&mut c.holding);
@@ -173,9 +181,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 holding,
                 ..Cached::default()
             };
+            read_new = true;
         }
-        let fresh = self.journal.read_events(conversation, c.seq)?;
-        c.take_in(fresh);
+        if read_new || c.seq < c.written {
+            let fresh = self.journal.read_events(conversation, c.seq)?;
+            c.take_in(fresh);
+        }
         let res = match &c.res {
             Some(r) => r.clone(),
             None => self.resolve_cached(c, conversation)?,
@@ -228,15 +239,17 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// them (only what it lacks is sent beside the request), else all. One
     /// read and one call under the cache's lock, so the events the call
     /// plans or selects from are those of the position it names.
+    /// `read_new`: as [`Driver::load_into`].
     pub(super) fn read_and_call<Req: serde::Serialize, Resp: serde::de::DeserializeOwned>(
         &self,
         conversation: &str,
         entry: &str,
+        read_new: bool,
         make: impl FnOnce(&Cached, Resolution, u64, Vec<Event>) -> Req,
     ) -> Result<Resp> {
         let mut cache = lock(&self.cache);
         let c = cache.entry(conversation.to_owned()).or_default();
-        let (res, seq) = self.load_into(c, conversation)?;
+        let (res, seq) = self.load_into(c, conversation, read_new)?;
         if !(self.hold_events && self.foldline.holds_events()) {
             let request = make(c, res, seq, c.recent.clone());
             drop(cache);

@@ -124,7 +124,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         state: Option<LoopState>,
     ) -> Result<Step> {
         let mut state = state;
-        self.read_and_call(conversation, "step", |c, res, seq, events| {
+        self.read_and_call(conversation, "step", true, |c, res, seq, events| {
             // A held candidate's packet is offered (copied) once its summary
             // is prepared, or to prepare it; until then the core needs only
             // to know one is held.
@@ -251,7 +251,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
     ) -> Result<EffectResult> {
         let fence = lock(&self.fences).get(conversation).copied();
         match self.journal.append_at(conversation, batch, seq, fence) {
-            Ok(seq) => Ok(EffectResult::Appended { seq }),
+            Ok(seq) => {
+                self.with_cache(conversation, |c| c.written = c.written.max(seq));
+                Ok(EffectResult::Appended { seq })
+            }
             Err(HostError::Conflict { found, .. }) => {
                 let moved = self.journal.read_events(conversation, seq)?;
                 Ok(EffectResult::Conflict {

@@ -18,12 +18,15 @@ pub enum Write<'a> {
 
 /// `inner`, with `crash` asked before every write: `true` fails it (nothing
 /// is written) — an append or a packet store with a storage error naming the
-/// injected crash, a release by doing nothing.
+/// injected crash, a release by doing nothing. Reads of events are counted
+/// (what a message costs in round trips on a remote journal).
 pub struct Intercept<J> {
     /// The journal written to.
     pub inner: J,
     /// Whether the write crashes.
     pub crash: Box<dyn Fn(Write<'_>) -> bool + Send + Sync>,
+    /// Reads of events so far.
+    pub reads: std::sync::atomic::AtomicUsize,
 }
 
 /// The text of an injected crash's error.
@@ -31,6 +34,8 @@ pub const CRASH: &str = "injected crash";
 
 impl<J: Journal> Journal for Intercept<J> {
     fn read_events(&self, c: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner.read_events(c, since)
     }
     fn append_batch(
