@@ -62,6 +62,13 @@ export function createCompactor(o: CompactorOptions): Compactor {
     context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}) {
       return selectContext<F>(c, id, opts);
     },
+    async onMessageAndContext<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}) {
+      const outcome = await serial(c, id, () => run(c, id, { kind: "automatic" }));
+      // A skip or a pause wrote nothing: the context is the journal as the
+      // check read it. Anything else (a write, a failure, a busy check) reads again.
+      const readNew = outcome.status !== "skipped" && outcome.status !== "paused";
+      return { outcome, context: await selectContext<F>(c, id, opts, readNew) };
+    },
     async timeline(id) {
       let accepted: string[] = [];
       let retired: string[] = [];
@@ -87,8 +94,8 @@ export function createCompactor(o: CompactorOptions): Compactor {
 }
 
 /** The model-bound context of a conversation, from its state read to the journal's end. */
-async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, opts: ContextOptions & { format?: F }): Promise<RenderedSelection<MessagesOf[F]>> {
-  const { s, events, res } = await load(c, id);
+async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, opts: ContextOptions & { format?: F }, readNew = true): Promise<RenderedSelection<MessagesOf[F]>> {
+  const { s, events, res } = await load(c, id, readNew);
   const format = opts.format ?? "foldline";
   const route = c.routeOf(id);
   const owner = c.o.owner?.(id) ?? null;

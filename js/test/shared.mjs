@@ -259,6 +259,28 @@ export function suite(f, makeJournal) {
       equal(boundaries[0].packetId, packets[0].id, "the retry reused the persisted packet");
       equal((await c.resolve("c1")).accepted.length, boundaries.length, "one chain, no fork");
     }],
+    ["onMessageAndContext reads once when the check writes nothing, and answers as onMessage then context", async () => {
+      const inner = await makeJournal();
+      let reads = 0;
+      const journal = Object.create(inner);
+      journal.readEvents = (id, since) => { reads++; return inner.readEvents(id, since); };
+      for (const m of ["append", "putPacket", "getPacket", "listPackets", "acquireLease", "releaseLease"]) journal[m] = inner[m].bind(inner);
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const seen = { skipped: 0, compacted: 0 };
+      for (let s = 1; s <= 40; s++) {
+        await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+        const before = reads;
+        const { outcome, context } = await c.onMessageAndContext("c1", { format: "openai" });
+        seen[outcome.status] = (seen[outcome.status] ?? 0) + 1;
+        // The check's read(s), and none for the context after a skip past
+        // the activation (which reads back the frontier it wrote).
+        if (outcome.status === "skipped" && seen.skipped > 1) equal(reads - before, 1, `message ${s}: one read`);
+        if (outcome.status === "compacted") equal(context.manifest.boundaryId, outcome.boundary.id, "the context stands on the new boundary");
+        equal(context.manifest.included.at(-1), `t${s}`, "the message appended before the call is in its context");
+        equal(context, await c.context("c1", { format: "openai" }), `message ${s}: as onMessage then context`);
+      }
+      check(seen.skipped > 10 && seen.compacted > 0, JSON.stringify(seen));
+    }],
     ["a malformed event is refused at append, naming the field; nothing is written", async () => {
       const journal = await makeJournal();
       const c = f.createCompactor({ journal, model: fakeModel(), declaration });

@@ -167,6 +167,17 @@ export interface Compactor {
   context<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<RenderedSelection<MessagesOf[F]>>;
   /** The manifest only when `render` is `false`. */
   context<F extends Format = "foldline">(conversationId: string, options: ContextOptions & { format?: F; render: boolean }): Promise<Selection<MessagesOf[F]>>;
+  /**
+   * `onMessage`, then `context`, from one read of the journal when the check
+   * writes nothing (a skip or a pause: most messages): the context is the
+   * journal as the check read it at the start of the call, so it holds every
+   * message appended before the call. After a compaction, a failure or a
+   * busy check the context reads again. On a journal a round trip away, a
+   * message costs one read fewer.
+   */
+  onMessageAndContext<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<{ outcome: OnMessageResult; context: RenderedSelection<MessagesOf[F]> }>;
+  /** The manifest only when `render` is `false`. */
+  onMessageAndContext<F extends Format = "foldline">(conversationId: string, options: ContextOptions & { format?: F; render: boolean }): Promise<{ outcome: OnMessageResult; context: Selection<MessagesOf[F]> }>;
   /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
   timeline(conversationId: string): Promise<Timeline>;
   /** The resolved chain. */

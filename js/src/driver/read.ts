@@ -166,8 +166,10 @@ export function sync(c: Ctx, id: string): Promise<State> {
 }
 
 /** The state, read to the journal's end, with its chain resolved. */
-export async function load(c: Ctx, id: string): Promise<{ s: State; res: Resolution; events: Event[] }> {
-  const s = await sync(c, id);
+export async function load(c: Ctx, id: string, readNew = true): Promise<{ s: State; res: Resolution; events: Event[] }> {
+  // `readNew: false`: the state as the last read left it (a read made
+  // earlier in the same operation; every write of the driver's is read back).
+  const s = readNew ? await sync(c, id) : state(c, id);
   if (!s.res) {
     // Resolved from the verified head: only boundaries after it are sent
     // (and re-settled), so only their packets are read.
