@@ -1822,11 +1822,11 @@ fn an_import_numbers_after_a_late_delivery_too() {
 }
 
 /// `on_message_and_context` answers what `on_message` then `context`
-/// answer, from one read of the journal when the check wrote nothing, and
-/// reads again after a compaction: the context always holds the message
-/// appended before the call, and the new boundary after one.
+/// answer, from the check's read of the journal: one read for a skip, and
+/// the context always holds the message appended before the call, and the
+/// new boundary after a compaction (what the check wrote itself).
 #[test]
-fn the_check_and_the_context_share_one_read_when_nothing_was_written() {
+fn the_check_and_the_context_share_the_checks_read() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let journal = support::intercept::Intercept {

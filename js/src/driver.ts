@@ -64,9 +64,10 @@ export function createCompactor(o: CompactorOptions): Compactor {
     },
     async onMessageAndContext<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}) {
       const outcome = await serial(c, id, () => run(c, id, { kind: "automatic" }));
-      // A skip or a pause wrote nothing: the context is the journal as the
-      // check read it. Anything else (a write, a failure, a busy check) reads again.
-      const readNew = outcome.status !== "skipped" && outcome.status !== "paused";
+      // The context is the journal as the check read it (every write of the
+      // check's is read back after it, in \`appendAt\`); a busy check read
+      // nothing in this call.
+      const readNew = outcome.status === "busy";
       return { outcome, context: await selectContext<F>(c, id, opts, readNew) };
     },
     async timeline(id) {

@@ -259,7 +259,7 @@ export function suite(f, makeJournal) {
       equal(boundaries[0].packetId, packets[0].id, "the retry reused the persisted packet");
       equal((await c.resolve("c1")).accepted.length, boundaries.length, "one chain, no fork");
     }],
-    ["onMessageAndContext reads once when the check writes nothing, and answers as onMessage then context", async () => {
+    ["onMessageAndContext answers from the check's read, as onMessage then context", async () => {
       const inner = await makeJournal();
       let reads = 0;
       const journal = Object.create(inner);

@@ -476,15 +476,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
         self.select_context(conversation, o, true)
     }
 
-    /// [`Driver::on_message`], then [`Driver::context`], from one read of
-    /// the journal when the check wrote nothing (most messages: a skip
-    /// below the trigger, or a pause): the context is the journal as the
-    /// check read it, at the start of this call, so it holds every message
-    /// appended before the call. After a compaction, a failure, or a check
-    /// another run of this driver was making (`Busy`), the context reads
-    /// again. What one message costs on a journal a round trip away: one
-    /// read fewer (on PostgreSQL, two round trips with the append instead
-    /// of three).
+    /// [`Driver::on_message`], then [`Driver::context`], from the check's
+    /// read of the journal: the context is the journal as the check read it
+    /// in this call, so it holds every message appended before the call,
+    /// and what the check wrote itself (a boundary, a failure) — a cache read
+    /// to a position before a write of this driver's is read again. When
+    /// another run of this driver was checking the conversation (`Busy`:
+    /// this call read nothing), the context reads. What one message costs
+    /// on a journal a round trip away: one read fewer (on PostgreSQL, two
+    /// round trips with the append instead of three).
     ///
     /// # Errors
     /// As [`Driver::on_message`] and [`Driver::context`].
@@ -494,7 +494,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         o: ContextOptions,
     ) -> Result<(Outcome, Selection)> {
         let outcome = self.on_message(conversation)?;
-        let read_new = !matches!(outcome, Outcome::Skipped(_) | Outcome::Paused(_));
+        let read_new = matches!(outcome, Outcome::Busy);
         Ok((outcome, self.select_context(conversation, o, read_new)?))
     }
 

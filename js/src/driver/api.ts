@@ -168,12 +168,12 @@ export interface Compactor {
   /** The manifest only when `render` is `false`. */
   context<F extends Format = "foldline">(conversationId: string, options: ContextOptions & { format?: F; render: boolean }): Promise<Selection<MessagesOf[F]>>;
   /**
-   * `onMessage`, then `context`, from one read of the journal when the check
-   * writes nothing (a skip or a pause: most messages): the context is the
-   * journal as the check read it at the start of the call, so it holds every
-   * message appended before the call. After a compaction, a failure or a
-   * busy check the context reads again. On a journal a round trip away, a
-   * message costs one read fewer.
+   * `onMessage`, then `context`, from the check's read of the journal: the
+   * context is the journal as the check read it in this call, so it holds
+   * every message appended before the call and what the check wrote itself
+   * (the driver reads each of its writes back). When another check of this
+   * compactor held the conversation (`busy`) the context reads. On a journal
+   * a round trip away, a message costs one read fewer.
    */
   onMessageAndContext<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<{ outcome: OnMessageResult; context: RenderedSelection<MessagesOf[F]> }>;
   /** The manifest only when `render` is `false`. */
