@@ -267,7 +267,7 @@ impl Foldline {
     /// `load_failed` when that compilation fails.
     pub fn set_limits(&mut self, limits: Limits) -> Result<()> {
         if limits.bound.fuel() != self.limits.bound.fuel() {
-            self.compiled = compiled(&self.sha256, &self.compiled.bytes.clone(), limits.bound)?;
+            self.compiled = compiled(&self.sha256, &self.compiled.bytes, limits.bound)?;
         }
         self.limits = limits;
         *self.warm.get_mut().unwrap_or_else(|p| p.into_inner()) = None;

@@ -1891,3 +1891,33 @@ fn the_check_and_the_context_share_the_checks_read() {
         "{skipped} skips, {compacted} compactions, {activations} activations"
     );
 }
+
+/// A check that finds another run of this driver on the conversation
+/// (`Busy`) read nothing in its call: its context reads, and holds the
+/// message appended while the other run was waiting on its model.
+#[test]
+fn a_busy_check_reads_for_its_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, started, open) = gated_driver(&dir.path().join("j.db"), "a", |b| b);
+    a.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    let a = Arc::new(a);
+    let run = {
+        let a = a.clone();
+        std::thread::spawn(move || a.on_message("c").unwrap())
+    };
+    started.recv().unwrap();
+    a.journal()
+        .append("c", &ordinary("c", 61, 61, 500))
+        .unwrap();
+    let (outcome, context) = a
+        .on_message_and_context("c", ContextOptions::default())
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Busy), "{outcome:?}");
+    assert_eq!(
+        context.manifest.included.last().map(String::as_str),
+        Some("t61"),
+        "the message appended before the call is in its context"
+    );
+    open.send(()).unwrap();
+    assert!(matches!(run.join().unwrap(), Outcome::Compacted(_)));
+}

@@ -9,8 +9,8 @@
 //! as `context` makes after `on_message`): a message on Postgres makes three
 //! (the append, `on_message`'s read, `context`'s read), on SQLite none.
 //! Every other message takes `on_message_and_context` instead of the two
-//! calls (one read when the check writes nothing: two round trips on
-//! Postgres), reported beside them.
+//! calls (the context from the check's read: two round trips on Postgres),
+//! reported beside them.
 //!
 //! `cargo run -p foldline-wasmtime --example journal_bench -- [--quick]`
 
@@ -78,21 +78,17 @@ impl Bench {
     /// messages: the append, then `on_message_and_context`).
     fn message(&mut self, i: usize) {
         let t = Instant::now();
+        self.driver
+            .journal()
+            .append("c", std::slice::from_ref(&self.turns[i]))
+            .expect("append");
         if i % 2 == 1 {
-            self.driver
-                .journal()
-                .append("c", std::slice::from_ref(&self.turns[i]))
-                .expect("append");
             self.driver
                 .on_message_and_context("c", ContextOptions::default())
                 .expect("driver");
             self.one_read.push(t.elapsed());
             return;
         }
-        self.driver
-            .journal()
-            .append("c", std::slice::from_ref(&self.turns[i]))
-            .expect("append");
         let appended = t.elapsed();
         self.driver.on_message("c").expect("driver");
         let checked = t.elapsed();

@@ -65,8 +65,9 @@ export function createCompactor(o: CompactorOptions): Compactor {
     async onMessageAndContext<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}) {
       const outcome = await serial(c, id, () => run(c, id, { kind: "automatic" }));
       // The context is the journal as the check read it (every write of the
-      // check's is read back after it, in \`appendAt\`); a busy check read
-      // nothing in this call.
+      // check's is read back after it, in `appendAt`); after a busy check
+      // (another writer holds the conversation and may be writing) it reads
+      // again.
       const readNew = outcome.status === "busy";
       return { outcome, context: await selectContext<F>(c, id, opts, readNew) };
     },

@@ -357,7 +357,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             match self.journal.append_at(conversation, &events, head, None) {
                 Err(HostError::Conflict { .. }) => continue,
                 Ok(seq) => {
-                    self.with_cache(conversation, |c| c.written = c.written.max(seq));
+                    self.wrote(conversation, seq);
                     return Ok(seq);
                 }
                 other => return other,
@@ -480,9 +480,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// read of the journal: the context is the journal as the check read it
     /// in this call, so it holds every message appended before the call,
     /// and what the check wrote itself (a boundary, a failure) — a cache read
-    /// to a position before a write of this driver's is read again. When
-    /// another run of this driver was checking the conversation (`Busy`:
-    /// this call read nothing), the context reads. What one message costs
+    /// to a position before a write of this driver's is read again. After a
+    /// busy check (another run of this driver on the conversation, which
+    /// leaves this call without a read, or another writer's lease) the
+    /// context reads. What one message costs
     /// on a journal a round trip away: one read fewer (on PostgreSQL, two
     /// round trips with the append instead of three).
     ///

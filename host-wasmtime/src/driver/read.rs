@@ -161,7 +161,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         &self,
         c: &mut Cached,
         conversation: &str,
-        read_new: bool,
+        mut read_new: bool,
     ) -> Result<(Resolution, u64)> {
         let under = format!(
             "{}{}",
@@ -171,7 +171,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 .map(|d| d.fingerprint())
                 .unwrap_or_default()
         );
-        let mut read_new = read_new;
         if c.under != under {
             // Another epoch may need turns this cache already dropped: read again.
             let mut holding = std::mem::take(&mut c.holding);
@@ -261,6 +260,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 .call_holding(&mut c.holding, &c.recent, entry, &encode(&request)?)?;
         drop(cache);
         Foldline::answer(&out)
+    }
+
+    /// This driver appended through journal position `seq`: a cache read
+    /// to before it is read again before it is used.
+    pub(super) fn wrote(&self, conversation: &str, seq: u64) {
+        self.with_cache(conversation, |c| c.written = c.written.max(seq));
     }
 
     pub(super) fn with_cache<T>(&self, conversation: &str, f: impl FnOnce(&mut Cached) -> T) -> T {

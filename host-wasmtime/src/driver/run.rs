@@ -252,7 +252,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let fence = lock(&self.fences).get(conversation).copied();
         match self.journal.append_at(conversation, batch, seq, fence) {
             Ok(seq) => {
-                self.with_cache(conversation, |c| c.written = c.written.max(seq));
+                self.wrote(conversation, seq);
                 Ok(EffectResult::Appended { seq })
             }
             Err(HostError::Conflict { found, .. }) => {

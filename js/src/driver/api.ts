@@ -171,9 +171,9 @@ export interface Compactor {
    * `onMessage`, then `context`, from the check's read of the journal: the
    * context is the journal as the check read it in this call, so it holds
    * every message appended before the call and what the check wrote itself
-   * (the driver reads each of its writes back). When another check of this
-   * compactor held the conversation (`busy`) the context reads. On a journal
-   * a round trip away, a message costs one read fewer.
+   * (the driver reads each of its writes back). When another writer held
+   * the conversation (`busy`) the context reads again. On a journal a round
+   * trip away, a message costs one read fewer.
    */
   onMessageAndContext<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<{ outcome: OnMessageResult; context: RenderedSelection<MessagesOf[F]> }>;
   /** The manifest only when `render` is `false`. */

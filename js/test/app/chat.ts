@@ -39,20 +39,23 @@ export async function run(deps: Deps, wasm?: WasmSource, turns = 300): Promise<R
   let compacted = 0;
   let newest = "";
   let summarizedBy = "";
+  let context;
   for (let i = 0; i < turns; i++) {
     newest = `message ${i} about the plan for week ${i % 7}. `.repeat(8);
     await compactor.append("chat", { role: i % 2 ? "assistant" : "user", content: newest });
-    const r = await compactor.onMessage("chat");
-    if (r.status === "compacted") {
+    // The check, then the context the model would be called with.
+    const r = await compactor.onMessageAndContext("chat", { format: "openai" });
+    if (r.outcome.status === "compacted") {
       compacted++;
-      summarizedBy = r.boundary.run.modelId;
+      summarizedBy = r.outcome.boundary.run.modelId;
     }
+    context = r.context;
   }
-  const context = await compactor.context("chat", { format: "openai" });
-  const last = context.messages?.[context.messages.length - 1];
+  if (context === undefined) throw new Error("no message was sent");
+  const last = context.messages[context.messages.length - 1];
   return {
     compacted,
-    messages: context.messages?.length ?? 0,
+    messages: context.messages.length,
     total: context.manifest.sizes.total,
     limit: context.manifest.limit,
     newest: typeof last?.content === "string" && last.content === newest ? "verbatim" : "changed",
