@@ -1219,13 +1219,18 @@ fn gated_driver(
     (d, started, open)
 }
 
-#[test]
-fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("j.db");
-    // Renewal: a 300 ms lease, a model call of ~1 s in real time, the
-    // clock moving with it; the other writer finds the lease still held.
-    let (a, started, open) = gated_driver(&db, "a", |b| b.lease_ms(300));
+/// Driver `a` of `db` (its lease `lease_ms`) compacting turns 1-60 of
+/// conversation `c` on a thread, held in its model call until a message is
+/// sent on the sender; the thread answers the outcome.
+fn compacting_in_the_model(
+    db: &std::path::Path,
+    lease_ms: u64,
+) -> (
+    Arc<Driver<SqliteJournal, Gated>>,
+    std::thread::JoinHandle<Outcome>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (a, started, open) = gated_driver(db, "a", |b| b.lease_ms(lease_ms));
     a.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
     let a = Arc::new(a);
     let run = {
@@ -1233,6 +1238,16 @@ fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
         std::thread::spawn(move || a.on_message("c").unwrap())
     };
     started.recv().unwrap();
+    (a, run, open)
+}
+
+#[test]
+fn a_long_model_call_keeps_the_lease_and_a_stale_holder_cannot_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    // Renewal: a 300 ms lease, a model call of ~1 s in real time, the
+    // clock moving with it; the other writer finds the lease still held.
+    let (_a, run, open) = compacting_in_the_model(&db, 300);
     for _ in 0..10 {
         std::thread::sleep(std::time::Duration::from_millis(100));
         CLOCK.fetch_add(100, std::sync::atomic::Ordering::SeqCst);
@@ -1898,14 +1913,8 @@ fn the_check_and_the_context_share_the_checks_read() {
 #[test]
 fn a_busy_check_reads_for_its_context() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, started, open) = gated_driver(&dir.path().join("j.db"), "a", |b| b);
-    a.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
-    let a = Arc::new(a);
-    let run = {
-        let a = a.clone();
-        std::thread::spawn(move || a.on_message("c").unwrap())
-    };
-    started.recv().unwrap();
+    let (a, run, open) =
+        compacting_in_the_model(&dir.path().join("j.db"), foldline_core::defaults::LEASE_MS);
     a.journal()
         .append("c", &ordinary("c", 61, 61, 500))
         .unwrap();
