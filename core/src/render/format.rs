@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use std::borrow::Cow;
 
+use super::exchange::as_providers_take;
 use crate::canonical::{write_str, Encode};
 use crate::decode::{At, Decode};
 use crate::records::turn::{Part, Role};
@@ -194,65 +195,15 @@ impl<'a> Outgoing<'a> {
 pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Rendered {
     match format {
         Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),
-        Format::Openai => Rendered::Canonical(openai(&without_orphans(messages))),
-        Format::Anthropic => Rendered::Json(anthropic(&without_orphans(messages))),
+        Format::Openai => Rendered::Canonical(openai(&as_providers_take(messages, false))),
+        Format::Anthropic => Rendered::Json(anthropic(&as_providers_take(messages, false))),
         Format::AiSdk => Rendered::Json(Value::Array(
-            without_orphans(messages)
+            as_providers_take(messages, true)
                 .iter()
                 .filter_map(ai_sdk)
                 .collect(),
         )),
     }
-}
-
-/// A tool result (or an approval's answer) whose call (or request) is not
-/// earlier in the context — appended without it — would make a provider
-/// refuse the whole request: in the provider formats it is sent as the
-/// member's text instead (`[tool result name] content`, after what its
-/// message keeps), never dropped. foldline's own form keeps it as it is.
-fn without_orphans(messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
-    let mut asked: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    let mut out = Vec::with_capacity(messages.len());
-    for m in messages {
-        let mut orphans: Vec<usize> = Vec::new();
-        for (i, p) in m.parts.iter().enumerate() {
-            match p.link() {
-                Some((id, false)) => {
-                    asked.insert(id.to_owned());
-                }
-                Some((id, true)) if !asked.contains(id) => orphans.push(i),
-                _ => {}
-            }
-        }
-        if orphans.is_empty() {
-            out.push(m);
-            continue;
-        }
-        let (mut bad, mut good) = (Vec::new(), Vec::new());
-        for (i, p) in m.parts.iter().enumerate() {
-            if orphans.contains(&i) {
-                bad.push(p.clone());
-            } else {
-                good.push(p.clone());
-            }
-        }
-        let text = crate::records::turn::render_parts(&bad);
-        if !good.is_empty() {
-            out.push(Outgoing {
-                kind: m.kind,
-                role: m.role,
-                turn_id: m.turn_id,
-                parts: Cow::Owned(good),
-            });
-        }
-        out.push(Outgoing {
-            kind: m.kind,
-            role: Role::User,
-            turn_id: m.turn_id,
-            parts: Cow::Owned(vec![Part::Text { text }]),
-        });
-    }
-    out
 }
 
 /// How an error result's text begins where the format has no error flag

@@ -6,4 +6,5 @@
 pub mod budget;
 pub mod compactor;
 pub mod envelope;
+mod exchange;
 pub mod format;
