@@ -143,11 +143,12 @@ fn anthropic_refuses(rendered: &Value) -> Option<String> {
     None
 }
 
-/// What the AI SDK (`MissingToolResultsError`) and the providers behind it
-/// refuse: a `tool-call` not answered (a `tool-result`, or the response to
-/// its `tool-approval-request`) in the tool messages right after it, a
-/// result or an approval answer that answers nothing before it, an id used
-/// twice.
+/// What the AI SDK (`MissingToolResultsError`, `collectToolApprovals`) and
+/// the providers behind it refuse: a `tool-call` not answered in the tool
+/// messages right after it (by a `tool-result`, or by the response to its
+/// `tool-approval-request` in the last message, which alone the SDK acts
+/// on), a result or an approval answer that answers nothing before it, an
+/// id used twice.
 fn ai_sdk_refuses(messages: &Value) -> Option<String> {
     let messages = messages.as_array()?;
     let mut ids = BTreeSet::new();
@@ -170,7 +171,10 @@ fn ai_sdk_refuses(messages: &Value) -> Option<String> {
                         let Some((_, call)) = asked.iter().find(|(x, _)| *x == a) else {
                             return Some(format!("message {i}: response to no approval request"));
                         };
-                        answered.insert(call.clone());
+                        // The SDK acts on the responses of the last message only.
+                        if i + 1 == messages.len() {
+                            answered.insert(call.clone());
+                        }
                     }
                     _ => return Some(format!("message {i}: {p} in a tool message")),
                 }
@@ -317,16 +321,28 @@ fn a_result_without_its_call_in_a_run_of_results_comes_after_them() {
 }
 
 #[test]
-fn a_denied_approval_answers_its_call_in_the_ai_sdk_only() {
+fn an_approvals_answer_as_the_last_message_answers_its_call_in_the_ai_sdk_only() {
     let ms = [
         m(Role::Assistant, vec![call("c1"), ask("a1", "c1")]),
         m(Role::Tool, vec![answer("a1", false)]),
         m(Role::User, vec![text("ok, no booking")]),
     ];
+    // Last, the AI SDK runs the approved tool or records the denial itself.
+    let last = render(Format::AiSdk, ms[..2].to_vec()).to_value();
+    assert_eq!(last[0]["content"][0]["type"], "tool-call");
+    assert_eq!(last[0]["content"][1]["type"], "tool-approval-request");
+    assert_eq!(last[1]["content"][0]["type"], "tool-approval-response");
+    assert_eq!(ai_sdk_refuses(&last), None);
+    // Further back it wants the result (`MissingToolResultsError`): text.
     let ai = render(Format::AiSdk, ms.to_vec()).to_value();
-    assert_eq!(ai[0]["content"][0]["type"], "tool-call");
-    assert_eq!(ai[0]["content"][1]["type"], "tool-approval-request");
-    assert_eq!(ai[1]["content"][0]["type"], "tool-approval-response");
+    assert_eq!(
+        ai[0]["content"],
+        json!([{"text": "[tool call search] {\"q\":\"c1\"}", "type": "text"}, {"text": "[tool approval requested]", "type": "text"}])
+    );
+    assert_eq!(
+        ai[1],
+        json!({"content": [{"text": "[tool denied] not now", "type": "text"}], "role": "user"})
+    );
     assert_eq!(ai_sdk_refuses(&ai), None);
     // OpenAI and Anthropic have no approvals: the call has no result, so the
     // exchange (the denial with it) is text.

@@ -326,7 +326,9 @@ function aiSdkDrafts(messages: readonly unknown[]): Draft[] {
 
 /**
  * AI SDK `ModelMessage`s (ai 5, 6 and 7 — a `generateText`/`streamText`
- * result's `response.messages` as it is) as journal events: tool calls with
+ * result's messages as they are: `response.messages` in ai 6,
+ * `responseMessages` in ai 7, whose `response.messages` is the last step's
+ * alone) as journal events: tool calls with
  * object or JSON-text input, tool results with their error status
  * (`error-text`, `error-json`, `execution-denied`), approval requests and
  * their answers, each kept as its kind.

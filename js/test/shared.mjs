@@ -581,6 +581,9 @@ export function suite(f, makeJournal) {
         ],
       });
       await c.append("c1", { role: "assistant", content: null, tool_calls: [{ id: "k1", type: "custom", custom: { name: "grep", input: "warn|error" } }] });
+      // Unanswered, the call goes to a provider as the assistant's text (it would refuse the request otherwise).
+      equal((await c.context("c1", { format: "openai" })).messages.at(-1), { content: "[tool call grep] warn|error", role: "assistant" }, "an unanswered call is text");
+      await c.append("c1", { role: "tool", tool_call_id: "k1", content: "2 warnings" });
       const more = (await journal.readEvents("c1")).map((s) => s.event).slice(7);
       equal(more[0].parts, [
         { type: "toolCall", callId: "tc3", name: "pay", arguments: '{"invoice": 7}' },
@@ -595,7 +598,8 @@ export function suite(f, makeJournal) {
       const back = ai.find((m) => m.role === "assistant" && Array.isArray(m.content) && m.content.some((p) => p.toolCallId === "tc3"));
       equal(back.content[0].input, { invoice: 7 }, "the input comes back as the object, not double-encoded");
       const oa = (await c.context("c1", { format: "openai" })).messages;
-      equal(oa.at(-1).tool_calls, [{ custom: { input: "warn|error", name: "grep" }, id: "k1", type: "custom" }], "OpenAI gets its custom call back");
+      equal(oa.at(-2).tool_calls, [{ custom: { input: "warn|error", name: "grep" }, id: "k1", type: "custom" }], "OpenAI gets its custom call back");
+      equal(oa.at(-1), { content: "2 warnings", role: "tool", tool_call_id: "k1" }, "and its result");
       let caught;
       try { await c.append("c1", { format: "ai-sdk", messages: [{ role: "user", content: "ok" }, { role: "tool", content: [{ type: "tool-approval-response", approved: true }] }] }); } catch (e) { caught = e; }
       equal(caught?.code, "invalid_request");

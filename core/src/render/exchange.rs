@@ -14,8 +14,9 @@
 //!
 //! So in the provider formats a call is sent as a call only with its
 //! answer in the tool messages right after its own message — its result
-//! or, in the AI SDK (which resolves a call by either), the response to
-//! its approval request — and the first time its id is sent. Every other
+//! or, in the AI SDK, the response to its approval request when that is
+//! the context's last message (the SDK then runs the approved tool, or
+//! records the denial, itself) — and the first time its id is sent. Every other
 //! call, result and approval part is sent as text where it was written: in
 //! the assistant's message its own words (`[tool call search] {"q":"x"}`),
 //! a result or an answer as the member's text after the tool messages it
@@ -29,8 +30,9 @@ use super::format::Outgoing;
 use crate::records::turn::{render_parts, Part, Role};
 
 /// `messages` with every tool exchange a provider would refuse sent as
-/// text; `approval_answers`: whether an approval's response answers its
-/// call (the AI SDK), or only a result does (OpenAI, Anthropic).
+/// text; `approval_answers`: whether an approval's response in the last
+/// message answers its call (the AI SDK), or only a result does (OpenAI,
+/// Anthropic).
 pub(crate) fn as_providers_take(
     messages: Vec<Outgoing<'_>>,
     approval_answers: bool,
@@ -199,7 +201,10 @@ impl Sent {
             );
             if let Some(r) = response {
                 exchange.push(r);
-                responded = approval_answers;
+                // Only in the last message: the SDK then runs the approved
+                // tool (or records the denial) itself; further back it
+                // wants the result.
+                responded = approval_answers && r >= self.start[messages.len() - 1];
             }
         }
         if result.is_none() && !responded {

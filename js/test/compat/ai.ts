@@ -1,5 +1,5 @@
 // One AI SDK line (6 or 7), as an app uses it: the real `generateText`
-// with real tools (one that fails, one that needs the member's approval), its own `response.messages` appended to
+// with real tools (one that fails, one that needs the member's approval), its own messages (ai 6's `response.messages`, ai 7's `responseMessages`) appended to
 // foldline as they are, the context handed back through `aiSdkPrompt`, and
 // a summarizer through `modelFromAiSdk`. Mock language models (the line's
 // own `ai/test`) record what reached the provider boundary. Compiled with
@@ -72,11 +72,18 @@ const c = createCompactor({
 const id = "trip";
 await c.append(id, [{ role: "system", content: SYSTEM }, { role: "user", content: "Weather in Tokyo? Then pay invoice 7." }]);
 
+/** Every step's messages of a result: ai 7's `responseMessages` (its
+ *  `response.messages` is the last step's alone: a tool run after its
+ *  approval would be missing), ai 6's `response.messages`. */
+function stepsOf<M>(r: { response: { messages: M[] } }): M[] {
+  return (r as { responseMessages?: M[] }).responseMessages ?? r.response.messages;
+}
+
 const chatSeen: Prompt[] = [];
 async function turn(answer: (p: Prompt) => Content) {
   const ctx = await c.context(id, { format: "ai-sdk" });
   const r = await ai.generateText({ model: model("mock-chat", chatSeen, answer), tools, ...aiSdkPrompt(ctx.messages ?? []) });
-  await c.append(id, { format: "ai-sdk", messages: r.response.messages });
+  await c.append(id, { format: "ai-sdk", messages: stepsOf(r) });
   return r;
 }
 const call = (toolCallId: string, toolName: string, input: string): Content => [{ type: "tool-call", toolCallId, toolName, input }];
@@ -86,14 +93,28 @@ const r1 = await turn(() => call("call-w", "weather", '{"city":"Tokyo"}'));
 // 2. A tool that needs approval: the SDK asks; the member approves; the SDK
 //    runs the tool from the history foldline hands back, then answers.
 const r2 = await turn(() => call("call-p", "pay", '{"invoice":7}'));
-const asked = r2.response.messages.flatMap((m) => (Array.isArray(m.content) ? (m.content as Array<{ type: string; approvalId?: string }>) : [])).find((p) => p.type === "tool-approval-request");
+const asked = stepsOf(r2).flatMap((m) => (Array.isArray(m.content) ? (m.content as Array<{ type: string; approvalId?: string }>) : [])).find((p) => p.type === "tool-approval-request");
 if (asked?.approvalId) {
   await c.append(id, { format: "ai-sdk", messages: [{ role: "tool", content: [{ type: "tool-approval-response", approvalId: asked.approvalId, approved: true }] }] });
 }
 await turn(() => [{ type: "text", text: "Tokyo's forecast is unavailable; invoice 7 is paid." }]);
 const lastPrompt = chatSeen.at(-1) ?? [];
 
-// 3. A long chat: the summarizer runs through modelFromAiSdk.
+// 3. An interrupted tool run: the model's call is in the journal without
+//    its result (the app stopped before running it) and the member wrote
+//    on. The SDK refuses a history with a call unanswered
+//    (MissingToolResultsError); the context sends the call as text.
+await c.append(id, { format: "ai-sdk", messages: [{ role: "assistant", content: [{ type: "tool-call", toolCallId: "call-x", toolName: "weather", input: { city: "Osaka" } }] }] });
+await c.append(id, { role: "user", content: "Forget Osaka: a museum in Kyoto?" });
+let interrupted = "";
+try {
+  await turn(() => [{ type: "text", text: "The Kyoto National Museum." }]);
+} catch (e) {
+  interrupted = String(e);
+}
+const interruptedPrompt = chatSeen.at(-1) ?? [];
+
+// 4. A long chat: the summarizer runs through modelFromAiSdk.
 let compacted = 0;
 for (let i = 0; i < 80; i++) {
   await c.append(id, [{ role: "user", content: `Day ${i}: what should we see? ${"Details of the plan. ".repeat(8)}` }, { role: "assistant", content: `On day ${i}, the old town. ${"More suggestions here. ".repeat(8)}` }]);
@@ -106,13 +127,15 @@ const parts = (p: Prompt): Array<Record<string, unknown>> => p.flatMap((m) => (A
 const stored = (await journal.readEvents(id)).map((s) => s.event).flatMap((e) => (e.type === "message" ? e.parts : []));
 console.log(JSON.stringify({
   spec,
-  errorWrittenBySdk: r1.response.messages.some((m) => Array.isArray(m.content) && (m.content as Array<{ type: string; output?: { type?: string } }>).some((p) => p.type === "tool-result" && String(p.output?.type).startsWith("error"))),
+  errorWrittenBySdk: stepsOf(r1).some((m) => Array.isArray(m.content) && (m.content as Array<{ type: string; output?: { type?: string } }>).some((p) => p.type === "tool-result" && String(p.output?.type).startsWith("error"))),
   storedError: stored.some((p) => p.type === "toolResult" && p.callId === "call-w" && p.isError === true),
   storedApproval: stored.some((p) => p.type === "approvalRequest") && stored.some((p) => p.type === "approvalResponse"),
+  paidStored: stored.some((p) => p.type === "toolResult" && p.callId === "call-p"),
   systemFirst: lastPrompt[0]?.role === "system" && String(lastPrompt[0]?.content) === SYSTEM,
   errorArrives: parts(lastPrompt).some((p) => p.role === "tool" && p.toolCallId === "call-w" && String((p.output as { type?: string })?.type).startsWith("error")),
   callArrives: parts(lastPrompt).some((p) => p.type === "tool-call" && p.toolCallId === "call-w"),
   paidArrives: parts(lastPrompt).some((p) => p.type === "tool-result" && p.toolCallId === "call-p" && JSON.stringify(p.output).includes("paid invoice 7")),
+  interruptedGoesOn: interrupted || parts(interruptedPrompt).some((p) => p.role === "assistant" && p.type === "text" && String(p.text).startsWith("[tool call weather]")),
   compacted,
   summarizerInstructions: summarizerSeen.length > 0 && summarizerSeen.every((p) => p[0]?.role === "system" && String(p[0].content).length > 200),
   systemAfterCompaction: chatSeen.at(-1)?.[0]?.role === "system" && String(chatSeen.at(-1)?.[0]?.content).startsWith(SYSTEM),

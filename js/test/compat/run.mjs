@@ -4,10 +4,13 @@
 // cannot hold the approval parts foldline renders, so it is outside it), the scenario compiled with `tsc --strict`
 // against that line's own types (no casts on foldline's side), then run on
 // each supported Node line; its findings must all hold:
-//   ai:     the SDK's own response.messages (a failing tool, an approval on
-//           lines that have them) go in as they are, and what reaches the
+//   ai:     the SDK's own messages (a failing tool, an approval on
+//           lines that have them) go in as they are, the approved tool's
+//           result among them, and what reaches the
 //           provider carries the system prompt, the tool pairs, the error
-//           result and the approved tool's result; the summarizer through
+//           result and the approved tool's result; after an interrupted
+//           tool run (a call without its result, the member writing on) the
+//           SDK still takes the context; the summarizer through
 //           modelFromAiSdk gets its instructions.
 //   openai: the client's own assistant message (a function and a custom
 //           tool call) goes in as it is; the request body carries the system
@@ -36,8 +39,8 @@ const lines = [
 
 const expected = {
   ai: () => ({
-    errorWrittenBySdk: true, storedError: true, storedApproval: true, systemFirst: true, errorArrives: true,
-    callArrives: true, paidArrives: true, summarizerInstructions: true, systemAfterCompaction: true,
+    errorWrittenBySdk: true, storedError: true, storedApproval: true, paidStored: true, systemFirst: true, errorArrives: true,
+    callArrives: true, paidArrives: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
   }),
   openai: () => ({ systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true }),
 };
