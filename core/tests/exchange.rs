@@ -91,7 +91,8 @@ fn openai_refuses(messages: &Value) -> Option<String> {
 }
 
 /// What Anthropic's messages API refuses: two messages of one role in a
-/// row, a `tool_use` without its `tool_result` in the next message, a
+/// row, a message without content, a text block of whitespace alone, a
+/// `tool_use` without its `tool_result` in the next message, a
 /// `tool_result` whose `tool_use` is not in the message before, an id used
 /// twice.
 fn anthropic_refuses(rendered: &Value) -> Option<String> {
@@ -109,6 +110,18 @@ fn anthropic_refuses(rendered: &Value) -> Option<String> {
     for i in 0..messages.len() {
         if i > 0 && messages[i]["role"] == messages[i - 1]["role"] {
             return Some(format!("messages {} and {i} share a role", i - 1));
+        }
+        let content = messages[i]["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if content.is_empty() {
+            return Some(format!("message {i} has no content"));
+        }
+        if content.iter().any(|b| {
+            b["type"] == "text" && b["text"].as_str().unwrap_or_default().trim().is_empty()
+        }) {
+            return Some(format!("message {i}: a text block of whitespace alone"));
         }
         let uses = blocks(i, "tool_use", "id");
         for id in &uses {
@@ -367,6 +380,30 @@ fn an_approvals_answer_as_the_last_message_answers_its_call_in_the_ai_sdk_only()
 }
 
 #[test]
+fn whitespace_alone_never_reaches_anthropic_or_the_ai_sdk() {
+    // A model answers "\n\n" now and then; Anthropic refuses a text block of
+    // whitespace alone, in every later request.
+    let ms = [
+        m(Role::User, vec![text("Hi")]),
+        m(Role::Assistant, vec![text("\n\n")]),
+        m(Role::User, vec![text("Hello?")]),
+        m(Role::Assistant, vec![text(" \n"), text("Here.")]),
+    ];
+    let a = render(Format::Anthropic, ms.to_vec()).to_value();
+    assert_eq!(
+        a["messages"],
+        json!([
+            {"content": [{"text": "Hi", "type": "text"}, {"text": "Hello?", "type": "text"}], "role": "user"},
+            {"content": [{"text": "Here.", "type": "text"}], "role": "assistant"},
+        ])
+    );
+    assert_eq!(anthropic_refuses(&a), None);
+    let s = render(Format::AiSdk, ms.to_vec()).to_value();
+    assert_eq!(s.as_array().unwrap().len(), 3);
+    assert_eq!(s[2]["content"], json!([{"text": "Here.", "type": "text"}]));
+}
+
+#[test]
 fn foldline_form_keeps_every_part_as_it_is() {
     let ms = vec![
         m(Role::Assistant, vec![call("c1")]),
@@ -390,6 +427,7 @@ fn any_part() -> impl Strategy<Value = Part> {
     let approval = || prop::sample::select(vec!["a0", "a1"]);
     prop_oneof![
         2 => Just(text("words")),
+        1 => Just(text("\n \n")),
         3 => id().prop_map(call),
         3 => id().prop_map(result),
         1 => (approval(), id()).prop_map(|(a, c)| ask(a, c)),
@@ -424,7 +462,7 @@ fn numbered(messages: Vec<ContextMessage>) -> (Vec<ContextMessage>, Vec<String>)
                         *content = format!("result {n}");
                         marks.push(content.clone());
                     }
-                    Part::Text { text } => {
+                    Part::Text { text } if !text.trim().is_empty() => {
                         *text = format!("words {n}");
                         marks.push(text.clone());
                     }

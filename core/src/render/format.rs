@@ -379,7 +379,10 @@ fn anthropic(messages: &[Outgoing<'_>]) -> Value {
         let mut blocks = Vec::new();
         for p in m.parts.iter() {
             match p {
-                Part::Text { text } if !text.is_empty() => {
+                // Anthropic refuses a text block of whitespace alone
+                // ("text content blocks must contain non-whitespace text"),
+                // and a model answers "\n\n" now and then.
+                Part::Text { text } if !text.trim().is_empty() => {
                     blocks.push(json!({"type": "text", "text": text}))
                 }
                 Part::Text { .. }
@@ -439,7 +442,11 @@ fn ai_sdk(m: &Outgoing<'_>) -> Option<Value> {
         .parts
         .iter()
         .filter_map(|p| match p {
-            Part::Text { text } if m.role != Role::Tool => Some(json!({"type": "text", "text": text})),
+            // Whitespace alone says nothing, and the SDK's Anthropic
+            // provider would send it as a block Anthropic refuses.
+            Part::Text { text } if m.role != Role::Tool && !text.trim().is_empty() => {
+                Some(json!({"type": "text", "text": text}))
+            }
             Part::Text { .. } => None,
             Part::ToolCall {
                 call_id,
