@@ -16,12 +16,13 @@
 //! answer in the tool messages right after its own message — its result
 //! or, in the AI SDK, the response to its approval request when that is
 //! the context's last message (the SDK then runs the approved tool, or
-//! records the denial, itself) — and the first time its id is sent. Every other
-//! call, result and approval part is sent as text where it was written: in
-//! the assistant's message its own words (`[tool call search] {"q":"x"}`),
-//! a result or an answer as the member's text after the tool messages it
-//! came in (`[tool result search] 3 hotels`), as is text among results. Nothing is dropped, and
-//! foldline's own form keeps every part as it is.
+//! records the denial, itself) — and the first time its id is sent. Every
+//! other call, result and approval part is sent as text where it was
+//! written: in the assistant's message its own words (`[tool call search]
+//! {"q":"x"}`), a result or an answer as the member's text after the tool
+//! messages it came in (`[tool result search] 3 hotels`), as is text among
+//! results. Nothing is dropped, and foldline's own form keeps every part as
+//! it is.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -63,11 +64,14 @@ pub(crate) fn as_providers_take(
                 .parts
                 .iter()
                 .enumerate()
-                .map(|(j, p)| match as_text(j, p) {
-                    true => Part::Text {
-                        text: render_parts(std::slice::from_ref(p)),
-                    },
-                    false => p.clone(),
+                .map(|(j, p)| {
+                    if as_text(j, p) {
+                        Part::Text {
+                            text: render_parts(std::slice::from_ref(p)),
+                        }
+                    } else {
+                        p.clone()
+                    }
                 })
                 .collect();
             out.push(Outgoing {
@@ -204,7 +208,7 @@ impl Sent {
                 // Only in the last message: the SDK then runs the approved
                 // tool (or records the denial) itself; further back it
                 // wants the result.
-                responded = approval_answers && r >= self.start[messages.len() - 1];
+                responded |= approval_answers && r >= self.start[messages.len() - 1];
             }
         }
         if result.is_none() && !responded {
