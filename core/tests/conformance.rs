@@ -28,6 +28,29 @@ struct Gen {
 }
 
 impl Gen {
+    /// One `select` vector per format (`<name>-<format>`) over `events`
+    /// without a frontier, each with its (pointer, value) check.
+    fn select_in_formats(
+        &mut self,
+        name: &str,
+        rule: &str,
+        d: &Declaration,
+        events: &[Event],
+        cases: &[(&str, &str, Value)],
+    ) {
+        for (fmt, ptr, want) in cases {
+            let mut r = json!({"declaration": v(d), "route": v(&route()), "events": v(&events), "format": fmt});
+            r["frontier"] = Value::Null;
+            self.add(
+                &format!("{name}-{fmt}"),
+                rule,
+                "select",
+                r,
+                &[(ptr, want.clone())],
+            );
+        }
+    }
+
     /// Record a vector: the response must satisfy every (JSON pointer, value) check.
     fn add(
         &mut self,
@@ -1088,7 +1111,12 @@ fn gen_select() -> Vec<Value> {
         )),
         msg(2, "u1", Role::User, "Which one?"),
     ];
-    for (fmt, ptr, want) in [
+    g.select_in_formats(
+        "orphan-tool-result",
+        "a tool result without its call in the context (appended alone) is sent as the member's text, so the provider never refuses the request; nothing is dropped",
+        &d,
+        &orphan,
+        &[
         (
             "openai",
             "/ok/messages/0",
@@ -1104,17 +1132,8 @@ fn gen_select() -> Vec<Value> {
             "/ok/messages/0",
             json!({"content": [{"text": "[tool result search] 3 hotels", "type": "text"}], "role": "user"}),
         ),
-    ] {
-        let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&orphan), "format": fmt});
-        r["frontier"] = Value::Null;
-        g.add(
-            &format!("orphan-tool-result-{fmt}"),
-            "a tool result without its call in the context (appended alone) is sent as the member's text, so the provider never refuses the request; nothing is dropped",
-            "select",
-            r,
-            &[(ptr, want)],
-        );
-    }
+    ],
+    );
     // A call left without its result (a tool run interrupted, the member
     // wrote on), and a call whose result came after another member's
     // message (a shared room).
@@ -1143,7 +1162,12 @@ fn gen_select() -> Vec<Value> {
             }],
         )),
     ];
-    for (fmt, ptr, want) in [
+    g.select_in_formats(
+        "unanswered-tool-call",
+        "a tool call whose result does not follow it (interrupted, or another message between them) is sent as the assistant's text, its late result as the member's, so the provider never refuses the request; nothing is dropped",
+        &d,
+        &broken,
+        &[
         (
             "openai",
             "/ok/messages",
@@ -1166,17 +1190,8 @@ fn gen_select() -> Vec<Value> {
             "/ok/messages/1",
             json!({"content": [{"text": "[tool call search] {\"q\":\"hotels\"}", "type": "text"}], "role": "assistant"}),
         ),
-    ] {
-        let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&broken), "format": fmt});
-        r["frontier"] = Value::Null;
-        g.add(
-            &format!("unanswered-tool-call-{fmt}"),
-            "a tool call whose result does not follow it (interrupted, or another message between them) is sent as the assistant's text, its late result as the member's, so the provider never refuses the request; nothing is dropped",
-            "select",
-            r,
-            &[(ptr, want)],
-        );
-    }
+    ],
+    );
     // A model's answer of whitespace alone ("\n\n"): Anthropic refuses a
     // text block without other text, in every later request.
     let blank = vec![
@@ -1184,14 +1199,13 @@ fn gen_select() -> Vec<Value> {
         msg(2, "a1", Role::Assistant, "\n\n"),
         msg(3, "u2", Role::User, "Hello?"),
     ];
-    let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&blank), "format": "anthropic"});
-    r["frontier"] = Value::Null;
-    g.add(
-        "whitespace-text-anthropic",
+    g.select_in_formats(
+        "whitespace-text",
         "a text of whitespace alone is not sent to Anthropic (it refuses such a block), nor in the AI SDK's messages; the turns around it are",
-        "select",
-        r,
+        &d,
+        &blank,
         &[(
+            "anthropic",
             "/ok/messages/messages",
             json!([{"content": [{"text": "Hi", "type": "text"}, {"text": "Hello?", "type": "text"}], "role": "user"}]),
         )],
