@@ -90,8 +90,8 @@ fn openai_refuses(messages: &Value) -> Option<String> {
     (!waiting.is_empty()).then(|| format!("calls {waiting:?} unanswered at the end"))
 }
 
-/// What Anthropic's messages API refuses: two messages of one role in a
-/// row, a message without content, a text block of whitespace alone, a
+/// What Anthropic's messages API refuses: a first message that is not the
+/// member's, two messages of one role in a row, a message without content, a text block of whitespace alone, a
 /// `tool_use` without its `tool_result` in the next message, a
 /// `tool_result` whose `tool_use` is not in the message before, an id used
 /// twice.
@@ -106,6 +106,9 @@ fn anthropic_refuses(rendered: &Value) -> Option<String> {
             .map(|b| b[key].as_str().unwrap_or_default().to_owned())
             .collect()
     };
+    if messages.first().is_some_and(|m| m["role"] != "user") {
+        return Some("the first message is not the member's".into());
+    }
     let mut ids = BTreeSet::new();
     for i in 0..messages.len() {
         if i > 0 && messages[i]["role"] == messages[i - 1]["role"] {
@@ -401,6 +404,28 @@ fn whitespace_alone_never_reaches_anthropic_or_the_ai_sdk() {
     let s = render(Format::AiSdk, ms.to_vec()).to_value();
     assert_eq!(s.as_array().unwrap().len(), 3);
     assert_eq!(s[2]["content"], json!([{"text": "Here.", "type": "text"}]));
+}
+
+#[test]
+fn an_anthropic_context_opens_with_the_member() {
+    // A chat that opens with the assistant's greeting, no summary yet.
+    let ms = [
+        m(Role::System, vec![text("Be brief.")]),
+        m(Role::Assistant, vec![text("Hi! How can I help?")]),
+        m(Role::User, vec![text("A hotel in Porto.")]),
+    ];
+    let a = render(Format::Anthropic, ms.to_vec()).to_value();
+    assert_eq!(
+        a["messages"][0],
+        json!({"content": [{"text": foldline_core::format::OPENING, "type": "text"}], "role": "user"})
+    );
+    assert_eq!(a["messages"][1]["role"], "assistant");
+    assert_eq!(anthropic_refuses(&a), None);
+    // OpenAI takes an assistant first: nothing added there.
+    assert_eq!(
+        openai(&ms)[1],
+        json!({"content": "Hi! How can I help?", "role": "assistant"})
+    );
 }
 
 #[test]

@@ -206,6 +206,10 @@ pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Re
     }
 }
 
+/// The member's text an Anthropic context opens with when its first turn
+/// is the assistant's (Anthropic refuses such a request).
+pub const OPENING: &str = "[the conversation so far]";
+
 /// How an error result's text begins where the format has no error flag
 /// (OpenAI chat).
 pub const ERROR_MARK: &str = "[error] ";
@@ -419,6 +423,18 @@ fn anthropic(messages: &[Outgoing<'_>]) -> Value {
             Some((r, b)) if r == role => b.extend(blocks),
             _ => out.push((role.to_owned(), blocks)),
         }
+    }
+    // Anthropic refuses messages that begin with the assistant ("first
+    // message must use the user role"): a chat that opens with a greeting,
+    // or a tail that begins with an answer and no summary before it.
+    if out.first().is_some_and(|(role, _)| role == "assistant") {
+        out.insert(
+            0,
+            (
+                "user".to_owned(),
+                vec![json!({"type": "text", "text": OPENING})],
+            ),
+        );
     }
     json!({
         "system": system.join("\n\n"),
