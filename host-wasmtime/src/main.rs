@@ -2,7 +2,7 @@
 //! timeline, verify a chain, call the policy directly, or run the demo.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,6 +63,17 @@ struct Cli {
     /// Memory limit per call, in MiB.
     #[arg(long, global = true)]
     memory_mib: Option<usize>,
+    /// Where the compiled artifact is kept between runs, so a run after the
+    /// first starts without compiling it: an absolute directory, or `off`
+    /// [default: wasmtime's cache directory, ~/.cache/wasmtime on Linux;
+    /// a run that cannot use it compiles instead].
+    #[arg(
+        long,
+        global = true,
+        env = "FOLDLINE_COMPILE_CACHE",
+        value_name = "DIR|off"
+    )]
+    compile_cache: Option<String>,
     /// Print the version and the artifact's SHA-256.
     #[arg(long)]
     version: bool,
@@ -259,9 +270,21 @@ fn load(cli: &Cli) -> Result<Foldline, HostError> {
     if let Some(m) = cli.memory_mib {
         limits.memory_bytes = m << 20;
     }
-    match &cli.wasm {
-        Some(p) => Foldline::from_file(p, limits),
-        None => Foldline::from_bytes(EMBEDDED_WASM, limits),
+    let file;
+    let bytes = match &cli.wasm {
+        Some(p) => {
+            file = std::fs::read(p)?;
+            &file[..]
+        }
+        None => EMBEDDED_WASM,
+    };
+    match cli.compile_cache.as_deref() {
+        Some("off") => Foldline::from_bytes(bytes, limits),
+        Some(dir) => Foldline::from_bytes_cached(bytes, limits, Some(Path::new(dir))),
+        // The default directory is a convenience: a home without one (read
+        // only, none at all) compiles as before.
+        None => Foldline::from_bytes_cached(bytes, limits, None)
+            .or_else(|_| Foldline::from_bytes(bytes, limits)),
     }
 }
 

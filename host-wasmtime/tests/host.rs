@@ -99,6 +99,75 @@ fn import_compact_context_verify_through_the_program() {
 }
 
 #[test]
+fn a_later_run_loads_the_compiled_artifact_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let cache = dir.path().join("cache");
+    let file = write_conversation(dir.path(), 40);
+    let run = |cache: &str, args: &[&str]| {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .args(["--compile-cache", cache])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run("off", &["import", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!cache.exists(), "`off` writes no cache");
+    let (_, compiled, _) = run("off", &["context", "--format", "openai"]);
+    // The cache holds one entry per artifact and engine setting; a later run
+    // reads it (the entry is not written again) and answers the same.
+    let at = cache.to_str().unwrap();
+    let entries = || -> Vec<std::path::PathBuf> {
+        let mut found = Vec::new();
+        let mut dirs = vec![cache.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_none() {
+                    found.push(p);
+                }
+            }
+        }
+        found
+    };
+    let (code, first, err) = run(at, &["context", "--format", "openai"]);
+    assert_eq!((code, &first), (Some(0), &compiled), "{err}");
+    let [entry] = &entries()[..] else {
+        panic!("one cache entry: {:?}", entries())
+    };
+    let written = std::fs::read(entry).unwrap();
+    let modified = std::fs::metadata(entry).unwrap().modified().unwrap();
+    let (_, second, _) = run(at, &["context", "--format", "openai"]);
+    assert_eq!(second, compiled);
+    assert_eq!(entries(), std::slice::from_ref(entry));
+    assert_eq!(
+        std::fs::metadata(entry).unwrap().modified().unwrap(),
+        modified
+    );
+    // A damaged entry is compiled again and replaced, never run.
+    std::fs::write(entry, &written[..written.len() / 3]).unwrap();
+    let (code, third, err) = run(at, &["context", "--format", "openai"]);
+    assert_eq!((code, &third), (Some(0), &compiled), "{err}");
+    assert_eq!(std::fs::read(entry).unwrap(), written);
+    // A directory the cache cannot use is named, by its code.
+    let (code, _, err) = run("relative/dir", &["context"]);
+    assert!(
+        code == Some(2) && err.contains("load_failed") && err.contains("compile cache"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_input_names_the_place_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
