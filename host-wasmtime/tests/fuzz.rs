@@ -134,6 +134,7 @@ struct Armed {
 fn crashable(inner: SqliteJournal, armed: Arc<Mutex<Armed>>) -> Intercept<SqliteJournal> {
     Intercept {
         inner,
+        packet_reads: Default::default(),
         reads: Default::default(),
         crash: Box::new(move |w| {
             let mut a = armed.lock().unwrap_or_else(|p| p.into_inner());

@@ -1588,6 +1588,89 @@ fn the_demo_names_the_budgets_unit() {
     assert!(line.contains(" tokens of the 3328 budget"), "{line}");
 }
 
+/// After an upgrade, the retired chain costs a warm driver nothing per
+/// compaction: its packets are read once, on the first resolve under the
+/// new declaration, and never again (before, every resolve read and sent
+/// them all again: a compaction cost grew with the retired chain). What the
+/// driver answers is what a driver reading the journal afresh answers.
+#[test]
+fn after_an_upgrade_a_compaction_reads_no_retired_packet() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let events = demo_events("c", 700);
+    let (old, new) = events.split_at(400);
+    let before = sqlite_driver(&db, small_decl());
+    for e in old {
+        before
+            .journal()
+            .append("c", std::slice::from_ref(e))
+            .unwrap();
+        before.on_message("c").unwrap();
+    }
+    let mut retired = before.resolve("c").unwrap().accepted;
+    retired.sort(); // resolve lists retired boundaries by id
+    assert!(retired.len() >= 8, "{retired:?}");
+    let mut upgraded = small_decl();
+    upgraded.summary.max_chars = Some(1_400);
+    let journal = support::intercept::Intercept {
+        inner: SqliteJournal::open(&db).unwrap(),
+        packet_reads: Default::default(),
+        crash: Box::new(|_| false),
+        reads: Default::default(),
+    };
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        journal,
+        Extractive,
+        upgraded.clone(),
+    );
+    let reads = || d.journal().packet_reads.load(Ordering::Relaxed);
+    assert_eq!(d.resolve("c").unwrap().retired_boundaries, retired);
+    assert_eq!(
+        reads(),
+        retired.len(),
+        "the first resolve settles nothing retired but reads each once"
+    );
+    let mut compactions = 0;
+    for e in new {
+        d.journal().append("c", std::slice::from_ref(e)).unwrap();
+        let at = reads();
+        if let Outcome::Compacted(_) = d.on_message("c").unwrap() {
+            compactions += 1;
+        }
+        // Each new boundary's own packet, read when the boundary is read
+        // back; never a retired one.
+        assert!(
+            reads() - at <= 1,
+            "{} packets read for one message",
+            reads() - at
+        );
+    }
+    assert!(compactions >= 4, "{compactions}");
+    assert_eq!(reads(), retired.len() + compactions);
+    // The warm driver's answers are the cold one's.
+    let cold = sqlite_driver(&db, upgraded);
+    let (warm_r, cold_r) = (d.resolve("c").unwrap(), cold.resolve("c").unwrap());
+    assert_eq!(warm_r.retired_boundaries, retired);
+    assert_eq!(
+        foldline_core::canonical::encode(&warm_r),
+        foldline_core::canonical::encode(&cold_r)
+    );
+    assert_eq!(
+        serde_json::to_value(d.timeline("c").unwrap()).unwrap(),
+        serde_json::to_value(cold.timeline("c").unwrap()).unwrap()
+    );
+    let (warm_c, cold_c) = (
+        d.context("c", ContextOptions::default()).unwrap(),
+        cold.context("c", ContextOptions::default()).unwrap(),
+    );
+    assert_eq!(
+        foldline_core::canonical::encode(&warm_c),
+        foldline_core::canonical::encode(&cold_c)
+    );
+}
+
 #[test]
 fn an_upgrade_through_the_program_keeps_what_the_model_knew() {
     let dir = tempfile::tempdir().unwrap();
@@ -1915,6 +1998,7 @@ fn the_check_and_the_context_share_the_checks_read() {
     let dir = tempfile::tempdir().unwrap();
     let journal = support::intercept::Intercept {
         inner: SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        packet_reads: Default::default(),
         crash: Box::new(|_| false),
         reads: Default::default(),
     };

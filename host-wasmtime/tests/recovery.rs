@@ -228,6 +228,7 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
     let (path, flag) = (db.clone(), raced.clone());
     let journal = Intercept {
         inner: SqliteJournal::open(&db).unwrap(),
+        packet_reads: Default::default(),
         reads: Default::default(),
         crash: Box::new(move |w| {
             if let Write::Append(batch) = w {

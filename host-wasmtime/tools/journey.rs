@@ -322,6 +322,7 @@ static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new
 fn failing_once(inner: SqliteJournal) -> Intercept<SqliteJournal> {
     Intercept {
         inner,
+        packet_reads: Default::default(),
         reads: Default::default(),
         crash: Box::new(|w| {
             matches!(w, Write::Append(events) if events.iter().any(|e| matches!(e, Event::Boundary(_))))

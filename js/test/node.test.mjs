@@ -491,6 +491,34 @@ test("an upgrade keeps what the model knew: the retired summary is carried into 
   assert.ok(next.head && !next.carried, "the new chain took the carried summary in");
 });
 
+test("after an upgrade a compaction reads no retired packet, and answers as a compactor reading afresh", async () => {
+  const journal = new f.MemoryJournal();
+  const before = f.createCompactor({ journal, model: fakeModel(), declaration });
+  await chat(before, journal, 1, 120);
+  const retired = [...(await before.resolve("c1")).accepted].sort();
+  assert.ok(retired.length >= 4, "compacted under the first declaration");
+  let reads = 0;
+  const counted = Object.create(journal);
+  counted.getPacket = (id, packetId) => { reads++; return journal.getPacket(id, packetId); };
+  const upgraded = { ...declaration, summary: { maxChars: 280 } };
+  const after = f.createCompactor({ journal: counted, model: fakeModel(), declaration: upgraded });
+  assert.deepEqual((await after.resolve("c1")).retiredBoundaries, retired);
+  assert.equal(reads, retired.length, "the first resolve under the new declaration reads each once");
+  let compactions = 0;
+  for (let s = 121; s <= 240; s++) {
+    await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+    const at = reads;
+    if ((await after.onMessage("c1")).status === "compacted") compactions++;
+    assert.ok(reads - at <= 1, `${reads - at} packets read for one message`);
+  }
+  assert.ok(compactions >= 3, `${compactions} compactions`);
+  assert.equal(reads, retired.length + compactions, "only each new boundary's own packet");
+  const cold = f.createCompactor({ journal, model: fakeModel(), declaration: upgraded });
+  assert.deepEqual(await after.resolve("c1"), await cold.resolve("c1"));
+  assert.deepEqual(await after.timeline("c1"), await cold.timeline("c1"));
+  assert.deepEqual(await after.context("c1"), await cold.context("c1"));
+});
+
 test("skipped runs advance a progress watermark, never the journal", async () => {
   const journal = new f.MemoryJournal();
   const c = f.createCompactor({ journal, model: fakeModel(), declaration });

@@ -307,10 +307,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// The chain's failure code, or a host error.
     pub fn resolve(&self, conversation: &str) -> Result<Resolution> {
         let mut r = self.load(conversation)?;
-        // Every boundary the chain accepts, not only those from the head on.
+        // Every boundary the chain accepts, not only those from the head on,
+        // and every retired one, also those resolved before.
         let cache = lock(&self.cache);
         if let Some(c) = cache.get(conversation) {
             r.accepted.clone_from(&c.verified.accepted);
+            r.retired_boundaries = c.verified.retired.iter().cloned().collect();
         }
         Ok(r)
     }

@@ -29,6 +29,13 @@ pub(super) struct KnownChain {
     /// later boundary's absorbed entry): sent for the turns that corrections
     /// and late deliveries touch.
     pub(super) covered: std::collections::BTreeMap<String, InputTurn>,
+    /// Every boundary of a retired epoch resolve listed (ordered by id, as
+    /// resolve lists them): their packets are never read again, and once the
+    /// current epoch has a head they leave `chain` too (resolve needs them
+    /// only to find what an upgrade carries over), so a compaction after an
+    /// upgrade costs what one before it did, whatever the length of the
+    /// retired chain.
+    pub(super) retired: std::collections::BTreeSet<String>,
 }
 
 impl KnownChain {
@@ -77,7 +84,10 @@ impl KnownChain {
             }
         }
         self.accepted.extend(new.iter().cloned());
-        chain.retain(|e| !matches!(e, Event::Boundary(b) if new.contains(&b.id)));
+        self.retired.extend(r.retired_boundaries.iter().cloned());
+        let settled =
+            |id: &String| new.contains(id) || (r.head.is_some() && self.retired.contains(id));
+        chain.retain(|e| !matches!(e, Event::Boundary(b) if settled(&b.id)));
     }
 }
 
@@ -199,8 +209,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
     pub(super) fn resolve_cached(&self, c: &mut Cached, conversation: &str) -> Result<Resolution> {
         let mut packets = Vec::new();
         for e in &c.chain {
-            if let Event::Boundary(b) = e {
-                packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
+            match e {
+                Event::Boundary(b) if !c.verified.retired.contains(&b.id) => {
+                    packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
+                }
+                _ => {}
             }
         }
         let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {

@@ -18,8 +18,9 @@ pub enum Write<'a> {
 
 /// `inner`, with `crash` asked before every write: `true` fails it (nothing
 /// is written) — an append or a packet store with a storage error naming the
-/// injected crash, a release by doing nothing. Reads of events are counted
-/// (what a message costs in round trips on a remote journal).
+/// injected crash, a release by doing nothing. Reads of events and of
+/// packets are counted (what a message costs in round trips on a remote
+/// journal).
 pub struct Intercept<J> {
     /// The journal written to.
     pub inner: J,
@@ -27,6 +28,8 @@ pub struct Intercept<J> {
     pub crash: Box<dyn Fn(Write<'_>) -> bool + Send + Sync>,
     /// Reads of events so far.
     pub reads: std::sync::atomic::AtomicUsize,
+    /// Reads of packets so far.
+    pub packet_reads: std::sync::atomic::AtomicUsize,
 }
 
 /// The text of an injected crash's error.
@@ -59,6 +62,8 @@ impl<J: Journal> Journal for Intercept<J> {
         self.inner.put_packet(c, p)
     }
     fn get_packet(&self, c: &str, id: &str) -> Result<Option<Packet>> {
+        self.packet_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner.get_packet(c, id)
     }
     fn list_packets(&self, c: &str) -> Result<Vec<Packet>> {

@@ -31,6 +31,13 @@ interface VerifiedPrefix {
   accepted: string[];
   /** What the prefix holds for each covered turn (a frozen turn, or a later boundary's absorbed entry). */
   covered: Map<string, InputTurn>;
+  /**
+   * Every boundary of a retired epoch resolve listed: their packets are never
+   * read again, and once the current epoch has a head they leave `chain` too
+   * (resolve needs them only to find what an upgrade carries over), so a
+   * compaction after an upgrade costs what one before it did.
+   */
+  retired: Set<string>;
 }
 
 /** The core's request form of a verified prefix: its head and the snapshot of the turns `chain` touches. */
@@ -46,7 +53,8 @@ function verifiedRequest(v: VerifiedPrefix, chain: Event[]): Verified | null {
 
 /**
  * Take in a resolution from the prefix: its new boundaries leave `chain`,
- * their turns join `covered`, and the answer lists every accepted id again.
+ * their turns join `covered`, and the answer lists every accepted and
+ * retired id again (retired ones by id, as resolve lists them).
  */
 function extendVerified(v: VerifiedPrefix, chain: Event[], r: Resolution): Event[] {
   const fresh = new Set(r.accepted.slice(v.head ? 1 : 0));
@@ -61,7 +69,10 @@ function extendVerified(v: VerifiedPrefix, chain: Event[], r: Resolution): Event
   }
   v.accepted.push(...fresh);
   r.accepted = [...v.accepted];
-  return chain.filter((e) => e.type !== "boundary" || !fresh.has(e.id));
+  for (const id of r.retiredBoundaries) v.retired.add(id);
+  r.retiredBoundaries = [...v.retired].sort();
+  const settled = (id: string) => fresh.has(id) || (r.head != null && v.retired.has(id));
+  return chain.filter((e) => e.type !== "boundary" || !settled(e.id));
 }
 
 /** What a compactor keeps of one conversation between calls. */
@@ -106,7 +117,7 @@ export function state(c: Ctx, id: string): State {
   let s = c.states.get(id);
   if (!s) {
     s = {
-      seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map() },
+      seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map(), retired: new Set() },
       reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
     };
     c.states.set(id, s);
@@ -172,8 +183,8 @@ export async function load(c: Ctx, id: string, readNew = true): Promise<{ s: Sta
   const s = readNew ? await sync(c, id) : state(c, id);
   if (!s.res) {
     // Resolved from the verified head: only boundaries after it are sent
-    // (and re-settled), so only their packets are read.
-    const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary");
+    // (and re-settled), so only their packets are read (a retired one's never).
+    const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.verified.retired.has(e.id));
     const packets = (await Promise.all(fresh.map((b) => c.o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
     const r = validate({
       kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
