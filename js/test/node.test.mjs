@@ -491,6 +491,32 @@ test("an upgrade keeps what the model knew: the retired summary is carried into 
   assert.ok(next.head && !next.carried, "the new chain took the carried summary in");
 });
 
+test("a long chain read cold resolves in steps as it does at once", async () => {
+  const journal = new f.MemoryJournal();
+  const warm = f.createCompactor({ journal, model: fakeModel(), declaration });
+  const fix = (turnId, correctionSeq) => ({ type: "correction", turnId, correctionSeq, parts: [{ type: "text", text: `corrected (${correctionSeq}): 1,200 euros` }] });
+  let s = 1;
+  for (let corrected = false; (await warm.resolve("c1")).accepted.length < 150; s += 30) {
+    await chat(warm, journal, s, s + 29);
+    // A correction a later boundary absorbs, of a turn the first step covers.
+    if (!corrected && (await warm.resolve("c1")).accepted.length >= 100) {
+      await journal.append("c1", fix("t20", 1));
+      corrected = true;
+    }
+  }
+  await journal.append("c1", fix("t40", 2)); // and one no boundary absorbed: the amendment
+  const events = (await journal.readEvents("c1", 0)).map((e) => e.event);
+  const atOnce = f.validate({
+    kind: "resolve", declaration, compactor: { ...declaration, role: "compactor" }, route: { conversation: "c1", chat: "", sender: "" },
+    events, packets: await journal.listPackets("c1"),
+  });
+  assert.ok(atOnce.accepted.length >= 150 && atOnce.amendment, "a chain of three steps, amended");
+  const cold = f.createCompactor({ journal, model: fakeModel(), declaration });
+  assert.deepEqual(await cold.resolve("c1"), atOnce);
+  assert.deepEqual(await cold.context("c1"), await warm.context("c1"));
+  assert.deepEqual(await cold.timeline("c1"), await warm.timeline("c1"));
+});
+
 test("after an upgrade a compaction reads no retired packet, and answers as a compactor reading afresh", async () => {
   const journal = new f.MemoryJournal();
   const before = f.createCompactor({ journal, model: fakeModel(), declaration });

@@ -18,6 +18,9 @@ use crate::model::Model;
 use crate::runtime::{encode, Foldline, Holding};
 use crate::sync::lock;
 
+/// Boundaries one resolve settles at most (see [`Driver::resolve_cached`]).
+const RESOLVE_STEP: usize = 64;
+
 /// What a driver keeps of the chain prefix it verified.
 #[derive(Default)]
 pub(super) struct KnownChain {
@@ -206,7 +209,35 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// Resolve the chain from the verified head: only boundaries after it
     /// are sent (and re-settled), so only their packets are read. The
     /// resolution is kept in `c`, naming only its head.
+    ///
+    /// A chain with more than [`RESOLVE_STEP`] boundaries to settle (a cold
+    /// read of a long conversation) is resolved in steps, each from the
+    /// head the last one verified, as a driver that had read it as it grew
+    /// would have: what one resolve holds at once (the packets, the
+    /// request, the core's memory) does not grow with the chain.
     pub(super) fn resolve_cached(&self, c: &mut Cached, conversation: &str) -> Result<Resolution> {
+        let mut pending: std::collections::VecDeque<Event> = std::mem::take(&mut c.chain).into();
+        loop {
+            let mut settling = 0;
+            while let Some(e) = pending.front() {
+                if matches!(e, Event::Boundary(b) if !c.verified.retired.contains(&b.id)) {
+                    if settling == RESOLVE_STEP {
+                        break;
+                    }
+                    settling += 1;
+                }
+                c.chain.extend(pending.pop_front());
+            }
+            let r = self.resolve_step(c, conversation);
+            if r.is_err() || pending.is_empty() {
+                c.chain.extend(pending);
+                return r;
+            }
+        }
+    }
+
+    /// One resolve of `c.chain` from the verified head, taken into `c`.
+    fn resolve_step(&self, c: &mut Cached, conversation: &str) -> Result<Resolution> {
         let mut packets = Vec::new();
         for e in &c.chain {
             match e {

@@ -176,35 +176,81 @@ export function sync(c: Ctx, id: string): Promise<State> {
   return next;
 }
 
+/**
+ * Boundaries one resolve settles at most: a longer chain (a cold read of a
+ * long conversation) is resolved in steps, each from the head the last one
+ * verified, as a compactor that had read it as it grew would have, so what
+ * one resolve holds at once (the packets, the request, the core's memory)
+ * does not grow with the chain. The Rust driver's `RESOLVE_STEP`.
+ */
+const RESOLVE_STEP = 64;
+
 /** The state, read to the journal's end, with its chain resolved. */
 export async function load(c: Ctx, id: string, readNew = true): Promise<{ s: State; res: Resolution; events: Event[] }> {
   // `readNew: false`: the state as the last read left it (a read made
   // earlier in the same operation; every write of the driver's is read back).
   const s = readNew ? await sync(c, id) : state(c, id);
   if (!s.res) {
-    // Resolved from the verified head: only boundaries after it are sent
-    // (and re-settled), so only their packets are read (a retired one's never).
-    const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.verified.retired.has(e.id));
-    const packets = (await Promise.all(fresh.map((b) => c.o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
-    const r = validate({
-      kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
-      route: c.routeOf(id), events: s.chain, packets, verified: verifiedRequest(s.verified, s.chain),
-    });
-    if (r.kind !== "resolved") throw new Error("unexpected validate answer");
-    s.chain = extendVerified(s.verified, s.chain, r);
-    s.res = r;
-    s.resolutions++;
-    // What lies before the frontier or under the head never reaches plan
-    // or select again: their cost does not grow with covered history.
-    // (`keepFromSeq`: the core's answer, after the head and from the frontier.)
-    const from = r.keepFromSeq;
-    if (from > 0) {
-      s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role) || e.sourceSeq >= from);
-      rebuiltSlot(s.held); // the list is no longer what the core holds
+    // In turn with the reads, so no read changes the chain between steps.
+    const done = s.reading.then(() => resolveChain(c, id, s));
+    s.reading = done.catch(() => undefined);
+    await done;
+  }
+  return { s, res: s.res as Resolution, events: s.recent };
+}
 
+/** Resolve `s.chain` from the verified head, in steps of at most `RESOLVE_STEP` boundaries to settle. */
+async function resolveChain(c: Ctx, id: string, s: State): Promise<void> {
+  if (s.res) return; // a load in turn before this one resolved it
+  const pending = s.chain;
+  s.chain = [];
+  let i = 0;
+  for (;;) {
+    let settling = 0;
+    for (; i < pending.length; i++) {
+      const e = pending[i];
+      if (e.type === "boundary" && !s.verified.retired.has(e.id)) {
+        if (settling === RESOLVE_STEP) break;
+        settling++;
+      }
+      s.chain.push(e);
+    }
+    let r: Resolution;
+    try {
+      r = await resolveStep(c, id, s);
+    } catch (e) {
+      s.chain = s.chain.concat(pending.slice(i));
+      throw e;
+    }
+    if (i === pending.length) {
+      s.res = r;
+      return;
     }
   }
-  return { s, res: s.res, events: s.recent };
+}
+
+/** One resolve of `s.chain` from the verified head, taken into `s`. */
+async function resolveStep(c: Ctx, id: string, s: State): Promise<Resolution> {
+  // Resolved from the verified head: only boundaries after it are sent
+  // (and re-settled), so only their packets are read (a retired one's never).
+  const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.verified.retired.has(e.id));
+  const packets = (await Promise.all(fresh.map((b) => c.o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
+  const r = validate({
+    kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
+    route: c.routeOf(id), events: s.chain, packets, verified: verifiedRequest(s.verified, s.chain),
+  });
+  if (r.kind !== "resolved") throw new Error("unexpected validate answer");
+  s.chain = extendVerified(s.verified, s.chain, r);
+  s.resolutions++;
+  // What lies before the frontier or under the head never reaches plan
+  // or select again: their cost does not grow with covered history.
+  // (`keepFromSeq`: the core's answer, after the head and from the frontier.)
+  const from = r.keepFromSeq;
+  if (from > 0) {
+    s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role) || e.sourceSeq >= from);
+    rebuiltSlot(s.held); // the list is no longer what the core holds
+  }
+  return r;
 }
 
 /** What the core plans from: the state read to the journal's end, as a plan request. */
