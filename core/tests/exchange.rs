@@ -164,9 +164,14 @@ fn anthropic_refuses(rendered: &Value) -> Option<String> {
 /// messages right after it (by a `tool-result`, or by the response to its
 /// `tool-approval-request` in the last message, which alone the SDK acts
 /// on), a result or an approval answer that answers nothing before it, an
-/// id used twice.
+/// id used twice, a first turn that is the assistant's.
 fn ai_sdk_refuses(messages: &Value) -> Option<String> {
     let messages = messages.as_array()?;
+    // The SDK's Anthropic and Google providers pass the first turn on as it
+    // is; both refuse the assistant's first.
+    if messages.iter().find(|m| m["role"] != "system")?["role"] == "assistant" {
+        return Some("the first turn is the assistant's".into());
+    }
     let mut ids = BTreeSet::new();
     // The calls and approval requests (approval id, call) of the last
     // assistant message, and the calls the tool messages since answered.
@@ -343,20 +348,22 @@ fn an_approvals_answer_as_the_last_message_answers_its_call_in_the_ai_sdk_only()
         m(Role::Tool, vec![answer("a1", false)]),
         m(Role::User, vec![text("ok, no booking")]),
     ];
-    // Last, the AI SDK runs the approved tool or records the denial itself.
+    // Last, the AI SDK runs the approved tool or records the denial itself
+    // (after the member's opening line: the assistant spoke first).
     let last = render(Format::AiSdk, ms[..2].to_vec()).to_value();
-    assert_eq!(last[0]["content"][0]["type"], "tool-call");
-    assert_eq!(last[0]["content"][1]["type"], "tool-approval-request");
-    assert_eq!(last[1]["content"][0]["type"], "tool-approval-response");
+    assert_eq!(last[0]["content"][0]["text"], foldline_core::format::OPENING);
+    assert_eq!(last[1]["content"][0]["type"], "tool-call");
+    assert_eq!(last[1]["content"][1]["type"], "tool-approval-request");
+    assert_eq!(last[2]["content"][0]["type"], "tool-approval-response");
     assert_eq!(ai_sdk_refuses(&last), None);
     // Further back it wants the result (`MissingToolResultsError`): text.
     let ai = render(Format::AiSdk, ms.to_vec()).to_value();
     assert_eq!(
-        ai[0]["content"],
+        ai[1]["content"],
         json!([{"text": "[tool call search] {\"q\":\"c1\"}", "type": "text"}, {"text": "[tool approval requested]", "type": "text"}])
     );
     assert_eq!(
-        ai[1],
+        ai[2],
         json!({"content": [{"text": "[tool denied] not now", "type": "text"}], "role": "user"})
     );
     assert_eq!(ai_sdk_refuses(&ai), None);

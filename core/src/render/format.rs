@@ -197,17 +197,27 @@ pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Re
         Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),
         Format::Openai => Rendered::Canonical(openai(&as_providers_take(messages, false))),
         Format::Anthropic => Rendered::Json(anthropic(&as_providers_take(messages, false))),
-        Format::AiSdk => Rendered::Json(Value::Array(
-            as_providers_take(messages, true)
+        Format::AiSdk => {
+            let mut out: Vec<Value> = as_providers_take(messages, true)
                 .iter()
                 .filter_map(ai_sdk)
-                .collect(),
-        )),
+                .collect();
+            // The SDK's form goes to any provider; its Anthropic and Google
+            // providers pass an assistant first on, which those refuse.
+            if let Some(i) = out.iter().position(|m| m["role"] != "system") {
+                if out[i]["role"] == "assistant" {
+                    let line = json!({"role": "user", "content": [{"type": "text", "text": OPENING}]});
+                    out.insert(i, line);
+                }
+            }
+            Rendered::Json(Value::Array(out))
+        }
     }
 }
 
-/// The member's text an Anthropic context opens with when its first turn
-/// is the assistant's (Anthropic refuses such a request).
+/// The member's text an Anthropic or AI SDK context opens with when its
+/// first turn is the assistant's (Anthropic and Gemini refuse such a
+/// request).
 pub const OPENING: &str = "[the conversation so far]";
 
 /// How an error result's text begins where the format has no error flag
