@@ -351,7 +351,10 @@ fn an_approvals_answer_as_the_last_message_answers_its_call_in_the_ai_sdk_only()
     // Last, the AI SDK runs the approved tool or records the denial itself
     // (after the member's opening line: the assistant spoke first).
     let last = render(Format::AiSdk, ms[..2].to_vec()).to_value();
-    assert_eq!(last[0]["content"][0]["text"], foldline_core::format::OPENING);
+    assert_eq!(
+        last[0]["content"][0]["text"],
+        foldline_core::format::OPENING
+    );
     assert_eq!(last[1]["content"][0]["type"], "tool-call");
     assert_eq!(last[1]["content"][1]["type"], "tool-approval-request");
     assert_eq!(last[2]["content"][0]["type"], "tool-approval-response");

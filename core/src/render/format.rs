@@ -206,7 +206,8 @@ pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Re
             // providers pass an assistant first on, which those refuse.
             if let Some(i) = out.iter().position(|m| m["role"] != "system") {
                 if out[i]["role"] == "assistant" {
-                    let line = json!({"role": "user", "content": [{"type": "text", "text": OPENING}]});
+                    let line =
+                        json!({"role": "user", "content": [{"type": "text", "text": OPENING}]});
                     out.insert(i, line);
                 }
             }
