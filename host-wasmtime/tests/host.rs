@@ -1705,12 +1705,7 @@ fn after_an_upgrade_a_compaction_reads_no_retired_packet() {
     assert!(retired.len() >= 8, "{retired:?}");
     let mut upgraded = small_decl();
     upgraded.summary.max_chars = Some(1_400);
-    let journal = support::intercept::Intercept {
-        inner: SqliteJournal::open(&db).unwrap(),
-        packet_reads: Default::default(),
-        crash: Box::new(|_| false),
-        reads: Default::default(),
-    };
+    let journal = support::intercept::Intercept::counting(SqliteJournal::open(&db).unwrap());
     let d = Driver::new(
         Foldline::embedded().unwrap(),
         journal,
@@ -2082,12 +2077,9 @@ fn an_import_numbers_after_a_late_delivery_too() {
 fn the_check_and_the_context_share_the_checks_read() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
-    let journal = support::intercept::Intercept {
-        inner: SqliteJournal::open(dir.path().join("j.db")).unwrap(),
-        packet_reads: Default::default(),
-        crash: Box::new(|_| false),
-        reads: Default::default(),
-    };
+    let journal = support::intercept::Intercept::counting(
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+    );
     let d = Driver::new(
         Foldline::embedded().unwrap(),
         journal,

@@ -32,6 +32,18 @@ pub struct Intercept<J> {
     pub packet_reads: std::sync::atomic::AtomicUsize,
 }
 
+impl<J> Intercept<J> {
+    /// `inner` with its reads counted and no crash.
+    pub fn counting(inner: J) -> Self {
+        Intercept {
+            inner,
+            crash: Box::new(|_| false),
+            reads: Default::default(),
+            packet_reads: Default::default(),
+        }
+    }
+}
+
 /// The text of an injected crash's error.
 pub const CRASH: &str = "injected crash";
 
