@@ -1678,6 +1678,28 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
         serde_json::to_value(cold.timeline("c").unwrap()).unwrap(),
         serde_json::to_value(d.timeline("c").unwrap()).unwrap()
     );
+    // A chain that fails in its last step fails every time: the steps
+    // before it never stand in for the whole chain.
+    let last = at_once.head.unwrap().boundary_id;
+    let packet = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Boundary(b) if b.id == last => Some(b.packet_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("DELETE FROM packets WHERE id = ?1", [&packet])
+        .unwrap();
+    let broken = sqlite_driver(&db, small_decl());
+    let first = broken.resolve("c").unwrap_err();
+    let again = broken
+        .context("c", ContextOptions::default())
+        .map(|s| s.manifest.boundary_id)
+        .unwrap_err();
+    assert_eq!(first.code(), "fabricated_run", "{first}");
+    assert_eq!(again.code(), first.code(), "{again}");
 }
 
 /// After an upgrade, the retired chain costs a warm driver nothing per

@@ -518,6 +518,14 @@ test("a long chain read cold resolves in steps as it does at once", async () => 
   assert.deepEqual(await cold.resolve("c1"), atOnce);
   assert.deepEqual(await cold.context("c1"), await warm.context("c1"));
   assert.deepEqual(await cold.timeline("c1"), await warm.timeline("c1"));
+  // A chain that fails in its last step fails every time: the steps before
+  // it never stand in for the whole chain.
+  const lost = events.find((e) => e.type === "boundary" && e.id === atOnce.head.boundaryId).packetId;
+  const missing = Object.create(journal);
+  missing.getPacket = (id, packetId) => (packetId === lost ? Promise.resolve(undefined) : journal.getPacket(id, packetId));
+  const broken = f.createCompactor({ journal: missing, model: fakeModel(), declaration });
+  await assert.rejects(broken.resolve("c1"), { code: "fabricated_run" });
+  await assert.rejects(broken.context("c1"), { code: "fabricated_run" });
 });
 
 test("after an upgrade a compaction reads no retired packet, and answers as a compactor reading afresh", async () => {

@@ -231,6 +231,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
             let r = self.resolve_step(c, conversation);
             if r.is_err() || pending.is_empty() {
                 c.chain.extend(pending);
+                if r.is_err() {
+                    // The steps before stand for part of the chain only:
+                    // the next call resolves the rest again, and fails again.
+                    c.res = None;
+                }
                 return r;
             }
         }
