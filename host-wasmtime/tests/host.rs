@@ -1702,6 +1702,90 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
     assert_eq!(again.code(), first.code(), "{again}");
 }
 
+/// The timeline draws the conversation as far as its resolution read it: a
+/// boundary another writer appends between the two reads waits for the next
+/// timeline, rather than drawing as a boundary the chain did not accept (the
+/// JS compactor's rule).
+#[test]
+fn the_timeline_draws_as_far_as_its_resolution_read() {
+    use foldline_core::packet::Packet;
+    use foldline_wasmtime::journal::StoredEvent;
+    use std::sync::Mutex;
+    /// A journal whose next full read first lets another writer append.
+    struct Meanwhile {
+        inner: SqliteJournal,
+        pending: Mutex<Vec<foldline_core::event::Event>>,
+    }
+    impl Journal for Meanwhile {
+        fn read_events(&self, c: &str, since: u64) -> foldline_wasmtime::Result<Vec<StoredEvent>> {
+            let pending = std::mem::take(&mut *self.pending.lock().unwrap());
+            if since == 0 && !pending.is_empty() {
+                self.inner.append(c, &pending)?;
+            } else {
+                *self.pending.lock().unwrap() = pending;
+            }
+            self.inner.read_events(c, since)
+        }
+        fn append_batch(
+            &self,
+            c: &str,
+            e: &[foldline_core::event::Event],
+            x: Option<u64>,
+            f: Option<u64>,
+        ) -> foldline_wasmtime::Result<u64> {
+            self.inner.append_batch(c, e, x, f)
+        }
+        fn put_packet(&self, c: &str, p: &Packet) -> foldline_wasmtime::Result<()> {
+            self.inner.put_packet(c, p)
+        }
+        fn get_packet(&self, c: &str, id: &str) -> foldline_wasmtime::Result<Option<Packet>> {
+            self.inner.get_packet(c, id)
+        }
+        fn list_packets(&self, c: &str) -> foldline_wasmtime::Result<Vec<Packet>> {
+            self.inner.list_packets(c)
+        }
+        fn acquire_lease(
+            &self,
+            c: &str,
+            h: &str,
+            n: u64,
+            t: u64,
+        ) -> foldline_wasmtime::Result<Option<u64>> {
+            self.inner.acquire_lease(c, h, n, t)
+        }
+        fn release_lease(&self, c: &str, h: &str) -> foldline_wasmtime::Result<()> {
+            self.inner.release_lease(c, h)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        Meanwhile {
+            inner: SqliteJournal::open(&db).unwrap(),
+            pending: Mutex::new(Vec::new()),
+        },
+        Extractive,
+        small_decl(),
+    );
+    d.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
+    d.on_message("c").unwrap();
+    let before = d.timeline("c").unwrap();
+    // Another writer's message lands between the resolution's read and the
+    // timeline's.
+    *d.journal().pending.lock().unwrap() = ordinary("c", 61, 61, 500);
+    let during = d.timeline("c").unwrap();
+    assert_eq!(
+        serde_json::to_value(&during).unwrap(),
+        serde_json::to_value(&before).unwrap()
+    );
+    let after = serde_json::to_value(d.timeline("c").unwrap()).unwrap();
+    assert!(
+        after.to_string().contains("message 61 about"),
+        "the next timeline draws it"
+    );
+}
+
 /// After an upgrade, the retired chain costs a warm driver nothing per
 /// compaction: its packets are read once, on the first resolve under the
 /// new declaration, and never again (before, every resolve read and sent

@@ -537,10 +537,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Err(HostError::Core(_)) => (Vec::new(), Vec::new()),
             Err(e) => return Err(e),
         };
+        // The whole conversation, read again (not kept per message), as
+        // far as the resolution read it: a boundary another writer appends
+        // meanwhile draws with the next resolution, not as one it refused.
+        let seq = self.with_cache(conversation, |c| c.seq);
         let events = self
             .journal
             .read_events(conversation, 0)?
             .into_iter()
+            .filter(|s| s.seq <= seq)
             .map(|s| s.event)
             .collect();
         self.foldline.timeline(&TimelineRequest {
