@@ -1633,17 +1633,20 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
     }
     // And one no boundary has absorbed yet: the answer's amendment.
     d.journal().append("c", &[fix("t70", 2)]).unwrap();
+    // The core's one-shot resolve of everything the journal holds.
+    let one_shot = |decl: &Declaration| {
+        foldline_core::resolve::resolve(&foldline_core::resolve::ResolveRequest {
+            declaration: decl.clone(),
+            compactor: Some(decl.reciprocal()),
+            route: d.route("c"),
+            events: stored(&d),
+            packets: d.journal().list_packets("c").unwrap(),
+            trusted: Vec::new(),
+            verified: None,
+        })
+    };
     let events = stored(&d);
-    let at_once = foldline_core::resolve::resolve(&foldline_core::resolve::ResolveRequest {
-        declaration: small_decl(),
-        compactor: Some(small_decl().reciprocal()),
-        route: d.route("c"),
-        events: events.clone(),
-        packets: d.journal().list_packets("c").unwrap(),
-        trusted: Vec::new(),
-        verified: None,
-    })
-    .unwrap();
+    let at_once = one_shot(&small_decl()).unwrap();
     assert!(
         at_once.accepted.len() > 2 * 64,
         "{}",
@@ -1700,6 +1703,32 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
         .unwrap_err();
     assert_eq!(first.code(), "fabricated_run", "{first}");
     assert_eq!(again.code(), first.code(), "{again}");
+    // Under another declaration the whole chain is retired (its packets are
+    // never settled again: the missing one does not matter). A driver steps
+    // through it, activates the new epoch and compacts in it; a cold one
+    // answers as the one-shot resolve does, every retired id listed.
+    let mut upgraded = small_decl();
+    upgraded.summary.max_chars = Some(1_400);
+    let up = sqlite_driver(&db, upgraded.clone());
+    let mut compacted = 0;
+    while compacted < 2 {
+        up.journal()
+            .append("c", &ordinary("c", next, next + 29, 500))
+            .unwrap();
+        next += 30;
+        if let Outcome::Compacted(_) = up.on_message("c").unwrap() {
+            compacted += 1;
+        }
+    }
+    let at_once = one_shot(&upgraded).unwrap();
+    assert!(at_once.retired_boundaries.len() > 2 * 64 && at_once.head.is_some());
+    let cold = sqlite_driver(&db, upgraded);
+    assert_eq!(json(&cold.resolve("c").unwrap()), json(&at_once));
+    assert_eq!(json(&up.resolve("c").unwrap()), json(&at_once));
+    assert_eq!(
+        serde_json::to_value(cold.timeline("c").unwrap()).unwrap(),
+        serde_json::to_value(up.timeline("c").unwrap()).unwrap()
+    );
 }
 
 /// The timeline draws the conversation as far as its resolution read it: a

@@ -526,6 +526,24 @@ test("a long chain read cold resolves in steps as it does at once", async () => 
   const broken = f.createCompactor({ journal: missing, model: fakeModel(), declaration });
   await assert.rejects(broken.resolve("c1"), { code: "fabricated_run" });
   await assert.rejects(broken.context("c1"), { code: "fabricated_run" });
+  // Under another declaration the whole chain is retired: a compactor steps
+  // through it, activates the new epoch and compacts in it; a cold one
+  // answers as the one-shot resolve does, every retired id listed.
+  const upgraded = { ...declaration, summary: { maxChars: 280 } };
+  const up = f.createCompactor({ journal, model: fakeModel(), declaration: upgraded });
+  for (let compacted = 0; compacted < 2; s += 1) {
+    await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `message ${s} `.padEnd(300, "x")));
+    if ((await up.onMessage("c1")).status === "compacted") compacted++;
+  }
+  const upOnce = f.validate({
+    kind: "resolve", declaration: upgraded, compactor: { ...upgraded, role: "compactor" }, route: { conversation: "c1", chat: "", sender: "" },
+    events: (await journal.readEvents("c1", 0)).map((e) => e.event), packets: await journal.listPackets("c1"),
+  });
+  assert.ok(upOnce.retiredBoundaries.length >= 150 && upOnce.head, "a retired chain of three steps, a new head");
+  const coldUp = f.createCompactor({ journal, model: fakeModel(), declaration: upgraded });
+  assert.deepEqual(await coldUp.resolve("c1"), upOnce);
+  assert.deepEqual(await up.resolve("c1"), upOnce);
+  assert.deepEqual(await coldUp.timeline("c1"), await up.timeline("c1"));
 });
 
 test("after an upgrade a compaction reads no retired packet, and answers as a compactor reading afresh", async () => {

@@ -217,6 +217,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// request, the core's memory) does not grow with the chain.
     pub(super) fn resolve_cached(&self, c: &mut Cached, conversation: &str) -> Result<Resolution> {
         let mut pending: std::collections::VecDeque<Event> = std::mem::take(&mut c.chain).into();
+        // Boundaries a step found retired wait beside the later steps (no
+        // step settles them) and rejoin the last, whose answer alone needs
+        // them (what an upgrade carries over, their ids): each is sent at
+        // most twice, however many steps a long retired chain takes.
+        let mut aside = Vec::new();
         loop {
             let mut settling = 0;
             while let Some(e) = pending.front() {
@@ -228,8 +233,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
                 c.chain.extend(pending.pop_front());
             }
+            if pending.is_empty() {
+                c.chain.append(&mut aside);
+            }
             let r = self.resolve_step(c, conversation);
             if r.is_err() || pending.is_empty() {
+                c.chain.append(&mut aside);
                 c.chain.extend(pending);
                 if r.is_err() {
                     // The steps before stand for part of the chain only:
@@ -238,6 +247,12 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
                 return r;
             }
+            let retired = &c.verified.retired;
+            let (out, chain): (Vec<Event>, Vec<Event>) = std::mem::take(&mut c.chain)
+                .into_iter()
+                .partition(|e| matches!(e, Event::Boundary(b) if retired.contains(&b.id)));
+            aside.extend(out);
+            c.chain = chain;
         }
     }
 

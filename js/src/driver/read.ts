@@ -204,6 +204,10 @@ async function resolveChain(c: Ctx, id: string, s: State): Promise<void> {
   if (s.res) return; // a load in turn before this one resolved it
   const pending = s.chain;
   s.chain = [];
+  // Boundaries a step found retired wait beside the later steps (no step
+  // settles them) and rejoin the last, whose answer alone needs them (what
+  // an upgrade carries over, their ids): each is sent at most twice.
+  let aside: Event[] = [];
   let i = 0;
   for (;;) {
     let settling = 0;
@@ -215,17 +219,21 @@ async function resolveChain(c: Ctx, id: string, s: State): Promise<void> {
       }
       s.chain.push(e);
     }
+    if (i === pending.length) { s.chain = s.chain.concat(aside); aside = []; }
     let r: Resolution;
     try {
       r = await resolveStep(c, id, s);
     } catch (e) {
-      s.chain = s.chain.concat(pending.slice(i));
+      s.chain = s.chain.concat(aside, pending.slice(i));
       throw e;
     }
     if (i === pending.length) {
       s.res = r;
       return;
     }
+    const retired = (e: Event) => e.type === "boundary" && s.verified.retired.has(e.id);
+    aside = aside.concat(s.chain.filter(retired));
+    s.chain = s.chain.filter((e) => !retired(e));
   }
 }
 
