@@ -341,6 +341,25 @@ fn a_result_without_its_call_in_a_run_of_results_comes_after_them() {
     assert_eq!(openai_refuses(&out), None);
 }
 
+/// The response must end the context: when its tool message also holds a
+/// part that goes as text after it, the SDK would want the result, so the
+/// exchange goes as text (found by the property test).
+#[test]
+fn an_approvals_answer_followed_by_text_out_of_its_tool_message_is_text() {
+    let ms = [
+        m(Role::Assistant, vec![call("c2"), ask("a1", "c2")]),
+        m(Role::Tool, vec![answer("a1", false), call("c0")]),
+    ];
+    let ai = render(Format::AiSdk, ms.to_vec()).to_value();
+    assert_eq!(ai_sdk_refuses(&ai), None, "{ai}");
+    assert_eq!(
+        ai[1]["content"][0],
+        json!({"text": "[tool call search] {\"q\":\"c2\"}", "type": "text"})
+    );
+    let last = &ai[ai.as_array().unwrap().len() - 1];
+    assert_eq!(last["role"], "user", "{ai}");
+}
+
 #[test]
 fn an_approvals_answer_as_the_last_message_answers_its_call_in_the_ai_sdk_only() {
     let ms = [

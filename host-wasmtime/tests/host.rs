@@ -1615,14 +1615,18 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
             tokens: None,
         })
     };
+    // Thirty more turns, then the automatic check: whether it compacted.
     let mut next = 1;
-    let mut boundaries = 0;
-    while boundaries < 150 {
+    let mut thirty_more = |d: &Driver<SqliteJournal, Extractive>| {
         d.journal()
             .append("c", &ordinary("c", next, next + 29, 500))
             .unwrap();
         next += 30;
-        if let Outcome::Compacted(_) = d.on_message("c").unwrap() {
+        matches!(d.on_message("c").unwrap(), Outcome::Compacted(_))
+    };
+    let mut boundaries = 0;
+    while boundaries < 150 {
+        if thirty_more(&d) {
             boundaries += 1;
             if boundaries == 100 {
                 // A correction a later boundary absorbs, of a turn the
@@ -1712,13 +1716,7 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
     let up = sqlite_driver(&db, upgraded.clone());
     let mut compacted = 0;
     while compacted < 2 {
-        up.journal()
-            .append("c", &ordinary("c", next, next + 29, 500))
-            .unwrap();
-        next += 30;
-        if let Outcome::Compacted(_) = up.on_message("c").unwrap() {
-            compacted += 1;
-        }
+        compacted += usize::from(thirty_more(&up));
     }
     let at_once = one_shot(&upgraded).unwrap();
     assert!(at_once.retired_boundaries.len() > 2 * 64 && at_once.head.is_some());

@@ -44,7 +44,12 @@ pub(crate) fn as_providers_take(
     {
         return messages;
     }
-    let sent = Sent::new(&messages, approval_answers);
+    let mut sent = Sent::new(&messages, approval_answers);
+    // An approval's response answers its call only in the context's last
+    // message: not when a part of that tool message goes as text after it.
+    if approval_answers && sent.text_after_last(&messages) {
+        sent = Sent::new(&messages, false);
+    }
     let mut out = Vec::with_capacity(messages.len() + 1);
     // Results and answers sent as text, after the tool messages they came in.
     let mut after_tools = Vec::new();
@@ -162,6 +167,18 @@ impl Sent {
             }
         }
         sent
+    }
+
+    /// Whether the last message is a tool message with a part that is sent
+    /// as text after it.
+    fn text_after_last(&self, messages: &[Outgoing<'_>]) -> bool {
+        let Some(m) = messages.last() else {
+            return false;
+        };
+        let at = self.start[messages.len() - 1];
+        m.role == Role::Tool
+            && (m.parts.iter().enumerate())
+                .any(|(j, p)| out_of_place(m.role, p) && !self.flags[at + j])
     }
 
     /// Whether the call (part `call` of message `at`) is answered in the
