@@ -15,7 +15,8 @@
 //! So in the provider formats a call is sent as a call only with its
 //! answer in the tool messages right after its own message — its result
 //! or, in the AI SDK, the response to its approval request when that is
-//! the context's last message (the SDK then runs the approved tool, or
+//! the context's last message, nothing of its tool message sent as text
+//! after it (the SDK then runs the approved tool, or
 //! records the denial, itself) — and the first time its id is sent. Every
 //! other call, result and approval part is sent as text where it was
 //! written: in the assistant's message its own words (`[tool call search]
