@@ -1363,6 +1363,43 @@ fn gen_timeline() -> Vec<Value> {
             ("/ok/items/11/throughSeq", json!(11)),
         ],
     );
+    // Pages: the latest items, walked back by `earlier`; a position's items
+    // (the message at 11 and the divider through 11) are never split.
+    g.add(
+        "page-latest",
+        "a page is the latest `limit` items; `earlier` is the position to ask before",
+        "timeline",
+        json!({"events": v(&s.events), "limit": 3}),
+        &[
+            ("/ok/items/0/type", json!("message")),
+            ("/ok/items/2/type", json!("message")),
+        ],
+    );
+    g.add(
+        "page-keeps-a-position-whole",
+        "a page never splits the items of one position: the divider through 11 brings the message at 11",
+        "timeline",
+        json!({"events": v(&s.events), "before": 12, "limit": 1}),
+        &[
+            ("/ok/items/0/sourceSeq", json!(11)),
+            ("/ok/items/1/type", json!("divider")),
+            ("/ok/earlier", json!(11)),
+        ],
+    );
+    g.add(
+        "page-first",
+        "the first page names no earlier position",
+        "timeline",
+        json!({"events": v(&s.events), "before": 3, "limit": 10}),
+        &[("/ok/items/1/sourceSeq", json!(2))],
+    );
+    g.add(
+        "page-of-none",
+        "a page of no items only checks the events: `earlier` asks for everything",
+        "timeline",
+        json!({"events": v(&s.events), "limit": 0}),
+        &[("/ok/items", json!([]))],
+    );
     let first = s.boundaries()[0].id.clone();
     g.add(
         "only-accepted-boundaries",
@@ -1734,6 +1771,8 @@ fn upgrade_timeline(g: &mut Gen) {
         events: s.events.clone(),
         accepted: Some(r.accepted.clone()),
         retired: r.retired_boundaries.clone(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     let dividers: Vec<usize> = t

@@ -244,8 +244,10 @@ fn task(id: &str, state: TaskState, head: u64, boundary: Option<&str>) -> Event 
     })
 }
 
-#[test]
-fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
+/// A compacted conversation with, at its head (21), a failed and a pending
+/// manual task and a failed automatic run: four dividers, three at one
+/// position.
+fn dividers_at_one_head() -> Sim {
     let mut s = Sim::new(chars_decl(20_000, 10_000));
     s.say(1, 100);
     s.step();
@@ -259,10 +261,68 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
         .push(task("task-2", TaskState::Requested, 21, None));
     // A failed automatic run: the generic notice, never its reason.
     s.events.push(failure_at("run-x", Some(&auto.id), 21));
+    s
+}
+
+#[test]
+fn timeline_pages_walked_back_by_earlier_are_the_whole_timeline() {
+    let s = dividers_at_one_head();
+    let draw = |before, limit| {
+        timeline(&TimelineRequest {
+            events: s.events.clone(),
+            accepted: None,
+            retired: Vec::new(),
+            limit,
+            before,
+        })
+        .unwrap()
+    };
+    let whole = draw(None, None);
+    let position = |i: &TimelineItem| match i {
+        TimelineItem::Message { source_seq, .. } => *source_seq,
+        TimelineItem::Divider { through_seq, .. } => *through_seq,
+    };
+    for limit in 1..=whole.items.len() as u64 + 1 {
+        let (mut before, mut pages) = (None, Vec::new());
+        loop {
+            let p = draw(before, Some(limit));
+            let positions: Vec<u64> = p.items.iter().map(position).collect();
+            // At most `limit`, widened only to the whole of its first
+            // position.
+            let rest = positions.iter().filter(|x| Some(*x) != positions.first());
+            assert!(
+                p.items.len() <= limit as usize || rest.count() < limit as usize,
+                "limit {limit}: {positions:?}"
+            );
+            // Every item before the page is below its first position.
+            if let (Some(e), Some(first)) = (p.earlier, positions.first()) {
+                assert_eq!(e, *first, "limit {limit}");
+            }
+            pages.push(p.items);
+            match p.earlier {
+                Some(e) => before = Some(e),
+                None => break,
+            }
+        }
+        pages.reverse();
+        assert_eq!(pages.concat(), whole.items, "limit {limit}");
+    }
+    // No items: only whether the events reconstruct, and where to start.
+    let none = draw(None, Some(0));
+    assert!(none.items.is_empty());
+    assert_eq!(none.earlier, whole.items.last().map(|i| position(i) + 1));
+}
+
+#[test]
+fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
+    let s = dividers_at_one_head();
+    let auto = s.boundaries()[0].clone();
     let t = timeline(&TimelineRequest {
         events: s.events.clone(),
         accepted: None,
         retired: Vec::new(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = t
@@ -320,6 +380,8 @@ fn timeline_shows_automatic_and_manual_dividers_from_durable_events() {
             events: shuffled,
             accepted: None,
             retired: Vec::new(),
+            limit: None,
+            before: None,
         })
         .unwrap(),
         t
@@ -342,6 +404,8 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
         events: s.events.clone(),
         accepted: None,
         retired: Vec::new(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = t
@@ -361,6 +425,8 @@ fn completed_manual_task_is_one_divider_with_its_boundary() {
         events: s.events.clone(),
         accepted: Some(Vec::new()),
         retired: Vec::new(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     let dividers: Vec<&TimelineItem> = rejected
@@ -533,6 +599,8 @@ fn an_outage_draws_one_failed_divider_and_a_fold_between_starts_another() {
         events: s.events.clone(),
         accepted: None,
         retired: Vec::new(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     let failed: Vec<u64> = t

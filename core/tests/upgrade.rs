@@ -121,6 +121,8 @@ fn retired_dividers_still_draw_marked_retired() {
         events: s.events.clone(),
         accepted: Some(r.accepted.clone()),
         retired: r.retired_boundaries.clone(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     let dividers: Vec<bool> = t
@@ -137,6 +139,8 @@ fn retired_dividers_still_draw_marked_retired() {
         events: s.events.clone(),
         accepted: Some(r.accepted),
         retired: Vec::new(),
+        limit: None,
+        before: None,
     })
     .unwrap();
     assert_eq!(

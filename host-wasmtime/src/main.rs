@@ -155,6 +155,13 @@ enum Command {
         /// JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Only the latest N items (a page; a position's items are never split).
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// Only items before this position (a message's source sequence, a
+        /// divider's last covered one): the `earlier` a page names.
+        #[arg(long, value_name = "SEQ")]
+        before: Option<u64>,
     },
     /// Resolve the chain: exit 0 when intact, 1 with the failure code when not.
     Verify,
@@ -405,12 +412,23 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             let member = member_input(opt_in, compression);
             print_context(&open()?, &conv, *format, member, *messages)
         }
-        Command::Timeline { json } => {
-            let t = open()?.timeline(&conv)?;
+        Command::Timeline {
+            json,
+            limit,
+            before,
+        } => {
+            let page = foldline_wasmtime::driver::Page {
+                limit: *limit,
+                before: *before,
+            };
+            let (t, _) = open()?.timeline_at(&conv, page)?;
             if *json {
                 print_json(&t)?;
             } else {
                 print_timeline(&t.items, usize::MAX);
+                if let Some(e) = t.earlier {
+                    out!("  (earlier items: timeline --before {e})");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -588,10 +606,13 @@ fn refuse_conflicts(
         .map(|s| s.event)
         .collect();
     all.extend_from_slice(events);
+    // A page of no items: only whether the events reconstruct.
     match d.foldline().timeline(&foldline_core::TimelineRequest {
         events: all,
         accepted: None,
         retired: Vec::new(),
+        limit: Some(0),
+        before: None,
     }) {
         Err(HostError::Core(e)) if e.code == foldline_core::Code::ConflictingTurn => {
             Err(HostError::Input(format!(

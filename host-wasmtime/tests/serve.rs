@@ -973,3 +973,91 @@ fn the_events_route_feeds_a_local_copy_resumable_by_position_with_a_long_poll() 
     let (s, v) = call("GET", &format!("{conv}/events?after=0"), Some(BOB), None);
     assert_eq!((s, code(&v)), (403, "not_owner"));
 }
+
+/// `GET` with an optional `If-None-Match`: the status, the `ETag` and the
+/// JSON answer (`null` for a `304`).
+fn get_tagged(url: &str, token: &str, known: Option<&str>) -> (u16, String, Value) {
+    let mut r = agent()
+        .get(url)
+        .set("Authorization", &format!("Bearer {token}"));
+    if let Some(k) = known {
+        r = r.set("If-None-Match", k);
+    }
+    let resp = match r.call() {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("GET {url}: {e}"),
+    };
+    let (status, tag) = (resp.status(), resp.header("etag").unwrap_or("").to_owned());
+    let text = resp.into_string().unwrap();
+    (
+        status,
+        tag,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+#[test]
+fn the_timeline_route_answers_pages_and_304_while_nothing_is_written() {
+    let setup = Setup::new();
+    let srv = setup.start(&[]);
+    let base = srv.base.clone();
+    let conv = format!("{base}/api/conversations/pages");
+    append_turns(&base, "pages", 0..30);
+    // Let the automatic checks the appends scheduled finish: the tag (the
+    // journal position drawn at) stops moving.
+    let mut seen = String::new();
+    let (tag, whole) = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let (s, tag, v) = get_tagged(&format!("{conv}/timeline"), ALICE, None);
+        assert_eq!(s, 200, "{v}");
+        if tag == seen {
+            break (tag, v);
+        }
+        seen = tag;
+    };
+    let items = whole["items"].as_array().unwrap().clone();
+    assert!(items.len() >= 25 && whole.get("earlier").is_none());
+    // Pages of 7, walked back by `earlier`, are the whole timeline.
+    let (mut before, mut pages) = (String::new(), Vec::new());
+    loop {
+        let (_, _, p) = get_tagged(&format!("{conv}/timeline?limit=7{before}"), ALICE, None);
+        pages.push(p["items"].as_array().unwrap().clone());
+        match p["earlier"].as_u64() {
+            Some(e) => before = format!("&before={e}"),
+            None => break,
+        }
+    }
+    assert!(pages.len() >= 4);
+    pages.reverse();
+    assert_eq!(pages.concat(), items);
+    // Nothing written: 304 with the same tag, at once or after the wait.
+    let (s, again, _) = get_tagged(&format!("{conv}/timeline"), ALICE, Some(&tag));
+    assert_eq!((s, again.as_str()), (304, tag.as_str()));
+    let t0 = std::time::Instant::now();
+    let (s, _, _) = get_tagged(&format!("{conv}/timeline?wait=600"), ALICE, Some(&tag));
+    assert!(s == 304 && t0.elapsed() >= Duration::from_millis(600));
+    // A write ends the long poll with the new timeline and a new tag.
+    let poll = {
+        let (url, tag) = (format!("{conv}/timeline?wait=20000"), tag.clone());
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            (get_tagged(&url, ALICE, Some(&tag)), t0.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    append_turns(&base, "pages", 30..31);
+    let ((s, newer, v), took) = poll.join().unwrap();
+    assert_eq!(s, 200, "{v}");
+    assert!(newer != tag && took < Duration::from_secs(15), "{took:?}");
+    assert!(v["items"].as_array().unwrap().len() > items.len());
+    // Bad input and strangers get their codes.
+    let (s, v) = call(
+        "GET",
+        &format!("{conv}/timeline?limit=x"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!((s, code(&v)), (400, "invalid_input"));
+    let (s, v) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
+    assert_eq!((s, code(&v)), (403, "not_owner"));
+}

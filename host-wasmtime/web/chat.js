@@ -88,6 +88,7 @@ async function followTask(f, baseUrl, auth, keep, task, onEvent, signal) {
 }
 function createClient(o) {
   const local = [];
+  const drawn = /* @__PURE__ */ new Map();
   let chain = { accepted: [], retired: [] };
   const f = o.fetch ?? ((...a) => fetch(...a));
   const storage = o.storage === void 0 ? globalThis.localStorage : o.storage ?? void 0;
@@ -122,10 +123,22 @@ function createClient(o) {
     compact,
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
-    async timeline() {
-      const res = await f(`${base}/timeline`, { headers: auth });
+    async timeline(page = {}) {
+      const q = new URLSearchParams();
+      if (page.limit !== void 0) q.set("limit", String(page.limit));
+      if (page.before !== void 0) q.set("before", String(page.before));
+      const url = `${base}/timeline${q.toString() ? `?${q}` : ""}`;
+      const held = drawn.get(url);
+      if (held && page.waitMs) q.set("wait", String(Math.max(0, Math.floor(page.waitMs))));
+      const res = await f(q.has("wait") ? `${base}/timeline?${q}` : url, {
+        headers: held ? { ...auth, "if-none-match": held.tag } : auth
+      });
+      if (res.status === 304 && held) return { ...held.answer, unchanged: true };
       if (!res.ok) return refused(res);
-      return await res.json();
+      const answer = await res.json();
+      const tag = res.headers.get("etag");
+      if (tag) drawn.set(url, { tag, answer });
+      return answer;
     },
     async sync(waitMs = 0) {
       const after = local.at(-1)?.seq ?? 0;
@@ -152,6 +165,8 @@ var $ = (id) => document.getElementById(id);
 var list = $("timeline");
 var status = $("status");
 var running;
+var PAGE = 200;
+var limit = PAGE;
 function say(text) {
   status.textContent = text;
 }
@@ -160,11 +175,15 @@ function divider(kind, state, count, notice) {
   if (state === "pending") return `${kind} compaction \xB7 in progress`;
   return `${kind} compaction \xB7 ${count} turns folded into a summary`;
 }
-async function render(client) {
-  const t = await client.timeline().catch((e) => {
-    if (e instanceof ClientError && e.code === "not_found") return { items: [] };
-    throw e;
+async function render(client, waitMs = 0) {
+  const asked = limit;
+  const t = await client.timeline({ limit, waitMs }).catch(async (e) => {
+    if (!(e instanceof ClientError && e.code === "not_found")) throw e;
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, 1500));
+    return { items: [] };
   });
+  if (t.unchanged && waitMs > 0 || asked !== limit) return;
+  $("earlier").hidden = t.earlier === void 0;
   const items = t.items.map((i) => {
     const li = document.createElement("li");
     if (i.type === "divider") {
@@ -189,8 +208,18 @@ async function render(client) {
     items.push(li);
   }
   const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 40;
+  const fromBottom = list.scrollHeight - list.scrollTop;
   list.replaceChildren(...items);
-  if (atBottom) list.scrollTop = list.scrollHeight;
+  list.scrollTop = atBottom ? list.scrollHeight : list.scrollHeight - fromBottom;
+}
+async function live(client) {
+  for (; ; ) {
+    try {
+      await render(client, 25e3);
+    } catch {
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+  }
 }
 async function follow(client, task) {
   running = task;
@@ -219,9 +248,12 @@ function start(token2, conversation) {
       say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
     }
   });
+  $("earlier").addEventListener("click", () => {
+    limit += PAGE;
+    render(client).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
+  });
   const pending = client.pending();
-  (pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
-  setInterval(() => void render(client).catch(() => void 0), 1500);
+  (pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e))).finally(() => void live(client));
 }
 var params = new URLSearchParams(location.hash.slice(1));
 var token = params.get("token");

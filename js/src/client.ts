@@ -110,8 +110,16 @@ export interface Client {
    * event; the pointer is updated as events arrive and dropped at the end.
    */
   follow(task: TaskPointer, onEvent?: (e: TaskEvent) => void, signal?: AbortSignal): Promise<TaskEvent>;
-  /** The conversation's timeline (messages and dividers) as the server projects it. */
-  timeline(): Promise<{ items: Array<Record<string, unknown>> }>;
+  /**
+   * The conversation's timeline (messages and dividers) as the server
+   * projects it, or a page of it: the latest `limit` items at positions
+   * below `before` (walk back with the answer's `earlier`). The last answer
+   * of each page is kept with the server's tag: asked again, a page nothing
+   * changed is `304` on the wire and the kept answer with `unchanged: true`;
+   * with `waitMs` (at most 25,000) the server holds the request until
+   * something is written — a live chat page at no cost while it is idle.
+   */
+  timeline(page?: { limit?: number; before?: number; waitMs?: number }): Promise<TimelineAnswer>;
   /**
    * Bring the local copy up to date: the member-visible events after the
    * last one held (waiting up to `waitMs` for something new: a long poll).
@@ -122,6 +130,15 @@ export interface Client {
   events(): readonly StoredEventCopy[];
   /** The timeline projected locally from the local copy (needs `project`). */
   localTimeline(): { items: Array<Record<string, unknown>> };
+}
+
+/** A timeline (or a page of it) as the server drew it. */
+export interface TimelineAnswer {
+  items: Array<Record<string, unknown>>;
+  /** The page left earlier items out: the `before` that asks for them. */
+  earlier?: number;
+  /** Nothing was written since this page was last answered (the kept answer). */
+  unchanged?: boolean;
 }
 
 /** Whether `text` is the `/compact` command. */
@@ -212,6 +229,8 @@ async function followTask(
 
 export function createClient(o: ClientOptions): Client {
   const local: StoredEventCopy[] = [];
+  // The last answer of each timeline page and its tag.
+  const drawn = new Map<string, { tag: string; answer: TimelineAnswer }>();
   let chain: { accepted: string[]; retired: string[] } = { accepted: [], retired: [] };
   const f = o.fetch ?? ((...a: Parameters<typeof fetch>) => fetch(...a));
   const storage = o.storage === undefined ? (globalThis as { localStorage?: TaskStorage }).localStorage : o.storage ?? undefined;
@@ -250,10 +269,22 @@ export function createClient(o: ClientOptions): Client {
     compact,
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
-    async timeline() {
-      const res = await f(`${base}/timeline`, { headers: auth });
+    async timeline(page = {}) {
+      const q = new URLSearchParams();
+      if (page.limit !== undefined) q.set("limit", String(page.limit));
+      if (page.before !== undefined) q.set("before", String(page.before));
+      const url = `${base}/timeline${q.toString() ? `?${q}` : ""}`;
+      const held = drawn.get(url);
+      if (held && page.waitMs) q.set("wait", String(Math.max(0, Math.floor(page.waitMs))));
+      const res = await f(q.has("wait") ? `${base}/timeline?${q}` : url, {
+        headers: held ? { ...auth, "if-none-match": held.tag } : auth,
+      });
+      if (res.status === 304 && held) return { ...held.answer, unchanged: true };
       if (!res.ok) return refused(res);
-      return (await res.json()) as { items: Array<Record<string, unknown>> };
+      const answer = (await res.json()) as TimelineAnswer;
+      const tag = res.headers.get("etag");
+      if (tag) drawn.set(url, { tag, answer });
+      return answer;
     },
     async sync(waitMs = 0) {
       const after = local.at(-1)?.seq ?? 0;

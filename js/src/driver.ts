@@ -71,7 +71,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       const readNew = outcome.status === "busy";
       return { outcome, context: await selectContext<F>(c, id, opts, readNew) };
     },
-    async timeline(id) {
+    async timeline(id, page = {}) {
       let accepted: string[] = [];
       let retired: string[] = [];
       let seq = 0;
@@ -87,7 +87,15 @@ export function createCompactor(o: CompactorOptions): Compactor {
       // The timeline shows the whole conversation: read from the journal when
       // asked (as far as the resolution was read), not kept in memory per message.
       const events = (await o.journal.readEvents(id, 0)).filter((e) => e.seq <= seq).map((e) => e.event);
-      return timeline(events, accepted, retired);
+      return timeline(events, accepted, retired, page);
+    },
+    async position(id) {
+      try {
+        return (await load(c, id)).s.seq;
+      } catch (e) {
+        if (!(e instanceof FoldlineError)) throw e; // a rejected chain still has a position
+        return state(c, id).seq;
+      }
     },
     async resolve(id) {
       return (await load(c, id)).res;

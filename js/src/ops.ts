@@ -8,7 +8,7 @@ import { loadedCore, release } from "./load.js";
 import { call } from "./call.js";
 import type {
   PlanRequest, StepRequest, Step, PlanOutcome, ValidateRequest, ValidateResponse, SelectRequest,
-  Selection, Timeline, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
+  Selection, Timeline, TimelinePage, Event, TrimResult, Format, MessagesOf, ToolResultRequest, ToolResultResponse, SettingsRequest,
   SettingsResponse,
 } from "./types.js";
 
@@ -51,8 +51,9 @@ export function select<F extends Format = "foldline">(request: SelectRequest & {
  * them that hold together draw too, marked `retired` — an upgrade does not
  * make history disappear from the chat.
  */
-export function timeline(events: Event[], accepted?: string[], retired?: string[]): Timeline {
-  return call<Timeline>("timeline", accepted ? { events, accepted, ...(retired?.length ? { retired } : {}) } : { events });
+export function timeline(events: Event[], accepted?: string[], retired?: string[], page: TimelinePage = {}): Timeline {
+  const { limit, before } = page;
+  return call<Timeline>("timeline", { events, ...(accepted ? { accepted, ...(retired?.length ? { retired } : {}) } : {}), limit, before });
 }
 
 /** Prompt trim of the model-bound copy of a member's message. */

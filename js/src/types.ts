@@ -442,7 +442,18 @@ export type TimelineItem =
       throughSeq: number; count: number; boundaryId?: string; taskId?: string; notice?: string;
     };
 
-export interface Timeline { items: TimelineItem[] }
+export interface Timeline {
+  items: TimelineItem[];
+  /** A page left earlier items out: the `before` that asks for them. */
+  earlier?: number;
+}
+
+/**
+ * One page of the timeline: the latest `limit` items at positions below
+ * `before` (a message's `sourceSeq`, a divider's `throughSeq`); the items of
+ * one position are never split, so a page may hold a few more than `limit`.
+ */
+export interface TimelinePage { limit?: number; before?: number }
 
 export type MemberStatus = "applied" | "bypassed" | "failed";
 export interface Measurement {

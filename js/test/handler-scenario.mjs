@@ -360,8 +360,9 @@ export async function scenario(api) {
  * The chat client's local copy against a handler: after a provider outage
  * and compactions, `sync` brings every member-visible event (no audit
  * reason), the timeline projected locally with the core equals the
- * server's, a long poll wakes on the next write, and a bad position is
- * refused. `c`: `{ client (foldline/client), project, fetch, journal(conv),
+ * server's, its pages walked back are the whole of it, asked again it is
+ * `304` on the wire, a long poll (of the events or the timeline) wakes on
+ * the next write, and a bad position or page is refused. `c`: `{ client (foldline/client), project, fetch, journal(conv),
  * setMode(mode) }` — the handler may run in this process or in workerd.
  */
 export async function clientScenario(c) {
@@ -394,6 +395,34 @@ export async function clientScenario(c) {
   const server = await alice.timeline();
   if (JSON.stringify(local) !== JSON.stringify(server)) throw new Error("the local projection differs from the server's");
   if ((await alice.sync()) !== 0) throw new Error("events taken twice");
+  // Timeline pages, walked back by `earlier`, are the whole timeline; asked
+  // again with nothing written, the wire says 304 and the kept answer
+  // returns; a long poll on it answers the next write.
+  const statuses = [];
+  const pager = c.client.createClient({
+    baseUrl: "http://local", token: ALICE, conversation: "feed", storage: null,
+    fetch: (u, i) => c.fetch(u, i).then((r) => (statuses.push(r.status), r)),
+  });
+  let walked = [];
+  let pageCount = 0;
+  for (let before; ; pageCount++) {
+    const p = await pager.timeline({ limit: 9, before });
+    walked = [...p.items, ...walked];
+    if (p.earlier === undefined) break;
+    before = p.earlier;
+  }
+  if (pageCount < 3 || JSON.stringify(walked) !== JSON.stringify(server.items)) throw new Error(`${pageCount + 1} pages are not the whole timeline`);
+  const first = await pager.timeline();
+  const again = await pager.timeline();
+  if (!again.unchanged || statuses.at(-1) !== 304 || JSON.stringify(again.items) !== JSON.stringify(first.items)) throw new Error(`asked again: ${statuses.at(-1)}`);
+  const livePage = pager.timeline({ waitMs: 10_000 });
+  await new Promise((r) => setTimeout(r, 50));
+  await alice.send("A message for the page.");
+  const moved = await livePage;
+  if (moved.unchanged || moved.items.length <= first.items.length) throw new Error("the timeline's long poll missed the write");
+  const badPage = await c.fetch("http://local/api/conversations/feed/timeline?limit=-1", { headers: { authorization: `Bearer ${ALICE}` } });
+  if (badPage.status !== 400) throw new Error(`limit=-1 answered ${badPage.status}`);
+  if ((await alice.sync()) < 1) throw new Error("the copy missed the page's message");
   const waiting = alice.sync(10_000);
   await new Promise((r) => setTimeout(r, 50));
   await alice.send("One more thing.");

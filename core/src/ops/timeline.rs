@@ -40,6 +40,17 @@ pub struct TimelineRequest {
     /// upgrade does not make history disappear from the chat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retired: Vec<String>,
+    /// One page of the timeline instead of all of it (a chat page opening
+    /// a long conversation, or scrolling back): the latest `limit` items
+    /// at positions below `before`. An item's position is a message's
+    /// `sourceSeq` or a divider's `throughSeq`; the items of one position
+    /// are never split, so a page may hold a few more than `limit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// With `limit` (or alone: every item below it), only items at
+    /// positions below this one (the previous page's `earlier`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
 }
 
 /// State of a divider.
@@ -121,6 +132,9 @@ pub enum TimelineItem {
 pub struct Timeline {
     /// Items in order.
     pub items: Vec<TimelineItem>,
+    /// A page left earlier items out: the `before` that asks for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<u64>,
 }
 
 /// Derive the timeline.
@@ -161,9 +175,23 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     boundary_dividers(&mut items, &recon, &tasks, &accepted, &retired);
     task_dividers(&mut items, &recon, &tasks, &accepted);
     failure_dividers(&mut items, &recon);
-    Ok(Timeline {
-        items: items.into_values().collect(),
-    })
+    // A page: the last `limit` items below `before`, widened so that no
+    // position is split.
+    let mut drawn: Vec<(u64, TimelineItem)> = items.into_iter().map(|(k, i)| (k.0, i)).collect();
+    let end = req
+        .before
+        .map_or(drawn.len(), |b| drawn.partition_point(|d| d.0 < b));
+    drawn.truncate(end);
+    let mut start = req.limit.map_or(0, |l| end.saturating_sub(l as usize));
+    while start > 0 && start < end && drawn[start - 1].0 == drawn[start].0 {
+        start -= 1;
+    }
+    let earlier = (start > 0).then(|| match drawn.get(start) {
+        Some(d) => d.0,
+        None => drawn[start - 1].0.saturating_add(1),
+    });
+    let items = drawn.drain(start..).map(|d| d.1).collect();
+    Ok(Timeline { items, earlier })
 }
 
 /// The boundaries that hold together without the resolved chain: each

@@ -530,6 +530,17 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The core's error, or a host error.
     pub fn timeline(&self, conversation: &str) -> Result<Timeline> {
+        self.timeline_at(conversation, Page::default())
+            .map(|(t, _)| t)
+    }
+
+    /// The chat timeline, or one page of it, and the journal position it
+    /// was drawn at (what a server's `ETag` names: the same position and
+    /// declarations draw the same timeline).
+    ///
+    /// # Errors
+    /// The core's error, or a host error.
+    pub fn timeline_at(&self, conversation: &str, page: Page) -> Result<(Timeline, u64)> {
         // Only boundaries the resolved chain accepts draw as completed (and
         // a retired epoch's sound ones, marked retired).
         let (accepted, retired) = match self.resolve(conversation) {
@@ -548,10 +559,45 @@ impl<J: Journal, M: Model> Driver<J, M> {
             .filter(|s| s.seq <= seq)
             .map(|s| s.event)
             .collect();
-        self.foldline.timeline(&TimelineRequest {
+        let t = self.foldline.timeline(&TimelineRequest {
             events,
             accepted: Some(accepted),
             retired,
-        })
+            limit: page.limit,
+            before: page.before,
+        })?;
+        Ok((t, seq))
     }
+
+    /// The fingerprints of the declarations this driver draws under, the
+    /// target's then the compactor's (if given): what a cached answer was
+    /// derived under.
+    pub fn fingerprints(&self) -> String {
+        let compactor = self.compactor.as_ref().map(Declaration::fingerprint);
+        self.declaration.fingerprint() + compactor.as_deref().unwrap_or_default()
+    }
+
+    /// The journal position a timeline drawn now would be drawn at (what is
+    /// new is read first): a server answers `304` when it is the one its
+    /// client's timeline was drawn at, without drawing it again.
+    ///
+    /// # Errors
+    /// A host error (a chain the core refuses still has a position).
+    pub fn position(&self, conversation: &str) -> Result<u64> {
+        match self.resolve(conversation) {
+            Ok(_) | Err(HostError::Core(_)) => Ok(self.with_cache(conversation, |c| c.seq)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Which part of the timeline to draw: the latest `limit` items at
+/// positions below `before` (the core's `TimelineRequest` fields); the
+/// default is all of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Page {
+    /// At most this many items, the latest (a position is never split).
+    pub limit: Option<u64>,
+    /// Only items at positions below this one (a page's `earlier`).
+    pub before: Option<u64>,
 }

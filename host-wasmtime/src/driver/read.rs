@@ -176,14 +176,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         conversation: &str,
         mut read_new: bool,
     ) -> Result<(Resolution, u64)> {
-        let under = format!(
-            "{}{}",
-            self.declaration.fingerprint(),
-            self.compactor
-                .as_ref()
-                .map(|d| d.fingerprint())
-                .unwrap_or_default()
-        );
+        let under = self.fingerprints();
         if c.under != under {
             // Another epoch may need turns this cache already dropped: read again.
             let mut holding = std::mem::take(&mut c.holding);

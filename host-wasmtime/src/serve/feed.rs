@@ -17,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use foldline_core::event::Event;
 use serde_json::json;
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::access::{admitted, blocking, Caller};
 use super::reply::ApiError;
@@ -34,16 +36,29 @@ pub fn member_visible(mut s: StoredEvent) -> StoredEvent {
     s
 }
 
-fn number(q: &BTreeMap<String, String>, name: &str) -> Result<u64, ApiError> {
-    q.get(name).map_or(Ok(0), |v| {
-        v.parse().map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_input",
-                format!("{name} must be a whole number"),
-            )
-        })
+/// A whole-number query parameter, if given.
+pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    q.get(name).map_or(Ok(None), |v| {
+        v.parse()
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_input",
+                    format!("{name} must be a whole number"),
+                )
+            })
+            .map(Some)
     })
+}
+
+/// Wait for a write, at most until `deadline`: woken by this process's
+/// writes; another replica's are seen at the next poll.
+pub async fn nap(app: &App, written: &mut watch::Receiver<u64>, deadline: Instant) {
+    let _ = tokio::time::timeout_at(
+        deadline.min(Instant::now() + app.config.poll),
+        written.changed(),
+    )
+    .await;
 }
 
 /// The route.
@@ -53,16 +68,15 @@ pub async fn events(
     Path(id): Path<String>,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let after = number(&q, "after")?;
-    let wait = Duration::from_millis(number(&q, "wait")?.min(MAX_WAIT_MS));
-    let deadline = tokio::time::Instant::now() + wait;
+    let after = number(&q, "after")?.unwrap_or(0);
+    let deadline = wait_deadline(&q)?;
     let mut written = app.written.subscribe();
     let (a, c) = (app.clone(), id.clone());
     blocking(move || admitted(&a, &c, &member)).await?;
     loop {
         let (a, c) = (app.clone(), id.clone());
         let found = blocking(move || Ok(a.driver.journal().read_events(&c, after)?)).await?;
-        if !found.is_empty() || tokio::time::Instant::now() >= deadline {
+        if !found.is_empty() || Instant::now() >= deadline {
             let last = found.last().map_or(after, |s| s.seq);
             let events: Vec<_> = found
                 .into_iter()
@@ -86,12 +100,12 @@ pub async fn events(
             }))
             .into_response());
         }
-        // Woken by this process's writes; another replica's are seen at
-        // the next poll.
-        let _ = tokio::time::timeout_at(
-            deadline.min(tokio::time::Instant::now() + app.config.poll),
-            written.changed(),
-        )
-        .await;
+        nap(&app, &mut written, deadline).await;
     }
+}
+
+/// When a long poll's `wait` (at most [`MAX_WAIT_MS`]) is up.
+pub fn wait_deadline(q: &BTreeMap<String, String>) -> Result<Instant, ApiError> {
+    let wait = number(q, "wait")?.unwrap_or(0).min(MAX_WAIT_MS);
+    Ok(Instant::now() + Duration::from_millis(wait))
 }

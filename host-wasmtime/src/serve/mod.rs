@@ -27,6 +27,7 @@ mod routes;
 mod state;
 pub mod store;
 mod tasks;
+mod timeline;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -38,7 +38,6 @@ pub fn router(app: Arc<App>) -> Router {
             delete(answer_end),
         )
         .route("/api/conversations/{id}/context", get(context))
-        .route("/api/conversations/{id}/timeline", get(timeline))
         .route("/api/conversations/{id}/verify", get(verify))
         .route("/api/conversations/{id}/members", get(room))
         .route(
@@ -82,6 +81,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/conversations/{id}/messages", post(append))
         // A long poll keeps its own deadline (at most 25 s).
         .route("/api/conversations/{id}/events", get(super::feed::events))
+        .route(
+            "/api/conversations/{id}/timeline",
+            get(super::timeline::timeline),
+        )
         .merge(timed)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
@@ -348,18 +351,6 @@ async fn context(
         } else {
             Json(s).into_response()
         })
-    })
-    .await
-}
-
-/// `GET …/timeline`.
-async fn timeline(
-    State(app): Shared,
-    Caller(member): Caller,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    as_member(app, member, id, |app, id| {
-        Ok(Json(app.driver.timeline(id)?).into_response())
     })
     .await
 }

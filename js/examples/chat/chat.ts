@@ -1,14 +1,19 @@
 // The reference chat page: messages and dividers from the server's
-// timeline, `/compact` as a client action with its progress, a task resumed
-// after a reload. Built into one script by `js/scripts/build-chat.mjs`;
+// timeline — the latest page of it, earlier pages on request, kept live by
+// a long poll that costs nothing while the conversation is idle —
+// `/compact` as a client action with its progress, a task resumed after a
+// reload. Built into one script by `js/scripts/build-chat.mjs`;
 // `foldline serve --web` serves it. Sign in with `#token=…&conversation=…`
 // in the address, or the form.
-import { createClient, ClientError, type Client, type TaskPointer } from "../../src/client.js";
+import { createClient, ClientError, type Client, type TaskPointer, type TimelineAnswer } from "../../src/client.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const list = $("timeline");
 const status = $("status");
 let running: TaskPointer | undefined;
+// How many of the latest items the page shows; "Show earlier" adds a page.
+const PAGE = 200;
+let limit = PAGE;
 
 function say(text: string): void {
   status.textContent = text;
@@ -20,12 +25,19 @@ function divider(kind: string, state: string, count: number, notice?: string): s
   return `${kind} compaction · ${count} turns folded into a summary`;
 }
 
-async function render(client: Client): Promise<void> {
-  // A conversation nobody has written to yet is empty, not an error.
-  const t = await client.timeline().catch((e: unknown) => {
-    if (e instanceof ClientError && e.code === "not_found") return { items: [] };
-    throw e;
+async function render(client: Client, waitMs = 0): Promise<void> {
+  const asked = limit;
+  // A conversation nobody has written to yet is empty, not an error (and
+  // has no tag to wait on: asked again a little later).
+  const t: TimelineAnswer = await client.timeline({ limit, waitMs }).catch(async (e: unknown) => {
+    if (!(e instanceof ClientError && e.code === "not_found")) throw e;
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, 1500));
+    return { items: [] };
   });
+  // A long poll that ended with nothing new leaves the page as it is, and
+  // one asked before "Show earlier" leaves it to the newer answer.
+  if ((t.unchanged && waitMs > 0) || asked !== limit) return;
+  $("earlier").hidden = t.earlier === undefined;
   const items = t.items.map((i) => {
     const li = document.createElement("li");
     if (i.type === "divider") {
@@ -50,8 +62,22 @@ async function render(client: Client): Promise<void> {
     items.push(li);
   }
   const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 40;
+  const fromBottom = list.scrollHeight - list.scrollTop;
   list.replaceChildren(...items);
-  if (atBottom) list.scrollTop = list.scrollHeight;
+  // At the bottom, stay there; else keep what was in view where it was
+  // (earlier items added above it).
+  list.scrollTop = atBottom ? list.scrollHeight : list.scrollHeight - fromBottom;
+}
+
+/** Follow the conversation: each answer comes when something was written. */
+async function live(client: Client): Promise<void> {
+  for (;;) {
+    try {
+      await render(client, 25_000);
+    } catch {
+      await new Promise((r) => setTimeout(r, 1500)); // the server is away: try again
+    }
+  }
 }
 
 async function follow(client: Client, task: TaskPointer): Promise<void> {
@@ -82,10 +108,16 @@ function start(token: string, conversation: string): void {
       say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
     }
   });
+  $("earlier").addEventListener("click", () => {
+    limit += PAGE;
+    render(client).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
+  });
   const pending = client.pending();
-  (pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
-  // Dividers of automatic compactions appear as the server makes them.
-  setInterval(() => void render(client).catch(() => undefined), 1500);
+  (pending ? follow(client, pending) : render(client))
+    .catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)))
+    // Messages of the room and dividers of automatic compactions appear as
+    // the server writes them.
+    .finally(() => void live(client));
 }
 
 const params = new URLSearchParams(location.hash.slice(1));

@@ -2,7 +2,7 @@
 // calls answer. js/src/driver.ts builds it; the modules beside this one carry
 // out each job.
 
-import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, FailureReport, Boundary, MemberInput } from "../types.js";
+import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, TimelinePage, FailureReport, Boundary, MemberInput } from "../types.js";
 import type { Journal } from "../journal/journal.js";
 import type { AiSdkMessage, AnthropicMessage, OpenAiChatMessage } from "../convert.js";
 import type { Model } from "../model/model.js";
@@ -178,8 +178,18 @@ export interface Compactor {
   onMessageAndContext<F extends Format = "foldline">(conversationId: string, options?: ContextOptions & { format?: F; render?: true }): Promise<{ outcome: OnMessageResult; context: RenderedSelection<MessagesOf[F]> }>;
   /** The manifest only when `render` is `false`. */
   onMessageAndContext<F extends Format = "foldline">(conversationId: string, options: ContextOptions & { format?: F; render: boolean }): Promise<{ outcome: OnMessageResult; context: Selection<MessagesOf[F]> }>;
-  /** The chat timeline; only boundaries the resolved chain accepts draw as completed. */
-  timeline(conversationId: string): Promise<Timeline>;
+  /**
+   * The chat timeline, or one page of it (`{ limit, before }`: the latest
+   * `limit` items below position `before`; walk back with the answer's
+   * `earlier`); only boundaries the resolved chain accepts draw as completed.
+   */
+  timeline(conversationId: string, page?: TimelinePage): Promise<Timeline>;
+  /**
+   * The journal position a timeline drawn now starts from (what is new is
+   * read first): the same position draws the same timeline, so a server
+   * answers `304` to a client whose timeline was drawn there.
+   */
+  position(conversationId: string): Promise<number>;
   /** The resolved chain. */
   resolve(conversationId: string): Promise<Resolution>;
 }

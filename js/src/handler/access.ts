@@ -5,7 +5,8 @@
 import { ApiError } from "./reply.js";
 import type { App } from "./state.js";
 
-async function sha256Hex(text: string): Promise<string> {
+/** The SHA-256 of `text` (UTF-8), in hex. */
+export async function sha256Hex(text: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
   return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
 }

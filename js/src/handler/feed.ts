@@ -15,14 +15,8 @@ const MAX_WAIT_MS = 25_000;
  * projects its timeline locally; with `wait` (at most 25 s) a long poll.
  */
 export async function feed(app: App, id: string, url: URL): Promise<Response> {
-  const num = (name: string) => {
-    const v = url.searchParams.get(name);
-    if (v === null) return 0;
-    if (!/^\d+$/.test(v)) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
-    return Number(v);
-  };
-  const after = num("after");
-  const deadline = Date.now() + Math.min(num("wait"), MAX_WAIT_MS);
+  const after = number(url, "after") ?? 0;
+  const deadline = waitDeadline(url);
   for (;;) {
     const found = await app.o.journal.readEvents(id, after);
     if (found.length > 0 || Date.now() >= deadline) {
@@ -38,10 +32,28 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
       }
       return json(200, { events, last: found.at(-1)?.seq ?? after, accepted, retired });
     }
-    await new Promise<void>((resolve) => {
-      const done = () => { clearTimeout(t); app.wakers.delete(done); resolve(); };
-      const t = setTimeout(done, Math.max(1, Math.min(app.pollMs, deadline - Date.now())));
-      app.wakers.add(done);
-    });
+    await nap(app, deadline);
   }
+}
+
+/** A whole-number query parameter, if given. */
+export function number(url: URL, name: string): number | undefined {
+  const v = url.searchParams.get(name);
+  if (v === null) return undefined;
+  if (!/^\d+$/.test(v)) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
+  return Number(v);
+}
+
+/** When a long poll's `wait` (at most 25 s) is up. */
+export function waitDeadline(url: URL): number {
+  return Date.now() + Math.min(number(url, "wait") ?? 0, MAX_WAIT_MS);
+}
+
+/** Wait for a write, at most until `deadline`: woken by this handler's writes, another's seen at the next poll. */
+export function nap(app: App, deadline: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => { clearTimeout(t); app.wakers.delete(done); resolve(); };
+    const t = setTimeout(done, Math.max(1, Math.min(app.pollMs, deadline - Date.now())));
+    app.wakers.add(done);
+  });
 }

@@ -10,6 +10,7 @@ import { FORMATS } from "../defaults.js";
 import { admitted, body, caller, checkId, decode, owned } from "./access.js";
 import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
 import { feed } from "./feed.js";
+import { timelineRoute } from "./timeline.js";
 import { ApiError, json } from "./reply.js";
 import { answering, schedule, wrote, type App } from "./state.js";
 import { condense, events } from "./tasks.js";
@@ -55,7 +56,7 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
       return feed(app, id, url);
     case "GET timeline":
       await admitted(app, id, member);
-      return json(200, await app.compactor.timeline(id));
+      return timelineRoute(app, req, id, url);
     case "GET verify": return verify(app, id, member);
     default:
       throw new ApiError(404, "not_found", "no such endpoint");

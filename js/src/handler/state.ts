@@ -19,6 +19,8 @@ export interface App {
   perMinute: number;
   answerLeaseMs: number;
   pollMs: number;
+  /** The declarations' hash, named in timeline tags (computed once). */
+  declarationsHash?: Promise<string>;
   /** Conversations with an automatic check running (`true`: one more asked for meanwhile). */
   checks: Map<string, boolean>;
   /** The answer holding each session, its lease and the compression state it captured. */

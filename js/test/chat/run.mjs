@@ -5,7 +5,9 @@
 // shows its progress, survives a reload mid-task (resumed from the task
 // pointer) and ends in a completed divider, and is never a message; a
 // server killed mid-task shows the generic failed divider once it is back;
-// the room member's `/compact` and a stranger get the member-facing refusals. Screenshots
+// the room member's `/compact` and a stranger get the member-facing refusals;
+// a long conversation opens on its latest page, earlier pages on request, and
+// an idle page fetches nothing (its long poll answers only a write). Screenshots
 // go to js/test/chat/out/.
 //   node test/chat/run.mjs [path/to/foldline]
 import { spawn } from "node:child_process";
@@ -190,6 +192,35 @@ try {
     await stranger.press("#text", "Enter");
     await until("the stranger's refusal", async () => /not signed in/.test(await stranger.locator("#status").textContent()));
     if ((await stranger.locator("li.message").count()) !== 0) throw new Error("a stranger sees the conversation");
+  });
+
+  await check("a long conversation opens on its latest page, shows earlier ones on request, and an idle page draws nothing", async () => {
+    const say = (body) => fetch(`${server.base}/api/conversations/long/messages`, {
+      method: "POST", headers: { authorization: "Bearer alice-token", "content-type": "application/json" }, body: JSON.stringify(body),
+    }).then(async (r) => { if (r.status !== 201) throw new Error(`post: ${r.status} ${await r.text()}`); });
+    await say(Array.from({ length: 260 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Note ${i}.` })));
+    const page = await (await browser.newContext()).newPage();
+    page.on("pageerror", (e) => errors.push(String(e)));
+    const drawn = [];
+    page.on("response", (r) => r.url().includes("/long/timeline") && drawn.push(r.status()));
+    await page.goto(`${server.base}/#token=alice-token&conversation=long`);
+    const notes = async () => (await page.locator("li.message").allTextContents()).map((t) => Number(/Note (\d+)\./.exec(t)?.[1] ?? -1)).filter((n) => n >= 0);
+    await until("the latest note", async () => (await notes()).includes(259));
+    // Settle (the automatic check after the append may still write), then
+    // stay idle: the page's long poll draws nothing while nothing is written.
+    await new Promise((r) => setTimeout(r, 2500));
+    const shown = await notes();
+    if (shown.length > 210 || shown.includes(0)) throw new Error(`the first page shows ${shown.length} notes from ${Math.min(...shown)}`);
+    if (!(await page.locator("#earlier").isVisible())) throw new Error("no way to earlier messages");
+    const idle = drawn.length;
+    await new Promise((r) => setTimeout(r, 4000));
+    if (drawn.length !== idle) throw new Error(`an idle page fetched the timeline: ${drawn.slice(idle)}`);
+    await say({ role: "assistant", content: "Note 260." });
+    await until("the new note, pushed by the long poll", async () => (await notes()).includes(260), 5000);
+    await page.click("#earlier");
+    await until("every note after Show earlier", async () => (await notes()).includes(0));
+    if (await page.locator("#earlier").isVisible()) throw new Error("Show earlier stays with nothing earlier");
+    await page.screenshot({ path: join(out, "5-long.png") });
   });
 
   await check("the page works with the keyboard and raised no script errors", async () => {

@@ -1,0 +1,89 @@
+//! `GET /api/conversations/{id}/timeline[?limit=N][&before=S][&wait=ms]`:
+//! the chat timeline, or one page of it (the latest `limit` items at
+//! positions below `before`; the answer's `earlier` asks for the page
+//! before), with an `ETag` naming the journal position and declarations it
+//! was drawn at. A client that sends the tag back in `If-None-Match` gets
+//! `304` while nothing was written, without the timeline being drawn again;
+//! with `wait` (at most 25,000 ms) the `304` waits until something is
+//! written or the time is up — a chat page follows the conversation at the
+//! cost of one position read per write, however long the conversation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use sha2::Digest as _;
+use tokio::time::Instant;
+
+use super::access::{admitted, blocking, Caller};
+use super::feed::{nap, number, wait_deadline};
+use super::reply::ApiError;
+use super::state::App;
+use crate::driver::Page;
+
+/// The route.
+pub async fn timeline(
+    State(app): State<Arc<App>>,
+    Caller(member): Caller,
+    Path(id): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let page = Page {
+        limit: number(&q, "limit")?,
+        before: number(&q, "before")?,
+    };
+    let deadline = wait_deadline(&q)?;
+    let known = headers
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut written = app.written.subscribe();
+    let (a, c) = (app.clone(), id.clone());
+    blocking(move || admitted(&a, &c, &member)).await?;
+    if let Some(known) = known {
+        loop {
+            let (a, c) = (app.clone(), id.clone());
+            let now = blocking(move || Ok(tag(&a, a.driver.position(&c)?))).await?;
+            if !matches(&known, &now) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Ok(tagged(StatusCode::NOT_MODIFIED.into_response(), &now));
+            }
+            nap(&app, &mut written, deadline).await;
+        }
+    }
+    let a = app.clone();
+    let (t, seq) = blocking(move || Ok(a.driver.timeline_at(&id, page)?)).await?;
+    Ok(tagged(Json(t).into_response(), &tag(&app, seq)))
+}
+
+/// The tag of a timeline drawn at `seq` under this server's declarations
+/// (another declaration draws other dividers from the same journal).
+fn tag(app: &App, seq: u64) -> String {
+    let under = sha2::Sha256::digest(app.driver.fingerprints().as_bytes());
+    let short: String = under[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{seq}-{short}\"")
+}
+
+/// Whether an `If-None-Match` list names `tag` (weak or strong, or `*`).
+fn matches(list: &str, tag: &str) -> bool {
+    list.split(',')
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == tag || t == "*")
+}
+
+/// `r` with its tag, to be revalidated on every use.
+fn tagged(mut r: Response, tag: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(tag) {
+        r.headers_mut().insert(ETAG, v);
+    }
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+    r
+}

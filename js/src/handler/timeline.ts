@@ -1,0 +1,48 @@
+// `…/timeline[?limit=N][&before=S][&wait=ms]`: the chat timeline or one page
+// of it, with an `ETag` naming the journal position and declarations it was
+// drawn at; `If-None-Match` with that tag is `304` while nothing was
+// written (with `wait`, a long poll). The Rust server's timeline.rs.
+
+import { canonical } from "../hash.js";
+import { sha256Hex } from "./access.js";
+import { nap, number, waitDeadline } from "./feed.js";
+import { json } from "./reply.js";
+import type { App } from "./state.js";
+
+/** The timeline route, for an admitted member. */
+export async function timelineRoute(app: App, req: Request, id: string, url: URL): Promise<Response> {
+  const page = { limit: number(url, "limit"), before: number(url, "before") };
+  const deadline = waitDeadline(url);
+  const known = req.headers.get("if-none-match");
+  if (known !== null) {
+    for (;;) {
+      const now = await tag(app, await app.compactor.position(id));
+      if (!matches(known, now)) break;
+      if (Date.now() >= deadline) return tagged(new Response(null, { status: 304 }), now);
+      await nap(app, deadline);
+    }
+  }
+  // The position is read before drawing: a write in between draws with
+  // this answer and is named by the next tag, never hidden behind this one.
+  const at = await app.compactor.position(id);
+  const t = await app.compactor.timeline(id, page);
+  return tagged(json(200, t), await tag(app, at));
+}
+
+/** The tag of a timeline drawn at `seq` under this handler's declarations. */
+async function tag(app: App, seq: number): Promise<string> {
+  app.declarationsHash ??= sha256Hex(canonical([app.o.declaration, app.o.compactorDeclaration ?? null]));
+  return `"${seq}-${(await app.declarationsHash).slice(0, 16)}"`;
+}
+
+/** Whether an `If-None-Match` list names `tag` (weak or strong, or `*`). */
+function matches(list: string, tag: string): boolean {
+  return list.split(",").map((t) => t.trim().replace(/^W\//, "")).some((t) => t === tag || t === "*");
+}
+
+/** `r` with its tag, to be revalidated on every use. */
+function tagged(r: Response, tag: string): Response {
+  r.headers.set("etag", tag);
+  r.headers.set("cache-control", "private, no-cache");
+  return r;
+}
