@@ -1,0 +1,117 @@
+"""What chat pages left open on a conversation cost `foldline serve` while
+nobody writes: each page drawing the whole timeline every 1.5 s (the chat
+page before timeline pages and tags) vs following it as the chat page does
+now (its latest 200 items once, then a long poll of `GET …/timeline` with
+`If-None-Match`, answered `304` without drawing). The server's CPU time
+(user + system, from /proc) over the same seconds, in one run. Prints one
+JSON object.
+
+    python3 tests/bench/idle_pages.py FOLDLINE [--quick]
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+binary, quick = sys.argv[1], "--quick" in sys.argv
+messages, pages, seconds = (2000, 5, 10.0) if quick else (5000, 10, 20.0)
+TOKEN = "bench-token"
+
+
+def ticks(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+
+
+def call(url, body=None, headers=None):
+    req = urllib.request.Request(url, data=body, headers={"Authorization": f"Bearer {TOKEN}", **(headers or {})})
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get("etag"), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("etag"), e.read()
+
+
+with tempfile.TemporaryDirectory() as d:
+    entry = subprocess.run([binary, "hash-token", "alice"], input=TOKEN, capture_output=True, text=True, check=True).stdout.strip()
+    open(f"{d}/members.json", "w").write(f'{{"members":[{entry}]}}')
+    server = subprocess.Popen([binary, "--journal", f"{d}/j.db", "serve", "--members", f"{d}/members.json", "--listen", "127.0.0.1:0"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        while "listening on" not in line:
+            line = server.stderr.readline()
+            if not line and server.poll() is not None:
+                sys.exit("foldline serve did not start")
+        base = re.search(r"listening on (http://\S+)", line).group(1) + "/api/conversations/idle"
+        threading.Thread(target=server.stderr.read, daemon=True).start()
+        for start in range(0, messages, 100):
+            batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"Message {i}: " + "about the plan " * 12}
+                     for i in range(start, min(start + 100, messages))]
+            status, _, body = call(f"{base}/messages", json.dumps(batch).encode())
+            assert status == 201, body
+        # Let the automatic checks finish: the tag stops moving.
+        last = None
+        while True:
+            time.sleep(1.0)
+            _, tag, _ = call(f"{base}/timeline?limit=1")
+            if tag == last:
+                break
+            last = tag
+
+        def measure(page):
+            stop = time.time() + seconds
+            sent = [0, 0]
+            threads = [threading.Thread(target=page, args=(stop, sent)) for _ in range(pages)]
+            t0 = ticks(server.pid)
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return (ticks(server.pid) - t0) * 1000 / os.sysconf("SC_CLK_TCK"), sent
+
+        def polling(stop, sent):
+            while time.time() < stop:
+                _, _, body = call(f"{base}/timeline")
+                sent[0] += 1
+                sent[1] += len(body)
+                time.sleep(1.5)
+
+        first = {}
+        for i in range(pages):  # each following page's first answer, before the clock
+            _, first[i], _ = call(f"{base}/timeline?limit=200")
+        order = iter(range(pages))
+
+        def following(stop, sent):
+            tag = first[next(order)]
+            while (left := stop - time.time()) > 0:
+                status, t, body = call(f"{base}/timeline?limit=200&wait={max(1, int(left * 1000))}", headers={"If-None-Match": tag})
+                tag = t or tag
+                sent[0] += 1
+                sent[1] += len(body)
+
+        poll_ms, poll_sent = measure(polling)
+        follow_ms, follow_sent = measure(following)
+        t = time.perf_counter()
+        call(f"{base}/timeline?limit=200")
+        page_ms = (time.perf_counter() - t) * 1e3
+        t = time.perf_counter()
+        call(f"{base}/timeline")
+        whole_ms = (time.perf_counter() - t) * 1e3
+    finally:
+        server.terminate()
+        server.wait()
+print(json.dumps({
+    "messages": messages, "pages": pages, "seconds": seconds,
+    "idle_poll_cpu_ms": poll_ms, "idle_poll_requests": poll_sent[0], "idle_poll_bytes": poll_sent[1],
+    "idle_follow_cpu_ms": follow_ms, "idle_follow_requests": follow_sent[0], "idle_follow_bytes": follow_sent[1],
+    "timeline_page_ms": page_ms, "timeline_whole_ms": whole_ms,
+}))
