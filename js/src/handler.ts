@@ -51,6 +51,7 @@ export function createHandler(o: HandlerOptions): Handler {
     rate: new Map(),
     running: new Set(),
     wakers: new Set(),
+    drawn: new Map(),
   };
   return (req, ctx) => route(app, req, ctx).catch(failure);
 }

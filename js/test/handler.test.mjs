@@ -97,3 +97,36 @@ test("the HTTP status of every code is the shared table's", async () => {
   }
   if (f.httpStatusOf("a_code_nobody_knows") !== table.default) throw new Error("the default differs");
 });
+
+// Pages following one conversation (a room's members, a member's tabs) all
+// wake on a write: they share one drawing of the timeline instead of one each.
+test("pages following one conversation share one drawing per write", async () => {
+  const { createClient } = await import("../dist/client.js");
+  const w = await world(f);
+  const pending = [];
+  const ctx = { waitUntil: (p) => pending.push(p) };
+  const through = (input, init) => w.fetch(new Request(input, init), ctx);
+  const page = () => createClient({ baseUrl: "http://local", token: ALICE, conversation: "shared", storage: null, fetch: through });
+  const alice = page();
+  for (let i = 0; i < 30; i++) await alice.send(`Message ${i}.`);
+  await Promise.allSettled(pending);
+  // A drawing reads the whole conversation (from position 0).
+  let drawings = 0;
+  const read = w.journal.readEvents.bind(w.journal);
+  w.journal.readEvents = (c, after) => {
+    if (c === "shared" && !after) drawings++;
+    return read(c, after);
+  };
+  const pages = Array.from({ length: 5 }, page);
+  for (const p of pages) await p.timeline({ limit: 10 });
+  if (drawings !== 1) throw new Error(`five first answers took ${drawings} drawings`);
+  drawings = 0;
+  const following = pages.map((p) => p.timeline({ limit: 10, waitMs: 10_000 }));
+  await new Promise((r) => setTimeout(r, 100));
+  await alice.send("A message for every page.");
+  const answers = await Promise.all(following);
+  if (answers.some((a) => a.unchanged || JSON.stringify(a.items) !== JSON.stringify(answers[0].items))) throw new Error("the pages answered differently");
+  if (!JSON.stringify(answers[0].items).includes("A message for every page.")) throw new Error("the write is not on the page");
+  if (drawings !== 1) throw new Error(`five pages woken by one write took ${drawings} drawings`);
+  await Promise.allSettled(pending);
+});

@@ -1,10 +1,11 @@
-"""What chat pages left open on a conversation cost `foldline serve` while
-nobody writes: each page drawing the whole timeline every 1.5 s (the chat
-page before timeline pages and tags) vs following it as the chat page does
-now (its latest 200 items once, then a long poll of `GET …/timeline` with
-`If-None-Match`, answered `304` without drawing). The server's CPU time
-(user + system, from /proc) over the same seconds, in one run. Prints one
-JSON object.
+"""What chat pages left open on a conversation cost `foldline serve`.
+While nobody writes: each page drawing the whole timeline every 1.5 s (the
+chat page before timeline pages and tags) vs following it as the chat page
+does now (its latest 200 items once, then a long poll of `GET …/timeline`
+with `If-None-Match`, answered `304` without drawing). While a member
+writes every second: N pages following it vs one (the pages that wake on a
+write share one drawing). The server's CPU time (user + system, from
+/proc) over the same seconds, in one run. Prints one JSON object.
 
     python3 tests/bench/idle_pages.py FOLDLINE [--quick]
 """
@@ -100,18 +101,47 @@ with tempfile.TemporaryDirectory() as d:
 
         poll_ms, poll_sent = measure(polling)
         follow_ms, follow_sent = measure(following)
+
+        # One drawing of a page no request asked for before, and of it all.
         t = time.perf_counter()
-        call(f"{base}/timeline?limit=200")
+        call(f"{base}/timeline?limit=199")
         page_ms = (time.perf_counter() - t) * 1e3
         t = time.perf_counter()
         call(f"{base}/timeline")
         whole_ms = (time.perf_counter() - t) * 1e3
+        idle_pages = pages
+
+        def room(n):
+            # n pages following while a member writes every second.
+            global pages, order
+            pages = n
+            for i in range(n):
+                _, first[i], _ = call(f"{base}/timeline?limit=200")
+            order = iter(range(n))
+            stop = time.time() + seconds
+
+            def writer():
+                k = 0
+                while time.time() < stop - 1:
+                    call(f"{base}/messages", json.dumps({"role": "user", "content": f"In the room, {k}."}).encode())
+                    k += 1
+                    time.sleep(1.0)
+            w = threading.Thread(target=writer)
+            w.start()
+            ms, _ = measure(following)
+            w.join()
+            return ms
+
+        room_pages = pages
+        room_many_ms = room(room_pages)
+        room_one_ms = room(1)
     finally:
         server.terminate()
         server.wait()
 print(json.dumps({
-    "messages": messages, "pages": pages, "seconds": seconds,
+    "messages": messages, "pages": idle_pages, "seconds": seconds,
     "idle_poll_cpu_ms": poll_ms, "idle_poll_requests": poll_sent[0], "idle_poll_bytes": poll_sent[1],
     "idle_follow_cpu_ms": follow_ms, "idle_follow_requests": follow_sent[0], "idle_follow_bytes": follow_sent[1],
     "timeline_page_ms": page_ms, "timeline_whole_ms": whole_ms,
+    "room_pages": room_pages, "room_many_cpu_ms": room_many_ms, "room_one_cpu_ms": room_one_ms,
 }))

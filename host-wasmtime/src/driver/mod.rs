@@ -594,7 +594,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
 /// Which part of the timeline to draw: the latest `limit` items at
 /// positions below `before` (the core's `TimelineRequest` fields); the
 /// default is all of it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Page {
     /// At most this many items, the latest (a position is never split).
     pub limit: Option<u64>,

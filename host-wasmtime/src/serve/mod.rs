@@ -20,6 +20,7 @@
 
 mod access;
 mod compression;
+mod drawn;
 mod feed;
 pub mod members;
 mod reply;

@@ -10,6 +10,7 @@ use foldline_core::event::Event;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::drawn::Drawn;
 use super::reply::ApiError;
 use super::store::Store;
 use super::{ServeConfig, ServeDriver};
@@ -105,6 +106,8 @@ pub struct App {
     pub stopping: CancellationToken,
     /// Bumped on every write this process makes; wakes event streams.
     pub written: tokio::sync::watch::Sender<u64>,
+    /// The timeline pages drawn last, shared by the requests that follow them.
+    pub drawn: Drawn,
 }
 
 impl App {
@@ -122,6 +125,7 @@ impl App {
             tracker: TaskTracker::new(),
             stopping: CancellationToken::new(),
             written: tokio::sync::watch::channel(0).0,
+            drawn: Drawn::default(),
         })
     }
 

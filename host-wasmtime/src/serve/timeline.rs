@@ -6,24 +6,27 @@
 //! `304` while nothing was written, without the timeline being drawn again;
 //! with `wait` (at most 25,000 ms) the `304` waits until something is
 //! written or the time is up — a chat page follows the conversation at the
-//! cost of one position read per write, however long the conversation.
+//! cost of one position read per write, however long the conversation; the
+//! pages that wake on one write share one drawing (`serve/drawn.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use sha2::Digest as _;
 use tokio::time::Instant;
 
 use super::access::{admitted, blocking, Caller};
+use super::drawn::{Answer, MAX_KEPT_BYTES};
 use super::feed::{nap, number, wait_deadline};
 use super::reply::ApiError;
 use super::state::App;
 use crate::driver::Page;
+use crate::error::HostError;
 
 /// The route.
 pub async fn timeline(
@@ -58,9 +61,30 @@ pub async fn timeline(
             nap(&app, &mut written, deadline).await;
         }
     }
+    // One drawing per page and write: requests for the same page wait on
+    // its slot while the first draws, then answer from it.
+    let slot = app.drawn.slot(&id, page);
+    let mut kept = slot.lock().await;
+    let (a, c) = (app.clone(), id.clone());
+    let now = blocking(move || Ok(tag(&a, a.driver.position(&c)?))).await?;
+    if let Some(k) = kept.as_ref().filter(|k| k.tag == now) {
+        return Ok(answer(k.body.clone(), &k.tag));
+    }
     let a = app.clone();
     let (t, seq) = blocking(move || Ok(a.driver.timeline_at(&id, page)?)).await?;
-    Ok(tagged(Json(t).into_response(), &tag(&app, seq)))
+    let body = Bytes::from(serde_json::to_vec(&t).map_err(|e| HostError::Input(e.to_string()))?);
+    let drawn = tag(&app, seq);
+    let r = answer(body.clone(), &drawn);
+    *kept = (body.len() <= MAX_KEPT_BYTES).then_some(Answer { tag: drawn, body });
+    Ok(r)
+}
+
+/// A timeline's JSON with its tag.
+fn answer(body: Bytes, tag: &str) -> Response {
+    tagged(
+        ([(CONTENT_TYPE, "application/json")], body).into_response(),
+        tag,
+    )
 }
 
 /// The tag of a timeline drawn at `seq` under this server's declarations

@@ -8,6 +8,9 @@ import type { Availability, Preferences } from "../types.js";
 import { ApiError } from "./reply.js";
 import type { CompressionStore, ExecutionContext, HandlerOptions, Owners } from "./api.js";
 
+/** The slot of one conversation's timeline page: the last answer drawn and the turn to draw. */
+export interface TimelineSlot { kept?: { tag: string; body: string }; turn: Promise<void>; users: number }
+
 /** The handler's state, shared by every request. */
 export interface App {
   o: HandlerOptions;
@@ -19,6 +22,8 @@ export interface App {
   perMinute: number;
   answerLeaseMs: number;
   pollMs: number;
+  /** The timeline pages drawn last, by conversation and page (`timeline.ts`). */
+  drawn: Map<string, TimelineSlot>;
   /** The declarations' hash, named in timeline tags (computed once). */
   declarationsHash?: Promise<string>;
   /** Conversations with an automatic check running (`true`: one more asked for meanwhile). */

@@ -1,13 +1,13 @@
 // `…/timeline[?limit=N][&before=S][&wait=ms]`: the chat timeline or one page
 // of it, with an `ETag` naming the journal position and declarations it was
 // drawn at; `If-None-Match` with that tag is `304` while nothing was
-// written (with `wait`, a long poll). The Rust server's timeline.rs.
+// written (with `wait`, a long poll); the pages that wake on one write share
+// one drawing. The Rust server's timeline.rs and drawn.rs.
 
 import { canonical } from "../hash.js";
 import { sha256Hex } from "./access.js";
 import { nap, number, waitDeadline } from "./feed.js";
-import { json } from "./reply.js";
-import type { App } from "./state.js";
+import type { App, TimelineSlot } from "./state.js";
 
 /** The timeline route, for an admitted member. */
 export async function timelineRoute(app: App, req: Request, id: string, url: URL): Promise<Response> {
@@ -22,11 +22,38 @@ export async function timelineRoute(app: App, req: Request, id: string, url: URL
       await nap(app, deadline);
     }
   }
-  // The position is read before drawing: a write in between draws with
-  // this answer and is named by the next tag, never hidden behind this one.
-  const at = await app.compactor.position(id);
-  const t = await app.compactor.timeline(id, page);
-  return tagged(json(200, t), await tag(app, at));
+  // One drawing per page and write: requests for the same page take turns
+  // on its slot; the first draws, the others answer from what it kept.
+  const slot = slotOf(app, `${id}\n${page.limit ?? ""}\n${page.before ?? ""}`);
+  slot.users++;
+  const turn = slot.turn.then(async () => {
+    // The position is read before drawing: a write in between draws with
+    // this answer and is named by the next tag, never hidden behind this one.
+    const now = await tag(app, await app.compactor.position(id));
+    if (slot.kept?.tag === now) return slot.kept;
+    const drawn = { tag: now, body: JSON.stringify(await app.compactor.timeline(id, page)) };
+    slot.kept = drawn.body.length <= MAX_KEPT_CHARS ? drawn : undefined;
+    return drawn;
+  });
+  slot.turn = turn.then(() => undefined, () => undefined);
+  try {
+    const { tag: t, body } = await turn;
+    return tagged(new Response(body, { status: 200, headers: { "content-type": "application/json" } }), t);
+  } finally {
+    slot.users--;
+  }
+}
+
+/** Slots kept before those no request is using are let go. */
+const MAX_SLOTS = 256;
+/** The largest answer kept (a page; a whole long timeline is drawn anew). */
+const MAX_KEPT_CHARS = 512 * 1024;
+
+function slotOf(app: App, key: string): TimelineSlot {
+  if (app.drawn.size >= MAX_SLOTS) for (const [k, s] of app.drawn) if (s.users === 0) app.drawn.delete(k);
+  let slot = app.drawn.get(key);
+  if (!slot) app.drawn.set(key, (slot = { turn: Promise.resolve(), users: 0 }));
+  return slot;
 }
 
 /** The tag of a timeline drawn at `seq` under this handler's declarations. */
