@@ -37,7 +37,7 @@ export interface ClientOptions {
    * with the chain's accepted and retired boundaries as the server last
    * answered them. Without it `localTimeline` is not available.
    */
-  project?: (events: unknown[], accepted: string[], retired: string[]) => { items: Array<Record<string, unknown>> };
+  project?: (events: unknown[], accepted: string[], retired: string[], page?: { limit?: number; before?: number }) => { items: Array<Record<string, unknown>>; earlier?: number };
 }
 
 /** One member-visible journal event, as the events route sends it. */
@@ -128,8 +128,8 @@ export interface Client {
   sync(waitMs?: number): Promise<number>;
   /** The local copy of the conversation's member-visible events, in order. */
   events(): readonly StoredEventCopy[];
-  /** The timeline projected locally from the local copy (needs `project`). */
-  localTimeline(): { items: Array<Record<string, unknown>> };
+  /** The timeline projected locally from the local copy (needs `project`), or a page of it as `timeline` takes one. */
+  localTimeline(page?: { limit?: number; before?: number }): { items: Array<Record<string, unknown>>; earlier?: number };
 }
 
 /** A timeline (or a page of it) as the server drew it. */
@@ -300,9 +300,9 @@ export function createClient(o: ClientOptions): Client {
     events() {
       return local;
     },
-    localTimeline() {
+    localTimeline(page) {
       if (!o.project) throw new TypeError("createClient: localTimeline needs the `project` option (the core's timeline)");
-      return o.project(local.map((e) => e.event), chain.accepted, chain.retired);
+      return o.project(local.map((e) => e.event), chain.accepted, chain.retired, page);
     },
   };
 }

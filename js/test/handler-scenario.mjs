@@ -394,6 +394,8 @@ export async function clientScenario(c) {
   const local = alice.localTimeline();
   const server = await alice.timeline();
   if (JSON.stringify(local) !== JSON.stringify(server)) throw new Error("the local projection differs from the server's");
+  const localPage = alice.localTimeline({ limit: 9 });
+  if (localPage.earlier === undefined || JSON.stringify(localPage) !== JSON.stringify(await alice.timeline({ limit: 9 }))) throw new Error("the local page differs from the server's");
   if ((await alice.sync()) !== 0) throw new Error("events taken twice");
   // Timeline pages, walked back by `earlier`, are the whole timeline; asked
   // again with nothing written, the wire says 304 and the kept answer

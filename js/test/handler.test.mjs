@@ -77,7 +77,7 @@ test("the chat client keeps a local copy and projects the timeline with the core
   const ctx = { waitUntil: (p) => pending.push(p) };
   await clientScenario({
     client,
-    project: (events, accepted, retired) => f.timeline(events, accepted, retired),
+    project: (events, accepted, retired, page) => f.timeline(events, accepted, retired, page),
     fetch: (input, init) => w.fetch(new Request(input, init), ctx),
     journal: (c) => w.journal.readEvents(c),
     setMode: w.setMode,

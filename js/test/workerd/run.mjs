@@ -110,7 +110,7 @@ export default {
     await node.init();
     await clientScenario({
       client,
-      project: (events, accepted, retired) => node.timeline(events, accepted, retired),
+      project: (events, accepted, retired, page) => node.timeline(events, accepted, retired, page),
       fetch: (input, init) => hmf.dispatchFetch(String(input).replace("http://local", base), init),
       journal: async (c) => ((await control(`/__test/journal?c=${encodeURIComponent(c)}`)) ?? []),
       setMode: (m) => control(`/__test/mode?m=${m}`),
