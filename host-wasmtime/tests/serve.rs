@@ -942,6 +942,21 @@ fn the_events_route_feeds_a_local_copy_resumable_by_position_with_a_long_poll() 
     assert!(v["accepted"].is_array() && v["retired"].is_array(), "{v}");
     assert_eq!(all.last().unwrap()["seq"].as_u64(), Some(last));
     assert!(all.iter().all(|e| e["event"]["type"].is_string()));
+    assert_eq!(v["more"], false);
+    // In pages of 4, walked by `last` while `more`: the same events.
+    let (mut paged, mut after) = (Vec::new(), 0);
+    loop {
+        let url = format!("{conv}/events?after={after}&limit=4");
+        let (_, p) = call("GET", &url, Some(ALICE), None);
+        let events = p["events"].as_array().unwrap();
+        assert!(events.len() <= 4);
+        paged.extend(events.iter().cloned());
+        after = p["last"].as_u64().unwrap();
+        if p["more"] != true {
+            break;
+        }
+    }
+    assert_eq!(paged, all);
     // Resumed from a position: only what follows it.
     let (_, v) = call(
         "GET",

@@ -122,8 +122,8 @@ export interface Client {
   timeline(page?: { limit?: number; before?: number; waitMs?: number }): Promise<TimelineAnswer>;
   /**
    * Bring the local copy up to date: the member-visible events after the
-   * last one held (waiting up to `waitMs` for something new: a long poll).
-   * Answers how many arrived.
+   * last one held, page after page (waiting up to `waitMs` for something
+   * new: a long poll). Answers how many arrived.
    */
   sync(waitMs?: number): Promise<number>;
   /** The local copy of the conversation's member-visible events, in order. */
@@ -287,15 +287,21 @@ export function createClient(o: ClientOptions): Client {
       return answer;
     },
     async sync(waitMs = 0) {
-      const after = local.at(-1)?.seq ?? 0;
-      const res = await f(`${base}/events?after=${after}&wait=${Math.max(0, Math.floor(waitMs))}`, { headers: auth });
-      if (!res.ok) return refused(res);
-      const body = (await res.json()) as { events: StoredEventCopy[]; accepted?: string[]; retired?: string[] };
-      // Positions only grow: anything at or before what is held is not taken twice.
-      const fresh = body.events.filter((e) => e.seq > after);
-      local.push(...fresh);
-      chain = { accepted: body.accepted ?? chain.accepted, retired: body.retired ?? chain.retired };
-      return fresh.length;
+      // Page after page (the server answers at most a page, with `more`),
+      // the first of them a long poll.
+      let taken = 0;
+      for (let wait = Math.max(0, Math.floor(waitMs)); ; wait = 0) {
+        const after = local.at(-1)?.seq ?? 0;
+        const res = await f(`${base}/events?after=${after}&wait=${wait}`, { headers: auth });
+        if (!res.ok) return refused(res);
+        const body = (await res.json()) as { events: StoredEventCopy[]; more?: boolean; accepted?: string[]; retired?: string[] };
+        // Positions only grow: anything at or before what is held is not taken twice.
+        const fresh = body.events.filter((e) => e.seq > after);
+        local.push(...fresh);
+        taken += fresh.length;
+        chain = { accepted: body.accepted ?? chain.accepted, retired: body.retired ?? chain.retired };
+        if (!body.more || fresh.length === 0) return taken;
+      }
     },
     events() {
       return local;

@@ -366,7 +366,10 @@ export async function scenario(api) {
  * setMode(mode) }` — the handler may run in this process or in workerd.
  */
 export async function clientScenario(c) {
-  const alice = c.client.createClient({ baseUrl: "http://local", token: ALICE, conversation: "feed", storage: null, fetch: c.fetch, project: c.project });
+  // Pages of 7 events (the server answers at most a page, with `more`):
+  // `sync` reads page after page.
+  const paged = (u, i) => c.fetch(String(u).includes("/events?") ? `${u}&limit=7` : u, i);
+  const alice = c.client.createClient({ baseUrl: "http://local", token: ALICE, conversation: "feed", storage: null, fetch: paged, project: c.project });
   const until = async (what, ok) => {
     for (let i = 0; i < 400; i++) {
       if (ok((await c.journal("feed")).map((s) => s.event))) return;
@@ -429,6 +432,8 @@ export async function clientScenario(c) {
   await new Promise((r) => setTimeout(r, 50));
   await alice.send("One more thing.");
   if ((await waiting) < 1) throw new Error("the long poll missed the write");
+  const page = await (await c.fetch("http://local/api/conversations/feed/events?after=0&limit=5", { headers: { authorization: `Bearer ${ALICE}` } })).json();
+  if (page.events.length !== 5 || page.more !== true || page.last !== page.events[4].seq) throw new Error(`a page of 5: ${page.events.length} events, more ${page.more}`);
   const bad = await c.fetch("http://local/api/conversations/feed/events?after=x", { headers: { authorization: `Bearer ${ALICE}` } });
   if (bad.status !== 400) throw new Error(`after=x answered ${bad.status}`);
 }

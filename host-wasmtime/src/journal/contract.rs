@@ -6,7 +6,7 @@
 //! It checks, in order: the append check (a forged content hash, a wrong
 //! route, nothing written), turn claims (a reused turn id with other content
 //! refused, an identical repeat accepted), compare-and-append, hashing at
-//! entry, appenders racing on one conversation (and on its first position),
+//! entry, pages of a read, appenders racing on one conversation (and on its first position),
 //! the fenced writer lease, one boundary per chain slot (through a
 //! real compaction by a [`Driver`]), packets by id, a chain that verifies,
 //! and the progress watermark when the journal keeps one (the trait's
@@ -113,6 +113,12 @@ fn appends_compare_and_append<J: Journal + ?Sized>(j: &J) {
     );
     // Turns are hashed once, when they enter.
     assert!(matches!(&read[0].event, Event::Message(m) if m.content_hash.is_some()));
+    // A page is the first `limit` of what a read from the same position reads.
+    for (since, limit) in [(0, 7), (5, 1), (110, 50), (500, 3)] {
+        let all = j.read_events("c", since).unwrap();
+        let page = j.read_events_page("c", since, limit).unwrap();
+        assert_eq!(page, all[..limit.min(all.len())], "from {since}, {limit}");
+    }
 }
 
 /// Rule 2 (turn ids): a turn id names one message — reused with other content

@@ -43,6 +43,23 @@ pub trait Journal: Send + Sync {
     /// # Errors
     /// Storage failures.
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>>;
+    /// At most `limit` of the events [`Journal::read_events`] reads, the
+    /// first of them: a page, so that a reader of a long conversation does
+    /// not hold all of it at once. The default reads all and keeps the
+    /// page; the SQLite and PostgreSQL journals read only the page.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn read_events_page(
+        &self,
+        conversation: &str,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let mut all = self.read_events(conversation, since)?;
+        all.truncate(limit);
+        Ok(all)
+    }
     /// The one write: append events atomically (all or none), checked
     /// first ([`check_batch`]); at position `expected` when given
     /// (compare-and-append) and, with `fence`, only if no newer writer lease
@@ -304,6 +321,14 @@ pub fn fork() -> HostError {
 impl<T: Journal + ?Sized> Journal for Box<T> {
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
         (**self).read_events(conversation, since)
+    }
+    fn read_events_page(
+        &self,
+        conversation: &str,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        (**self).read_events_page(conversation, since, limit)
     }
     fn append_batch(
         &self,

@@ -175,12 +175,22 @@ impl PgJournal {
 
 impl Journal for PgJournal {
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        self.read_events_page(conversation, since, usize::MAX)
+    }
+
+    fn read_events_page(
+        &self,
+        conversation: &str,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
         // Prepared once per connection (`pg_pool.rs`): one round trip per
         // statement, as every statement of a message below.
         let since = i64::try_from(since).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.conn()?.rows(
-            "SELECT seq, body FROM foldline_events WHERE conversation = $1 AND seq > $2 ORDER BY seq",
-            &[&conversation, &since],
+            "SELECT seq, body FROM foldline_events WHERE conversation = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            &[&conversation, &since, &limit],
         )?;
         rows.iter()
             .map(|r| {

@@ -157,11 +157,21 @@ impl SqliteJournal {
 
 impl Journal for SqliteJournal {
     fn read_events(&self, conversation: &str, since: u64) -> Result<Vec<StoredEvent>> {
+        self.read_events_page(conversation, since, usize::MAX)
+    }
+
+    fn read_events_page(
+        &self,
+        conversation: &str,
+        since: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
         let conn = self.conn();
         let mut st = conn.prepare_cached(
-            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq",
+            "SELECT seq, body FROM events WHERE conversation = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
-        let rows = st.query_map(params![conversation, since as i64], |r| {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = st.query_map(params![conversation, since as i64, limit], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
         })?;
         let mut out = Vec::new();

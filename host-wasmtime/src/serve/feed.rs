@@ -1,5 +1,7 @@
-//! `GET /api/conversations/{id}/events?after=N[&wait=ms]`: the conversation's
-//! member-visible events after journal position `N`, with the chain's
+//! `GET /api/conversations/{id}/events?after=N[&limit=L][&wait=ms]`: the
+//! conversation's member-visible events after journal position `N`, at
+//! most `L` (and at most 1,000: `more` says the page was full, ask again
+//! from `last`), with the chain's
 //! `accepted` and `retired` boundary ids, for a client that keeps its own
 //! copy and projects the timeline locally (with the same `.wasm`:
 //! `timeline(events, accepted, retired)`). Long poll: with `wait` (at most 25,000 ms) the answer
@@ -27,6 +29,10 @@ use crate::journal::StoredEvent;
 
 /// The longest a long poll waits.
 pub const MAX_WAIT_MS: u64 = 25_000;
+
+/// The most events one answer holds (and the default `limit`): a long
+/// conversation is read in pages, never all at once.
+pub const MAX_PAGE_EVENTS: u64 = 1_000;
 
 /// An event as a member may see it.
 pub fn member_visible(mut s: StoredEvent) -> StoredEvent {
@@ -69,15 +75,19 @@ pub async fn events(
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let after = number(&q, "after")?.unwrap_or(0);
+    let limit =
+        number(&q, "limit")?.map_or(MAX_PAGE_EVENTS, |l| l.clamp(1, MAX_PAGE_EVENTS)) as usize;
     let deadline = wait_deadline(&q)?;
     let mut written = app.written.subscribe();
     let (a, c) = (app.clone(), id.clone());
     blocking(move || admitted(&a, &c, &member)).await?;
     loop {
         let (a, c) = (app.clone(), id.clone());
-        let found = blocking(move || Ok(a.driver.journal().read_events(&c, after)?)).await?;
+        let found =
+            blocking(move || Ok(a.driver.journal().read_events_page(&c, after, limit)?)).await?;
         if !found.is_empty() || Instant::now() >= deadline {
             let last = found.last().map_or(after, |s| s.seq);
+            let more = found.len() == limit;
             let events: Vec<_> = found
                 .into_iter()
                 .map(member_visible)
@@ -95,6 +105,7 @@ pub async fn events(
             return Ok(Json(json!({
                 "events": events,
                 "last": last,
+                "more": more,
                 "accepted": accepted,
                 "retired": retired,
             }))

@@ -9,6 +9,9 @@ import type { App } from "./state.js";
 /** The longest a long poll of `…/events` waits. */
 const MAX_WAIT_MS = 25_000;
 
+/** The most events one answer holds (and the default `limit`). */
+const MAX_PAGE_EVENTS = 1_000;
+
 /**
  * `…/events?after=N[&wait=ms]`: the member-visible events after position
  * `N` (a failed compaction's audit reason taken out), for a client that
@@ -16,9 +19,10 @@ const MAX_WAIT_MS = 25_000;
  */
 export async function feed(app: App, id: string, url: URL): Promise<Response> {
   const after = number(url, "after") ?? 0;
+  const limit = Math.min(Math.max(number(url, "limit") ?? MAX_PAGE_EVENTS, 1), MAX_PAGE_EVENTS);
   const deadline = waitDeadline(url);
   for (;;) {
-    const found = await app.o.journal.readEvents(id, after);
+    const found = (await app.o.journal.readEvents(id, after)).slice(0, limit);
     if (found.length > 0 || Date.now() >= deadline) {
       const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
       // The chain's verdict, for the local projection.
@@ -30,7 +34,7 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
       } catch (e) {
         if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
       }
-      return json(200, { events, last: found.at(-1)?.seq ?? after, accepted, retired });
+      return json(200, { events, last: found.at(-1)?.seq ?? after, more: found.length === limit, accepted, retired });
     }
     await nap(app, deadline);
   }
