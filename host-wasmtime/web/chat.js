@@ -86,6 +86,23 @@ async function followTask(f, baseUrl, auth, keep, task, onEvent, signal) {
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+async function timelinePage(f, base, auth, drawn, page) {
+  const q = new URLSearchParams();
+  if (page.limit !== void 0) q.set("limit", String(page.limit));
+  if (page.before !== void 0) q.set("before", String(page.before));
+  const url = `${base}/timeline${q.toString() ? `?${q}` : ""}`;
+  const held = drawn.get(url);
+  if (held && page.waitMs) q.set("wait", String(Math.max(0, Math.floor(page.waitMs))));
+  const res = await f(q.has("wait") ? `${base}/timeline?${q}` : url, {
+    headers: held ? { ...auth, "if-none-match": held.tag } : auth
+  });
+  if (res.status === 304 && held) return { ...held.answer, unchanged: true };
+  if (!res.ok) return refused(res);
+  const answer = await res.json();
+  const tag = res.headers.get("etag");
+  if (tag) drawn.set(url, { tag, answer });
+  return answer;
+}
 function createClient(o) {
   const local = [];
   const drawn = /* @__PURE__ */ new Map();
@@ -123,39 +140,27 @@ function createClient(o) {
     compact,
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
-    async timeline(page = {}) {
-      const q = new URLSearchParams();
-      if (page.limit !== void 0) q.set("limit", String(page.limit));
-      if (page.before !== void 0) q.set("before", String(page.before));
-      const url = `${base}/timeline${q.toString() ? `?${q}` : ""}`;
-      const held = drawn.get(url);
-      if (held && page.waitMs) q.set("wait", String(Math.max(0, Math.floor(page.waitMs))));
-      const res = await f(q.has("wait") ? `${base}/timeline?${q}` : url, {
-        headers: held ? { ...auth, "if-none-match": held.tag } : auth
-      });
-      if (res.status === 304 && held) return { ...held.answer, unchanged: true };
-      if (!res.ok) return refused(res);
-      const answer = await res.json();
-      const tag = res.headers.get("etag");
-      if (tag) drawn.set(url, { tag, answer });
-      return answer;
-    },
+    timeline: (page = {}) => timelinePage(f, base, auth, drawn, page),
     async sync(waitMs = 0) {
-      const after = local.at(-1)?.seq ?? 0;
-      const res = await f(`${base}/events?after=${after}&wait=${Math.max(0, Math.floor(waitMs))}`, { headers: auth });
-      if (!res.ok) return refused(res);
-      const body = await res.json();
-      const fresh = body.events.filter((e) => e.seq > after);
-      local.push(...fresh);
-      chain = { accepted: body.accepted ?? chain.accepted, retired: body.retired ?? chain.retired };
-      return fresh.length;
+      let taken = 0;
+      for (let wait = Math.max(0, Math.floor(waitMs)); ; wait = 0) {
+        const after = local.at(-1)?.seq ?? 0;
+        const res = await f(`${base}/events?after=${after}&wait=${wait}`, { headers: auth });
+        if (!res.ok) return refused(res);
+        const body = await res.json();
+        const fresh = body.events.filter((e) => e.seq > after);
+        local.push(...fresh);
+        taken += fresh.length;
+        chain = { accepted: body.accepted ?? chain.accepted, retired: body.retired ?? chain.retired };
+        if (!body.more || fresh.length === 0) return taken;
+      }
     },
     events() {
       return local;
     },
-    localTimeline() {
+    localTimeline(page) {
       if (!o.project) throw new TypeError("createClient: localTimeline needs the `project` option (the core's timeline)");
-      return o.project(local.map((e) => e.event), chain.accepted, chain.retired);
+      return o.project(local.map((e) => e.event), chain.accepted, chain.retired, page);
     }
   };
 }

@@ -227,17 +227,39 @@ async function followTask(
   }
 }
 
+/** Kept timeline answers, by the page's URL, with their tags. */
+type Drawn = Map<string, { tag: string; answer: TimelineAnswer }>;
+
+/** A timeline page: asked with the kept tag (a `304` answers the kept page), and kept with the new one. */
+async function timelinePage(f: typeof fetch, base: string, auth: Record<string, string>, drawn: Drawn, page: { limit?: number; before?: number; waitMs?: number }): Promise<TimelineAnswer> {
+  const q = new URLSearchParams();
+  if (page.limit !== undefined) q.set("limit", String(page.limit));
+  if (page.before !== undefined) q.set("before", String(page.before));
+  const url = `${base}/timeline${q.toString() ? `?${q}` : ""}`;
+  const held = drawn.get(url);
+  if (held && page.waitMs) q.set("wait", String(Math.max(0, Math.floor(page.waitMs))));
+  const res = await f(q.has("wait") ? `${base}/timeline?${q}` : url, {
+    headers: held ? { ...auth, "if-none-match": held.tag } : auth,
+  });
+  if (res.status === 304 && held) return { ...held.answer, unchanged: true };
+  if (!res.ok) return refused(res);
+  const answer = (await res.json()) as TimelineAnswer;
+  const tag = res.headers.get("etag");
+  if (tag) drawn.set(url, { tag, answer });
+  return answer;
+}
+
+/** A member's client of one conversation on `foldline serve` or the edge handler. */
 export function createClient(o: ClientOptions): Client {
   const local: StoredEventCopy[] = [];
   // The last answer of each timeline page and its tag.
-  const drawn = new Map<string, { tag: string; answer: TimelineAnswer }>();
+  const drawn: Drawn = new Map();
   let chain: { accepted: string[]; retired: string[] } = { accepted: [], retired: [] };
   const f = o.fetch ?? ((...a: Parameters<typeof fetch>) => fetch(...a));
   const storage = o.storage === undefined ? (globalThis as { localStorage?: TaskStorage }).localStorage : o.storage ?? undefined;
   const base = `${o.baseUrl.replace(/\/$/, "")}/api/conversations/${encodeURIComponent(o.conversation)}`;
   const key = `foldline:task:${o.baseUrl}:${o.conversation}`;
   const auth = { authorization: `Bearer ${o.token}` };
-
 
   function keep(p: TaskPointer | undefined): void {
     if (!storage) return;
@@ -269,23 +291,7 @@ export function createClient(o: ClientOptions): Client {
     compact,
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
-    async timeline(page = {}) {
-      const q = new URLSearchParams();
-      if (page.limit !== undefined) q.set("limit", String(page.limit));
-      if (page.before !== undefined) q.set("before", String(page.before));
-      const url = `${base}/timeline${q.toString() ? `?${q}` : ""}`;
-      const held = drawn.get(url);
-      if (held && page.waitMs) q.set("wait", String(Math.max(0, Math.floor(page.waitMs))));
-      const res = await f(q.has("wait") ? `${base}/timeline?${q}` : url, {
-        headers: held ? { ...auth, "if-none-match": held.tag } : auth,
-      });
-      if (res.status === 304 && held) return { ...held.answer, unchanged: true };
-      if (!res.ok) return refused(res);
-      const answer = (await res.json()) as TimelineAnswer;
-      const tag = res.headers.get("etag");
-      if (tag) drawn.set(url, { tag, answer });
-      return answer;
-    },
+    timeline: (page = {}) => timelinePage(f, base, auth, drawn, page),
     async sync(waitMs = 0) {
       // Page after page (the server answers at most a page, with `more`),
       // the first of them a long poll.
