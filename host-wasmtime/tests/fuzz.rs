@@ -136,6 +136,7 @@ fn crashable(inner: SqliteJournal, armed: Arc<Mutex<Armed>>) -> Intercept<Sqlite
         inner,
         packet_reads: Default::default(),
         reads: Default::default(),
+        whole_reads: Default::default(),
         crash: Box::new(move |w| {
             let mut a = armed.lock().unwrap_or_else(|p| p.into_inner());
             let hit = match w {

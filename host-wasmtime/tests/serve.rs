@@ -1076,3 +1076,132 @@ fn the_timeline_route_answers_pages_and_304_while_nothing_is_written() {
     let (s, v) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
     assert_eq!((s, code(&v)), (403, "not_owner"));
 }
+
+/// The pages following one conversation all wake on a write and share one
+/// drawing of their page (in-process, so the journal's whole reads — one
+/// per drawing — can be counted).
+#[test]
+fn pages_woken_by_one_write_share_one_drawing() {
+    use foldline_wasmtime::serve::{Location, Members, ServeConfig};
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let journal = Arc::new(support::intercept::Intercept::counting(
+        SqliteJournal::open(&db).unwrap(),
+    ));
+    let members = Members::parse(
+        &json!({"members": [{"id": "alice", "tokenSha256": hash_token(ALICE)}]}).to_string(),
+    )
+    .unwrap();
+    let server = foldline_wasmtime::serve::Server::open(
+        foldline_wasmtime::driver::Driver::checked(
+            foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
+            Box::new(Shared(journal.clone())) as Box<dyn Journal>,
+            Box::new(foldline_wasmtime::model::Extractive)
+                as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+            foldline_core::declaration::Declaration::new("assistant", "assistant-compactor"),
+        )
+        .unwrap(),
+        ServeConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            Location::Sqlite(db),
+            members,
+        ),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let base = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, server.router()).await });
+        base
+    });
+    let conv = format!("{base}/api/conversations/shared");
+    append_turns(&base, "shared", 0..12);
+    // Settled: the tag stops moving.
+    let mut seen = String::new();
+    let tag = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let (_, tag, _) = get_tagged(&format!("{conv}/timeline?limit=5"), ALICE, None);
+        if tag == seen {
+            break tag;
+        }
+        seen = tag;
+    };
+    let whole = || journal.whole_reads.load(Ordering::SeqCst);
+    let before = whole();
+    let pages: Vec<_> = (0..5)
+        .map(|_| {
+            let (url, tag) = (format!("{conv}/timeline?limit=5&wait=20000"), tag.clone());
+            std::thread::spawn(move || get_tagged(&url, ALICE, Some(&tag)))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    append_turns(&base, "shared", 12..13);
+    let answers: Vec<_> = pages.into_iter().map(|p| p.join().unwrap()).collect();
+    assert!(answers
+        .iter()
+        .all(|(s, t, v)| *s == 200 && *t != tag && *v == answers[0].2));
+    // One drawing for the five (the append's own reads start past 0; a
+    // compaction check that wrote after it would make a second).
+    let drawings = whole() - before;
+    assert!(
+        drawings <= 2,
+        "five pages woken by one write took {drawings} drawings"
+    );
+    drop(rt);
+}
+
+/// A journal shared with the test, to count its reads.
+struct Shared<J>(Arc<J>);
+
+impl<J: Journal> Journal for Shared<J> {
+    fn read_events(
+        &self,
+        c: &str,
+        since: u64,
+    ) -> foldline_wasmtime::Result<Vec<foldline_wasmtime::journal::StoredEvent>> {
+        self.0.read_events(c, since)
+    }
+    fn append_batch(
+        &self,
+        c: &str,
+        events: &[Event],
+        expected: Option<u64>,
+        fence: Option<u64>,
+    ) -> foldline_wasmtime::Result<u64> {
+        self.0.append_batch(c, events, expected, fence)
+    }
+    fn put_packet(
+        &self,
+        c: &str,
+        p: &foldline_core::packet::Packet,
+    ) -> foldline_wasmtime::Result<()> {
+        self.0.put_packet(c, p)
+    }
+    fn get_packet(
+        &self,
+        c: &str,
+        id: &str,
+    ) -> foldline_wasmtime::Result<Option<foldline_core::packet::Packet>> {
+        self.0.get_packet(c, id)
+    }
+    fn list_packets(
+        &self,
+        c: &str,
+    ) -> foldline_wasmtime::Result<Vec<foldline_core::packet::Packet>> {
+        self.0.list_packets(c)
+    }
+    fn acquire_lease(
+        &self,
+        c: &str,
+        holder: &str,
+        now_ms: u64,
+        ttl_ms: u64,
+    ) -> foldline_wasmtime::Result<Option<u64>> {
+        self.0.acquire_lease(c, holder, now_ms, ttl_ms)
+    }
+    fn release_lease(&self, c: &str, holder: &str) -> foldline_wasmtime::Result<()> {
+        self.0.release_lease(c, holder)
+    }
+}

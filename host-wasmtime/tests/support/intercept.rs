@@ -28,6 +28,8 @@ pub struct Intercept<J> {
     pub crash: Box<dyn Fn(Write<'_>) -> bool + Send + Sync>,
     /// Reads of events so far.
     pub reads: std::sync::atomic::AtomicUsize,
+    /// Reads of a whole conversation (from position 0) so far.
+    pub whole_reads: std::sync::atomic::AtomicUsize,
     /// Reads of packets so far.
     pub packet_reads: std::sync::atomic::AtomicUsize,
 }
@@ -39,6 +41,7 @@ impl<J> Intercept<J> {
             inner,
             crash: Box::new(|_| false),
             reads: Default::default(),
+            whole_reads: Default::default(),
             packet_reads: Default::default(),
         }
     }
@@ -51,6 +54,10 @@ impl<J: Journal> Journal for Intercept<J> {
     fn read_events(&self, c: &str, since: u64) -> Result<Vec<StoredEvent>> {
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if since == 0 {
+            self.whole_reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.inner.read_events(c, since)
     }
     fn append_batch(
