@@ -1086,9 +1086,8 @@ fn pages_woken_by_one_write_share_one_drawing() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
-    let journal = Arc::new(support::intercept::Intercept::counting(
-        SqliteJournal::open(&db).unwrap(),
-    ));
+    let journal = support::intercept::Intercept::counting(SqliteJournal::open(&db).unwrap());
+    let whole_reads = journal.whole_reads.clone();
     let members = Members::parse(
         &json!({"members": [{"id": "alice", "tokenSha256": hash_token(ALICE)}]}).to_string(),
     )
@@ -1096,7 +1095,7 @@ fn pages_woken_by_one_write_share_one_drawing() {
     let server = foldline_wasmtime::serve::Server::open(
         foldline_wasmtime::driver::Driver::checked(
             foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
-            Box::new(Shared(journal.clone())) as Box<dyn Journal>,
+            Box::new(journal) as Box<dyn Journal>,
             Box::new(foldline_wasmtime::model::Extractive)
                 as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
             foldline_core::declaration::Declaration::new("assistant", "assistant-compactor"),
@@ -1128,7 +1127,7 @@ fn pages_woken_by_one_write_share_one_drawing() {
         }
         seen = tag;
     };
-    let whole = || journal.whole_reads.load(Ordering::SeqCst);
+    let whole = || whole_reads.load(Ordering::SeqCst);
     let before = whole();
     let pages: Vec<_> = (0..5)
         .map(|_| {
@@ -1150,58 +1149,4 @@ fn pages_woken_by_one_write_share_one_drawing() {
         "five pages woken by one write took {drawings} drawings"
     );
     drop(rt);
-}
-
-/// A journal shared with the test, to count its reads.
-struct Shared<J>(Arc<J>);
-
-impl<J: Journal> Journal for Shared<J> {
-    fn read_events(
-        &self,
-        c: &str,
-        since: u64,
-    ) -> foldline_wasmtime::Result<Vec<foldline_wasmtime::journal::StoredEvent>> {
-        self.0.read_events(c, since)
-    }
-    fn append_batch(
-        &self,
-        c: &str,
-        events: &[Event],
-        expected: Option<u64>,
-        fence: Option<u64>,
-    ) -> foldline_wasmtime::Result<u64> {
-        self.0.append_batch(c, events, expected, fence)
-    }
-    fn put_packet(
-        &self,
-        c: &str,
-        p: &foldline_core::packet::Packet,
-    ) -> foldline_wasmtime::Result<()> {
-        self.0.put_packet(c, p)
-    }
-    fn get_packet(
-        &self,
-        c: &str,
-        id: &str,
-    ) -> foldline_wasmtime::Result<Option<foldline_core::packet::Packet>> {
-        self.0.get_packet(c, id)
-    }
-    fn list_packets(
-        &self,
-        c: &str,
-    ) -> foldline_wasmtime::Result<Vec<foldline_core::packet::Packet>> {
-        self.0.list_packets(c)
-    }
-    fn acquire_lease(
-        &self,
-        c: &str,
-        holder: &str,
-        now_ms: u64,
-        ttl_ms: u64,
-    ) -> foldline_wasmtime::Result<Option<u64>> {
-        self.0.acquire_lease(c, holder, now_ms, ttl_ms)
-    }
-    fn release_lease(&self, c: &str, holder: &str) -> foldline_wasmtime::Result<()> {
-        self.0.release_lease(c, holder)
-    }
 }

@@ -28,8 +28,9 @@ pub struct Intercept<J> {
     pub crash: Box<dyn Fn(Write<'_>) -> bool + Send + Sync>,
     /// Reads of events so far.
     pub reads: std::sync::atomic::AtomicUsize,
-    /// Reads of a whole conversation (from position 0) so far.
-    pub whole_reads: std::sync::atomic::AtomicUsize,
+    /// Reads of a whole conversation (from position 0) so far (shared: a
+    /// test keeps a handle on it after the journal moved into a driver).
+    pub whole_reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Reads of packets so far.
     pub packet_reads: std::sync::atomic::AtomicUsize,
 }
