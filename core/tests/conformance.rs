@@ -1394,6 +1394,13 @@ fn gen_timeline() -> Vec<Value> {
         &[("/ok/items/1/sourceSeq", json!(2))],
     );
     g.add(
+        "page-past-32-bits",
+        "a limit past 32 bits is every item, in WebAssembly as natively",
+        "timeline",
+        json!({"events": v(&s.events), "limit": 4_294_967_297_u64}),
+        &[("/ok/items/0/sourceSeq", json!(1))],
+    );
+    g.add(
         "page-of-none",
         "a page of no items only checks the events: `earlier` asks for everything",
         "timeline",

@@ -132,7 +132,8 @@ pub enum TimelineItem {
 pub struct Timeline {
     /// Items in order.
     pub items: Vec<TimelineItem>,
-    /// A page left earlier items out: the `before` that asks for them.
+    /// A page left earlier items out: the `before` that asks for them (one
+    /// past the last item left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier: Option<u64>,
 }
@@ -181,16 +182,16 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     let end = req
         .before
         .map_or(drawn.len(), |b| drawn.partition_point(|d| d.0 < b));
-    drawn.truncate(end);
-    let mut start = req.limit.map_or(0, |l| end.saturating_sub(l as usize));
+    // In u64: a limit past usize (32 bits in WebAssembly) is every item.
+    let mut start = req
+        .limit
+        .map_or(0, |l| (end as u64).saturating_sub(l) as usize);
     while start > 0 && start < end && drawn[start - 1].0 == drawn[start].0 {
         start -= 1;
     }
-    let earlier = (start > 0).then(|| match drawn.get(start) {
-        Some(d) => d.0,
-        None => drawn[start - 1].0.saturating_add(1),
-    });
-    let items = drawn.drain(start..).map(|d| d.1).collect();
+    // The previous page ends with the last item left out.
+    let earlier = start.checked_sub(1).map(|i| drawn[i].0.saturating_add(1));
+    let items = drawn.drain(start..end).map(|d| d.1).collect();
     Ok(Timeline { items, earlier })
 }
 

@@ -44,7 +44,8 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
 export function number(url: URL, name: string): number | undefined {
   const v = url.searchParams.get(name);
   if (v === null) return undefined;
-  if (!/^\d+$/.test(v)) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
+  // Past 2^53 a JS number is not the one asked for (no position is that large).
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
   return Number(v);
 }
 
