@@ -25,6 +25,18 @@ export const ANSWER_LEASE_MS = 300000;
 /** How often a task's event stream looks for another writer's events, in milliseconds. */
 export const POLL_MS = 250;
 
+/** The longest the servers hold a long poll (`wait` of `…/events` and `…/timeline`), in milliseconds. */
+export const LONG_POLL_MS = 25000;
+
+/** The most events one answer of the servers' `…/events` holds. */
+export const FEED_PAGE_EVENTS = 1000;
+
+/** The largest timeline answer the servers keep for the pages that wake on the same write (a longer one is drawn anew). */
+export const TIMELINE_KEPT_BYTES = 524288;
+
+/** Timeline slots (conversation and page) the servers keep before those no request is using are let go. */
+export const TIMELINE_SLOTS = 256;
+
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
 

@@ -8,15 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
+use foldline_core::defaults::TIMELINE_SLOTS;
 
 use crate::driver::Page;
 use crate::sync::lock;
-
-/// Slots kept before those no request is using are let go.
-const MAX_SLOTS: usize = 256;
-
-/// The largest answer kept (a page; a whole long timeline is drawn anew).
-pub const MAX_KEPT_BYTES: usize = 512 << 10;
 
 /// One answer as drawn: its tag and its JSON.
 pub struct Answer {
@@ -39,7 +34,7 @@ impl Drawn {
     /// The slot of `conversation`'s `page`.
     pub fn slot(&self, conversation: &str, page: Page) -> Slot {
         let mut slots = lock(&self.slots);
-        if slots.len() >= MAX_SLOTS {
+        if slots.len() as u64 >= TIMELINE_SLOTS {
             slots.retain(|_, s| Arc::strong_count(s) > 1);
         }
         slots

@@ -17,6 +17,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use foldline_core::defaults::{FEED_PAGE_EVENTS, LONG_POLL_MS};
 use foldline_core::event::Event;
 use serde_json::json;
 use tokio::sync::watch;
@@ -26,13 +27,6 @@ use super::access::{admitted, blocking, Caller};
 use super::reply::ApiError;
 use super::state::App;
 use crate::journal::StoredEvent;
-
-/// The longest a long poll waits.
-pub const MAX_WAIT_MS: u64 = 25_000;
-
-/// The most events one answer holds (and the default `limit`): a long
-/// conversation is read in pages, never all at once.
-pub const MAX_PAGE_EVENTS: u64 = 1_000;
 
 /// An event as a member may see it.
 pub fn member_visible(mut s: StoredEvent) -> StoredEvent {
@@ -76,7 +70,7 @@ pub async fn events(
 ) -> Result<Response, ApiError> {
     let after = number(&q, "after")?.unwrap_or(0);
     let limit =
-        number(&q, "limit")?.map_or(MAX_PAGE_EVENTS, |l| l.clamp(1, MAX_PAGE_EVENTS)) as usize;
+        number(&q, "limit")?.map_or(FEED_PAGE_EVENTS, |l| l.clamp(1, FEED_PAGE_EVENTS)) as usize;
     let deadline = wait_deadline(&q)?;
     let mut written = app.written.subscribe();
     let (a, c) = (app.clone(), id.clone());
@@ -115,8 +109,8 @@ pub async fn events(
     }
 }
 
-/// When a long poll's `wait` (at most [`MAX_WAIT_MS`]) is up.
+/// When a long poll's `wait` (at most [`LONG_POLL_MS`]) is up.
 pub fn wait_deadline(q: &BTreeMap<String, String>) -> Result<Instant, ApiError> {
-    let wait = number(q, "wait")?.unwrap_or(0).min(MAX_WAIT_MS);
+    let wait = number(q, "wait")?.unwrap_or(0).min(LONG_POLL_MS);
     Ok(Instant::now() + Duration::from_millis(wait))
 }

@@ -17,11 +17,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use foldline_core::defaults::TIMELINE_KEPT_BYTES;
 use sha2::Digest as _;
 use tokio::time::Instant;
 
 use super::access::{admitted, blocking, Caller};
-use super::drawn::{Answer, MAX_KEPT_BYTES};
+use super::drawn::Answer;
 use super::feed::{nap, number, wait_deadline};
 use super::reply::ApiError;
 use super::state::App;
@@ -75,7 +76,7 @@ pub async fn timeline(
     let body = Bytes::from(serde_json::to_vec(&t).map_err(|e| HostError::Input(e.to_string()))?);
     let drawn = tag(&app, seq);
     let r = answer(body.clone(), &drawn);
-    *kept = (body.len() <= MAX_KEPT_BYTES).then_some(Answer { tag: drawn, body });
+    *kept = (body.len() as u64 <= TIMELINE_KEPT_BYTES).then_some(Answer { tag: drawn, body });
     Ok(r)
 }
 

@@ -2,24 +2,20 @@
 // projecting its timeline locally (a long poll with `wait`). The Rust
 // server's feed.rs.
 
+import { FEED_PAGE_EVENTS, LONG_POLL_MS } from "../defaults.js";
 import { FoldlineError } from "../error.js";
 import { json, ApiError } from "./reply.js";
 import type { App } from "./state.js";
 
-/** The longest a long poll of `…/events` waits. */
-const MAX_WAIT_MS = 25_000;
-
-/** The most events one answer holds (and the default `limit`). */
-const MAX_PAGE_EVENTS = 1_000;
-
 /**
- * `…/events?after=N[&wait=ms]`: the member-visible events after position
- * `N` (a failed compaction's audit reason taken out), for a client that
- * projects its timeline locally; with `wait` (at most 25 s) a long poll.
+ * `…/events?after=N[&limit=L][&wait=ms]`: the member-visible events after
+ * position `N` (a failed compaction's audit reason taken out), at most `L`
+ * and at most `FEED_PAGE_EVENTS` (`more`: the page was full), for a client
+ * that projects its timeline locally; with `wait` (at most 25 s) a long poll.
  */
 export async function feed(app: App, id: string, url: URL): Promise<Response> {
   const after = number(url, "after") ?? 0;
-  const limit = Math.min(Math.max(number(url, "limit") ?? MAX_PAGE_EVENTS, 1), MAX_PAGE_EVENTS);
+  const limit = Math.min(Math.max(number(url, "limit") ?? FEED_PAGE_EVENTS, 1), FEED_PAGE_EVENTS);
   const deadline = waitDeadline(url);
   for (;;) {
     const found = (await app.o.journal.readEvents(id, after)).slice(0, limit);
@@ -51,7 +47,7 @@ export function number(url: URL, name: string): number | undefined {
 
 /** When a long poll's `wait` (at most 25 s) is up. */
 export function waitDeadline(url: URL): number {
-  return Date.now() + Math.min(number(url, "wait") ?? 0, MAX_WAIT_MS);
+  return Date.now() + Math.min(number(url, "wait") ?? 0, LONG_POLL_MS);
 }
 
 /** Wait for a write, at most until `deadline`: woken by this handler's writes, another's seen at the next poll. */

@@ -9,7 +9,7 @@ import { ApiError } from "./reply.js";
 import type { CompressionStore, ExecutionContext, HandlerOptions, Owners } from "./api.js";
 
 /** The slot of one conversation's timeline page: the last answer drawn and the turn to draw. */
-export interface TimelineSlot { kept?: { tag: string; body: string }; turn: Promise<void>; users: number }
+export interface TimelineSlot { kept?: { tag: string; body: Uint8Array<ArrayBuffer> }; turn: Promise<void>; users: number }
 
 /** The handler's state, shared by every request. */
 export interface App {

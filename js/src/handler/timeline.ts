@@ -4,6 +4,7 @@
 // written (with `wait`, a long poll); the pages that wake on one write share
 // one drawing. The Rust server's timeline.rs and drawn.rs.
 
+import { TIMELINE_KEPT_BYTES, TIMELINE_SLOTS } from "../defaults.js";
 import { canonical } from "../hash.js";
 import { sha256Hex } from "./access.js";
 import { nap, number, waitDeadline } from "./feed.js";
@@ -31,8 +32,8 @@ export async function timelineRoute(app: App, req: Request, id: string, url: URL
     // this answer and is named by the next tag, never hidden behind this one.
     const now = await tag(app, await app.compactor.position(id));
     if (slot.kept?.tag === now) return slot.kept;
-    const drawn = { tag: now, body: JSON.stringify(await app.compactor.timeline(id, page)) };
-    slot.kept = drawn.body.length <= MAX_KEPT_CHARS ? drawn : undefined;
+    const drawn = { tag: now, body: new TextEncoder().encode(JSON.stringify(await app.compactor.timeline(id, page))) };
+    slot.kept = drawn.body.length <= TIMELINE_KEPT_BYTES ? drawn : undefined;
     return drawn;
   });
   slot.turn = turn.then(() => undefined, () => undefined);
@@ -44,13 +45,8 @@ export async function timelineRoute(app: App, req: Request, id: string, url: URL
   }
 }
 
-/** Slots kept before those no request is using are let go. */
-const MAX_SLOTS = 256;
-/** The largest answer kept (a page; a whole long timeline is drawn anew). */
-const MAX_KEPT_CHARS = 512 * 1024;
-
 function slotOf(app: App, key: string): TimelineSlot {
-  if (app.drawn.size >= MAX_SLOTS) for (const [k, s] of app.drawn) if (s.users === 0) app.drawn.delete(k);
+  if (app.drawn.size >= TIMELINE_SLOTS) for (const [k, s] of app.drawn) if (s.users === 0) app.drawn.delete(k);
   let slot = app.drawn.get(key);
   if (!slot) app.drawn.set(key, (slot = { turn: Promise.resolve(), users: 0 }));
   return slot;
