@@ -250,17 +250,40 @@ fn meta_turn(t: &TurnMeta) -> Turn {
 }
 
 fn conflict(what: &str, id: &str) -> Error {
+    // The id as a JSON string, as the request spells it (not Rust's `{:?}`,
+    // whose escaping pulls the Unicode printability tables, ~2.9 KB gzipped,
+    // into the artifact for this one message).
+    let mut quoted = Vec::new();
+    foldline_json::write_str(id, &mut quoted);
+    let quoted = String::from_utf8(quoted).unwrap_or_default();
     Error::new(
         Code::ConflictingTurn,
-        format!("two events claim {what} {id:?} with different content"),
+        format!("two events claim {what} {quoted} with different content"),
     )
     .with_ids([id.to_owned()])
 }
 
 #[cfg(test)]
 mod correction_tests {
-    use super::corrected_parts;
+    use super::{conflict, corrected_parts};
     use crate::records::turn::Part;
+
+    #[test]
+    fn a_conflict_names_the_id_as_a_json_string() {
+        let plain = conflict("turn", "t1");
+        assert_eq!(plain.code.as_str(), "conflicting_turn");
+        assert_eq!(
+            plain.message,
+            r#"two events claim turn "t1" with different content"#
+        );
+        // Quotes and control characters escaped as JSON, on one line.
+        let odd = conflict("turn", "a\"b\nc\u{1}");
+        assert_eq!(
+            odd.message,
+            r#"two events claim turn "a\"b\nc\u0001" with different content"#
+        );
+        assert_eq!(odd.ids, vec!["a\"b\nc\u{1}".to_owned()]);
+    }
 
     #[test]
     fn a_correction_keeps_the_tool_calls_it_does_not_carry() {
