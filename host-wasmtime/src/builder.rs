@@ -122,6 +122,16 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
         self
     }
 
+    /// The most text of conversations' events kept between timeline
+    /// drawings, so a drawing after a write reads and encodes only what
+    /// is new (default 64 MiB, the least recently drawn let go first; 0
+    /// keeps none: every drawing reads its conversation whole).
+    #[must_use]
+    pub fn timeline_text_bytes(mut self, bytes: usize) -> Self {
+        self.driver.keep_timeline_text(bytes);
+        self
+    }
+
     /// The route of a conversation id (default: the id as the conversation,
     /// no chat, no sender).
     #[must_use]

@@ -1732,25 +1732,30 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
 /// The timeline draws the conversation as far as its resolution read it: a
 /// boundary another writer appends between the two reads waits for the next
 /// timeline, rather than drawing as a boundary the chain did not accept (the
-/// JS compactor's rule).
+/// JS compactor's rule) — whether the drawing reads the conversation whole
+/// or only what came after the text it kept from the last drawing.
 #[test]
 fn the_timeline_draws_as_far_as_its_resolution_read() {
     use foldline_core::packet::Packet;
     use foldline_wasmtime::journal::StoredEvent;
     use std::sync::Mutex;
-    /// A journal whose next full read first lets another writer append.
+    /// A journal whose read after position `at` — the `skip`-th such read
+    /// from now, past the resolution's own — first lets another writer append.
     struct Meanwhile {
         inner: SqliteJournal,
-        pending: Mutex<Vec<foldline_core::event::Event>>,
+        pending: Mutex<(Vec<foldline_core::event::Event>, u64, usize)>,
     }
     impl Journal for Meanwhile {
         fn read_events(&self, c: &str, since: u64) -> foldline_wasmtime::Result<Vec<StoredEvent>> {
-            let pending = std::mem::take(&mut *self.pending.lock().unwrap());
-            if since == 0 && !pending.is_empty() {
-                self.inner.append(c, &pending)?;
-            } else {
-                *self.pending.lock().unwrap() = pending;
+            let mut p = self.pending.lock().unwrap();
+            if since == p.1 && !p.0.is_empty() {
+                if p.2 == 0 {
+                    self.inner.append(c, &std::mem::take(&mut p.0))?;
+                } else {
+                    p.2 -= 1;
+                }
             }
+            drop(p);
             self.inner.read_events(c, since)
         }
         fn append_batch(
@@ -1784,33 +1789,118 @@ fn the_timeline_draws_as_far_as_its_resolution_read() {
             self.inner.release_lease(c, h)
         }
     }
+    let text = |t: &foldline_core::timeline::Timeline| serde_json::to_value(t).unwrap();
+    for kept in [0, 64 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("j.db");
+        let d = Driver::builder(
+            Foldline::embedded().unwrap(),
+            Meanwhile {
+                inner: SqliteJournal::open(&db).unwrap(),
+                pending: Mutex::new((Vec::new(), 0, 0)),
+            },
+            Extractive,
+        )
+        .declaration(small_decl())
+        .timeline_text_bytes(kept)
+        .build()
+        .unwrap();
+        d.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
+        d.on_message("c").unwrap();
+        let before = d.timeline("c").unwrap();
+        // A message of this writer, then another writer's landing between
+        // the resolution's read and the timeline's: the whole read from 0,
+        // or, with a kept text, its read after the position the resolution
+        // read from (the second read from there).
+        let at = d
+            .journal()
+            .inner
+            .read_events("c", 0)
+            .unwrap()
+            .last()
+            .unwrap()
+            .seq;
+        d.journal()
+            .append("c", &ordinary("c", 61, 61, 500))
+            .unwrap();
+        *d.journal().pending.lock().unwrap() = match kept {
+            0 => (ordinary("c", 62, 62, 500), 0, 0),
+            _ => (ordinary("c", 62, 62, 500), at, 1),
+        };
+        let during = text(&d.timeline("c").unwrap()).to_string();
+        assert!(
+            during.contains("message 61 about"),
+            "{kept}: its own message"
+        );
+        assert!(
+            !during.contains("message 62 about"),
+            "{kept}: not yet the other writer's"
+        );
+        assert!(
+            d.journal().pending.lock().unwrap().0.is_empty(),
+            "{kept}: it landed"
+        );
+        let after = text(&d.timeline("c").unwrap()).to_string();
+        assert!(
+            after.contains("message 62 about"),
+            "{kept}: the next timeline draws it"
+        );
+        assert_ne!(text(&before).to_string(), after);
+        // The same as a driver that reads the journal afresh.
+        let fresh = sqlite_driver(&db, small_decl());
+        assert_eq!(text(&fresh.timeline("c").unwrap()).to_string(), after);
+    }
+}
+
+/// A timeline drawn after a write reads only what was written since the
+/// last drawing (the driver keeps the conversation's text between
+/// drawings), through compactions, pages and a second conversation, and
+/// draws what a driver reading the journal afresh draws.
+#[test]
+fn a_timeline_after_a_write_reads_only_what_is_new() {
+    use foldline_wasmtime::driver::Page;
+    use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
     let d = Driver::new(
         Foldline::embedded().unwrap(),
-        Meanwhile {
-            inner: SqliteJournal::open(&db).unwrap(),
-            pending: Mutex::new(Vec::new()),
-        },
+        support::intercept::Intercept::counting(SqliteJournal::open(&db).unwrap()),
         Extractive,
         small_decl(),
     );
-    d.journal().append("c", &ordinary("c", 1, 60, 500)).unwrap();
-    d.on_message("c").unwrap();
-    let before = d.timeline("c").unwrap();
-    // Another writer's message lands between the resolution's read and the
-    // timeline's.
-    *d.journal().pending.lock().unwrap() = ordinary("c", 61, 61, 500);
-    let during = d.timeline("c").unwrap();
-    assert_eq!(
-        serde_json::to_value(&during).unwrap(),
-        serde_json::to_value(&before).unwrap()
-    );
-    let after = serde_json::to_value(d.timeline("c").unwrap()).unwrap();
-    assert!(
-        after.to_string().contains("message 61 about"),
-        "the next timeline draws it"
-    );
+    let whole = || d.journal().whole_reads.load(Ordering::SeqCst);
+    let page = Page {
+        limit: Some(7),
+        before: None,
+    };
+    let events = demo_events("c", 240);
+    let others = demo_events("other", 240);
+    let mut compacted = false;
+    for (i, (e, o)) in events.iter().zip(&others).enumerate() {
+        d.journal().append("c", std::slice::from_ref(e)).unwrap();
+        compacted |= matches!(d.on_message("c").unwrap(), Outcome::Compacted(_));
+        d.journal()
+            .append("other", std::slice::from_ref(o))
+            .unwrap();
+        if i % 40 == 39 {
+            let reads = whole();
+            let (drawn, _) = d.timeline_at("c", page).unwrap();
+            let (other, _) = d.timeline_at("other", Page::default()).unwrap();
+            if i > 40 {
+                assert_eq!(whole(), reads, "at message {i}: no whole read");
+            }
+            let fresh = sqlite_driver(&db, small_decl());
+            assert_eq!(
+                serde_json::to_value(&drawn).unwrap(),
+                serde_json::to_value(fresh.timeline_at("c", page).unwrap().0).unwrap()
+            );
+            assert_eq!(
+                serde_json::to_value(&other).unwrap(),
+                serde_json::to_value(fresh.timeline("other").unwrap()).unwrap()
+            );
+        }
+    }
+    assert!(compacted, "the conversation compacted on the way");
 }
 
 /// After an upgrade, the retired chain costs a warm driver nothing per

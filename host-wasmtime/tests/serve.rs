@@ -1093,13 +1093,20 @@ fn pages_woken_by_one_write_share_one_drawing() {
     )
     .unwrap();
     let server = foldline_wasmtime::serve::Server::open(
-        foldline_wasmtime::driver::Driver::checked(
+        foldline_wasmtime::driver::Driver::builder(
             foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
             Box::new(journal) as Box<dyn Journal>,
             Box::new(foldline_wasmtime::model::Extractive)
                 as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-            foldline_core::declaration::Declaration::new("assistant", "assistant-compactor"),
         )
+        .declaration(foldline_core::declaration::Declaration::new(
+            "assistant",
+            "assistant-compactor",
+        ))
+        // No kept text: each drawing reads the conversation whole, so the
+        // whole reads count the drawings.
+        .timeline_text_bytes(0)
+        .build()
         .unwrap(),
         ServeConfig::new(
             "127.0.0.1:0".parse().unwrap(),

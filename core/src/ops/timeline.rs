@@ -157,28 +157,18 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     };
     let tasks = latest_tasks(&recon.tasks);
     let mut items = Items::new();
+    // A message is drawn (its text rendered, its parts copied) only once it
+    // is known to be on the page: a page of a long conversation costs its
+    // own items, not every message's.
     for t in recon.turns.iter().filter(|t| !t.pinned) {
-        items.insert(
-            (t.source_seq, 0, t.index, t.turn_id.clone()),
-            TimelineItem::Message {
-                turn_id: t.turn_id.clone(),
-                source_seq: t.source_seq,
-                role: t.role,
-                sender: t.sender.clone(),
-                text: render_parts(&t.parts),
-                parts: t.parts.clone(),
-                late: t.late,
-                corrected: t.corrected,
-                metadata_only: t.metadata_only,
-            },
-        );
+        items.insert((t.source_seq, 0, t.index, &t.turn_id), Entry::Turn(t));
     }
     boundary_dividers(&mut items, &recon, &tasks, &accepted, &retired);
     task_dividers(&mut items, &recon, &tasks, &accepted);
     failure_dividers(&mut items, &recon);
     // A page: the last `limit` items below `before`, widened so that no
     // position is split.
-    let mut drawn: Vec<(u64, TimelineItem)> = items.into_iter().map(|(k, i)| (k.0, i)).collect();
+    let drawn: Vec<(u64, Entry<'_>)> = items.into_iter().map(|(k, i)| (k.0, i)).collect();
     let end = req
         .before
         .map_or(drawn.len(), |b| drawn.partition_point(|d| d.0 < b));
@@ -191,7 +181,15 @@ pub fn timeline(req: &TimelineRequest) -> Result<Timeline> {
     }
     // The previous page ends with the last item left out.
     let earlier = start.checked_sub(1).map(|i| drawn[i].0.saturating_add(1));
-    let items = drawn.drain(start..end).map(|d| d.1).collect();
+    let items = drawn
+        .into_iter()
+        .take(end)
+        .skip(start)
+        .map(|(_, e)| match e {
+            Entry::Turn(t) => message(t),
+            Entry::Item(i) => i,
+        })
+        .collect();
     Ok(Timeline { items, earlier })
 }
 
@@ -229,7 +227,28 @@ pub(crate) fn sound_boundaries(recon: &Reconstruction) -> BTreeSet<String> {
 
 /// The timeline's items by (position, rank, tiebreak, id); rank 0 is a
 /// message, 1 a divider.
-type Items = BTreeMap<(u64, u8, u32, String), TimelineItem>;
+type Items<'a> = BTreeMap<(u64, u8, u32, &'a str), Entry<'a>>;
+
+/// An item before the page is chosen: a message still as its turn.
+enum Entry<'a> {
+    Turn(&'a crate::records::turn::Turn),
+    Item(TimelineItem),
+}
+
+/// A turn as the chat shows it.
+fn message(t: &crate::records::turn::Turn) -> TimelineItem {
+    TimelineItem::Message {
+        turn_id: t.turn_id.clone(),
+        source_seq: t.source_seq,
+        role: t.role,
+        sender: t.sender.clone(),
+        text: render_parts(&t.parts),
+        parts: t.parts.clone(),
+        late: t.late,
+        corrected: t.corrected,
+        metadata_only: t.metadata_only,
+    }
+}
 
 /// The latest state of each manual task.
 fn latest_tasks(all: &[TaskEvent]) -> BTreeMap<&str, &TaskEvent> {
@@ -247,9 +266,9 @@ fn latest_tasks(all: &[TaskEvent]) -> BTreeMap<&str, &TaskEvent> {
 
 /// A completed divider for each boundary the chain accepts, naming the
 /// manual task that made it.
-fn boundary_dividers(
-    items: &mut Items,
-    recon: &Reconstruction,
+fn boundary_dividers<'a>(
+    items: &mut Items<'a>,
+    recon: &'a Reconstruction,
     tasks: &BTreeMap<&str, &TaskEvent>,
     accepted: &dyn Fn(&str) -> bool,
     retired: &dyn Fn(&str) -> bool,
@@ -267,8 +286,8 @@ fn boundary_dividers(
             .map(|p| p.covered_through_seq.saturating_add(1))
             .unwrap_or(b.frontier.start_seq);
         items.insert(
-            (b.covered_through_seq, 1, 0, b.id.clone()),
-            TimelineItem::Divider {
+            (b.covered_through_seq, 1, 0, &b.id),
+            Entry::Item(TimelineItem::Divider {
                 kind: b.trigger,
                 state: DividerState::Completed,
                 from_seq: Some(from),
@@ -278,7 +297,7 @@ fn boundary_dividers(
                 task_id: task_of_boundary.get(b.id.as_str()).map(|s| s.to_string()),
                 notice: None,
                 retired: retired(&b.id),
-            },
+            }),
         );
     }
 }
@@ -286,10 +305,10 @@ fn boundary_dividers(
 /// A manual task's divider where no accepted boundary shows it: pending,
 /// failed (with the generic notice; also when its boundary was rejected),
 /// or completed.
-fn task_dividers(
-    items: &mut Items,
+fn task_dividers<'a>(
+    items: &mut Items<'a>,
     recon: &Reconstruction,
-    tasks: &BTreeMap<&str, &TaskEvent>,
+    tasks: &BTreeMap<&'a str, &'a TaskEvent>,
     accepted: &dyn Fn(&str) -> bool,
 ) {
     let boundary_ids: Vec<&str> = recon
@@ -309,8 +328,8 @@ fn task_dividers(
             },
         };
         items.insert(
-            (t.head_seq, 1, 1, t.task_id.clone()),
-            TimelineItem::Divider {
+            (t.head_seq, 1, 1, &t.task_id),
+            Entry::Item(TimelineItem::Divider {
                 kind: TriggerKind::Manual,
                 state,
                 from_seq: None,
@@ -320,7 +339,7 @@ fn task_dividers(
                 task_id: Some(t.task_id.clone()),
                 notice,
                 retired: false,
-            },
+            }),
         );
     }
 }
@@ -329,7 +348,7 @@ fn task_dividers(
 /// per outage, not once per attempt. Consecutive failures on one chain head
 /// (nothing was folded between them) draw one divider, at the head the
 /// latest of them tried to fold (a manual one shows through its task).
-fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
+fn failure_dividers<'a>(items: &mut Items<'a>, recon: &'a Reconstruction) {
     let mut failed: Vec<&crate::records::event::FailureEvent> = recon
         .failures
         .iter()
@@ -346,8 +365,8 @@ fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
             continue;
         }
         items.insert(
-            (f.head_seq, 1, 2, f.run_id.clone()),
-            TimelineItem::Divider {
+            (f.head_seq, 1, 2, &f.run_id),
+            Entry::Item(TimelineItem::Divider {
                 kind: TriggerKind::Automatic,
                 state: DividerState::Failed,
                 from_seq: None,
@@ -357,7 +376,7 @@ fn failure_dividers(items: &mut Items, recon: &Reconstruction) {
                 task_id: None,
                 notice: Some(MEMBER_NOTICE.to_owned()),
                 retired: false,
-            },
+            }),
         );
     }
 }

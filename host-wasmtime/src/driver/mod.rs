@@ -29,12 +29,13 @@ use foldline_core::validate::{ValidateRequest, ValidateResponse};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::model::Model;
-use crate::runtime::Foldline;
+use crate::runtime::{encode, Foldline};
 use crate::sync::lock;
 
 mod lease;
 mod read;
 mod run;
+mod text;
 mod warm;
 
 use read::Cached;
@@ -135,6 +136,9 @@ pub struct Driver<J: Journal, M: Model> {
     /// The fencing token of the writer lease each running call holds; every
     /// append of that call is fenced by it.
     fences: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Each conversation's events as a timeline request's text, kept
+    /// between drawings (bounded; see [`text`]).
+    texts: std::sync::Mutex<text::Texts>,
 }
 
 /// What one run of the loop is for.
@@ -217,6 +221,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            texts: std::sync::Mutex::new(text::Texts::default()),
         }
     }
 
@@ -548,25 +553,35 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Err(HostError::Core(_)) => (Vec::new(), Vec::new()),
             Err(e) => return Err(e),
         };
-        // The whole conversation, read again (not kept per message), as
-        // far as the resolution read it: a boundary another writer appends
-        // meanwhile draws with the next resolution, not as one it refused.
+        // The conversation as far as the resolution read it (a boundary
+        // another writer appends meanwhile draws with the next resolution,
+        // not as one it refused), from the text kept since the last drawing
+        // and what was written after it.
         let seq = self.with_cache(conversation, |c| c.seq);
-        let events = self
-            .journal
-            .read_events(conversation, 0)?
-            .into_iter()
-            .filter(|s| s.seq <= seq)
-            .map(|s| s.event)
-            .collect();
-        let t = self.foldline.timeline(&TimelineRequest {
-            events,
+        let request = encode(&TimelineRequest {
+            events: Vec::new(),
             accepted: Some(accepted),
             retired,
             limit: page.limit,
             before: page.before,
         })?;
+        let request = text::with_events(&request, |out| {
+            // Taken out while the journal is read: other conversations'
+            // drawings do not wait on this one's read.
+            let mut kept = lock(&self.texts).take(conversation);
+            kept.read_to(seq, |after| self.journal.read_events(conversation, after))?;
+            out.extend_from_slice(kept.through(seq));
+            lock(&self.texts).put(conversation, kept);
+            Ok(())
+        })?;
+        let t = Foldline::answer(&self.foldline.call_raw("timeline", &request)?)?;
         Ok((t, seq))
+    }
+
+    /// Keep at most `bytes` of conversations' events as timeline text
+    /// between drawings (the builder's `timeline_text_bytes`).
+    pub(crate) fn keep_timeline_text(&mut self, bytes: usize) {
+        self.texts = std::sync::Mutex::new(text::Texts::within(bytes));
     }
 
     /// The fingerprints of the declarations this driver draws under, the
