@@ -25,6 +25,11 @@ export function call<T>(entry: string, request: unknown, held?: { id: number; co
     throw new FoldlineError({ code: "invalid_request", message: `the request is not JSON: ${(e as Error).message}` });
   }
   if (typeof text !== "string") throw new FoldlineError({ code: "invalid_request", message: "the request is not JSON" });
+  return callText(entry, text, held);
+}
+
+/** {@link call} with the request already written as JSON text. */
+export function callText<T>(entry: string, text: string, held?: { id: number; count: number; update: string }): T {
   const answer = held ? loadedCore().callHeld(held.id, held.count, entry, text, held.update) : loadedCore().call(entry, text);
   release();
   const e = JSON.parse(answer) as Envelope<T>;

@@ -37,6 +37,9 @@ export const TIMELINE_KEPT_BYTES = 524288;
 /** Timeline slots (conversation and page) the servers keep before those no request is using are let go. */
 export const TIMELINE_SLOTS = 256;
 
+/** The most text of conversations' events a driver keeps between timeline drawings, all conversations together (a drawing after a write reads and encodes only what is new); the JS driver counts UTF-16 units. */
+export const TIMELINE_TEXT_BYTES = 67108864;
+
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
 

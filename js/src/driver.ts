@@ -15,13 +15,14 @@
 // writer lease's token, and the lease is renewed while a model call runs.
 
 import { FoldlineError } from "./error.js";
-import { timeline, validate } from "./ops.js";
+import { validate } from "./ops.js";
 import { LEASE_MS } from "./defaults.js";
 import { selectHeld } from "./held.js";
 import type { Format, MessagesOf } from "./types.js";
 import type { Compactor, CompactorOptions, ContextOptions, RenderedSelection } from "./driver/api.js";
 import { load, state, viewKey, type Ctx } from "./driver/read.js";
 import { leased, serial } from "./driver/lease.js";
+import { drawTimeline, Texts } from "./driver/text.js";
 import { drive } from "./driver/loop.js";
 import { run } from "./driver/run.js";
 import { admitted, appendMessages } from "./driver/append.js";
@@ -49,6 +50,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     if (!(e instanceof FoldlineError) || e.code !== "not_initialized") throw e;
   }
   let tasks = 0;
+  const texts = new Texts(o.timelineTextChars);
   return {
     append: (id, input, options) => appendMessages(c, id, input, options),
     check: (id, input) => void admitted(c, id, input),
@@ -71,24 +73,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
       const readNew = outcome.status === "busy";
       return { outcome, context: await selectContext<F>(c, id, opts, readNew) };
     },
-    async timeline(id, page = {}) {
-      let accepted: string[] = [];
-      let retired: string[] = [];
-      let seq = 0;
-      try {
-        const { s, res } = await load(c, id);
-        accepted = res.accepted;
-        retired = res.retiredBoundaries;
-        seq = s.seq;
-      } catch (e) {
-        if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
-        seq = state(c, id).seq;
-      }
-      // The timeline shows the whole conversation: read from the journal when
-      // asked (as far as the resolution was read), not kept in memory per message.
-      const events = (await o.journal.readEvents(id, 0)).filter((e) => e.seq <= seq).map((e) => e.event);
-      return timeline(events, accepted, retired, page);
-    },
+    timeline: (id, page) => drawTimeline(c, texts, id, page),
     async position(id) {
       try {
         return (await load(c, id)).s.seq;

@@ -37,7 +37,7 @@ export function createHandler(o: HandlerOptions): Handler {
     ownerOf,
     compactor: createCompactor({
       journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
-      holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit,
+      holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit, timelineTextChars: o.timelineTextChars,
       owner: (id) => ownerOf.get(id),
     }),
     bodyLimit: o.bodyLimit ?? BODY_LIMIT_BYTES,

@@ -51,7 +51,7 @@ export const declaration = {
   budget: { kind: "chars", trigger: 20000, retain: 8000 }, summary: { maxChars: 1500 },
 };
 
-export async function world(f) {
+export async function world(f, options = {}) {
   const journal = new f.MemoryJournal();
   const owners = new f.MemoryOwners();
   let mode = "ok";
@@ -87,7 +87,7 @@ export async function world(f) {
     });
     return f.createHandler({
       journal: alive, model, declaration, members, owners, leaseMs: 300, pollMs: 50,
-      bodyLimit: 4000, condensePerMinute: 6, holder: `handler-${g}`,
+      bodyLimit: 4000, condensePerMinute: 6, holder: `handler-${g}`, ...options,
     });
   };
   let handler = make();

@@ -675,3 +675,51 @@ test("a request crosses into the core exactly as the glue would write it", async
     }
   }
 });
+
+// A timeline drawn after a write reads only what was written since the last
+// drawing (the compactor keeps the conversation's text between drawings),
+// draws what a compactor reading the journal afresh draws, and draws only as
+// far as its resolution read: a message another writer appends between the
+// two reads waits for the next drawing.
+test("a timeline after a write reads only what is new, as far as its resolution read", async () => {
+  const journal = new f.MemoryJournal();
+  let whole = 0;
+  let meanwhile; // [after, reads to let pass, event]
+  const counted = Object.create(journal);
+  counted.readEvents = async (id, after = 0) => {
+    if (!after) whole++;
+    if (meanwhile && after === meanwhile[0] && meanwhile[1]-- === 0) {
+      await journal.append(id, meanwhile[2]);
+      meanwhile = undefined;
+    }
+    return journal.readEvents(id, after);
+  };
+  const c = f.createCompactor({ journal: counted, model: fakeModel(), declaration });
+  const page = { limit: 7 };
+  for (let s = 1; s <= 240; s += 40) {
+    await chat(c, journal, s, s + 39);
+    const reads = whole;
+    const drawn = await c.timeline("c1", page);
+    if (s > 1) assert.equal(whole, reads, `after message ${s + 39}: no whole read`);
+    const fresh = f.createCompactor({ journal, model: fakeModel(), declaration });
+    assert.deepEqual(drawn, await fresh.timeline("c1", page));
+  }
+  assert.ok((await c.resolve("c1")).accepted.length > 0, "the conversation compacted on the way");
+  // Another writer's message lands between the resolution's read and the
+  // timeline's (the second read after the position the resolution read from).
+  const at = (await journal.readEvents("c1", 0)).at(-1).seq;
+  await journal.append("c1", say(241, "user", "message 241 of this writer"));
+  meanwhile = [at, 1, say(242, "user", "message 242 of another writer")];
+  const during = JSON.stringify(await c.timeline("c1"));
+  assert.ok(during.includes("message 241") && !during.includes("message 242"), "drawn as far as the resolution read");
+  assert.equal(meanwhile, undefined, "the other writer's message landed");
+  const after = await c.timeline("c1");
+  assert.ok(JSON.stringify(after).includes("message 242"), "the next drawing has it");
+  assert.deepEqual(after, await f.createCompactor({ journal, model: fakeModel(), declaration }).timeline("c1"));
+  // Kept text off: every drawing reads the conversation whole.
+  const off = f.createCompactor({ journal: counted, model: fakeModel(), declaration, timelineTextChars: 0 });
+  await off.timeline("c1");
+  const reads = whole;
+  await off.timeline("c1");
+  assert.equal(whole, reads + 1);
+});

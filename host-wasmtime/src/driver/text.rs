@@ -16,7 +16,7 @@ use crate::error::{HostError, Result};
 use crate::journal::StoredEvent;
 
 /// The most text kept for all conversations together.
-pub(crate) const KEPT_BYTES: usize = 64 << 20;
+pub(crate) const KEPT_BYTES: usize = foldline_core::defaults::TIMELINE_TEXT_BYTES as usize;
 
 /// One conversation's events, each encoded, joined by commas.
 #[derive(Default)]

@@ -21,6 +21,14 @@ export interface CompactorOptions {
   holder?: string;
   /** The writer lease's time to live, in milliseconds (default 120,000, as the Rust driver's: `LEASE_MS`). */
   leaseMs?: number;
+  /**
+   * The most text of conversations' events kept between timeline drawings,
+   * all conversations together, in UTF-16 units (default 64 Mi, as the Rust
+   * driver's: `TIMELINE_TEXT_BYTES`): a drawing after a write reads and
+   * encodes only what is new; the least recently drawn are let go first;
+   * 0 keeps none (every drawing reads its conversation whole).
+   */
+  timelineTextChars?: number;
   /** Deadline of one model call (default 120,000 ms); a hanging model cannot hold the lease forever. */
   modelTimeoutMs?: number;
   /** Receives the audit reason of each failure (never member-facing). */

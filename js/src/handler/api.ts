@@ -103,6 +103,8 @@ export interface HandlerOptions {
   holder?: string;
   leaseMs?: number;
   modelTimeoutMs?: number;
+  /** The most text of conversations' events kept between timeline drawings (the compactor's `timelineTextChars`; default 64 Mi UTF-16 units). */
+  timelineTextChars?: number;
   /** Largest request body in bytes (default 1 MiB). */
   bodyLimit?: number;
   /** Manual compactions a member may start per minute (default 6). */
