@@ -267,6 +267,65 @@ fn compaction_growth(
     (median(a), median(b))
 }
 
+/// A timeline page (the latest 200 items) drawn right after a write,
+/// through the program's driver on a SQLite file of `history` messages:
+/// with the conversation's text kept between drawings (the default) and
+/// with none kept (each drawing reads and encodes the whole conversation),
+/// two drivers on the same file, a write and a drawing of each in turn.
+/// The median seconds of each drawing.
+fn timeline_after_write(dir: &std::path::Path, history: u64, samples: usize) -> (f64, f64) {
+    use foldline_wasmtime::driver::{Driver, Page};
+    use foldline_wasmtime::journal::{Journal, SqliteJournal};
+    let path = dir.join("timeline-after-write.db");
+    let _ = std::fs::remove_file(&path);
+    let driver = |kept: usize| {
+        let mut d = Declaration::new("assistant", "assistant-compactor");
+        d.budget = Budget::default_tokens();
+        Driver::builder(
+            artifact(Bound::default()),
+            SqliteJournal::open(&path).unwrap(),
+            foldline_wasmtime::model::Extractive,
+        )
+        .declaration(d)
+        .timeline_text_bytes(kept)
+        .build()
+        .unwrap()
+    };
+    let drivers = [
+        driver(foldline_core::defaults::TIMELINE_TEXT_BYTES as usize),
+        driver(0),
+    ];
+    let mut s = 1;
+    while s <= history {
+        let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
+        drivers[0].journal().append("c", &batch).unwrap();
+        s += 1_000;
+    }
+    let page = Page {
+        limit: Some(200),
+        before: None,
+    };
+    let mut times = [Vec::new(), Vec::new()];
+    for k in 0..=samples {
+        for (d, t) in drivers.iter().zip(&mut times) {
+            d.journal().append("c", &[say(s)]).unwrap();
+            s += 1;
+            d.on_message("c").unwrap();
+            let start = Instant::now();
+            d.timeline_at("c", page).unwrap();
+            // The first drawing of each reads the conversation whole.
+            if k > 0 {
+                t.push(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    let [kept, whole] = times.map(|mut v| {
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    });
+    (kept, whole)
+}
+
 /// One SHA-256 pass over `bytes` inside WebAssembly under wasmtime (the
 /// `sha-floor` probe of tests/bench, sha2 compiled as the artifact compiles
 /// it): the least any settle under a WebAssembly runtime can cost, since it
@@ -492,11 +551,20 @@ fn main() {
 
     // One compaction with 1,000 boundaries in the chain vs 10.
     let growth = compaction_growth(&out, 10, 1_000, if quick { 25 } else { 61 });
+    // A timeline page right after a write, text kept vs none.
+    let (tl_kept, tl_whole) = timeline_after_write(
+        &out,
+        if quick { 2_000 } else { 5_000 },
+        if quick { 9 } else { 25 },
+    );
 
     let mut r = json!({
         "compaction_10_boundaries_us": growth.0 * 1e6,
         "compaction_1000_boundaries_us": growth.1 * 1e6,
         "compaction_growth_1000_vs_10_boundaries": growth.1 / growth.0,
+        "program_timeline_after_write_kept_us": tl_kept * 1e6,
+        "program_timeline_after_write_whole_us": tl_whole * 1e6,
+        "program_timeline_after_write_kept_vs_whole": tl_kept / tl_whole,
         "program_driver_1k_us": driver_1k * 1e6,
         "program_driver_big_us": driver_big * 1e6,
         "program_driver_history_big": big,

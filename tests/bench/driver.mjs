@@ -91,8 +91,33 @@ async function compactionGrowth(short, long, samples) {
   return [median(times.short), median(times.long)];
 }
 
+// A timeline page (the latest 200 items) drawn right after a write through
+// compactors over one MemoryJournal of `history` turns: with the
+// conversation's text kept between drawings (the default) and with none
+// kept (`timelineTextChars: 0`: each drawing encodes the whole
+// conversation), a write and a drawing of each in turn. Median ms of each.
+async function timelineAfterWrite(history, samples) {
+  const journal = new f.MemoryJournal();
+  for (let s = 1; s <= history; s += 1000) await journal.append("c", Array.from({ length: Math.min(1000, history - s + 1) }, (_, i) => say(s + i)));
+  const compactors = [f.createCompactor({ journal, model, declaration }), f.createCompactor({ journal, model, declaration, timelineTextChars: 0 })];
+  const times = [[], []];
+  let s = history + 1;
+  for (let k = 0; k <= samples; k++) {
+    for (const [i, c] of compactors.entries()) {
+      await journal.append("c", say(s++));
+      await c.onMessage("c");
+      const t = performance.now();
+      await c.timeline("c", { limit: 200 });
+      if (k > 0) times[i].push(performance.now() - t); // the first drawing of each reads the whole conversation
+    }
+  }
+  const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
+  return times.map(median);
+}
+
 const messages = quick ? 100 : 400;
 const [growth10, growth1000] = await compactionGrowth(10, 1000, quick ? 25 : 61);
+const [timelineKept, timelineWhole] = await timelineAfterWrite(quick ? 2_000 : 5_000, quick ? 9 : 25);
 const runs = [await perMessage(1_000), await perMessage(10_000), await perMessage(quick ? 20_000 : 100_000)];
 for (let i = 0; i < messages; i++) for (const run of runs) await run.message();
 const [small, ten, big] = runs.map((run) => run.result());
@@ -106,4 +131,7 @@ console.log(JSON.stringify({
   node_compaction_10_boundaries_us: growth10 * 1e3,
   node_compaction_1000_boundaries_us: growth1000 * 1e3,
   node_compaction_growth_1000_vs_10_boundaries: growth1000 / growth10,
+  node_timeline_after_write_kept_ms: timelineKept,
+  node_timeline_after_write_whole_ms: timelineWhole,
+  node_timeline_after_write_kept_vs_whole: timelineKept / timelineWhole,
 }));
