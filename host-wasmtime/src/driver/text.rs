@@ -102,6 +102,11 @@ impl Texts {
     /// Keep `text`, letting the least recently drawn go while the bound is
     /// passed (a text larger than the bound is not kept).
     fn keep(&mut self, conversation: &str, text: Text) {
+        // Another drawing of the conversation, overlapping this one, may
+        // have put its own back meanwhile: this one replaces it.
+        if let Some(other) = self.by.remove(conversation) {
+            self.bytes -= other.json.len();
+        }
         if text.json.len() > self.bound {
             return;
         }
@@ -247,6 +252,26 @@ mod tests {
             &mut Vec::new(),
         );
         assert!(small.by.is_empty() && small.bytes == 0);
+    }
+
+    #[test]
+    fn overlapping_drawings_of_one_conversation_keep_one_text() {
+        let journal: Vec<StoredEvent> = (1..=4).map(stored).collect();
+        let mut texts = Texts::default();
+        let mut asked = Vec::new();
+        let mut first = texts.take("c");
+        let mut second = texts.take("c");
+        first
+            .read_to(4, reader(&journal, 4, &mut asked))
+            .expect("read");
+        second
+            .read_to(3, reader(&journal, 3, &mut asked))
+            .expect("read");
+        let (a, b) = (first.json.len(), second.json.len());
+        texts.put("c", first);
+        texts.put("c", second);
+        assert_eq!((texts.by.len(), texts.bytes), (1, b));
+        assert!(a > b);
     }
 
     #[test]

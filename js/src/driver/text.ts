@@ -59,6 +59,12 @@ export class Texts {
 
   /** Keep `t`, letting the least recently drawn go while the bound is passed (one larger than the bound is not kept). */
   private keep(id: string, t: Text): void {
+    // Another drawing of the conversation, overlapping this one, may have put its own back meanwhile: this one replaces it.
+    const other = this.by.get(id);
+    if (other) {
+      this.by.delete(id);
+      this.chars -= other.chars;
+    }
     if (t.chars > this.bound) return;
     while (this.chars + t.chars > this.bound) {
       let oldest: [string, Text] | undefined;
@@ -69,11 +75,6 @@ export class Texts {
     }
     this.chars += t.chars;
     this.by.set(id, t);
-  }
-
-  /** How many conversations' texts are kept (for tests). */
-  get size(): number {
-    return this.by.size;
   }
 }
 
