@@ -133,6 +133,17 @@ export function suite(f, makeJournal) {
       check(dividers.length >= 1 && dividers[0].state === "completed", "divider");
       check(model.calls.complete === 0, "no replay needed");
     }],
+    ["a page of events is the first of what a full read from the same position gives", async () => {
+      const journal = await makeJournal();
+      for (let s = 1; s <= 12; s++) await journal.append("c1", say(s, s % 2 ? "user" : "assistant", `page ${s}`));
+      check(typeof journal.readEventsPage === "function", "the journal reads pages");
+      for (const [since, limit] of [[0, 5], [5, 5], [10, 5], [12, 5], [0, 12], [3, 0], [40, 3]]) {
+        const all = await journal.readEvents("c1", since);
+        const page = await journal.readEventsPage("c1", since, limit);
+        equal(JSON.stringify(page.map((e) => [e.seq, e.event])), JSON.stringify(all.slice(0, limit).map((e) => [e.seq, e.event])), `after ${since}, ${limit}`);
+      }
+      equal((await journal.readEventsPage("other", 0, 5)).length, 0, "a conversation of none");
+    }],
     ["skipped runs advance the journal's progress watermark, never its events", async () => {
       const journal = await makeJournal();
       const c = f.createCompactor({ journal, model: fakeModel(), declaration });

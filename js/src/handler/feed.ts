@@ -18,7 +18,8 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
   const limit = Math.min(Math.max(number(url, "limit") ?? FEED_PAGE_EVENTS, 1), FEED_PAGE_EVENTS);
   const deadline = waitDeadline(url);
   for (;;) {
-    const found = (await app.o.journal.readEvents(id, after)).slice(0, limit);
+    const j = app.o.journal;
+    const found = (j.readEventsPage ? await j.readEventsPage(id, after, limit) : await j.readEvents(id, after)).slice(0, limit);
     if (found.length > 0 || Date.now() >= deadline) {
       const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
       // The chain's verdict, for the local projection.

@@ -65,9 +65,18 @@ export class IndexedDbJournal implements Journal {
   }
 
   async readEvents(conversationId: string, sinceSeq = 0): Promise<StoredEvent[]> {
+    return this.read(conversationId, sinceSeq);
+  }
+
+  async readEventsPage(conversationId: string, sinceSeq: number, limit: number): Promise<StoredEvent[]> {
+    // getAll's count of 0 means all: a page of none reads none.
+    return limit >= 1 ? this.read(conversationId, sinceSeq, Math.floor(limit)) : [];
+  }
+
+  private async read(conversationId: string, sinceSeq: number, count?: number): Promise<StoredEvent[]> {
     const tx = this.db.transaction("events", "readonly");
     const range = IDBKeyRange.bound([conversationId, sinceSeq + 1], [conversationId, Number.MAX_SAFE_INTEGER]);
-    const rows = (await req(tx.objectStore("events").getAll(range))) as { seq: number; event: Event }[];
+    const rows = (await req(tx.objectStore("events").getAll(range, count))) as { seq: number; event: Event }[];
     return rows.map((r) => ({ seq: r.seq, event: r.event }));
   }
 

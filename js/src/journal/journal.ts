@@ -43,6 +43,13 @@ export interface AppendOptions {
 export interface Journal {
   /** Events of a conversation with a journal position greater than `sinceSeq` (default: all), in order. */
   readEvents(conversationId: string, sinceSeq?: number): Promise<StoredEvent[]>;
+  /**
+   * At most `limit` of the events {@link Journal.readEvents} reads after
+   * `sinceSeq`, the first of them: a page, so that a reader of a long
+   * conversation (the events feed) does not read all of it for each page.
+   * Optional: without it, the reader reads all and keeps the page.
+   */
+  readEventsPage?(conversationId: string, sinceSeq: number, limit: number): Promise<StoredEvent[]>;
   /** Append a batch (or one event) atomically; returns the last position. */
   append(conversationId: string, events: Event | Event[], options?: AppendOptions): Promise<number>;
   /** Store a packet document by its id (idempotent). */

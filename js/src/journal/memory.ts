@@ -14,10 +14,17 @@ export class MemoryJournal implements Journal {
   constructor(private readonly now: () => number = () => Date.now()) {}
 
   async readEvents(conversationId: string, sinceSeq = 0): Promise<StoredEvent[]> {
+    return this.read(conversationId, sinceSeq, Infinity);
+  }
+  async readEventsPage(conversationId: string, sinceSeq: number, limit: number): Promise<StoredEvent[]> {
+    return this.read(conversationId, sinceSeq, limit);
+  }
+  private read(conversationId: string, sinceSeq: number, limit: number): StoredEvent[] {
     const list = this.events.get(conversationId) ?? [];
     // Positions are 1-based and dense: position n is list[n - 1].
     // Only `append` writes here, after `checkAppend`: the events are checked.
-    return list.slice(Math.max(0, sinceSeq)).map((e) => ({ seq: e.seq, event: structuredClone(e.event), checked: true }));
+    const from = Math.max(0, sinceSeq);
+    return list.slice(from, from + Math.max(0, limit)).map((e) => ({ seq: e.seq, event: structuredClone(e.event), checked: true }));
   }
   async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
     const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
