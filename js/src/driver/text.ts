@@ -43,6 +43,7 @@ export class Texts {
     const held = t.seqs.length ? t.seqs[t.seqs.length - 1] : 0;
     if (held < seq) {
       for (const e of await read(held)) {
+        if (e.seq <= held) continue; // a journal that answered more than was asked adds nothing twice
         const part = JSON.stringify(e.event);
         t.parts.push(part);
         t.seqs.push(e.seq);
