@@ -36,14 +36,18 @@ pub const TIMELINE_KEPT_BYTES: u64 = 512 * 1024;
 /// Timeline slots (conversation and page) the servers keep before those no
 /// request is using are let go.
 pub const TIMELINE_SLOTS: u64 = 256;
-/// The most text of conversations' events the drivers keep between
+/// The most text of conversations' events the Rust driver keeps between
 /// timeline drawings, all conversations together (a drawing after a write
-/// then reads and encodes only what is new), in bytes (the JS driver counts
-/// UTF-16 units).
+/// then reads and encodes only what is new), in bytes.
 pub const TIMELINE_TEXT_BYTES: u64 = 64 * 1024 * 1024;
+/// The same bound for the JS driver, in UTF-16 units: smaller, since it
+/// runs in browser tabs and edge isolates (128 MB of memory on Cloudflare
+/// Workers), where a string of Latin text costs a byte a unit and of other
+/// text two.
+pub const TIMELINE_TEXT_CHARS: u64 = 16 * 1024 * 1024;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 13] = [
+pub const ALL: [(&str, u64, &str); 14] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
@@ -56,5 +60,6 @@ pub const ALL: [(&str, u64, &str); 13] = [
     ("FEED_PAGE_EVENTS", FEED_PAGE_EVENTS, "The most events one answer of the servers' `…/events` holds."),
     ("TIMELINE_KEPT_BYTES", TIMELINE_KEPT_BYTES, "The largest timeline answer the servers keep for the pages that wake on the same write (a longer one is drawn anew)."),
     ("TIMELINE_SLOTS", TIMELINE_SLOTS, "Timeline slots (conversation and page) the servers keep before those no request is using are let go."),
-    ("TIMELINE_TEXT_BYTES", TIMELINE_TEXT_BYTES, "The most text of conversations' events a driver keeps between timeline drawings, all conversations together (a drawing after a write reads and encodes only what is new); the JS driver counts UTF-16 units."),
+    ("TIMELINE_TEXT_BYTES", TIMELINE_TEXT_BYTES, "The most text of conversations' events the Rust driver keeps between timeline drawings, all conversations together (a drawing after a write reads and encodes only what is new), in bytes."),
+    ("TIMELINE_TEXT_CHARS", TIMELINE_TEXT_CHARS, "The same bound for the JS driver, in UTF-16 units: smaller, since it runs in browser tabs and edge isolates (128 MB on Cloudflare Workers)."),
 ];

@@ -37,8 +37,11 @@ export const TIMELINE_KEPT_BYTES = 524288;
 /** Timeline slots (conversation and page) the servers keep before those no request is using are let go. */
 export const TIMELINE_SLOTS = 256;
 
-/** The most text of conversations' events a driver keeps between timeline drawings, all conversations together (a drawing after a write reads and encodes only what is new); the JS driver counts UTF-16 units. */
+/** The most text of conversations' events the Rust driver keeps between timeline drawings, all conversations together (a drawing after a write reads and encodes only what is new), in bytes. */
 export const TIMELINE_TEXT_BYTES = 67108864;
+
+/** The same bound for the JS driver, in UTF-16 units: smaller, since it runs in browser tabs and edge isolates (128 MB on Cloudflare Workers). */
+export const TIMELINE_TEXT_CHARS = 16777216;
 
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);

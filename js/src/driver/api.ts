@@ -23,8 +23,9 @@ export interface CompactorOptions {
   leaseMs?: number;
   /**
    * The most text of conversations' events kept between timeline drawings,
-   * all conversations together, in UTF-16 units (default 64 Mi, as the Rust
-   * driver's: `TIMELINE_TEXT_BYTES`): a drawing after a write reads and
+   * all conversations together, in UTF-16 units (default 16 Mi:
+   * `TIMELINE_TEXT_CHARS`, smaller than the Rust driver's 64 MiB for browser
+   * tabs and edge isolates): a drawing after a write reads and
    * encodes only what is new; the least recently drawn are let go first;
    * 0 keeps none (every drawing reads its conversation whole).
    */

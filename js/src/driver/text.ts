@@ -10,7 +10,7 @@
 
 import { FoldlineError } from "../error.js";
 import { callText } from "../call.js";
-import { TIMELINE_TEXT_BYTES } from "../defaults.js";
+import { TIMELINE_TEXT_CHARS } from "../defaults.js";
 import type { Timeline, TimelinePage } from "../types.js";
 import type { StoredEvent } from "../journal/journal.js";
 import { load, state, type Ctx } from "./read.js";
@@ -32,7 +32,7 @@ export class Texts {
   private by = new Map<string, Text>();
   private chars = 0;
   private clock = 0;
-  constructor(private readonly bound: number = TIMELINE_TEXT_BYTES) {}
+  constructor(private readonly bound: number = TIMELINE_TEXT_CHARS) {}
 
   /** The text of `id`'s events up to `seq`, reading (`read(after)`) only what it does not hold yet. */
   async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>): Promise<string> {

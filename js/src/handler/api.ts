@@ -103,7 +103,7 @@ export interface HandlerOptions {
   holder?: string;
   leaseMs?: number;
   modelTimeoutMs?: number;
-  /** The most text of conversations' events kept between timeline drawings (the compactor's `timelineTextChars`; default 64 Mi UTF-16 units). */
+  /** The most text of conversations' events kept between timeline drawings (the compactor's `timelineTextChars`; default 16 Mi UTF-16 units). */
   timelineTextChars?: number;
   /** Largest request body in bytes (default 1 MiB). */
   bodyLimit?: number;
