@@ -1073,6 +1073,17 @@ fn the_timeline_route_answers_pages_and_304_while_nothing_is_written() {
         None,
     );
     assert_eq!((s, code(&v)), (400, "invalid_input"));
+    // A parameter given twice is refused, not one of its values chosen
+    // (the edge handler answers the same).
+    for q in [
+        "timeline?limit=1&limit=2",
+        "events?after=0&after=3",
+        "context?format=openai&format=anthropic",
+    ] {
+        let (s, v) = call("GET", &format!("{conv}/{q}"), Some(ALICE), None);
+        assert_eq!((s, code(&v)), (400, "invalid_input"), "{q}: {v}");
+        assert!(v.to_string().contains("given more than once"), "{v}");
+    }
     let (s, v) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
     assert_eq!((s, code(&v)), (403, "not_owner"));
 }

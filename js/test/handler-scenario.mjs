@@ -427,6 +427,12 @@ export async function clientScenario(c) {
   if (moved.unchanged || moved.items.length <= first.items.length) throw new Error("the timeline's long poll missed the write");
   const badPage = await c.fetch("http://local/api/conversations/feed/timeline?limit=-1", { headers: { authorization: `Bearer ${ALICE}` } });
   if (badPage.status !== 400) throw new Error(`limit=-1 answered ${badPage.status}`);
+  // A parameter given twice is refused, not one of its values chosen (the Rust server answers the same).
+  for (const q of ["timeline?limit=1&limit=2", "events?after=0&after=3", "context?format=openai&format=anthropic"]) {
+    const r = await c.fetch(`http://local/api/conversations/feed/${q}`, { headers: { authorization: `Bearer ${ALICE}` } });
+    const v = await r.json();
+    if (r.status !== 400 || v.error?.code !== "invalid_input" || !v.error.message.includes("given more than once")) throw new Error(`${q} answered ${r.status} ${JSON.stringify(v)}`);
+  }
   if ((await alice.sync()) < 1) throw new Error("the copy missed the page's message");
   const waiting = alice.sync(10_000);
   await new Promise((r) => setTimeout(r, 50));

@@ -15,6 +15,31 @@ use axum::http::StatusCode;
 use super::reply::ApiError;
 use super::state::App;
 
+/// A request's query parameters, each named at most once: a repeated one
+/// (`?format=openai&format=anthropic`) is `400 invalid_input` naming it,
+/// rather than one of its values chosen (the edge handler refuses it the
+/// same way), and a query that does not decode is `400 invalid_input` too.
+pub struct Params(pub std::collections::BTreeMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", m);
+        let axum::extract::Query(pairs) =
+            axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+                .map_err(|e| bad(format!("the query string does not decode: {e}")))?;
+        let mut q = std::collections::BTreeMap::new();
+        for (k, v) in pairs {
+            if q.contains_key(&k) {
+                return Err(bad(format!("{k} is given more than once")));
+            }
+            q.insert(k, v);
+        }
+        Ok(Params(q))
+    }
+}
+
 /// The member a request's bearer token belongs to.
 pub struct Caller(pub String);
 

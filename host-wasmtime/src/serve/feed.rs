@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::access::{admitted, blocking, Caller};
+use super::access::{admitted, blocking, Caller, Params};
 use super::reply::ApiError;
 use super::state::App;
 use crate::journal::StoredEvent;
@@ -66,7 +66,7 @@ pub async fn events(
     State(app): State<Arc<App>>,
     Caller(member): Caller,
     Path(id): Path<String>,
-    Query(q): Query<BTreeMap<String, String>>,
+    Params(q): Params,
 ) -> Result<Response, ApiError> {
     let after = number(&q, "after")?.unwrap_or(0);
     let limit =

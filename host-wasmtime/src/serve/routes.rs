@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -17,7 +17,7 @@ use foldline_core::turn::Route;
 use serde_json::json;
 use tower_http::timeout::TimeoutLayer;
 
-use super::access::{admitted, blocking, body_text, check_id, owned, Caller};
+use super::access::{admitted, blocking, body_text, check_id, owned, Caller, Params};
 use super::compression;
 use super::reply::ApiError;
 use super::state::App;
@@ -330,7 +330,7 @@ async fn context(
     State(app): Shared,
     Caller(member): Caller,
     Path(id): Path<String>,
-    Query(q): Query<BTreeMap<String, String>>,
+    Params(q): Params,
 ) -> Result<Response, ApiError> {
     let format = format_of(&q)?;
     let only_messages = q.get("messages").is_some_and(|v| v == "true" || v == "1");

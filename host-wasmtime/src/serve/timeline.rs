@@ -9,11 +9,10 @@
 //! cost of one position read per write, however long the conversation; the
 //! pages that wake on one write share one drawing (`serve/drawn.rs`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -21,7 +20,7 @@ use foldline_core::defaults::TIMELINE_KEPT_BYTES;
 use sha2::Digest as _;
 use tokio::time::Instant;
 
-use super::access::{admitted, blocking, Caller};
+use super::access::{admitted, blocking, Caller, Params};
 use super::drawn::Answer;
 use super::feed::{nap, number, wait_deadline};
 use super::reply::ApiError;
@@ -34,7 +33,7 @@ pub async fn timeline(
     State(app): State<Arc<App>>,
     Caller(member): Caller,
     Path(id): Path<String>,
-    Query(q): Query<BTreeMap<String, String>>,
+    Params(q): Params,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let page = Page {

@@ -41,6 +41,19 @@ export async function caller(app: App, req: Request): Promise<string> {
   throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
 }
 
+/**
+ * Refuse a query parameter given more than once (`?format=openai&format=anthropic`):
+ * `400 invalid_input` naming it, rather than one of its values chosen (the
+ * Rust server refuses it the same way).
+ */
+export function onceEach(url: URL): void {
+  const seen = new Set<string>();
+  for (const k of url.searchParams.keys()) {
+    if (seen.has(k)) throw new ApiError(400, "invalid_input", `${k} is given more than once`);
+    seen.add(k);
+  }
+}
+
 export function checkId(id: string): void {
   if (!ID.test(id) || id === "." || id === "..") throw new ApiError(400, "invalid_input", "a conversation id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and ..");
 }

@@ -7,7 +7,7 @@ import { settingsProjection } from "../ops.js";
 import type { OpenAiChatMessage } from "../convert.js";
 import type { Format } from "../types.js";
 import { FORMATS } from "../defaults.js";
-import { admitted, body, caller, checkId, decode, owned } from "./access.js";
+import { admitted, body, caller, checkId, decode, onceEach, owned } from "./access.js";
 import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
 import { feed } from "./feed.js";
 import { timelineRoute } from "./timeline.js";
@@ -52,9 +52,11 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
       return json(200, settingsProjection({ availability: input.availability, preferences: input.preferences }));
     }
     case "GET events":
+      onceEach(url);
       await admitted(app, id, member);
       return feed(app, id, url);
     case "GET timeline":
+      onceEach(url);
       await admitted(app, id, member);
       return timelineRoute(app, req, id, url);
     case "GET verify": return verify(app, id, member);
@@ -151,6 +153,7 @@ async function answerStart(app: App, id: string, member: string): Promise<Respon
 
 /** `GET …/context?format=…[&messages=true]`: the model-bound context; its member-compression passes recorded. */
 async function context(app: App, url: URL, id: string, member: string): Promise<Response> {
+  onceEach(url);
   await admitted(app, id, member);
   const f = url.searchParams.get("format") ?? "foldline";
   if (!FORMATS.has(f)) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
