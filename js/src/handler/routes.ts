@@ -61,7 +61,8 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
       return timelineRoute(app, req, id, url);
     case "GET verify": return verify(app, id, member);
     default:
-      throw new ApiError(404, "not_found", "no such endpoint");
+      // The endpoint exists (the path matched one), not with this method: as foldline serve answers.
+      throw new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
   }
 }
 
