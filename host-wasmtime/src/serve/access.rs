@@ -142,11 +142,17 @@ pub fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", e.body_text())
         }
     })?;
-    String::from_utf8(body.to_vec()).map_err(|_| {
+    let text = String::from_utf8(body.to_vec()).map_err(|_| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_input",
             "the body is not UTF-8",
         )
+    })?;
+    // A leading byte order mark is ignored (RFC 8259 allows it; the edge
+    // handler's UTF-8 decoding drops it too).
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
     })
 }

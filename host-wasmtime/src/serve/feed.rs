@@ -36,11 +36,16 @@ pub fn member_visible(mut s: StoredEvent) -> StoredEvent {
     s
 }
 
-/// A whole-number query parameter, if given.
+/// A whole-number query parameter, if given: at most 2^53 − 1, as the edge
+/// handler (a JavaScript number past it is no longer the one asked for; no
+/// position or page is that large), so both servers refuse the same.
 pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    const SAFE: u64 = (1 << 53) - 1;
     q.get(name).map_or(Ok(None), |v| {
         v.parse()
-            .map_err(|_| {
+            .ok()
+            .filter(|n| *n <= SAFE)
+            .ok_or_else(|| {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "invalid_input",

@@ -26,8 +26,11 @@ const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
 export async function route(app: App, req: Request, ctx?: ExecutionContext): Promise<Response> {
   const url = new URL(req.url);
   const member = await caller(app, req);
+  // A path that names an endpoint, with a method it does not take: 405, as foldline serve answers.
+  const wrongMethod = () => new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
   let m = EVENTS.exec(url.pathname);
-  if (m && req.method === "GET") {
+  if (m) {
+    if (req.method !== "GET") throw wrongMethod();
     const id = decode(m[1]);
     await admitted(app, id, member);
     return events(app, req, id, decode(m[2]));
@@ -35,7 +38,10 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
   m = MEMBERS.exec(url.pathname);
   if (m) return room(app, req, decode(m[1]), m[2] === undefined ? undefined : decode(m[2]), member);
   m = ANSWER.exec(url.pathname);
-  if (m && req.method === "DELETE") return answerEnd(app, decode(m[1]), decode(m[2]), member, ctx);
+  if (m) {
+    if (req.method !== "DELETE") throw wrongMethod();
+    return answerEnd(app, decode(m[1]), decode(m[2]), member, ctx);
+  }
   m = COMPRESSION.exec(url.pathname);
   if (m) return compressionRoute(app, req, m[1] !== undefined, member);
   m = ROUTE.exec(url.pathname);
@@ -61,8 +67,7 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
       return timelineRoute(app, req, id, url);
     case "GET verify": return verify(app, id, member);
     default:
-      // The endpoint exists (the path matched one), not with this method: as foldline serve answers.
-      throw new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
+      throw wrongMethod();
   }
 }
 
@@ -97,15 +102,22 @@ async function answerEnd(app: App, id: string, answer: string, member: string, c
 
 /** `…/members/me/compression` (GET, PUT) and `…/compression/stats` (GET). */
 async function compressionRoute(app: App, req: Request, stats: boolean, member: string): Promise<Response> {
-  surface(app);
-  if (!stats && req.method === "GET") return preferencesView(app, (await app.compression.preferences(member)) ?? {});
-  if (!stats && req.method === "PUT") {
-    const p = preferencesOf(await body(app, req));
-    await app.compression.setPreferences(member, p);
-    return preferencesView(app, p);
+  // In foldline serve's order: the method, then the body, then whether the surface is on.
+  if (!(req.method === "GET" || (!stats && req.method === "PUT"))) {
+    throw new ApiError(405, "method_not_allowed", "…/compression takes GET and PUT; …/compression/stats takes GET");
   }
-  if (stats && req.method === "GET") return json(200, { passes: await app.compression.stats(member) });
-  throw new ApiError(405, "method_not_allowed", "…/compression takes GET and PUT; …/compression/stats takes GET");
+  if (stats) {
+    surface(app);
+    return json(200, { passes: await app.compression.stats(member) });
+  }
+  if (req.method === "GET") {
+    surface(app);
+    return preferencesView(app, (await app.compression.preferences(member)) ?? {});
+  }
+  const p = preferencesOf(await body(app, req));
+  surface(app);
+  await app.compression.setPreferences(member, p);
+  return preferencesView(app, p);
 }
 
 /**

@@ -3,7 +3,8 @@
 // http server) get the same requests — bad numbers and repeated query
 // parameters, strangers and missing tokens, undecodable and oversized ids,
 // wrong methods, bodies that are not messages, a 2 MB message, a lone
-// surrogate, idempotency keys bad, new and reused — and must answer each
+// surrogate, a byte order mark, idempotency keys bad, new and reused,
+// member compression while it is off — and must answer each
 // with the same status and error code, the one the table below expects.
 //
 // node test/servers/run.mjs [path/to/foldline]
@@ -101,6 +102,20 @@ const cases = [
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "y" }), ALICE, { "idempotency-key": "k1" }], "422 idempotency_key_reused"],
+  [["POST", `${c}/messages`, "\ufeff" + msg({ role: "user", content: "after a byte order mark" })], "201"],
+  [["GET", `${c}/timeline?limit=9007199254740993`], "400 invalid_input"],
+  [["GET", `${c}/timeline`, undefined, ALICE, { "if-none-match": "*" }], "304"],
+  [["POST", `${c}/members`], "405 method_not_allowed"],
+  [["PUT", `${c}/members/zed`], "404 not_found"],
+  [["GET", `${c}/answer/nope`], "405 method_not_allowed"],
+  [["POST", `${c}/answer/x`], "405 method_not_allowed"],
+  [["POST", `${c}/tasks/x/events`], "405 method_not_allowed"],
+  [["GET", `${c}/tasks/nope/events`], "404 not_found"],
+  [["PUT", "/api/members/me/compression", "not json"], "400 invalid_input"],
+  [["PUT", "/api/members/me/compression", msg({ bogus: true })], "400 invalid_input"],
+  [["PUT", "/api/members/me/compression", "{}"], "404 not_available"],
+  [["DELETE", "/api/members/me/compression"], "405 method_not_allowed"],
+  [["POST", "/api/members/me/compression/stats"], "405 method_not_allowed"],
 ];
 
 let failed = 0;
