@@ -53,5 +53,10 @@ export function createHandler(o: HandlerOptions): Handler {
     wakers: new Set(),
     drawn: new Map(),
   };
-  return (req, ctx) => route(app, req, ctx).catch(failure);
+  return async (req, ctx) => {
+    // HEAD is GET without the body, as foldline serve (axum) answers it.
+    if (req.method !== "HEAD") return route(app, req, ctx).catch(failure);
+    const r = await route(app, new Request(req, { method: "GET" }), ctx).catch(failure);
+    return new Response(null, { status: r.status, headers: r.headers });
+  };
 }

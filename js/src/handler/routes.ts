@@ -16,11 +16,11 @@ import { answering, schedule, wrote, type App } from "./state.js";
 import { condense, events } from "./tasks.js";
 import type { ExecutionContext } from "./api.js";
 
-const ROUTE = /^\/api\/conversations\/([^/]+)\/(messages|condense|answer|context|timeline|verify|settings|events)$/;
+const ROUTE = /^\/api\/conversations\/([^/]*)\/(messages|condense|answer|context|timeline|verify|settings|events)$/;
 const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
-const ANSWER = /^\/api\/conversations\/([^/]+)\/answer\/([^/]+)$/;
-const MEMBERS = /^\/api\/conversations\/([^/]+)\/members(?:\/([^/]+))?$/;
-const EVENTS = /^\/api\/conversations\/([^/]+)\/tasks\/([^/]+)\/events$/;
+const ANSWER = /^\/api\/conversations\/([^/]*)\/answer\/([^/]+)$/;
+const MEMBERS = /^\/api\/conversations\/([^/]*)\/members(?:\/([^/]+))?$/;
+const EVENTS = /^\/api\/conversations\/([^/]*)\/tasks\/([^/]+)\/events$/;
 
 /** A request, to the route its path and method name. */
 export async function route(app: App, req: Request, ctx?: ExecutionContext): Promise<Response> {

@@ -1,8 +1,8 @@
 // Hostile requests to both servers: `foldline serve` (the Rust host, over
 // real HTTP) and the package's fetch handler (the JS host, behind Node's
 // http server) get the same requests — bad numbers and repeated query
-// parameters, strangers and missing tokens, undecodable and oversized ids,
-// wrong methods, bodies that are not messages, a 2 MB message, a lone
+// parameters, strangers and missing tokens, undecodable, empty and oversized ids,
+// wrong methods and HEAD, bodies that are not messages, a 2 MB message, a lone
 // surrogate, a byte order mark, idempotency keys bad, new and reused,
 // member compression while it is off — and must answer each
 // with the same status and error code, the one the table below expects.
@@ -116,6 +116,12 @@ const cases = [
   [["PUT", "/api/members/me/compression", "{}"], "404 not_available"],
   [["DELETE", "/api/members/me/compression"], "405 method_not_allowed"],
   [["POST", "/api/members/me/compression/stats"], "405 method_not_allowed"],
+  [["HEAD", `${c}/timeline`], "200"],
+  [["HEAD", `${c}/messages`], "405"],
+  [["GET", "/api/conversations//timeline"], "400 invalid_input"],
+  [["PUT", "/api/conversations//members/bob"], "400 invalid_input"],
+  [["GET", "/api/conversations//tasks/x/events"], "400 invalid_input"],
+  [["GET", `${c}/tasks//events`], "404 not_found"],
 ];
 
 let failed = 0;
