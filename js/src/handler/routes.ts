@@ -22,12 +22,30 @@ const ANSWER = /^\/api\/conversations\/([^/]*)\/answer\/([^/]+)$/;
 const MEMBERS = /^\/api\/conversations\/([^/]*)\/members(?:\/([^/]+))?$/;
 const EVENTS = /^\/api\/conversations\/([^/]*)\/tasks\/([^/]+)\/events$/;
 
+/** A path that names an endpoint, with a method it does not take: 405, as foldline serve answers. */
+const wrongMethod = () => new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
+
+/** The methods the endpoint a path names takes; undefined when it names none. */
+function methodsOf(path: string): string[] | undefined {
+  if (EVENTS.test(path)) return ["GET"];
+  const members = MEMBERS.exec(path);
+  if (members) return members[2] === undefined ? ["GET"] : ["PUT", "DELETE"];
+  if (ANSWER.test(path)) return ["DELETE"];
+  const compression = COMPRESSION.exec(path);
+  if (compression) return compression[1] === undefined ? ["GET", "PUT"] : ["GET"];
+  const name = ROUTE.exec(path)?.[2];
+  if (name === undefined) return undefined;
+  return ["messages", "condense", "answer"].includes(name) ? ["POST"] : ["GET"];
+}
+
 /** A request, to the route its path and method name. */
 export async function route(app: App, req: Request, ctx?: ExecutionContext): Promise<Response> {
   const url = new URL(req.url);
+  // The path and the method first, then the caller: foldline serve routes before it authenticates.
+  const methods = methodsOf(url.pathname);
+  if (methods === undefined) throw new ApiError(404, "not_found", "no such endpoint");
+  if (!methods.includes(req.method)) throw wrongMethod();
   const member = await caller(app, req);
-  // A path that names an endpoint, with a method it does not take: 405, as foldline serve answers.
-  const wrongMethod = () => new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
   let m = EVENTS.exec(url.pathname);
   if (m) {
     if (req.method !== "GET") throw wrongMethod();

@@ -44,7 +44,13 @@ const dir = mkdtempSync(join(tmpdir(), "foldline-servers-"));
 writeFileSync(join(dir, "members.json"), JSON.stringify({ members }));
 const rust = spawn(bin, ["--journal", join(dir, "j.db"), "serve", "--members", join(dir, "members.json"), "--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
 const rustBase = await new Promise((resolve, reject) => {
-  rust.stderr.on("data", (d) => { const m = /listening on (http:\S+)/.exec(String(d)); if (m) resolve(m[1]); });
+  // Read whole lines: a chunk may end inside the address.
+  let seen = "";
+  rust.stderr.on("data", (d) => {
+    seen += String(d);
+    const m = /listening on (http:\S+)\n/.exec(seen);
+    if (m) resolve(m[1]);
+  });
   rust.on("exit", (c) => reject(new Error(`foldline serve exited (${c})`)));
 });
 const bases = { edge: `http://127.0.0.1:${edge.address().port}`, rust: rustBase };
@@ -122,6 +128,10 @@ const cases = [
   [["PUT", "/api/conversations//members/bob"], "400 invalid_input"],
   [["GET", "/api/conversations//tasks/x/events"], "400 invalid_input"],
   [["GET", `${c}/tasks//events`], "404 not_found"],
+  // The path and the method are looked at before the caller.
+  [["GET", "/api/nothing", undefined, null], "404 not_found"],
+  [["DELETE", `${c}/timeline`, undefined, null], "405 method_not_allowed"],
+  [["GET", `${c}/timeline?limit=x`, undefined, null], "401 unauthorized"],
 ];
 
 let failed = 0;
