@@ -156,26 +156,19 @@ struct PerMessage {
 impl PerMessage {
     fn new(dir: &std::path::Path, history: u64, hold: bool) -> PerMessage {
         use foldline_wasmtime::driver::Driver;
-        use foldline_wasmtime::journal::{Journal, SqliteJournal};
+        use foldline_wasmtime::journal::SqliteJournal;
         let path = dir.join(format!("driver-{history}-{hold}.db"));
         let _ = std::fs::remove_file(&path);
-        let mut d = Declaration::new("assistant", "assistant-compactor");
-        d.budget = Budget::default_tokens();
+        // The builder's defaults: the assistant target on the seed's token budget.
         let driver = Driver::builder(
             artifact(Bound::default()),
             SqliteJournal::open(&path).unwrap(),
             foldline_wasmtime::model::Extractive,
         )
-        .declaration(d)
         .hold_events(hold)
         .build()
         .unwrap();
-        let mut s = 1;
-        while s <= history {
-            let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
-            driver.journal().append("c", &batch).unwrap();
-            s += 1_000;
-        }
+        write_history(driver.journal(), history);
         driver.on_message("c").unwrap(); // the first call reads the history once
         PerMessage {
             driver,
@@ -267,6 +260,16 @@ fn compaction_growth(
     (median(a), median(b))
 }
 
+/// Turns 1..=`history` of conversation `c`, appended in batches of 1,000.
+fn write_history(journal: &impl foldline_wasmtime::journal::Journal, history: u64) {
+    let mut s = 1;
+    while s <= history {
+        let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
+        journal.append("c", &batch).unwrap();
+        s += 1_000;
+    }
+}
+
 /// A timeline page (the latest 200 items) drawn right after a write,
 /// through the program's driver on a SQLite file of `history` messages:
 /// with the conversation's text kept between drawings (the default) and
@@ -279,14 +282,11 @@ fn timeline_after_write(dir: &std::path::Path, history: u64, samples: usize) -> 
     let path = dir.join("timeline-after-write.db");
     let _ = std::fs::remove_file(&path);
     let driver = |kept: usize| {
-        let mut d = Declaration::new("assistant", "assistant-compactor");
-        d.budget = Budget::default_tokens();
         Driver::builder(
             artifact(Bound::default()),
             SqliteJournal::open(&path).unwrap(),
             foldline_wasmtime::model::Extractive,
         )
-        .declaration(d)
         .timeline_text_bytes(kept)
         .build()
         .unwrap()
@@ -295,12 +295,8 @@ fn timeline_after_write(dir: &std::path::Path, history: u64, samples: usize) -> 
         driver(foldline_core::defaults::TIMELINE_TEXT_BYTES as usize),
         driver(0),
     ];
-    let mut s = 1;
-    while s <= history {
-        let batch: Vec<Event> = (s..(s + 1_000).min(history + 1)).map(say).collect();
-        drivers[0].journal().append("c", &batch).unwrap();
-        s += 1_000;
-    }
+    write_history(drivers[0].journal(), history);
+    let mut s = history + 1;
     let page = Page {
         limit: Some(200),
         before: None,

@@ -46,9 +46,9 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
   if (methods === undefined) throw new ApiError(404, "not_found", "no such endpoint");
   if (!methods.includes(req.method)) throw wrongMethod();
   const member = await caller(app, req);
+  // From here on the method is one the path's endpoint takes (methodsOf).
   let m = EVENTS.exec(url.pathname);
   if (m) {
-    if (req.method !== "GET") throw wrongMethod();
     const id = decode(m[1]);
     await admitted(app, id, member);
     return events(app, req, id, decode(m[2]));
@@ -56,10 +56,7 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
   m = MEMBERS.exec(url.pathname);
   if (m) return room(app, req, decode(m[1]), m[2] === undefined ? undefined : decode(m[2]), member);
   m = ANSWER.exec(url.pathname);
-  if (m) {
-    if (req.method !== "DELETE") throw wrongMethod();
-    return answerEnd(app, decode(m[1]), decode(m[2]), member, ctx);
-  }
+  if (m) return answerEnd(app, decode(m[1]), decode(m[2]), member, ctx);
   m = COMPRESSION.exec(url.pathname);
   if (m) return compressionRoute(app, req, m[1] !== undefined, member);
   m = ROUTE.exec(url.pathname);
@@ -91,21 +88,19 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
 
 /** `…/members` (GET: the room) and `…/members/{member}` (PUT: let in, DELETE: take out; the owner only). */
 async function room(app: App, req: Request, id: string, who: string | undefined, member: string): Promise<Response> {
-  if (who === undefined && req.method === "GET") {
+  // The route let through only GET …/members and PUT or DELETE …/members/{member} (methodsOf).
+  if (who === undefined) {
     await admitted(app, id, member);
     return json(200, { owner: await app.owners.get(id), members: await app.owners.room(id) });
   }
-  if (who !== undefined && (req.method === "PUT" || req.method === "DELETE")) {
-    await owned(app, id, member);
-    if (req.method === "PUT") {
-      if (!app.o.members.some((x) => x.id === who)) throw new ApiError(404, "not_found", `no member ${JSON.stringify(who)} on this server`);
-      if (who !== member) await app.owners.admit(id, who);
-    } else if (!(await app.owners.dismiss(id, who))) {
-      throw new ApiError(404, "not_found", `${JSON.stringify(who)} is not in this room`);
-    }
-    return new Response(null, { status: 204 });
+  await owned(app, id, member);
+  if (req.method === "PUT") {
+    if (!app.o.members.some((x) => x.id === who)) throw new ApiError(404, "not_found", `no member ${JSON.stringify(who)} on this server`);
+    if (who !== member) await app.owners.admit(id, who);
+  } else if (!(await app.owners.dismiss(id, who))) {
+    throw new ApiError(404, "not_found", `${JSON.stringify(who)} is not in this room`);
   }
-  throw new ApiError(405, "method_not_allowed", "the members route takes GET, and PUT or DELETE …/members/{member}");
+  return new Response(null, { status: 204 });
 }
 
 /** `DELETE …/answer/{answer}`: the answer gives the session back; the automatic check runs. */
@@ -120,10 +115,7 @@ async function answerEnd(app: App, id: string, answer: string, member: string, c
 
 /** `…/members/me/compression` (GET, PUT) and `…/compression/stats` (GET). */
 async function compressionRoute(app: App, req: Request, stats: boolean, member: string): Promise<Response> {
-  // In foldline serve's order: the method, then the body, then whether the surface is on.
-  if (!(req.method === "GET" || (!stats && req.method === "PUT"))) {
-    throw new ApiError(405, "method_not_allowed", "…/compression takes GET and PUT; …/compression/stats takes GET");
-  }
+  // In foldline serve's order (the method was checked by the route): the body, then whether the surface is on.
   if (stats) {
     surface(app);
     return json(200, { passes: await app.compression.stats(member) });
