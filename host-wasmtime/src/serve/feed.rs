@@ -36,15 +36,23 @@ pub fn member_visible(mut s: StoredEvent) -> StoredEvent {
     s
 }
 
-/// A whole-number query parameter, if given: at most 2^53 − 1, as the edge
-/// handler (a JavaScript number past it is no longer the one asked for; no
-/// position or page is that large), so both servers refuse the same.
-pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+/// A whole number written in decimal digits only, at most 2^53 − 1, as the
+/// edge handler reads one (a JavaScript number past it is no longer the one
+/// asked for; no position or page is that large): `+5`, ` 5` or `5.0` are
+/// not one, though Rust's integer parsing would take the first.
+pub fn safe_whole(v: &str) -> Option<u64> {
     const SAFE: u64 = (1 << 53) - 1;
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok().filter(|n| *n <= SAFE)
+}
+
+/// A whole-number query parameter, if given ([`safe_whole`]), so both
+/// servers refuse the same.
+pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
     q.get(name).map_or(Ok(None), |v| {
-        v.parse()
-            .ok()
-            .filter(|n| *n <= SAFE)
+        safe_whole(v)
             .ok_or_else(|| {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
@@ -118,4 +126,28 @@ pub async fn events(
 pub fn wait_deadline(q: &BTreeMap<String, String>) -> Result<Instant, ApiError> {
     let wait = number(q, "wait")?.unwrap_or(0).min(LONG_POLL_MS);
     Ok(Instant::now() + Duration::from_millis(wait))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_whole;
+
+    #[test]
+    fn a_whole_number_is_decimal_digits_up_to_2_53_minus_1() {
+        assert_eq!(safe_whole("0"), Some(0));
+        assert_eq!(safe_whole("9007199254740991"), Some((1 << 53) - 1));
+        for not in [
+            "",
+            "+5",
+            "-5",
+            " 5",
+            "5.0",
+            "1e3",
+            "0x10",
+            "9007199254740992",
+            "99999999999999999999",
+        ] {
+            assert_eq!(safe_whole(not), None, "{not:?}");
+        }
+    }
 }

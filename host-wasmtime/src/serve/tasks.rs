@@ -18,6 +18,7 @@ use foldline_core::stream::MEMBER_NOTICE;
 use serde_json::json;
 
 use super::access::{admitted, blocking, owned, Caller};
+use super::feed::safe_whole;
 use super::reply::ApiError;
 use super::state::App;
 use crate::driver::{ManualTask, Outcome};
@@ -184,10 +185,12 @@ pub async fn events(
         }
     })
     .await?;
+    // An id this server did not send (not a position) is no position: the
+    // stream starts from the task's first event, as the edge handler's.
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
+        .and_then(|v| safe_whole(v.trim()))
         .unwrap_or(0);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Sse>(16);
     tokio::spawn(produce(

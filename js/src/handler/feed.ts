@@ -41,9 +41,19 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
 export function number(url: URL, name: string): number | undefined {
   const v = url.searchParams.get(name);
   if (v === null) return undefined;
-  // Past 2^53 a JS number is not the one asked for (no position is that large).
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
-  return Number(v);
+  const n = safeWhole(v);
+  if (n === undefined) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
+  return n;
+}
+
+/**
+ * A whole number written in decimal digits only, at most 2^53 − 1 (past it a
+ * JS number is not the one asked for; no position is that large), as the
+ * Rust server's `safe_whole`: `+5`, `5.0`, `1e3` or ` 5` are not one.
+ */
+export function safeWhole(v: string): number | undefined {
+  const n = Number(v);
+  return /^\d+$/.test(v) && Number.isSafeInteger(n) ? n : undefined;
 }
 
 /** When a long poll's `wait` (at most 25 s) is up. */

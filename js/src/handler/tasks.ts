@@ -6,6 +6,7 @@ import type { OnMessageResult } from "../driver/api.js";
 import { MEMBER_NOTICE } from "../notice.js";
 import type { Event } from "../types.js";
 import { owned } from "./access.js";
+import { safeWhole } from "./feed.js";
 import { ApiError, httpStatusOf, json } from "./reply.js";
 import { answering, later, takeCondense, wrote, type App } from "./state.js";
 import type { ExecutionContext } from "./api.js";
@@ -39,7 +40,9 @@ export async function events(app: App, req: Request, id: string, task: string): 
   const all = await app.o.journal.readEvents(id, 0);
   const start = all.find((s) => s.event.type === "compactionTask" && s.event.taskId === task && s.event.state === "requested");
   if (!start) throw new ApiError(404, "not_found", `no task ${JSON.stringify(task)} in this conversation`);
-  const sent = Number(req.headers.get("last-event-id") ?? "0") || 0;
+  // An id this handler did not send (not a position) is no position: the
+  // stream starts from the task's first event, as the Rust server's.
+  const sent = safeWhole(req.headers.get("last-event-id")?.trim() ?? "") ?? 0;
   let since = start.seq - 1;
   let closed = false;
   const enc = new TextEncoder();

@@ -4,8 +4,12 @@
 // parameters, strangers and missing tokens, undecodable, empty and oversized ids,
 // wrong methods and HEAD, bodies that are not messages, a 2 MB message, a lone
 // surrogate, a byte order mark, idempotency keys bad, new and reused,
-// member compression while it is off — and must answer each
-// with the same status and error code, the one the table below expects.
+// member compression while it is off, a room's members and strangers, an
+// answer holding the session, a burst of manual compactions, a task's event
+// stream resumed from ids it never sent — and must answer each with the same
+// status and error code (and, for an event stream, the same events), the one
+// the table below expects. Both summarize with the same model (the Rust server
+// through a stub OpenAI endpoint), so both journals take the same turns.
 //
 // node test/servers/run.mjs [path/to/foldline]
 
@@ -21,9 +25,9 @@ const bin = process.argv[2] ?? join(js, "..", "target", "debug", "foldline");
 const f = await import(join(js, "dist", "node.js"));
 await f.init();
 
-const ALICE = "alice-token", BOB = "bob-token";
+const ALICE = "alice-token", BOB = "bob-token", CAROL = "carol-token";
 const sha = (t) => createHash("sha256").update(t).digest("hex");
-const members = [{ id: "alice", tokenSha256: sha(ALICE) }, { id: "bob", tokenSha256: sha(BOB) }];
+const members = [{ id: "alice", tokenSha256: sha(ALICE) }, { id: "bob", tokenSha256: sha(BOB) }, { id: "carol", tokenSha256: sha(CAROL) }];
 
 const handler = f.createHandler({
   journal: new f.MemoryJournal(), model: f.modelFromFunction(async () => "Summary."),
@@ -40,9 +44,29 @@ const edge = createServer(async (req, res) => {
 });
 await new Promise((r) => edge.listen(0, "127.0.0.1", r));
 
+// The Rust server's model: an OpenAI-compatible stub answering what the
+// handler's model answers.
+const stub = createServer(async (req, res) => {
+  let body = "";
+  for await (const c of req) body += c;
+  const usage = { prompt_tokens: 10, completion_tokens: 2 };
+  if (JSON.parse(body).stream) {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: "Summary." } }] })}\n\n`);
+    res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
+    res.end("data: [DONE]\n\n");
+  } else {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ choices: [{ message: { content: "Summary." } }], usage }));
+  }
+});
+await new Promise((r) => stub.listen(0, "127.0.0.1", r));
+
 const dir = mkdtempSync(join(tmpdir(), "foldline-servers-"));
 writeFileSync(join(dir, "members.json"), JSON.stringify({ members }));
-const rust = spawn(bin, ["--journal", join(dir, "j.db"), "serve", "--members", join(dir, "members.json"), "--listen", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+const rust = spawn(bin, ["--journal", join(dir, "j.db"), "serve", "--members", join(dir, "members.json"), "--listen", "127.0.0.1:0", "--openai-base-url", `http://127.0.0.1:${stub.address().port}/v1`], {
+  stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, FOLDLINE_API_KEY: "stub" },
+});
 const rustBase = await new Promise((resolve, reject) => {
   // Read whole lines: a chunk may end inside the address.
   let seen = "";
@@ -55,12 +79,16 @@ const rustBase = await new Promise((resolve, reject) => {
 });
 const bases = { edge: `http://127.0.0.1:${edge.address().port}`, rust: rustBase };
 
-async function call(base, [method, path, body, token = ALICE, headers = {}]) {
-  const r = await fetch(base + path, {
+async function call(base, [method, path, body, token = ALICE, headers = {}], answered) {
+  const r = answered ?? await fetch(base + path, {
     method, body,
     headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
   });
-  const text = await r.text();
+  const text = answered?.text ?? await r.text();
+  if (r.headers.get("content-type")?.startsWith("text/event-stream")) {
+    // An event stream: its events' names, in order.
+    return `${r.status} [${text.split("\n").filter((l) => l.startsWith("event:")).map((l) => l.slice(6).trim()).join(" ")}]`;
+  }
   let code = "";
   try { code = JSON.parse(text).error?.code ?? ""; } catch { /* not an error body */ }
   return `${r.status}${code ? ` ${code}` : ""}`;
@@ -110,6 +138,8 @@ const cases = [
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "y" }), ALICE, { "idempotency-key": "k1" }], "422 idempotency_key_reused"],
   [["POST", `${c}/messages`, "\ufeff" + msg({ role: "user", content: "after a byte order mark" })], "201"],
   [["GET", `${c}/timeline?limit=9007199254740993`], "400 invalid_input"],
+  [["GET", `${c}/timeline?limit=%2B1`], "400 invalid_input"],
+  [["GET", `${c}/events?after=1e3`], "400 invalid_input"],
   [["GET", `${c}/timeline`, undefined, ALICE, { "if-none-match": "*" }], "304"],
   [["POST", `${c}/members`], "405 method_not_allowed"],
   [["PUT", `${c}/members/zed`], "404 not_found"],
@@ -134,6 +164,96 @@ const cases = [
   [["GET", `${c}/timeline?limit=x`, undefined, null], "401 unauthorized"],
 ];
 
+// A room's life, in order, on each server: carol's conversation `r` (its
+// manual compactions are the only ones she starts, so the burst meets her
+// rate limit at the same request on both), an answer holding the session,
+// a manual compaction and its event stream resumed from ids the server
+// never sent, bob let in. A step is [what, (state) => request, expected];
+// `state` holds the answer and the task the server gave.
+const r = "/api/conversations/r";
+const steps = [
+  ["answer", () => ["POST", `${r}/answer`, undefined, CAROL], "201"],
+  ["a second answer", () => ["POST", `${r}/answer`, undefined, CAROL], "409 busy"],
+  ["/compact during the answer", () => ["POST", `${r}/condense`, undefined, CAROL], "409 session_busy"],
+  ["a stranger's answer", () => ["POST", `${r}/answer`, undefined, BOB], "403 not_owner"],
+  ["give back an unknown answer", () => ["DELETE", `${r}/answer/nope`, undefined, CAROL], "404 not_found"],
+  ["a stranger gives it back", (st) => ["DELETE", `${r}/answer/${st.answer}`, undefined, BOB], "403 not_owner"],
+  ["give it back", (st) => ["DELETE", `${r}/answer/${st.answer}`, undefined, CAROL], "204"],
+  ["give it back again", (st) => ["DELETE", `${r}/answer/${st.answer}`, undefined, CAROL], "404 not_found"],
+  ["idle", () => "idle"],
+  ["/compact", () => ["POST", `${r}/condense`, undefined, CAROL], "202"],
+  ["its events", (st) => ["GET", st.events, undefined, CAROL], "200 [requested completed]"],
+  ["resumed after the first", (st) => ["GET", st.events, undefined, CAROL, { "last-event-id": String(st.requestedSeq) }], "200 [completed]"],
+  ["resumed after any position", (st) => ["GET", st.events, undefined, CAROL, { "last-event-id": "9007199254740991" }], "200 []"],
+  ["resumed from an id never sent", (st) => ["GET", st.events, undefined, CAROL, { "last-event-id": "garbage" }], "200 [requested completed]"],
+  ["… past 2^53 - 1", (st) => ["GET", st.events, undefined, CAROL, { "last-event-id": "99999999999999999999" }], "200 [requested completed]"],
+  ["… signed", (st) => ["GET", st.events, undefined, CAROL, { "last-event-id": `+${st.requestedSeq}` }], "200 [requested completed]"],
+  ["… a fraction", (st) => ["GET", st.events, undefined, CAROL, { "last-event-id": `${st.requestedSeq}.0` }], "200 [requested completed]"],
+  ["a stranger follows it", (st) => ["GET", st.events, undefined, BOB], "403 not_owner"],
+  ["let bob in", () => ["PUT", `${r}/members/bob`, undefined, CAROL], "204"],
+  ["… twice", () => ["PUT", `${r}/members/bob`, undefined, CAROL], "204"],
+  ["bob follows it", (st) => ["GET", st.events, undefined, BOB], "200 [requested completed]"],
+  ["bob reads", () => ["GET", `${r}/timeline?limit=2`, undefined, BOB], "200"],
+  ["bob writes", () => ["POST", `${r}/messages`, msg({ role: "user", content: "from bob" }), BOB], "201"],
+  ["bob compacts", () => ["POST", `${r}/condense`, undefined, BOB], "403 not_owner"],
+  ["bob lets someone in", () => ["PUT", `${r}/members/alice`, undefined, BOB], "403 not_owner"],
+  ["bob lets himself out", () => ["DELETE", `${r}/members/bob`, undefined, BOB], "403 not_owner"],
+  ["bob asks who is in", () => ["GET", `${r}/members`, undefined, BOB], "200"],
+  ["the owner lets out a non-member", () => ["DELETE", `${r}/members/alice`, undefined, CAROL], "404 not_found"],
+  ["idle", () => "idle"],
+  ...[1, 2, 3, 4, 5].map((i) => [`/compact with nothing to fold (${i})`, () => ["POST", `${r}/condense`, undefined, CAROL], "409 nothing_to_fold"]),
+  ["/compact past the rate", () => ["POST", `${r}/condense`, undefined, CAROL], "429 rate_limited"],
+  ["a long poll with the page's tag", (st) => ["GET", `${r}/timeline?limit=3&wait=300`, undefined, CAROL, { "if-none-match": st.tag }], "304"],
+  ["the same tag weak, in a list", (st) => ["GET", `${r}/timeline?limit=3`, undefined, CAROL, { "if-none-match": `"x", W/${st.tag}` }], "304"],
+  ["the room verifies", () => ["GET", `${r}/verify`, undefined, BOB], "200"],
+];
+
+/** Until no compaction of `r` is pending (at most 20 s), and the page's tag then. */
+async function idle(base) {
+  for (let i = 0; i < 200; i++) {
+    const res = await fetch(`${base}${r}/timeline`, { headers: { authorization: `Bearer ${CAROL}` } });
+    const t = await res.json();
+    if (!t.items.some((x) => x.type === "divider" && x.state === "pending")) {
+      return (await fetch(`${base}${r}/timeline?limit=3`, { headers: { authorization: `Bearer ${CAROL}` } })).headers.get("etag");
+    }
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  throw new Error(`${base}: a compaction of ${r} is still pending after 20 s`);
+}
+
+/** One server through the room's steps: what it answered to each. */
+async function room(base) {
+  const st = {};
+  const long = Array.from({ length: 40 }, (_, i) => [
+    { role: "user", content: `question ${i} ${"lorem ipsum ".repeat(200)}` },
+    { role: "assistant", content: `answer ${i} ${"dolor sit ".repeat(200)}` },
+  ]).flat();
+  const filled = await call(base, ["POST", `${r}/messages`, msg(long), CAROL]);
+  if (filled !== "201") throw new Error(`${base}: the room did not open (${filled})`);
+  st.tag = await idle(base);
+  const got = [];
+  for (const [, step] of steps) {
+    const request = step(st);
+    if (request === "idle") {
+      st.tag = await idle(base);
+      got.push("idle");
+      continue;
+    }
+    const [method, path, body, token = ALICE, headers = {}] = request;
+    const res = await fetch(base + path, {
+      method, body, signal: AbortSignal.timeout(10_000),
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
+    });
+    const text = await res.text();
+    let j;
+    try { j = JSON.parse(text); } catch { /* an event stream or no body */ }
+    if (j?.answer) st.answer = j.answer;
+    if (j?.task) Object.assign(st, { events: j.events, requestedSeq: j.requestedSeq });
+    got.push(await call(base, request, { status: res.status, headers: res.headers, text }));
+  }
+  return got;
+}
+
 let failed = 0;
 try {
   for (const base of Object.values(bases)) {
@@ -148,10 +268,21 @@ try {
       console.log(`not ok - ${request[0]} ${request[1].slice(0, 80)}: expected ${expected}, edge ${got.edge}, rust ${got.rust}`);
     }
   }
+  const rooms = await Promise.all([room(bases.edge), room(bases.rust)]);
+  steps.forEach(([what, , expected], i) => {
+    const [e, ru] = [rooms[0][i], rooms[1][i]];
+    if (e === "idle") return;
+    cases.push(what);
+    if (e !== expected || ru !== expected) {
+      failed++;
+      console.log(`not ok - ${what}: expected ${expected}, edge ${e}, rust ${ru}`);
+    }
+  });
 } finally {
   rust.kill();
   edge.close();
+  stub.close();
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(`servers: ${cases.length - failed} of ${cases.length} hostile requests answered alike and as expected by foldline serve and the edge handler`);
+console.log(`servers: ${cases.length - failed} of ${cases.length} requests answered alike and as expected by foldline serve and the edge handler`);
 if (failed) process.exit(1);
