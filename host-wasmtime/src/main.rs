@@ -21,6 +21,9 @@ use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM};
 use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::{import, serve, HostError};
 
+/// The heading of the options every command takes.
+const GLOBAL: &str = "Global options";
+
 #[derive(Parser)]
 #[command(
     name = "foldline",
@@ -28,40 +31,43 @@ use foldline_wasmtime::{import, serve, HostError};
     disable_version_flag = true
 )]
 struct Cli {
+    /// Print the version and the artifact's SHA-256.
+    #[arg(long)]
+    version: bool,
     /// The journal: a SQLite file, or a PostgreSQL database
     /// (`postgres://user@host:port/db`) that several programs and servers share.
-    #[arg(long, global = true, default_value = "foldline.db")]
+    #[arg(long, global = true, help_heading = GLOBAL, default_value = "foldline.db")]
     journal: String,
     /// The conversation id.
-    #[arg(long, global = true, default_value = "default")]
+    #[arg(long, global = true, help_heading = GLOBAL, default_value = "default")]
     conversation: String,
     /// A declaration file (JSON) instead of the default declaration.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     declaration: Option<PathBuf>,
     /// The reciprocal compactor's declaration file (JSON); resolve checks that
     /// the pair agrees (default: derived from the target declaration).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     compactor_declaration: Option<PathBuf>,
     /// A .wasm artifact instead of the embedded one.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     wasm: Option<PathBuf>,
     /// Summarize with an OpenAI-compatible endpoint (base URL up to /v1) instead of the offline extractive summarizer.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     openai_base_url: Option<String>,
     /// Model name for --openai-base-url.
-    #[arg(long, global = true, default_value = "gpt-4o-mini")]
+    #[arg(long, global = true, help_heading = GLOBAL, default_value = "gpt-4o-mini")]
     openai_model: String,
     /// Bound each call by fuel (about one unit per wasm instruction) instead
     /// of time: where a call stops is then the same on every machine, and
     /// every call runs slower (BENCHMARKS.md).
-    #[arg(long, global = true, conflicts_with = "time_limit_ms")]
+    #[arg(long, global = true, help_heading = GLOBAL, conflicts_with = "time_limit_ms")]
     fuel: Option<u64>,
     /// Time limit per call, in milliseconds, checked every 10 ms (a call may
     /// run up to two checks past it) [default: 30000].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     time_limit_ms: Option<u64>,
     /// Memory limit per call, in MiB.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     memory_mib: Option<usize>,
     /// Where the compiled artifact is kept between runs, so a run after the
     /// first starts without compiling it: an absolute directory, or `off`
@@ -69,14 +75,11 @@ struct Cli {
     /// a run that cannot use it compiles instead].
     #[arg(
         long,
-        global = true,
+        global = true, help_heading = GLOBAL,
         env = "FOLDLINE_COMPILE_CACHE",
         value_name = "DIR|off"
     )]
     compile_cache: Option<String>,
-    /// Print the version and the artifact's SHA-256.
-    #[arg(long)]
-    version: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
