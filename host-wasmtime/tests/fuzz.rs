@@ -137,6 +137,7 @@ fn crashable(inner: SqliteJournal, armed: Arc<Mutex<Armed>>) -> Intercept<Sqlite
         packet_reads: Default::default(),
         reads: Default::default(),
         whole_reads: Default::default(),
+        events_read: Default::default(),
         crash: Box::new(move |w| {
             let mut a = armed.lock().unwrap_or_else(|p| p.into_inner());
             let hit = match w {

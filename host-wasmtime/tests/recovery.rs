@@ -231,6 +231,7 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
         packet_reads: Default::default(),
         reads: Default::default(),
         whole_reads: Default::default(),
+        events_read: Default::default(),
         crash: Box::new(move |w| {
             if let Write::Append(batch) = w {
                 let frontier = batch.iter().any(|e| matches!(e, Event::Frontier(_)));

@@ -1093,17 +1093,12 @@ fn the_timeline_route_answers_pages_and_304_while_nothing_is_written() {
 /// per drawing — can be counted).
 #[test]
 fn pages_woken_by_one_write_share_one_drawing() {
-    use foldline_wasmtime::serve::{Location, Members, ServeConfig};
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
     let journal = support::intercept::Intercept::counting(SqliteJournal::open(&db).unwrap());
     let whole_reads = journal.whole_reads.clone();
-    let members = Members::parse(
-        &json!({"members": [{"id": "alice", "tokenSha256": hash_token(ALICE)}]}).to_string(),
-    )
-    .unwrap();
-    let server = foldline_wasmtime::serve::Server::open(
+    let (rt, base) = in_process(
         foldline_wasmtime::driver::Driver::builder(
             foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
             Box::new(journal) as Box<dyn Journal>,
@@ -1116,23 +1111,9 @@ fn pages_woken_by_one_write_share_one_drawing() {
         ))
         // No kept text: each drawing reads the conversation whole, so the
         // whole reads count the drawings.
-        .timeline_text_bytes(0)
-        .build()
-        .unwrap(),
-        ServeConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            Location::Sqlite(db),
-            members,
-        ),
-    )
-    .unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let base = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, server.router()).await });
-        base
-    });
+        .timeline_text_bytes(0),
+        db,
+    );
     let conv = format!("{base}/api/conversations/shared");
     append_turns(&base, "shared", 0..12);
     // Settled: the tag stops moving.
@@ -1166,5 +1147,104 @@ fn pages_woken_by_one_write_share_one_drawing() {
         drawings <= 2,
         "five pages woken by one write took {drawings} drawings"
     );
+    drop(rt);
+}
+
+/// `foldline serve` in this process on `driver` over the SQLite file `db`,
+/// alice its one member: the runtime it runs on and its base URL.
+fn in_process(
+    driver: foldline_wasmtime::builder::DriverBuilder<
+        Box<dyn Journal>,
+        Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+    >,
+    db: std::path::PathBuf,
+) -> (tokio::runtime::Runtime, String) {
+    use foldline_wasmtime::serve::{Location, Members, ServeConfig};
+    let members = Members::parse(
+        &json!({"members": [{"id": "alice", "tokenSha256": hash_token(ALICE)}]}).to_string(),
+    )
+    .unwrap();
+    let server = foldline_wasmtime::serve::Server::open(
+        driver.build().unwrap(),
+        ServeConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            Location::Sqlite(db),
+            members,
+        ),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let base = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, server.router()).await });
+        base
+    });
+    (rt, base)
+}
+
+/// A task's event stream reads the journal a page at a time from the task
+/// on: followed long after it ended, it reads up to its terminal event, not
+/// all that was written since.
+#[test]
+fn a_task_followed_long_after_it_ended_reads_up_to_its_end() {
+    use std::sync::atomic::Ordering;
+    let setup = Setup::new();
+    let journal =
+        support::intercept::Intercept::counting(SqliteJournal::open(setup.journal()).unwrap());
+    let events_read = journal.events_read.clone();
+    let declaration =
+        serde_json::from_str(&std::fs::read_to_string(setup.dir.path().join("decl.json")).unwrap())
+            .unwrap();
+    let (rt, base) = in_process(
+        foldline_wasmtime::driver::Driver::builder(
+            foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
+            Box::new(journal) as Box<dyn Journal>,
+            Box::new(foldline_wasmtime::model::Extractive)
+                as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+        )
+        .declaration(declaration),
+        setup.journal(),
+    );
+    let conv = format!("{base}/api/conversations/old");
+    append_batch(&base, "old", 0..turns_for(30_000));
+    setup.settle("old");
+    let (s, task) = call("POST", &format!("{conv}/condense"), Some(ALICE), None);
+    assert_eq!(s, 202, "{task}");
+    let url = format!("{base}{}", task["events"].as_str().unwrap());
+    let first = events(&url, ALICE, None);
+    assert_eq!(
+        first.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
+        ["requested", "completed"]
+    );
+    // 3,000 messages after the task ended.
+    for b in 0..3 {
+        let batch: Vec<Value> = (0..1_000)
+            .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("Later {b}.{i}.")}))
+            .collect();
+        let (s, v) = call(
+            "POST",
+            &format!("{conv}/messages"),
+            Some(ALICE),
+            Some(&Value::Array(batch).to_string()),
+        );
+        assert_eq!(s, 201, "{v}");
+    }
+    setup.settle("old");
+    let before = events_read.load(Ordering::SeqCst);
+    let again = events(&url, ALICE, None);
+    let read = events_read.load(Ordering::SeqCst) - before;
+    assert_eq!(
+        again
+            .iter()
+            .map(|e| (e.id, e.event.as_str()))
+            .collect::<Vec<_>>(),
+        first
+            .iter()
+            .map(|e| (e.id, e.event.as_str()))
+            .collect::<Vec<_>>()
+    );
+    // Up to the terminal event, in pages of at most 1,000.
+    assert!(read <= 1_000, "{read} events read to follow the old task");
     drop(rt);
 }

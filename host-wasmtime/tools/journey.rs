@@ -325,6 +325,7 @@ fn failing_once(inner: SqliteJournal) -> Intercept<SqliteJournal> {
         packet_reads: Default::default(),
         reads: Default::default(),
         whole_reads: Default::default(),
+        events_read: Default::default(),
         crash: Box::new(|w| {
             matches!(w, Write::Append(events) if events.iter().any(|e| matches!(e, Event::Boundary(_))))
                 && ARMED.load(Ordering::SeqCst)

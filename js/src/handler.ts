@@ -50,6 +50,7 @@ export function createHandler(o: HandlerOptions): Handler {
     compression: o.compressionStore ?? new MemoryCompression(),
     rate: new Map(),
     running: new Set(),
+    taskStarts: new Map(),
     wakers: new Set(),
     drawn: new Map(),
   };

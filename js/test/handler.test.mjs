@@ -1,5 +1,6 @@
 // The fetch handler's scenario in Node: the handler is called directly.
 import { test } from "node:test";
+import assert from "node:assert/strict";
 import * as f from "../dist/node.js";
 import { world, scenario, clientScenario, ALICE, BOB } from "./handler-scenario.mjs";
 
@@ -131,4 +132,55 @@ test("pages following one conversation share one drawing per write", async () =>
   if (!JSON.stringify(answers[0].items).includes("A message for every page.")) throw new Error("the write is not on the page");
   if (drawings !== 1) throw new Error(`five pages woken by one write took ${drawings} drawings`);
   await Promise.allSettled(pending);
+});
+
+// A task's event stream reads the journal from the task on, not whole: the
+// handler remembers where the tasks it started or followed begin, and one
+// that knows nothing of a task finds it reading a page at a time.
+test("a task's event stream reads from the task, not the whole conversation", async () => {
+  const w = await world(f, { bodyLimit: 1 << 20 });
+  const pending = [];
+  const ctx = { waitUntil: (p) => pending.push(p) };
+  const call = (method, path, body) => w.fetch(new Request(`http://local${path}`, {
+    method, body, headers: { authorization: `Bearer ${ALICE}`, ...(body ? { "content-type": "application/json" } : {}) },
+  }), ctx);
+  for (let i = 0; i < 3; i++) {
+    const batch = Array.from({ length: 1000 }, (_, k) => ({ role: k % 2 ? "assistant" : "user", content: `Message ${i * 1000 + k}: ${"word ".repeat(20)}` }));
+    assert.equal((await call("POST", "/api/conversations/long/messages", JSON.stringify(batch))).status, 201);
+  }
+  await Promise.allSettled(pending);
+  assert.equal((await call("POST", "/api/conversations/long/messages", JSON.stringify({ role: "user", content: "x ".repeat(3000) }))).status, 201);
+  await Promise.allSettled(pending);
+  const started = await call("POST", "/api/conversations/long/condense");
+  assert.equal(started.status, 202);
+  const { events: path } = await started.json();
+  await Promise.allSettled(pending);
+  const total = (await w.journal.readEvents("long", 0)).length;
+  // Count the events the handler reads of the conversation, in either way.
+  let read = 0, largest = 0;
+  for (const name of ["readEvents", "readEventsPage"]) {
+    const own = w.journal[name].bind(w.journal);
+    w.journal[name] = async (c, ...rest) => {
+      const got = await own(c, ...rest);
+      if (c === "long") [read, largest] = [read + got.length, Math.max(largest, got.length)];
+      return got;
+    };
+  }
+  const follow = async () => {
+    [read, largest] = [0, 0];
+    const r = await call("GET", path);
+    assert.equal(r.status, 200);
+    return { events: (await r.text()).match(/^event: .*$/gm), read, largest };
+  };
+  const here = await follow();
+  assert.deepEqual(here.events, ["event: requested", "event: completed"]);
+  assert.ok(here.read < 50, `followed where it started: ${here.read} of ${total} events read`);
+  // A handler that knows nothing of the task (a restart, another isolate).
+  w.crash();
+  const fresh = await follow();
+  assert.deepEqual(fresh.events, here.events);
+  assert.ok(fresh.largest <= 1000 && fresh.largest < total, `found by pages: ${fresh.largest} of ${total} events read at once`);
+  const again = await follow();
+  assert.deepEqual(again.events, here.events);
+  assert.ok(again.read < 50, `followed again: ${again.read} of ${total} events read`);
 });

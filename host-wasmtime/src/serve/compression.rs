@@ -73,7 +73,11 @@ pub async fn put_preferences(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let text = body_text(body)?;
-    let p: Preferences = serde_json::from_str(&text).map_err(|e| {
+    // Through a JSON value: a field given twice is the last one given, as
+    // in message bodies and as the edge handler's `JSON.parse` reads it.
+    let p: Preferences = serde_json::from_str::<serde_json::Value>(&text)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_input",

@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as Sse, KeepAlive};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use foldline_core::defaults::FEED_PAGE_EVENTS;
 use foldline_core::event::{Event, TaskState};
 use foldline_core::stream::MEMBER_NOTICE;
 use serde_json::json;
@@ -220,8 +221,14 @@ async fn produce(
     let mut written = app.written.subscribe();
     loop {
         let (a, c) = (app.clone(), conv.clone());
-        let read =
-            tokio::task::spawn_blocking(move || a.driver.journal().read_events(&c, since)).await;
+        // A page at a time: a task followed long after it ended reads up to
+        // its terminal event, not all that was written since.
+        let read = tokio::task::spawn_blocking(move || {
+            a.driver
+                .journal()
+                .read_events_page(&c, since, FEED_PAGE_EVENTS as usize)
+        })
+        .await;
         let events = match read {
             Ok(Ok(e)) => e,
             Ok(Err(e)) => {
@@ -230,6 +237,7 @@ async fn produce(
             }
             Err(_) => return,
         };
+        let full = events.len() >= FEED_PAGE_EVENTS as usize;
         for s in events {
             since = s.seq;
             let Event::CompactionTask(t) = s.event else {
@@ -266,6 +274,9 @@ async fn produce(
             if t.state != TaskState::Requested {
                 return;
             }
+        }
+        if full {
+            continue; // more written already: read on
         }
         if app.stopping.is_cancelled() && app.tracker.is_empty() {
             // Stopping, and nothing of this server's is still running: what

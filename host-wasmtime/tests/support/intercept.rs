@@ -33,6 +33,8 @@ pub struct Intercept<J> {
     pub whole_reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Reads of packets so far.
     pub packet_reads: std::sync::atomic::AtomicUsize,
+    /// Events read so far, by either read (shared, as `whole_reads`).
+    pub events_read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl<J> Intercept<J> {
@@ -44,6 +46,7 @@ impl<J> Intercept<J> {
             reads: Default::default(),
             whole_reads: Default::default(),
             packet_reads: Default::default(),
+            events_read: Default::default(),
         }
     }
 }
@@ -59,7 +62,18 @@ impl<J: Journal> Journal for Intercept<J> {
             self.whole_reads
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        self.inner.read_events(c, since)
+        let events = self.inner.read_events(c, since)?;
+        self.events_read
+            .fetch_add(events.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(events)
+    }
+    fn read_events_page(&self, c: &str, since: u64, limit: usize) -> Result<Vec<StoredEvent>> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let events = self.inner.read_events_page(c, since, limit)?;
+        self.events_read
+            .fetch_add(events.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(events)
     }
     fn append_batch(
         &self,

@@ -34,5 +34,8 @@ export async function runState(app: App, id: string, member: string): Promise<Me
 }
 
 export async function preferencesView(app: App, p: Preferences): Promise<Response> {
-  return json(200, { availability: app.availability, preferences: p, state: settingsProjection({ availability: app.availability, preferences: p }).state });
+  // Every field, each false unless set, as foldline serve answers.
+  const availability = { surface: false, toolResult: false, plainSpeak: false, promptTrim: false, ...app.availability };
+  const preferences = { master: false, toolResult: false, plainSpeak: false, promptTrim: false, ...p };
+  return json(200, { availability, preferences, state: settingsProjection({ availability, preferences }).state });
 }

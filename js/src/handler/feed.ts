@@ -5,6 +5,7 @@
 import { FEED_PAGE_EVENTS, LONG_POLL_MS } from "../defaults.js";
 import { FoldlineError } from "../error.js";
 import { json, ApiError } from "./reply.js";
+import type { Journal, StoredEvent } from "../journal/journal.js";
 import type { App } from "./state.js";
 
 /**
@@ -18,8 +19,7 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
   const limit = Math.min(Math.max(number(url, "limit") ?? FEED_PAGE_EVENTS, 1), FEED_PAGE_EVENTS);
   const deadline = waitDeadline(url);
   for (;;) {
-    const j = app.o.journal;
-    const found = (j.readEventsPage ? await j.readEventsPage(id, after, limit) : await j.readEvents(id, after)).slice(0, limit);
+    const found = (await readSome(app.o.journal, id, after, limit)).slice(0, limit);
     if (found.length > 0 || Date.now() >= deadline) {
       const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
       // The chain's verdict, for the local projection.
@@ -35,6 +35,15 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
     }
     await nap(app, deadline);
   }
+}
+
+/**
+ * The events after position `after`: a page of about `limit` when the
+ * journal reads in pages, else all of them (a caller reading on from the
+ * last one gets the rest, never the same events twice).
+ */
+export function readSome(j: Journal, id: string, after: number, limit: number): Promise<StoredEvent[]> {
+  return j.readEventsPage ? j.readEventsPage(id, after, limit) : j.readEvents(id, after);
 }
 
 /** A whole-number query parameter, if given. */

@@ -36,6 +36,8 @@ export interface App {
   rate: Map<string, number[]>;
   /** Tasks running in this handler (`conversation\ntask`). */
   running: Set<string>;
+  /** Where each task's `requested` event is (`conversation\ntask`), for the tasks started or followed here; the least recently used let go past `TASK_STARTS`. */
+  taskStarts: Map<string, number>;
   /** Event streams waiting for a write. */
   wakers: Set<() => void>;
 }

@@ -3,10 +3,11 @@
 // Events. The Rust server's tasks.rs.
 
 import type { OnMessageResult } from "../driver/api.js";
+import { FEED_PAGE_EVENTS } from "../defaults.js";
 import { MEMBER_NOTICE } from "../notice.js";
 import type { Event } from "../types.js";
 import { owned } from "./access.js";
-import { safeWhole } from "./feed.js";
+import { readSome, safeWhole } from "./feed.js";
 import { ApiError, httpStatusOf, json } from "./reply.js";
 import { answering, later, takeCondense, wrote, type App } from "./state.js";
 import type { ExecutionContext } from "./api.js";
@@ -21,7 +22,7 @@ export async function condense(app: App, id: string, member: string, ctx?: Execu
   const first = new Promise<First>((r) => (settle = r));
   const key = `${id}\n${task}`;
   app.running.add(key);
-  const work = app.compactor.compactTask(id, { id: task, actor: member, onAccepted: (seq) => { wrote(app); settle({ seq }); } })
+  const work = app.compactor.compactTask(id, { id: task, actor: member, onAccepted: (seq) => { remember(app, key, seq); wrote(app); settle({ seq }); } })
     .then((result) => { wrote(app); settle({ result }); }, (error) => { wrote(app); settle({ error }); })
     .finally(() => app.running.delete(key));
   later(work, ctx);
@@ -36,21 +37,54 @@ export async function condense(app: App, id: string, member: string, ctx?: Execu
   throw new ApiError(409, "nothing_to_fold", `no compaction was due (${r.status})`);
 }
 
+/** At most this many tasks' starts are remembered by one handler. */
+const TASK_STARTS = 1024;
+
+/** Remember where a task's `requested` event is, the least recently used let go first. */
+function remember(app: App, key: string, seq: number): void {
+  app.taskStarts.delete(key);
+  app.taskStarts.set(key, seq);
+  if (app.taskStarts.size > TASK_STARTS) app.taskStarts.delete(app.taskStarts.keys().next().value!);
+}
+
+/**
+ * Where the task's `requested` event is: remembered for a task started or
+ * followed here, else found by reading the journal a page at a time.
+ */
+async function taskStart(app: App, id: string, task: string): Promise<number | undefined> {
+  const key = `${id}\n${task}`;
+  const known = app.taskStarts.get(key);
+  if (known !== undefined) {
+    remember(app, key, known);
+    return known;
+  }
+  for (let after = 0; ;) {
+    const page = await readSome(app.o.journal, id, after, FEED_PAGE_EVENTS);
+    const start = page.find((s) => s.event.type === "compactionTask" && s.event.taskId === task && s.event.state === "requested");
+    if (start) {
+      remember(app, key, start.seq);
+      return start.seq;
+    }
+    if (page.length < FEED_PAGE_EVENTS) return undefined;
+    after = page.at(-1)!.seq;
+  }
+}
+
 export async function events(app: App, req: Request, id: string, task: string): Promise<Response> {
-  const all = await app.o.journal.readEvents(id, 0);
-  const start = all.find((s) => s.event.type === "compactionTask" && s.event.taskId === task && s.event.state === "requested");
-  if (!start) throw new ApiError(404, "not_found", `no task ${JSON.stringify(task)} in this conversation`);
+  const start = await taskStart(app, id, task);
+  if (start === undefined) throw new ApiError(404, "not_found", `no task ${JSON.stringify(task)} in this conversation`);
   // An id this handler did not send (not a position) is no position: the
   // stream starts from the task's first event, as the Rust server's.
   const sent = safeWhole(req.headers.get("last-event-id")?.trim() ?? "") ?? 0;
-  let since = start.seq - 1;
+  let since = start - 1;
   let closed = false;
   const enc = new TextEncoder();
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
       try {
         for (;;) {
-          for (const s of await app.o.journal.readEvents(id, since)) {
+          const page = await readSome(app.o.journal, id, since, FEED_PAGE_EVENTS);
+          for (const s of page) {
             since = s.seq;
             const e = s.event as Event;
             if (e.type !== "compactionTask" || e.taskId !== task) continue;
@@ -61,6 +95,7 @@ export async function events(app: App, req: Request, id: string, task: string): 
             if (e.state !== "requested") { controller.close(); return; }
           }
           if (closed) return;
+          if (page.length >= FEED_PAGE_EVENTS) continue; // more written already: read on
           // Not running here: a writer that stopped mid-task is ended once its lease lapses.
           if (!app.running.has(`${id}\n${task}`) && (await app.compactor.endInterrupted(id))) continue;
           await new Promise<void>((resolve) => {

@@ -55,7 +55,7 @@ async function rustHost() {
   });
   return {
     name: "foldline serve",
-    call: (method, path, body) => fetch(base + path, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }),
+    call: (method, path, body) => fetch(base + path, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) }),
     stop: () => child.kill("SIGTERM"),
   };
 }
@@ -66,7 +66,7 @@ function jsHost() {
   const handler = f.createHandler({ journal: new f.MemoryJournal(), model, declaration, members, compression: availability });
   return {
     name: "fetch handler",
-    call: (method, path, body) => handler(new Request(`http://local${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) })),
+    call: (method, path, body) => handler(new Request(`http://local${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) })),
     stop: () => {},
   };
 }
@@ -133,8 +133,11 @@ async function journey(host) {
   assert.equal(sum("toolResult", "bypassed"), 1);
   assert.ok(sum("promptTrim", "applied") >= 1);
   assert.match((await ok(host, "GET", `${C}/settings`)).projection, /^\[pipeline settings/);
-  // Opting out: verbatim again, no fragment.
-  await ok(host, "PUT", "/api/members/me/compression", {});
+  // Opting out: verbatim again, no fragment. Every preference is answered,
+  // each false unless set, on both hosts alike.
+  const out = await ok(host, "PUT", "/api/members/me/compression", {});
+  assert.deepEqual(out.preferences, { master: false, toolResult: false, plainSpeak: false, promptTrim: false });
+  assert.deepEqual(Object.keys(out.availability).sort(), ["plainSpeak", "promptTrim", "surface", "toolResult"]);
   c = await look();
   assert.ok(!texts(c).includes(PLAIN_SPEAK));
   assert.equal(texts(c)[2], HEDGED);
@@ -143,6 +146,10 @@ async function journey(host) {
   const tl = await ok(host, "GET", `${C}/timeline`);
   const raw = tl.items.filter((i) => i.type === "message").flatMap((i) => i.parts.filter((p) => p.type === "text" || p.type === "toolResult").map((p) => p.text ?? p.content));
   for (const t of [HEDGED, NEGATED, LOG, SEARCH]) assert.ok(raw.includes(t), "the journal is never touched");
+  // A field given twice is the last one given (as in a message body).
+  const twice = await host.call("PUT", "/api/members/me/compression", '{"master":true,"master":false}');
+  assert.equal(twice.status, 200);
+  assert.equal((await twice.json()).preferences.master, false);
   // Bad input: a typed refusal.
   const bad = await host.call("PUT", "/api/members/me/compression", { master: "yes" });
   assert.equal(bad.status, 400);
