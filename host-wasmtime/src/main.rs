@@ -125,7 +125,7 @@ impl CompressionFlags {
 enum Command {
     /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events).
     Import {
-        /// The file.
+        /// The file, or `-` for stdin.
         file: PathBuf,
         /// Only append; do not run the driver after each message.
         #[arg(long)]
@@ -454,8 +454,13 @@ fn import_file(
     file: &std::path::Path,
     compact: bool,
 ) -> Result<ExitCode, HostError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
+    let read = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(file)
+    };
+    let text = read.map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
     let named = |e: HostError| match e {
         HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
         other => other,

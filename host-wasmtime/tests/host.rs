@@ -216,6 +216,45 @@ fn bad_input_names_the_place_and_writes_nothing() {
     );
 }
 
+/// `foldline import -` reads the conversation from stdin, as the raw calls
+/// read their requests: `cat chat.jsonl | foldline import -`.
+#[test]
+fn an_import_reads_stdin_given_a_dash() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let mut child = bin()
+        .arg("--journal")
+        .arg(&db)
+        .args(["import", "--no-compact", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"role\":\"user\",\"content\":\"from a pipe\"}\n{\"role\":\"assistant\",\"content\":\"read\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored = SqliteJournal::open(&db)
+        .unwrap()
+        .read_events("default", 0)
+        .unwrap();
+    assert_eq!(stored.len(), 2);
+    let foldline_core::event::Event::Message(first) = &stored[0].event else {
+        panic!("{:?}", stored[0].event)
+    };
+    assert!(format!("{:?}", first.parts).contains("from a pipe"));
+}
+
 /// A raw event that reuses a stored turn id with other content would leave
 /// the conversation unable to reconstruct for good (the journal is
 /// append-only): the import is refused naming the turn, and nothing is
