@@ -403,9 +403,31 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     let conv = cli.conversation.clone();
     // The driver over `--journal`, opened only by the commands that use one.
     let open = || driver(&cli, Location::parse(&cli.journal));
+    // The same, for a command about a conversation already written: a
+    // mistyped `--journal` or `--conversation` is named, never answered as
+    // an empty conversation (nor a new file left behind).
+    let existing = || -> Result<ProgramDriver, HostError> {
+        declaration(&cli)?; // a bad setting is named first
+        if let Location::Sqlite(p) = Location::parse(&cli.journal) {
+            if !p.exists() {
+                return Err(HostError::Input(format!(
+                    "no journal at {} (`foldline import` or `foldline serve` writes one)",
+                    p.display()
+                )));
+            }
+        }
+        let d = open()?;
+        if d.position(&conv)? == 0 {
+            return Err(HostError::Input(format!(
+                "no conversation {conv:?} in {}",
+                cli.journal
+            )));
+        }
+        Ok(d)
+    };
     match command {
         Command::Import { file, no_compact } => import_file(&open()?, &conv, file, !no_compact),
-        Command::Compact => report(open()?.compact_now(&conv, "owner", false)?),
+        Command::Compact => report(existing()?.compact_now(&conv, "owner", false)?),
         Command::Context {
             format,
             messages,
@@ -413,7 +435,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             compression,
         } => {
             let member = member_input(opt_in, compression);
-            print_context(&open()?, &conv, *format, member, *messages)
+            print_context(&existing()?, &conv, *format, member, *messages)
         }
         Command::Timeline {
             json,
@@ -424,7 +446,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
                 limit: *limit,
                 before: *before,
             };
-            let (t, _) = open()?.timeline_at(&conv, page)?;
+            let (t, _) = existing()?.timeline_at(&conv, page)?;
             if *json {
                 print_json(&t)?;
             } else {
@@ -435,7 +457,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify => verify(&open()?, &conv),
+        Command::Verify => verify(&existing()?, &conv),
         Command::Plan(r) => raw(&cli, "plan", r),
         Command::Validate(r) => raw(&cli, "validate", r),
         Command::Select(r) => raw(&cli, "select", r),
@@ -673,31 +695,11 @@ fn import_events(
 }
 
 fn report(o: Outcome) -> Result<ExitCode, HostError> {
-    match o {
-        Outcome::Compacted(b) => {
-            out!(
-                "compacted through source {}: {} turns folded, context {} -> {} characters (boundary {})",
-                b.covered_through_seq, b.input.turn_count, b.stats.before.chars, b.stats.after.chars, b.id
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Outcome::Refused(e) => {
-            out!("refused: {} ({})", e.code, e.message);
-            Ok(ExitCode::from(1))
-        }
-        Outcome::Failed(r) => {
-            out!("{} (audit: {})", r.notice, r.audit_reason);
-            Ok(ExitCode::from(1))
-        }
-        Outcome::Busy => {
-            out!("busy: another writer holds this conversation");
-            Ok(ExitCode::from(1))
-        }
-        other => {
-            out!("{other:?}");
-            Ok(ExitCode::SUCCESS)
-        }
-    }
+    out!("{o}");
+    Ok(match o {
+        Outcome::Refused(_) | Outcome::Failed(_) | Outcome::Busy => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
 }
 
 fn print_timeline(items: &[TimelineItem], width: usize) {

@@ -255,6 +255,62 @@ fn an_import_reads_stdin_given_a_dash() {
     assert!(format!("{:?}", first.parts).contains("from a pipe"));
 }
 
+/// `timeline`, `context`, `verify` and `compact` are about a conversation
+/// already written: a mistyped `--journal` or `--conversation` is named
+/// (exit 2), never answered as an empty conversation, and no file is left
+/// behind.
+#[test]
+fn a_missing_journal_or_conversation_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    for command in ["timeline", "context", "verify", "compact"] {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .arg(command)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert!(
+            err.contains("invalid_input: no journal at"),
+            "{command}: {err}"
+        );
+        assert!(!db.exists(), "{command} left a journal behind");
+    }
+    let file = write_conversation(dir.path(), 4);
+    let imported = bin()
+        .arg("--journal")
+        .arg(&db)
+        .args(["import", "--no-compact"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(imported.status.success());
+    for command in ["timeline", "context", "verify", "compact"] {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .args(["--conversation", "typo", command])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert!(err.contains("no conversation \"typo\""), "{command}: {err}");
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .arg(command)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code() != Some(2),
+            "{command} of the written conversation: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// A raw event that reuses a stored turn id with other content would leave
 /// the conversation unable to reconstruct for good (the journal is
 /// append-only): the import is refused naming the turn, and nothing is
@@ -315,7 +371,8 @@ fn a_bad_declaration_is_named_when_the_driver_is_built() {
         .arg(dir.path().join("j.db"))
         .arg("--declaration")
         .arg(&p)
-        .arg("context")
+        .arg("import")
+        .arg(write_conversation(dir.path(), 2))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -342,6 +399,14 @@ fn a_bad_declaration_is_named_when_the_driver_is_built() {
 #[test]
 fn the_seed_settings_are_environment_variables() {
     let dir = tempfile::tempdir().unwrap();
+    let written = bin()
+        .arg("--journal")
+        .arg(dir.path().join("j.db"))
+        .args(["import", "--no-compact"])
+        .arg(write_conversation(dir.path(), 2))
+        .output()
+        .unwrap();
+    assert!(written.status.success());
     let out = bin()
         .arg("--journal")
         .arg(dir.path().join("j.db"))

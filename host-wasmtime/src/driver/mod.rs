@@ -33,6 +33,7 @@ use crate::runtime::{encode, Foldline};
 use crate::sync::lock;
 
 mod lease;
+mod outcome;
 mod read;
 mod run;
 mod text;

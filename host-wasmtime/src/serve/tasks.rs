@@ -146,7 +146,7 @@ fn run_task(
         Ok(other) => refused(ApiError::new(
             StatusCode::CONFLICT,
             "nothing_to_fold",
-            format!("no compaction was due: {other:?}"),
+            format!("no compaction was due ({other})"),
         )),
         Err(e) => {
             // A host failure after `requested` leaves the task open: end
