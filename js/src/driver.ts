@@ -15,6 +15,7 @@
 // writer lease's token, and the lease is renewed while a model call runs.
 
 import { FoldlineError } from "./error.js";
+import { checkOptions } from "./options.js";
 import { validate } from "./ops.js";
 import { LEASE_MS } from "./defaults.js";
 import { selectHeld } from "./held.js";
@@ -34,6 +35,7 @@ export type {
 
 /** Build a compactor over a journal and a model. */
 export function createCompactor(o: CompactorOptions): Compactor {
+  checkOptions("createCompactor", o);
   const c: Ctx = {
     o,
     routeOf: o.route ?? ((id: string) => ({ conversation: id, chat: "", sender: "" })),

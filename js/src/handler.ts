@@ -8,6 +8,7 @@
 // host passes), state, access, routes, tasks, feed, compression, reply.
 
 import { createCompactor } from "./driver.js";
+import { checkMembers, checkOptions } from "./options.js";
 import { ANSWER_LEASE_MS, BODY_LIMIT_BYTES, CONDENSE_PER_MINUTE, POLL_MS } from "./defaults.js";
 import { MemoryCompression, MemoryOwners, type Handler, type HandlerOptions } from "./handler/api.js";
 import { failure } from "./handler/reply.js";
@@ -26,10 +27,8 @@ export { httpStatusOf } from "./handler/reply.js";
  * member's bearer token and owner-scoped.
  */
 export function createHandler(o: HandlerOptions): Handler {
-  if (o.members.length === 0) throw new TypeError("createHandler: no members, so no request could ever be served");
-  for (const m of o.members) {
-    if (!/^[0-9a-f]{64}$/.test(m.tokenSha256)) throw new TypeError(`createHandler: member ${JSON.stringify(m.id)}: tokenSha256 must be 64 lowercase hex digits`);
-  }
+  checkOptions("createHandler", o);
+  checkMembers(o.members);
   const ownerOf = new Map<string, string>();
   const app: App = {
     o,

@@ -723,3 +723,31 @@ test("a timeline after a write reads only what is new, as far as its resolution 
   await off.timeline("c1");
   assert.equal(whole, reads + 1);
 });
+
+// A compactor or a handler built with a missing or mistyped option is
+// refused when it is built, by code and naming the option — not a TypeError
+// from inside its first message.
+test("a compactor or a handler built with a bad option is refused naming it", async () => {
+  const journal = new f.MemoryJournal();
+  const model = f.modelFromFunction(async () => "Summary.");
+  const declaration = { targetId: "assistant", compactorId: "assistant-compactor" };
+  const member = { id: "alice", tokenSha256: "a".repeat(64) };
+  const refused = (build, named) => assert.throws(build, (e) => e instanceof f.FoldlineError && e.code === "invalid_request" && e.message.includes(named), named);
+  refused(() => f.createCompactor(), "options are needed");
+  refused(() => f.createCompactor({ model, declaration }), "journal must be a Journal");
+  refused(() => f.createCompactor({ journal: { readEvents() {} }, model, declaration }), "it has no append()");
+  refused(() => f.createCompactor({ journal, declaration }), "model must be a Model");
+  refused(() => f.createCompactor({ journal, model: async () => "x", declaration }), "it has no stream()");
+  refused(() => f.createCompactor({ journal, model }), "declaration must be an object");
+  refused(() => f.createCompactor({ journal, model, declaration, leaseMs: "60s" }), "leaseMs must be a whole number");
+  refused(() => f.createCompactor({ journal, model, declaration, timelineTextChars: -1 }), "timelineTextChars");
+  refused(() => f.createCompactor({ journal, model, declaration, countTokens: 4 }), "countTokens must be a function");
+  refused(() => f.createHandler({ journal, model, declaration }), "members must be an array");
+  refused(() => f.createHandler({ journal, model, declaration, members: [] }), "no members");
+  refused(() => f.createHandler({ journal, model, declaration, members: [member, member] }), "repeated");
+  refused(() => f.createHandler({ journal, model, declaration, members: [{ id: "bob", tokenSha256: "xyz" }] }), "tokenSha256 must be 64");
+  refused(() => f.createHandler({ journal, model, declaration, members: [member], pollMs: 0.5 }), "pollMs");
+  // The same options, well formed, build.
+  f.createCompactor({ journal, model, declaration, leaseMs: 60_000, countTokens: (t) => t.length });
+  f.createHandler({ journal, model, declaration, members: [member] });
+});
