@@ -19,6 +19,9 @@ pub const WARM_LEASE_MS: u64 = 900_000;
 pub const MEMORY_RESET_BYTES: u64 = 16 * 1024 * 1024;
 /// The servers' largest request body, in bytes.
 pub const BODY_LIMIT_BYTES: u64 = 1 << 20;
+/// The deepest nesting of arrays and objects the servers read in a request
+/// body (a message needs five or six; JSON parsers differ past a hundred).
+pub const BODY_DEPTH: u64 = 64;
 /// The servers' manual compactions per member per minute.
 pub const CONDENSE_PER_MINUTE: u64 = 6;
 /// How long an answer holds a conversation's session unless given back.
@@ -47,12 +50,13 @@ pub const TIMELINE_TEXT_BYTES: u64 = 64 * 1024 * 1024;
 pub const TIMELINE_TEXT_CHARS: u64 = 16 * 1024 * 1024;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 14] = [
+pub const ALL: [(&str, u64, &str); 15] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
     ("MEMORY_RESET_BYTES", MEMORY_RESET_BYTES, "A core instance is replaced after a call grows its memory past this."),
     ("BODY_LIMIT_BYTES", BODY_LIMIT_BYTES, "The servers' largest request body, in bytes."),
+    ("BODY_DEPTH", BODY_DEPTH, "The deepest nesting of arrays and objects the servers read in a request body (a message needs five or six; JSON parsers differ past a hundred)."),
     ("CONDENSE_PER_MINUTE", CONDENSE_PER_MINUTE, "The servers' manual compactions per member per minute."),
     ("ANSWER_LEASE_MS", ANSWER_LEASE_MS, "How long an answer holds a conversation's session unless given back, in milliseconds."),
     ("POLL_MS", POLL_MS, "How often a task's event stream looks for another writer's events, in milliseconds."),

@@ -16,6 +16,9 @@ export const MEMORY_RESET_BYTES = 16777216;
 /** The servers' largest request body, in bytes. */
 export const BODY_LIMIT_BYTES = 1048576;
 
+/** The deepest nesting of arrays and objects the servers read in a request body (a message needs five or six; JSON parsers differ past a hundred). */
+export const BODY_DEPTH = 64;
+
 /** The servers' manual compactions per member per minute. */
 export const CONDENSE_PER_MINUTE = 6;
 

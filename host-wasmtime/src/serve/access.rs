@@ -11,6 +11,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
+use foldline_core::defaults::BODY_DEPTH;
 
 use super::reply::ApiError;
 use super::state::App;
@@ -149,10 +150,45 @@ pub fn body_text(body: Result<Bytes, BytesRejection>) -> Result<String, ApiError
             "the body is not UTF-8",
         )
     })?;
+    if nesting(text.as_bytes()) > BODY_DEPTH {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            format!("the body nests arrays and objects deeper than {BODY_DEPTH}"),
+        ));
+    }
     // A leading byte order mark is ignored (RFC 8259 allows it; the edge
     // handler's UTF-8 decoding drops it too).
     Ok(match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_owned(),
         None => text,
     })
+}
+
+/// The deepest nesting of arrays and objects in JSON text, strings skipped:
+/// a limit both servers apply before parsing, so they refuse the same
+/// bodies (their JSON parsers stop at different depths).
+pub fn nesting(text: &[u8]) -> u64 {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0u64, 0u64, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }

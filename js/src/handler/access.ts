@@ -2,6 +2,7 @@
 // path segments, the owner and room checks, the request body within the
 // limit. The Rust server's access.rs.
 
+import { BODY_DEPTH } from "../defaults.js";
 import { ApiError } from "./reply.js";
 import type { App } from "./state.js";
 
@@ -81,9 +82,45 @@ export async function body(app: App, req: Request): Promise<unknown> {
   if (declared > app.bodyLimit) throw tooLarge();
   const text = await req.text();
   if (new TextEncoder().encode(text).length > app.bodyLimit) throw tooLarge();
+  if (nesting(text) > BODY_DEPTH) throw new ApiError(400, "invalid_input", `the body nests arrays and objects deeper than ${BODY_DEPTH}`);
+  let v: unknown;
   try {
-    return JSON.parse(text);
+    v = JSON.parse(text);
   } catch (e) {
     throw new ApiError(400, "invalid_input", `the body is not JSON: ${(e as Error).message}`);
   }
+  // A number past the largest double (`1e400`) is Infinity to JSON.parse
+  // and refused by foldline serve's parser: refused here too.
+  if (!finite(v)) throw new ApiError(400, "invalid_input", "the body is not JSON: a number is out of range");
+  return v;
+}
+
+/**
+ * The deepest nesting of arrays and objects in JSON text, strings skipped:
+ * a limit both servers apply before parsing (the Rust server's `nesting`),
+ * so they refuse the same bodies (their JSON parsers stop at different depths).
+ */
+export function nesting(text: string): number {
+  let depth = 0, deepest = 0, inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash: the next unit is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth = Math.max(0, depth - 1);
+  }
+  return deepest;
+}
+
+/** Whether every number in a parsed value is finite (walked without recursion). */
+function finite(v: unknown): boolean {
+  const stack = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (typeof x === "number" && !Number.isFinite(x)) return false;
+    if (typeof x === "object" && x !== null) for (const y of Object.values(x)) stack.push(y);
+  }
+  return true;
 }

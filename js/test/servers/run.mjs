@@ -2,7 +2,8 @@
 // real HTTP) and the package's fetch handler (the JS host, behind Node's
 // http server) get the same requests — bad numbers and repeated query
 // parameters, strangers and missing tokens, undecodable, empty and oversized ids,
-// wrong methods and HEAD, bodies that are not messages, a 2 MB message, a lone
+// wrong methods and HEAD, bodies that are not messages, nested too deep or
+// holding a number past the largest double, a 2 MB message, a lone
 // surrogate, a byte order mark, idempotency keys bad, new and reused,
 // member compression while it is off, a room's members and strangers, an
 // answer holding the session, a burst of manual compactions, a task's event
@@ -139,6 +140,14 @@ const cases = [
   [["POST", `${c}/messages`, "\ufeff" + msg({ role: "user", content: "after a byte order mark" })], "201"],
   [["GET", `${c}/timeline?limit=9007199254740993`], "400 invalid_input"],
   [["GET", `${c}/timeline?limit=%2B1`], "400 invalid_input"],
+  // Bodies nested up to 64 arrays and objects are read, deeper ones refused
+  // (brackets inside strings do not count); a number past the largest double
+  // is refused (JSON.parse would read it as Infinity).
+  [["POST", `${c}/messages`, `{"role":"user","content":"64 deep","extra":${"[".repeat(63)}${"]".repeat(63)}}`], "201"],
+  [["POST", `${c}/messages`, `{"role":"user","content":"65 deep","extra":${"[".repeat(64)}${"]".repeat(64)}}`], "400 invalid_input"],
+  [["POST", `${c}/messages`, msg({ role: "user", content: `brackets ${"[{".repeat(100)} \\" in a string` })], "201"],
+  [["PUT", "/api/members/me/compression", `${"[".repeat(65)}${"]".repeat(65)}`], "400 invalid_input"],
+  [["POST", `${c}/messages`, '{"role":"user","content":"x","n":1e400}'], "400 invalid_input"],
   [["GET", `${c}/events?after=1e3`], "400 invalid_input"],
   [["GET", `${c}/timeline`, undefined, ALICE, { "if-none-match": "*" }], "304"],
   [["POST", `${c}/members`], "405 method_not_allowed"],
