@@ -22,6 +22,13 @@ pub const BODY_LIMIT_BYTES: u64 = 1 << 20;
 /// The deepest nesting of arrays and objects the servers read in a request
 /// body (a message needs five or six; JSON parsers differ past a hundred).
 pub const BODY_DEPTH: u64 = 64;
+/// The conversations a Rust driver keeps state for (the verified chain,
+/// the live events): the least recently used is let go when another comes
+/// in, and read from the journal again at its next call.
+pub const CONVERSATIONS_KEPT: u64 = 1_024;
+/// The same bound for the JS driver: smaller, for browser tabs and edge
+/// isolates (128 MB of memory on Cloudflare Workers).
+pub const CONVERSATIONS_KEPT_JS: u64 = 256;
 /// The servers' manual compactions per member per minute.
 pub const CONDENSE_PER_MINUTE: u64 = 6;
 /// How long an answer holds a conversation's session unless given back.
@@ -50,13 +57,15 @@ pub const TIMELINE_TEXT_BYTES: u64 = 64 * 1024 * 1024;
 pub const TIMELINE_TEXT_CHARS: u64 = 16 * 1024 * 1024;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 15] = [
+pub const ALL: [(&str, u64, &str); 17] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
     ("MEMORY_RESET_BYTES", MEMORY_RESET_BYTES, "A core instance is replaced after a call grows its memory past this."),
     ("BODY_LIMIT_BYTES", BODY_LIMIT_BYTES, "The servers' largest request body, in bytes."),
     ("BODY_DEPTH", BODY_DEPTH, "The deepest nesting of arrays and objects the servers read in a request body (a message needs five or six; JSON parsers differ past a hundred)."),
+    ("CONVERSATIONS_KEPT", CONVERSATIONS_KEPT, "The conversations a Rust driver keeps state for (the verified chain, the live events); the least recently used is let go when another comes in, and read from the journal again at its next call."),
+    ("CONVERSATIONS_KEPT_JS", CONVERSATIONS_KEPT_JS, "The same bound for the JS driver: smaller, for browser tabs and edge isolates (128 MB on Cloudflare Workers)."),
     ("CONDENSE_PER_MINUTE", CONDENSE_PER_MINUTE, "The servers' manual compactions per member per minute."),
     ("ANSWER_LEASE_MS", ANSWER_LEASE_MS, "How long an answer holds a conversation's session unless given back, in milliseconds."),
     ("POLL_MS", POLL_MS, "How often a task's event stream looks for another writer's events, in milliseconds."),

@@ -132,6 +132,17 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
         self
     }
 
+    /// The most conversations the driver keeps state for — the verified
+    /// chain, the live events, a prepared warm candidate (default 1,024:
+    /// `CONVERSATIONS_KEPT`): past it the least recently used is let go and
+    /// read from the journal again at its next call, so memory stays
+    /// bounded however many conversations a server serves.
+    #[must_use]
+    pub fn conversations_kept(mut self, conversations: usize) -> Self {
+        self.driver.keep_conversations(conversations);
+        self
+    }
+
     /// The route of a conversation id (default: the id as the conversation,
     /// no chat, no sender).
     #[must_use]

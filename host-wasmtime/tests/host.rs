@@ -2488,3 +2488,61 @@ fn a_busy_check_reads_for_its_context() {
     open.send(()).unwrap();
     assert!(matches!(run.join().unwrap(), Outcome::Compacted(_)));
 }
+
+/// A driver keeps at most `conversations_kept` conversations: past it the
+/// least recently used is let go and read again at its next call. Six
+/// conversations written in turns through a driver that keeps two compact,
+/// select and verify exactly as through a driver that keeps them all.
+#[test]
+fn a_driver_keeps_a_bounded_number_of_conversations_and_answers_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, all) = (dir.path().join("small.db"), dir.path().join("all.db"));
+    let build = |db: &std::path::Path, kept: usize| {
+        Driver::builder(
+            Foldline::embedded().unwrap(),
+            SqliteJournal::open(db).unwrap(),
+            Extractive,
+        )
+        .declaration(small_decl())
+        .conversations_kept(kept)
+        .build()
+        .unwrap()
+    };
+    let (bounded, unbounded) = (build(&small, 2), build(&all, usize::MAX));
+    let ids: Vec<String> = (0..6).map(|i| format!("c{i}")).collect();
+    let events: Vec<_> = ids.iter().map(|id| demo_events(id, 90)).collect();
+    let mut compactions = 0;
+    for turn in 0..90 {
+        for (id, es) in ids.iter().zip(&events) {
+            for d in [&bounded, &unbounded] {
+                d.journal()
+                    .append(id, std::slice::from_ref(&es[turn]))
+                    .unwrap();
+            }
+            let (a, b) = (
+                bounded.on_message(id).unwrap(),
+                unbounded.on_message(id).unwrap(),
+            );
+            compactions += usize::from(matches!(a, Outcome::Compacted(_)));
+            assert_eq!(format!("{a}"), format!("{b}"), "{id} at turn {turn}");
+            assert!(bounded.remembered() <= 2, "{} kept", bounded.remembered());
+        }
+    }
+    assert!(
+        compactions >= 6,
+        "every conversation compacted: {compactions}"
+    );
+    for id in &ids {
+        let a = bounded.context(id, Default::default()).unwrap();
+        let b = unbounded.context(id, Default::default()).unwrap();
+        assert_eq!(
+            serde_json::to_value(a).unwrap(),
+            serde_json::to_value(b).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_value(bounded.resolve(id).unwrap()).unwrap(),
+            serde_json::to_value(unbounded.resolve(id).unwrap()).unwrap()
+        );
+    }
+    assert_eq!(unbounded.remembered(), 6);
+}

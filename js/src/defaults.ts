@@ -19,6 +19,12 @@ export const BODY_LIMIT_BYTES = 1048576;
 /** The deepest nesting of arrays and objects the servers read in a request body (a message needs five or six; JSON parsers differ past a hundred). */
 export const BODY_DEPTH = 64;
 
+/** The conversations a Rust driver keeps state for (the verified chain, the live events); the least recently used is let go when another comes in, and read from the journal again at its next call. */
+export const CONVERSATIONS_KEPT = 1024;
+
+/** The same bound for the JS driver: smaller, for browser tabs and edge isolates (128 MB on Cloudflare Workers). */
+export const CONVERSATIONS_KEPT_JS = 256;
+
 /** The servers' manual compactions per member per minute. */
 export const CONDENSE_PER_MINUTE = 6;
 

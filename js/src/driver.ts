@@ -17,7 +17,7 @@
 import { FoldlineError } from "./error.js";
 import { checkOptions } from "./options.js";
 import { validate } from "./ops.js";
-import { LEASE_MS } from "./defaults.js";
+import { CONVERSATIONS_KEPT_JS, LEASE_MS } from "./defaults.js";
 import { selectHeld } from "./held.js";
 import type { Format, MessagesOf } from "./types.js";
 import type { Compactor, CompactorOptions, ContextOptions, RenderedSelection } from "./driver/api.js";
@@ -42,6 +42,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     holder: o.holder ?? `js-${Math.random().toString(36).slice(2)}`,
     leaseMs: o.leaseMs ?? LEASE_MS,
     states: new Map(),
+    kept: Math.max(1, o.conversationsKept ?? CONVERSATIONS_KEPT_JS),
   };
   // The declaration is checked when the compactor is built (once the core is
   // loaded): a rule it breaks throws `invalid_declaration` naming the rule
@@ -87,6 +88,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
     async resolve(id) {
       return (await load(c, id)).res;
     },
+    remembered: () => c.states.size,
   };
 }
 

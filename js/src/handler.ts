@@ -36,7 +36,7 @@ export function createHandler(o: HandlerOptions): Handler {
     ownerOf,
     compactor: createCompactor({
       journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
-      holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit, timelineTextChars: o.timelineTextChars,
+      holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit, timelineTextChars: o.timelineTextChars, conversationsKept: o.conversationsKept,
       owner: (id) => ownerOf.get(id),
     }),
     bodyLimit: o.bodyLimit ?? BODY_LIMIT_BYTES,

@@ -57,6 +57,11 @@ export function rebuiltSlot(slot: Slot): void {
   slot.inline = false;
 }
 
+/** Let the core drop what a slot holds (its conversation is let go). */
+export function releaseSlot(slot: Slot): void {
+  resetSlot(slot);
+}
+
 /** Forget what a slot holds: the next call sends it all again. */
 function resetSlot(slot: Slot): void {
   drop(slot);

@@ -12,7 +12,7 @@ const MODEL = ["stream", "complete"];
 const FUNCTIONS = ["route", "owner", "audit", "countTokens"];
 /** Options that are whole numbers, at least 0, when given. */
 const COUNTS = [
-  "leaseMs", "timelineTextChars", "modelTimeoutMs", "warmLeaseMs", "messageOverheadTokens",
+  "leaseMs", "conversationsKept", "timelineTextChars", "modelTimeoutMs", "warmLeaseMs", "messageOverheadTokens",
   "bodyLimit", "condensePerMinute", "answerLeaseMs", "pollMs",
 ];
 

@@ -751,3 +751,39 @@ test("a compactor or a handler built with a bad option is refused naming it", as
   f.createCompactor({ journal, model, declaration, leaseMs: 60_000, countTokens: (t) => t.length });
   f.createHandler({ journal, model, declaration, members: [member] });
 });
+
+// A compactor keeps at most `conversationsKept` conversations: past it the
+// least recently used that no call is using is let go and read again at its
+// next call. Six conversations written in turns (some calls overlapping)
+// through a compactor that keeps two compact, select and resolve exactly as
+// through one that keeps them all.
+test("a compactor keeps a bounded number of conversations and answers the same", async () => {
+  const build = (kept) => f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration, conversationsKept: kept });
+  const [bounded, all] = [build(2), build(1_000)];
+  const ids = ["c0", "c1", "c2", "c3", "c4", "c5"];
+  let compactions = 0;
+  for (let turn = 0; turn < 40; turn++) {
+    // Two conversations' calls at once: one in use is never let go.
+    for (let i = 0; i < ids.length; i += 2) {
+      const pair = ids.slice(i, i + 2);
+      const msg = (id) => ({ role: turn % 2 ? "assistant" : "user", content: `${id} turn ${turn}: ${"the plan in detail ".repeat(12)}` });
+      const answers = await Promise.all(pair.flatMap((id) => [bounded, all].map(async (c) => {
+        await c.append(id, msg(id));
+        return c.onMessage(id);
+      })));
+      for (let k = 0; k < pair.length; k++) {
+        const [a, b] = [answers[2 * k], answers[2 * k + 1]];
+        assert.deepEqual(a, b, `${pair[k]} at turn ${turn}`);
+        if (a.status === "compacted") compactions++;
+      }
+      assert.ok(bounded.remembered() <= 2, `${bounded.remembered()} kept`);
+    }
+  }
+  assert.ok(compactions >= 6, `every conversation compacted: ${compactions}`);
+  for (const id of ids) {
+    assert.deepEqual(await bounded.context(id), await all.context(id));
+    assert.deepEqual(await bounded.resolve(id), await all.resolve(id));
+    assert.deepEqual(await bounded.timeline(id), await all.timeline(id));
+  }
+  assert.equal(all.remembered(), 6);
+});

@@ -32,14 +32,13 @@ use crate::model::Model;
 use crate::runtime::{encode, Foldline};
 use crate::sync::lock;
 
+mod kept;
 mod lease;
 mod outcome;
 mod read;
 mod run;
 mod text;
 mod warm;
-
-use read::Cached;
 
 /// What one driver pass did.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,8 +131,9 @@ pub struct Driver<J: Journal, M: Model> {
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
     running: std::sync::Mutex<std::collections::BTreeSet<String>>,
-    /// What this driver has read of each conversation.
-    cache: std::sync::Mutex<std::collections::BTreeMap<String, Cached>>,
+    /// What this driver has read of each conversation (a bounded number of
+    /// them; see [`kept`]).
+    cache: std::sync::Mutex<kept::Kept>,
     /// The fencing token of the writer lease each running call holds; every
     /// append of that call is fenced by it.
     fences: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
@@ -220,7 +220,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             model_timeout_ms: defaults::MODEL_TIMEOUT_MS,
             hold_events: true,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
-            cache: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            cache: std::sync::Mutex::new(kept::Kept::default()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             texts: std::sync::Mutex::new(text::Texts::default()),
         }
@@ -347,7 +347,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         loop {
             let (after, head) = {
                 let mut cache = lock(&self.cache);
-                let c = cache.entry(conversation.to_owned()).or_default();
+                let c = self.kept(&mut cache, conversation);
                 self.load_into(c, conversation, true)?;
                 (c.source_seq, c.seq)
             };
@@ -457,9 +457,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     /// Drop what this driver keeps of a conversation — its verified
     /// resolution, the events its core instance holds, a prepared warm
-    /// candidate — so memory stays bounded over many conversations; the next
-    /// call for it reads the journal again. A server calls this for idle
-    /// conversations. Nothing in the journal changes.
+    /// candidate; the next call for it reads the journal again. The driver
+    /// lets the least recently used go by itself past
+    /// [`DriverBuilder::conversations_kept`](crate::builder::DriverBuilder::conversations_kept);
+    /// this lets one go sooner. Nothing in the journal changes.
     ///
     /// # Errors
     /// A trap of the core's instance.
@@ -471,7 +472,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
         }
     }
 
-    /// Conversations this driver keeps state for (see [`Driver::forget`]).
+    /// Conversations this driver keeps state for (at most its
+    /// `conversations_kept`; see [`Driver::forget`]).
     pub fn remembered(&self) -> usize {
         lock(&self.cache).len()
     }
@@ -581,6 +583,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     /// Keep at most `bytes` of conversations' events as timeline text
     /// between drawings (the builder's `timeline_text_bytes`).
+    pub(crate) fn keep_conversations(&mut self, conversations: usize) {
+        self.cache = std::sync::Mutex::new(kept::Kept::within(conversations));
+    }
+
     pub(crate) fn keep_timeline_text(&mut self, bytes: usize) {
         self.texts = std::sync::Mutex::new(text::Texts::within(bytes));
     }

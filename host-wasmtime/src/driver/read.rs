@@ -155,7 +155,7 @@ impl Cached {
 impl<J: Journal, M: Model> Driver<J, M> {
     pub(super) fn load(&self, conversation: &str) -> Result<Resolution> {
         let mut cache = lock(&self.cache);
-        let c = cache.entry(conversation.to_owned()).or_default();
+        let c = self.kept(&mut cache, conversation);
         self.load_into(c, conversation, true).map(|(r, _)| r)
     }
 
@@ -304,7 +304,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         make: impl FnOnce(&Cached, Resolution, u64, Vec<Event>) -> Req,
     ) -> Result<Resp> {
         let mut cache = lock(&self.cache);
-        let c = cache.entry(conversation.to_owned()).or_default();
+        let c = self.kept(&mut cache, conversation);
         let (res, seq) = self.load_into(c, conversation, read_new)?;
         if !(self.hold_events && self.foldline.holds_events()) {
             let request = make(c, res, seq, c.recent.clone());
@@ -327,6 +327,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     pub(super) fn with_cache<T>(&self, conversation: &str, f: impl FnOnce(&mut Cached) -> T) -> T {
         let mut cache = lock(&self.cache);
-        f(cache.entry(conversation.to_owned()).or_default())
+        f(self.kept(&mut cache, conversation))
     }
 }

@@ -30,6 +30,14 @@ export interface CompactorOptions {
    * 0 keeps none (every drawing reads its conversation whole).
    */
   timelineTextChars?: number;
+  /**
+   * The most conversations the compactor keeps state for — the verified
+   * chain, the live events, a prepared warm candidate (default 256:
+   * `CONVERSATIONS_KEPT_JS`): past it the least recently used that no call is
+   * using is let go and read from the journal again at its next call, so
+   * memory stays bounded however many conversations it serves.
+   */
+  conversationsKept?: number;
   /** Deadline of one model call (default 120,000 ms); a hanging model cannot hold the lease forever. */
   modelTimeoutMs?: number;
   /** Receives the audit reason of each failure (never member-facing). */
@@ -199,6 +207,8 @@ export interface Compactor {
    * answers `304` to a client whose timeline was drawn there.
    */
   position(conversationId: string): Promise<number>;
+  /** Conversations this compactor keeps state for now (at most its `conversationsKept`). */
+  remembered(): number;
   /** The resolved chain. */
   resolve(conversationId: string): Promise<Resolution>;
 }

@@ -8,7 +8,7 @@ import { validate } from "../ops.js";
 import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
 import { MESSAGE_OVERHEAD_TOKENS, type AppendMessages, type AppendMessagesOptions, type Appended } from "./api.js";
-import { state, sync, type Ctx } from "./read.js";
+import { state, sync, using, type Ctx } from "./read.js";
 
 const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -58,7 +58,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
   const key = options.idempotencyKey;
   if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
   const s = state(c, id);
-  const next = s.appending.then(async () => {
+  const next = using(s, s.appending.then(async () => {
     for (;;) {
       await sync(c, id);
       const done = key === undefined ? undefined : s.keys.get(key);
@@ -84,7 +84,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
         if (!(e instanceof FoldlineError) || e.code !== "conflict") throw e;
       }
     }
-  });
+  }));
   s.appending = next.catch(() => undefined);
   return next;
 }

@@ -2,7 +2,7 @@
 // order of a conversation's writers on this compactor. The Rust driver's
 // lease.rs.
 
-import { state, type Ctx } from "./read.js";
+import { state, using, type Ctx } from "./read.js";
 
 /** Run `fn` under the writer lease (renewed while it runs, so a long model call keeps it); `undefined`: another writer holds it. */
 export async function leased<T>(c: Ctx, id: string, fn: (fence: number) => Promise<T>): Promise<T | undefined> {
@@ -20,7 +20,7 @@ export async function leased<T>(c: Ctx, id: string, fn: (fence: number) => Promi
 /** Run `fn` after every earlier writer of this conversation on this compactor. */
 export function serial<T>(c: Ctx, id: string, fn: () => Promise<T>): Promise<T> {
   const s = state(c, id);
-  const next = s.writing.then(fn);
+  const next = using(s, s.writing.then(fn));
   s.writing = next.catch(() => undefined);
   return next;
 }

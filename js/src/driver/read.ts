@@ -6,7 +6,7 @@
 import { FoldlineError } from "../error.js";
 import { validate } from "../ops.js";
 import { PINNED_ROLES } from "../defaults.js";
-import { newSlot, rebuiltSlot, type Slot } from "../held.js";
+import { newSlot, rebuiltSlot, releaseSlot, type Slot } from "../held.js";
 import type { Boundary, Event, InputTurn, ModelOutput, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
 import type { CompactorOptions } from "./api.js";
 
@@ -16,7 +16,10 @@ export interface Ctx {
   routeOf: (id: string) => Route;
   holder: string;
   leaseMs: number;
+  /** Each kept conversation's state, the least recently used first. */
   states: Map<string, State>;
+  /** The most conversations kept (`conversationsKept`, at least 1). */
+  kept: number;
 }
 
 /** How many keyed appends per conversation a retry is recognized for. */
@@ -91,6 +94,8 @@ export interface State {
   res?: Resolution;
   /** Counts the resolutions taken in: names the chain state a held view was made from. */
   resolutions: number;
+  /** Operations queued or running on this state: a state in use is never let go. */
+  users: number;
   /** Reads run one after another. */
   reading: Promise<unknown>;
   /** Writers run one after another. */
@@ -113,22 +118,46 @@ export function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateD
   return e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta";
 }
 
+/**
+ * The state of a conversation, marked most recently used (a new one when not
+ * kept). Past `kept` conversations the least recently used that no
+ * operation is using is let go — what the core holds of it released — and
+ * read from the journal again at its next call, so memory stays bounded
+ * however many conversations a compactor serves.
+ */
 export function state(c: Ctx, id: string): State {
   let s = c.states.get(id);
-  if (!s) {
-    s = {
-      seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map(), retired: new Set() },
-      reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
-    };
+  if (s) {
+    c.states.delete(id);
     c.states.set(id, s);
+    return s;
   }
+  for (const [k, old] of c.states) {
+    if (c.states.size < c.kept) break;
+    if (old.users > 0) continue;
+    c.states.delete(k);
+    releaseSlot(old.held);
+  }
+  s = {
+    seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map(), retired: new Set() },
+    users: 0, reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
+  };
+  c.states.set(id, s);
   return s;
+}
+
+/** `work` queued on `s`: the state counts it as a user until it settles. */
+export function using<T>(s: State, work: Promise<T>): Promise<T> {
+  s.users++;
+  return work.finally(() => {
+    s.users--;
+  });
 }
 
 /** Read what is new since the last read, check it, and fold it into the state. */
 export function sync(c: Ctx, id: string): Promise<State> {
   const s = state(c, id);
-  const next = s.reading.then(async () => {
+  const next = using(s, s.reading.then(async () => {
     const fresh = await c.o.journal.readEvents(id, s.seq);
     if (fresh.length === 0) return s;
     // A journal written by someone else may hold a bad event: name its
@@ -171,7 +200,7 @@ export function sync(c: Ctx, id: string): Promise<State> {
     }
     s.seq = fresh[fresh.length - 1].seq;
     return s;
-  });
+  }));
   s.reading = next.catch(() => undefined);
   return next;
 }
@@ -192,7 +221,7 @@ export async function load(c: Ctx, id: string, readNew = true): Promise<{ s: Sta
   const s = readNew ? await sync(c, id) : state(c, id);
   if (!s.res) {
     // In turn with the reads, so no read changes the chain between steps.
-    const done = s.reading.then(() => resolveChain(c, id, s));
+    const done = using(s, s.reading.then(() => resolveChain(c, id, s)));
     s.reading = done.catch(() => undefined);
     await done;
   }

@@ -103,6 +103,8 @@ export interface HandlerOptions {
   holder?: string;
   leaseMs?: number;
   modelTimeoutMs?: number;
+  /** The most conversations the compactor keeps state for (the compactor's `conversationsKept`; default 256). */
+  conversationsKept?: number;
   /** The most text of conversations' events kept between timeline drawings (the compactor's `timelineTextChars`; default 16 Mi UTF-16 units). */
   timelineTextChars?: number;
   /** Largest request body in bytes (default 1 MiB). */
