@@ -184,6 +184,9 @@ impl Case {
         .declaration(declaration())
         .owner("owner")
         .holder(holder)
+        // The first driver keeps one conversation: a call for another lets
+        // this case's go, to be read again.
+        .conversations_kept(if holder == "fuzz-1" { 1 } else { 1_024 })
         .build()
         .unwrap()
     }
@@ -309,7 +312,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
     let mut before: Vec<String> = Vec::new();
     let mut log: Vec<String> = Vec::new();
     s.append_turns(&c, &mut r);
-    const OPS: [(usize, &str); 11] = [
+    const OPS: [(usize, &str); 12] = [
         (30, "append"),
         (20, "onMessage"),
         (6, "append while compacting"),
@@ -320,6 +323,7 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
         (3, "correction"),
         (6, "model mode"),
         (3, "arm a crash"),
+        (4, "another conversation"),
         (2, "restart"),
     ];
     let total: usize = OPS.iter().map(|o| o.0).sum();
@@ -410,6 +414,20 @@ fn case(seed: u64, steps: usize) -> BTreeMap<&'static str, usize> {
                                 })],
                             )
                             .unwrap();
+                    }
+                }
+                "another conversation" => {
+                    // Racing this conversation's check or not.
+                    let elsewhere = format!("elsewhere-{}", r.below(3));
+                    if r.below(2) == 0 {
+                        c.position(&elsewhere).unwrap();
+                    } else {
+                        let out = std::thread::scope(|t| {
+                            let check = t.spawn(|| c.on_message(CONV));
+                            c.position(&elsewhere).unwrap();
+                            check.join().unwrap()
+                        });
+                        s.tally(out, &mut c, "fuzz-1");
                     }
                 }
                 "model mode" => {

@@ -132,7 +132,11 @@ export async function fuzzCase(f, store, { seed, steps = 120, id = `fuzz-${seed}
   const { journal, armed } = crashable(store);
   const { model, state } = scriptedModel(f);
   const owner = () => "owner";
-  const make = (holder) => f.createCompactor({ journal, model, declaration: DECLARATION, holder, owner, modelTimeoutMs: 5000 });
+  // The first compactor keeps one conversation: a call for another lets
+  // this case's go (when no call is using it), to be read again.
+  const make = (holder) => f.createCompactor({
+    journal, model, declaration: DECLARATION, holder, owner, modelTimeoutMs: 5000, ...(holder === "fuzz-1" ? { conversationsKept: 1 } : {}),
+  });
   let c = make("fuzz-1");
   let other = make("fuzz-2");
   let k = 0; // the next ordinary turn's number
@@ -249,6 +253,12 @@ export async function fuzzCase(f, store, { seed, steps = 120, id = `fuzz-${seed}
     [3, "arm a crash", () => {
       if (r.next() < 0.5) armed.boundary = true;
       else armed.packet = true;
+    }],
+    [4, "another conversation", async () => {
+      // Racing this conversation's check or not: its state is let go only
+      // while no call is using it.
+      const elsewhere = () => guarded(() => c.position(`elsewhere-${r.int(3)}`));
+      await (r.next() < 0.5 ? elsewhere() : Promise.all([guarded(() => c.onMessage(id)), elsewhere()]));
     }],
     [2, "restart", () => {
       c = make("fuzz-1");
