@@ -1,5 +1,5 @@
-"""The `foldline` program's start: one command (`context` of an empty
-conversation) with the compiled core read from the compile cache vs compiled
+"""The `foldline` program's start: one command (`context` of a
+two-message conversation) with the compiled core read from the compile cache vs compiled
 in the process (`--compile-cache off`), in turns. Prints one JSON object.
 
     python3 tests/bench/cli_start.py FOLDLINE [--quick]
@@ -14,6 +14,8 @@ binary, quick = sys.argv[1], "--quick" in sys.argv
 runs = 7 if quick else 21
 with tempfile.TemporaryDirectory() as d:
     base = [binary, "--journal", f"{d}/j.db", "--conversation", "c"]
+    # `context` is about a conversation already written.
+    subprocess.run(base + ["import", "--no-compact", "-"], input=b'[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]', check=True, capture_output=True)
 
     def once(cache):
         t = time.perf_counter()
