@@ -46,6 +46,7 @@ pub mod driver;
 pub mod error;
 pub mod import;
 pub mod journal;
+mod kept;
 pub mod model;
 pub mod runtime;
 #[cfg(feature = "serve")]

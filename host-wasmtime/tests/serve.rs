@@ -1248,3 +1248,46 @@ fn a_task_followed_long_after_it_ended_reads_up_to_its_end() {
     assert!(read <= 1_000, "{read} events read to follow the old task");
     drop(rt);
 }
+
+/// The server keeps each conversation's append position and idempotency
+/// keys for at most `CONVERSATIONS_KEPT` conversations: one let go reads
+/// them back from the journal, so a retry after more than that many other
+/// conversations were written is still recognized.
+#[test]
+fn a_retry_is_recognized_after_its_conversation_was_let_go() {
+    let setup = Setup::new();
+    let server = setup.start(&[]);
+    let keyed = |conv: &str, key: &str, text: &str| {
+        let r = agent()
+            .post(&format!(
+                "{}/api/conversations/{conv}/messages",
+                server.base
+            ))
+            .set("Authorization", &format!("Bearer {ALICE}"))
+            .set("Idempotency-Key", key)
+            .send_string(&json!({"role": "user", "content": text}).to_string());
+        let r = match r {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{e}"),
+        };
+        (r.status(), r.header("idempotent-replayed").is_some())
+    };
+    assert_eq!(keyed("first", "k-first", "Hello."), (201, false));
+    let others = foldline_core::defaults::CONVERSATIONS_KEPT + 8;
+    for i in 0..others {
+        assert_eq!(keyed(&format!("other-{i}"), "k", "Hi."), (201, false));
+    }
+    assert_eq!(keyed("first", "k-first", "Hello."), (201, true), "replayed");
+    assert_eq!(keyed("first", "k-first", "Other words.").0, 422);
+    let stored = SqliteJournal::open(setup.journal())
+        .unwrap()
+        .read_events("first", 0)
+        .unwrap();
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|s| matches!(s.event, Event::Message(_)))
+            .count(),
+        1
+    );
+}

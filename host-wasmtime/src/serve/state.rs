@@ -17,6 +17,7 @@ use super::{ServeConfig, ServeDriver};
 use crate::driver::Outcome;
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
+use crate::kept::Kept;
 use crate::sync::lock;
 
 /// Where a conversation's journal and turn numbering stand.
@@ -95,8 +96,10 @@ pub struct App {
     pub driver: ServeDriver,
     pub store: Store,
     pub config: ServeConfig,
-    /// Per conversation: appends are numbered one at a time.
-    positions: Mutex<BTreeMap<String, Arc<Mutex<Position>>>>,
+    /// Per conversation: appends are numbered one at a time. At most
+    /// `CONVERSATIONS_KEPT` of them: one let go (never while an append uses
+    /// it) is read back from the journal, its idempotency keys with it.
+    positions: Mutex<Kept<Arc<Mutex<Position>>>>,
     /// Conversations with a compaction check running; `true`: another is due.
     checks: Mutex<BTreeMap<String, bool>>,
     rate: Mutex<BTreeMap<String, VecDeque<Instant>>>,
@@ -188,8 +191,8 @@ impl App {
         make: impl Fn(u64) -> Result<Vec<Event>>,
     ) -> std::result::Result<Appended, ApiError> {
         let pos = lock(&self.positions)
-            .entry(conversation.to_owned())
-            .or_default()
+            .entry(conversation, |p| Arc::strong_count(p) > 1)
+            .0
             .clone();
         let mut pos = lock(&pos);
         loop {
