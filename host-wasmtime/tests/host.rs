@@ -19,6 +19,14 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foldline"))
 }
 
+/// The events of the program's default conversation in the SQLite file `db`.
+fn stored_default(db: &std::path::Path) -> Vec<foldline_wasmtime::journal::StoredEvent> {
+    SqliteJournal::open(db)
+        .unwrap()
+        .read_events("default", 0)
+        .unwrap()
+}
+
 /// A driver over a SQLite file with the offline extractive summarizer.
 fn sqlite_driver(db: &std::path::Path, decl: Declaration) -> Driver<SqliteJournal, Extractive> {
     Driver::new(
@@ -244,10 +252,7 @@ fn an_import_reads_stdin_given_a_dash() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stored = SqliteJournal::open(&db)
-        .unwrap()
-        .read_events("default", 0)
-        .unwrap();
+    let stored = stored_default(&db);
     assert_eq!(stored.len(), 2);
     let foldline_core::event::Event::Message(first) = &stored[0].event else {
         panic!("{:?}", stored[0].event)
@@ -2376,10 +2381,7 @@ fn an_import_numbers_after_a_late_delivery_too() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let stored = SqliteJournal::open(&db)
-        .unwrap()
-        .read_events("default", 0)
-        .unwrap();
+    let stored = stored_default(&db);
     let after = stored
         .iter()
         .find_map(|s| match &s.event {

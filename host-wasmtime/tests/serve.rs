@@ -1099,20 +1099,12 @@ fn pages_woken_by_one_write_share_one_drawing() {
     let journal = support::intercept::Intercept::counting(SqliteJournal::open(&db).unwrap());
     let whole_reads = journal.whole_reads.clone();
     let (rt, base) = in_process(
-        foldline_wasmtime::driver::Driver::builder(
-            foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
-            Box::new(journal) as Box<dyn Journal>,
-            Box::new(foldline_wasmtime::model::Extractive)
-                as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-        )
-        .declaration(foldline_core::declaration::Declaration::new(
-            "assistant",
-            "assistant-compactor",
-        ))
+        Box::new(journal),
+        db,
+        foldline_core::declaration::Declaration::new("assistant", "assistant-compactor"),
         // No kept text: each drawing reads the conversation whole, so the
         // whole reads count the drawings.
-        .timeline_text_bytes(0),
-        db,
+        |b| b.timeline_text_bytes(0),
     );
     let conv = format!("{base}/api/conversations/shared");
     append_turns(&base, "shared", 0..12);
@@ -1150,22 +1142,38 @@ fn pages_woken_by_one_write_share_one_drawing() {
     drop(rt);
 }
 
-/// `foldline serve` in this process on `driver` over the SQLite file `db`,
-/// alice its one member: the runtime it runs on and its base URL.
+/// `foldline serve` in this process over `journal` (the SQLite file `db`),
+/// summarizing with the extractive model under `declaration`, the driver
+/// further set by `tune`, alice its one member: the runtime it runs on and
+/// its base URL.
 fn in_process(
-    driver: foldline_wasmtime::builder::DriverBuilder<
+    journal: Box<dyn Journal>,
+    db: std::path::PathBuf,
+    declaration: foldline_core::declaration::Declaration,
+    tune: impl FnOnce(
+        foldline_wasmtime::builder::DriverBuilder<
+            Box<dyn Journal>,
+            Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+        >,
+    ) -> foldline_wasmtime::builder::DriverBuilder<
         Box<dyn Journal>,
         Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
     >,
-    db: std::path::PathBuf,
 ) -> (tokio::runtime::Runtime, String) {
     use foldline_wasmtime::serve::{Location, Members, ServeConfig};
     let members = Members::parse(
         &json!({"members": [{"id": "alice", "tokenSha256": hash_token(ALICE)}]}).to_string(),
     )
     .unwrap();
+    let driver = foldline_wasmtime::driver::Driver::builder(
+        foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
+        journal,
+        Box::new(foldline_wasmtime::model::Extractive)
+            as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+    )
+    .declaration(declaration);
     let server = foldline_wasmtime::serve::Server::open(
-        driver.build().unwrap(),
+        tune(driver).build().unwrap(),
         ServeConfig::new(
             "127.0.0.1:0".parse().unwrap(),
             Location::Sqlite(db),
@@ -1196,16 +1204,7 @@ fn a_task_followed_long_after_it_ended_reads_up_to_its_end() {
     let declaration =
         serde_json::from_str(&std::fs::read_to_string(setup.dir.path().join("decl.json")).unwrap())
             .unwrap();
-    let (rt, base) = in_process(
-        foldline_wasmtime::driver::Driver::builder(
-            foldline_wasmtime::runtime::Foldline::embedded().unwrap(),
-            Box::new(journal) as Box<dyn Journal>,
-            Box::new(foldline_wasmtime::model::Extractive)
-                as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-        )
-        .declaration(declaration),
-        setup.journal(),
-    );
+    let (rt, base) = in_process(Box::new(journal), setup.journal(), declaration, |b| b);
     let conv = format!("{base}/api/conversations/old");
     append_batch(&base, "old", 0..turns_for(30_000));
     setup.settle("old");
