@@ -268,15 +268,14 @@ fn an_import_reads_stdin_given_a_dash() {
 fn a_missing_journal_or_conversation_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
+    let run = |args: &[&str]| {
+        let out = bin().arg("--journal").arg(&db).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
     for command in ["timeline", "context", "verify", "compact"] {
-        let out = bin()
-            .arg("--journal")
-            .arg(&db)
-            .arg(command)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        let (code, err) = run(&[command]);
+        assert_eq!(code, Some(2), "{command}: {err}");
         assert!(
             err.contains("invalid_input: no journal at"),
             "{command}: {err}"
@@ -284,34 +283,17 @@ fn a_missing_journal_or_conversation_is_named() {
         assert!(!db.exists(), "{command} left a journal behind");
     }
     let file = write_conversation(dir.path(), 4);
-    let imported = bin()
-        .arg("--journal")
-        .arg(&db)
-        .args(["import", "--no-compact"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(imported.status.success());
+    let (code, err) = run(&["import", "--no-compact", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
     for command in ["timeline", "context", "verify", "compact"] {
-        let out = bin()
-            .arg("--journal")
-            .arg(&db)
-            .args(["--conversation", "typo", command])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        let (code, err) = run(&["--conversation", "typo", command]);
+        assert_eq!(code, Some(2), "{command}: {err}");
         assert!(err.contains("no conversation \"typo\""), "{command}: {err}");
-        let out = bin()
-            .arg("--journal")
-            .arg(&db)
-            .arg(command)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.code() != Some(2),
-            "{command} of the written conversation: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let (code, err) = run(&[command]);
+        assert_ne!(
+            code,
+            Some(2),
+            "{command} of the written conversation: {err}"
         );
     }
 }
