@@ -57,6 +57,9 @@ export function createHandler(o: HandlerOptions): Handler {
     // HEAD is GET without the body, as foldline serve (axum) answers it.
     if (req.method !== "HEAD") return route(app, req, ctx).catch(failure);
     const r = await route(app, new Request(req, { method: "GET" }), ctx).catch(failure);
+    // The body is never read: cancelled, so a task's event stream stops
+    // following the journal at once.
+    r.body?.cancel().catch(() => undefined);
     return new Response(null, { status: r.status, headers: r.headers });
   };
 }

@@ -1,6 +1,7 @@
 // The fetch handler's scenario in Node: the handler is called directly.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import * as f from "../dist/node.js";
 import { world, scenario, clientScenario, ALICE, BOB } from "./handler-scenario.mjs";
 
@@ -183,4 +184,47 @@ test("a task's event stream reads from the task, not the whole conversation", as
   const again = await follow();
   assert.deepEqual(again.events, here.events);
   assert.ok(again.read < 50, `followed again: ${again.read} of ${total} events read`);
+});
+
+// A HEAD of a task's event stream answers as GET without the body, and the
+// stream it did not send stops following the journal at once (it polled
+// until the task ended).
+test("a HEAD of a pending task's event stream stops following the journal", async () => {
+  const journal = new f.MemoryJournal();
+  let reads = 0;
+  for (const name of ["readEvents", "readEventsPage"]) {
+    const own = journal[name].bind(journal);
+    journal[name] = (...a) => { reads++; return own(...a); };
+  }
+  let release, hang = Promise.resolve();
+  const answer = { text: "Summary.", modelId: "m", usage: { inputTokens: 1, outputTokens: 1 }, finishReason: "stop" };
+  const model = {
+    async *stream() { await hang; yield { type: "delta", text: answer.text }; yield { type: "done", ...answer }; },
+    async complete() { await hang; return answer; },
+  };
+  const member = { id: "alice", tokenSha256: createHash("sha256").update(ALICE).digest("hex") };
+  const handler = f.createHandler({ journal, model, declaration: { targetId: "assistant", compactorId: "assistant-compactor" }, members: [member], pollMs: 20 });
+  const pending = [];
+  const call = (method, path, body) => handler(new Request(`http://local${path}`, {
+    method, body, headers: { authorization: `Bearer ${ALICE}`, "content-type": "application/json" },
+  }), { waitUntil: (p) => pending.push(p) });
+  const batch = (n, word) => JSON.stringify(Array.from({ length: n }, (_, k) => ({ role: k % 2 ? "assistant" : "user", content: `${word} `.repeat(400) })));
+  assert.equal((await call("POST", "/api/conversations/c/messages", batch(40, "word"))).status, 201);
+  await Promise.allSettled(pending);
+  hang = new Promise((r) => (release = r)); // the manual task's model call waits
+  assert.equal((await call("POST", "/api/conversations/c/messages", batch(10, "more"))).status, 201);
+  const started = await call("POST", "/api/conversations/c/condense");
+  assert.equal(started.status, 202);
+  const head = await call("HEAD", (await started.json()).events);
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get("content-type"), "text/event-stream");
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    const before = reads;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(reads - before, 0, "journal reads after the HEAD was answered");
+  } finally {
+    release();
+    await Promise.allSettled(pending);
+  }
 });
