@@ -133,11 +133,6 @@ struct Armed {
 /// The SQLite journal with those crashes.
 fn crashable(inner: SqliteJournal, armed: Arc<Mutex<Armed>>) -> Intercept<SqliteJournal> {
     Intercept {
-        inner,
-        packet_reads: Default::default(),
-        reads: Default::default(),
-        whole_reads: Default::default(),
-        events_read: Default::default(),
         crash: Box::new(move |w| {
             let mut a = armed.lock().unwrap_or_else(|p| p.into_inner());
             let hit = match w {
@@ -154,6 +149,7 @@ fn crashable(inner: SqliteJournal, armed: Arc<Mutex<Armed>>) -> Intercept<Sqlite
             }
             hit
         }),
+        ..Intercept::counting(inner)
     }
 }
 

@@ -227,11 +227,6 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
     let raced = Arc::new(AtomicBool::new(false));
     let (path, flag) = (db.clone(), raced.clone());
     let journal = Intercept {
-        inner: SqliteJournal::open(&db).unwrap(),
-        packet_reads: Default::default(),
-        reads: Default::default(),
-        whole_reads: Default::default(),
-        events_read: Default::default(),
         crash: Box::new(move |w| {
             if let Write::Append(batch) = w {
                 let frontier = batch.iter().any(|e| matches!(e, Event::Frontier(_)));
@@ -243,6 +238,7 @@ fn a_frontier_that_lands_behind_a_long_history_recovers() {
             }
             false
         }),
+        ..Intercept::counting(SqliteJournal::open(&db).unwrap())
     };
     let d = Driver::new(
         Foldline::embedded().unwrap(),

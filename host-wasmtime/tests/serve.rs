@@ -1250,18 +1250,25 @@ fn a_task_followed_long_after_it_ended_reads_up_to_its_end() {
 
 /// The server keeps each conversation's append position and idempotency
 /// keys for at most `CONVERSATIONS_KEPT` conversations: one let go reads
-/// them back from the journal, so a retry after more than that many other
-/// conversations were written is still recognized.
+/// them back from the journal (a whole read of it, with the driver keeping
+/// every conversation so only the position can cause one), so a retry after
+/// more than that many other conversations were written is still
+/// recognized.
 #[test]
 fn a_retry_is_recognized_after_its_conversation_was_let_go() {
     let setup = Setup::new();
-    let server = setup.start(&[]);
+    let journal =
+        support::intercept::Intercept::counting(SqliteJournal::open(setup.journal()).unwrap());
+    let whole_reads_of = journal.whole_reads_of.clone();
+    let declaration =
+        serde_json::from_str(&std::fs::read_to_string(setup.dir.path().join("decl.json")).unwrap())
+            .unwrap();
+    let (rt, base) = in_process(Box::new(journal), setup.journal(), declaration, |b| {
+        b.conversations_kept(usize::MAX)
+    });
     let keyed = |conv: &str, key: &str, text: &str| {
         let r = agent()
-            .post(&format!(
-                "{}/api/conversations/{conv}/messages",
-                server.base
-            ))
+            .post(&format!("{base}/api/conversations/{conv}/messages"))
             .set("Authorization", &format!("Bearer {ALICE}"))
             .set("Idempotency-Key", key)
             .send_string(&json!({"role": "user", "content": text}).to_string());
@@ -1271,12 +1278,31 @@ fn a_retry_is_recognized_after_its_conversation_was_let_go() {
         };
         (r.status(), r.header("idempotent-replayed").is_some())
     };
+    let whole_reads = || {
+        whole_reads_of
+            .lock()
+            .unwrap()
+            .get("first")
+            .copied()
+            .unwrap_or(0)
+    };
     assert_eq!(keyed("first", "k-first", "Hello."), (201, false));
+    setup.settle("first");
+    // Kept: a second keyed append reads only what is new.
+    let before = whole_reads();
+    assert_eq!(keyed("first", "k-second", "Again."), (201, false));
+    assert_eq!(whole_reads(), before, "a kept position is not read again");
     let others = foldline_core::defaults::CONVERSATIONS_KEPT + 8;
     for i in 0..others {
         assert_eq!(keyed(&format!("other-{i}"), "k", "Hi."), (201, false));
     }
+    setup.settle("first");
+    let before = whole_reads();
     assert_eq!(keyed("first", "k-first", "Hello."), (201, true), "replayed");
+    assert!(
+        whole_reads() > before,
+        "the position was let go and read back"
+    );
     assert_eq!(keyed("first", "k-first", "Other words.").0, 422);
     let stored = SqliteJournal::open(setup.journal())
         .unwrap()
@@ -1287,6 +1313,7 @@ fn a_retry_is_recognized_after_its_conversation_was_let_go() {
             .iter()
             .filter(|s| matches!(s.event, Event::Message(_)))
             .count(),
-        1
+        2
     );
+    drop(rt);
 }

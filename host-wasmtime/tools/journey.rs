@@ -321,16 +321,12 @@ static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new
 /// The SQLite journal with that one injected failure.
 fn failing_once(inner: SqliteJournal) -> Intercept<SqliteJournal> {
     Intercept {
-        inner,
-        packet_reads: Default::default(),
-        reads: Default::default(),
-        whole_reads: Default::default(),
-        events_read: Default::default(),
         crash: Box::new(|w| {
             matches!(w, Write::Append(events) if events.iter().any(|e| matches!(e, Event::Boundary(_))))
                 && ARMED.load(Ordering::SeqCst)
                 && !FIRED.swap(true, Ordering::SeqCst)
         }),
+        ..Intercept::counting(inner)
     }
 }
 

@@ -35,6 +35,8 @@ pub struct Intercept<J> {
     pub packet_reads: std::sync::atomic::AtomicUsize,
     /// Events read so far, by either read (shared, as `whole_reads`).
     pub events_read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Whole reads so far, by conversation (shared, as `whole_reads`).
+    pub whole_reads_of: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
 }
 
 impl<J> Intercept<J> {
@@ -47,6 +49,7 @@ impl<J> Intercept<J> {
             whole_reads: Default::default(),
             packet_reads: Default::default(),
             events_read: Default::default(),
+            whole_reads_of: Default::default(),
         }
     }
 }
@@ -61,6 +64,12 @@ impl<J: Journal> Journal for Intercept<J> {
         if since == 0 {
             self.whole_reads
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            *self
+                .whole_reads_of
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(c.to_owned())
+                .or_default() += 1;
         }
         let events = self.inner.read_events(c, since)?;
         self.events_read
