@@ -48,6 +48,12 @@ impl Setup {
         Setup { dir }
     }
 
+    /// The small declaration the test's servers run under.
+    fn declaration(&self) -> foldline_core::declaration::Declaration {
+        let text = std::fs::read_to_string(self.dir.path().join("decl.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
     fn journal(&self) -> std::path::PathBuf {
         self.dir.path().join("j.db")
     }
@@ -1201,10 +1207,12 @@ fn a_task_followed_long_after_it_ended_reads_up_to_its_end() {
     let journal =
         support::intercept::Intercept::counting(SqliteJournal::open(setup.journal()).unwrap());
     let events_read = journal.events_read.clone();
-    let declaration =
-        serde_json::from_str(&std::fs::read_to_string(setup.dir.path().join("decl.json")).unwrap())
-            .unwrap();
-    let (rt, base) = in_process(Box::new(journal), setup.journal(), declaration, |b| b);
+    let (rt, base) = in_process(
+        Box::new(journal),
+        setup.journal(),
+        setup.declaration(),
+        |b| b,
+    );
     let conv = format!("{base}/api/conversations/old");
     append_batch(&base, "old", 0..turns_for(30_000));
     setup.settle("old");
@@ -1260,12 +1268,12 @@ fn a_retry_is_recognized_after_its_conversation_was_let_go() {
     let journal =
         support::intercept::Intercept::counting(SqliteJournal::open(setup.journal()).unwrap());
     let whole_reads_of = journal.whole_reads_of.clone();
-    let declaration =
-        serde_json::from_str(&std::fs::read_to_string(setup.dir.path().join("decl.json")).unwrap())
-            .unwrap();
-    let (rt, base) = in_process(Box::new(journal), setup.journal(), declaration, |b| {
-        b.conversations_kept(usize::MAX)
-    });
+    let (rt, base) = in_process(
+        Box::new(journal),
+        setup.journal(),
+        setup.declaration(),
+        |b| b.conversations_kept(usize::MAX),
+    );
     let keyed = |conv: &str, key: &str, text: &str| {
         let r = agent()
             .post(&format!("{base}/api/conversations/{conv}/messages"))
