@@ -59,9 +59,9 @@ export function createCompactor(o: CompactorOptions): Compactor {
     check: (id, input) => void admitted(c, id, input),
     onMessage: (id) => serial(c, id, () => run(c, id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>
-      serial(c, id, () => run(c, id, { kind: "manual", actor, sessionBusy }, `task-${c.holder}-${++tasks}-${Date.now()}`)),
+      serial(c, id, () => run(c, id, { kind: "manual", actor, sessionBusy }, { id: `task-${c.holder}-${++tasks}-${Date.now()}` })),
     compactTask: (id, t) =>
-      serial(c, id, () => run(c, id, { kind: "manual", actor: t.actor, sessionBusy: t.sessionBusy ?? false }, t.id, t.onAccepted)),
+      serial(c, id, () => run(c, id, { kind: "manual", actor: t.actor, sessionBusy: t.sessionBusy ?? false }, t)),
     endInterrupted: (id) =>
       serial(c, id, async () => (await leased(c, id, (fence) => drive(c, id, { kind: "automatic" }, fence, { endInterruptedOnly: true }))) !== undefined),
     context<F extends Format = "foldline">(id: string, opts: ContextOptions & { format?: F } = {}) {

@@ -29,15 +29,12 @@ export { httpStatusOf } from "./handler/reply.js";
 export function createHandler(o: HandlerOptions): Handler {
   checkOptions("createHandler", o);
   checkMembers(o.members);
-  const ownerOf = new Map<string, string>();
   const app: App = {
     o,
     owners: o.owners ?? new MemoryOwners(),
-    ownerOf,
     compactor: createCompactor({
       journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
       holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit, timelineTextChars: o.timelineTextChars, conversationsKept: o.conversationsKept,
-      owner: (id) => ownerOf.get(id),
     }),
     bodyLimit: o.bodyLimit ?? BODY_LIMIT_BYTES,
     perMinute: o.condensePerMinute ?? CONDENSE_PER_MINUTE,

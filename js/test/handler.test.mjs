@@ -228,3 +228,34 @@ test("a HEAD of a pending task's event stream stops following the journal", asyn
     await Promise.allSettled(pending);
   }
 });
+
+// Answers whose lease lapsed without being given back are let go once the
+// handler holds 1,024 of them: a long-lived process keeps none per
+// conversation ever answered. Before, a lapsed answer could still be given
+// back (as foldline serve allows); after, it is one that holds nothing.
+test("answers that lapsed without being given back are let go", async () => {
+  const member = { id: "alice", tokenSha256: createHash("sha256").update(ALICE).digest("hex") };
+  const model = { async *stream() {}, async complete() { throw new Error("not called"); } };
+  const handler = f.createHandler({ journal: new f.MemoryJournal(), model, declaration: { targetId: "assistant", compactorId: "assistant-compactor" }, members: [member], answerLeaseMs: 1 });
+  const pending = [];
+  const call = (method, path, body) => handler(new Request(`http://local${path}`, {
+    method, body, headers: { authorization: `Bearer ${ALICE}`, "content-type": "application/json" },
+  }), { waitUntil: (p) => pending.push(p) });
+  const answers = [];
+  const answer = async (i) => {
+    assert.equal((await call("POST", `/api/conversations/c${i}/messages`, JSON.stringify({ role: "user", content: "hello" }))).status, 201);
+    const r = await call("POST", `/api/conversations/c${i}/answer`);
+    assert.equal(r.status, 201);
+    answers[i] = (await r.json()).answer;
+  };
+  for (let i = 0; i < 1023; i++) await answer(i);
+  await new Promise((r) => setTimeout(r, 5));
+  assert.equal((await call("DELETE", `/api/conversations/c0/answer/${answers[0]}`)).status, 204, "a lapsed answer is given back");
+  for (let i = 1023; i < 1025; i++) await answer(i); // 1,024 held
+  await answer(1025); // the lapsed ones are let go first
+  const gone = await call("DELETE", `/api/conversations/c1/answer/${answers[1]}`);
+  assert.equal(gone.status, 404);
+  assert.equal((await gone.json()).error.code, "not_found");
+  assert.equal((await call("DELETE", `/api/conversations/c1025/answer/${answers[1025]}`)).status, 204, "the answer just started is kept");
+  await Promise.allSettled(pending);
+});

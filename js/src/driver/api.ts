@@ -93,6 +93,8 @@ export interface ManualTask {
   id: string;
   /** Who asked. */
   actor: string;
+  /** The conversation's owner (only the owner may compact by hand); default the compactor's `owner` option. */
+  owner?: string;
   /** Whether an answer owns the session now. */
   sessionBusy?: boolean;
   /** Called with the journal position of the task's durable `requested` event, once written. */

@@ -29,11 +29,11 @@ export async function appendAt(c: Ctx, id: string, s: State, batch: Event[], exp
 }
 
 /** What a run of `drive` is for, besides its trigger. */
-export interface RunOptions { task?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean; prepareWarm?: boolean }
+export interface RunOptions { task?: string; owner?: string; onAccepted?: (seq: number) => void; endInterruptedOnly?: boolean; prepareWarm?: boolean }
 
 /** The `step` after a fresh read: the core plans from what was read, at the position it was read at. */
 export async function fresh(c: Ctx, id: string, trigger: Trigger, options: RunOptions): Promise<{ request: StepRequest; key: string }> {
-  const v = await view(c, id, trigger, options.prepareWarm);
+  const v = await view(c, id, trigger, options.prepareWarm, options.owner);
   const w = v.s.warm;
   const request: StepRequest = {
     trigger, task: options.task ?? null, endInterruptedOnly: options.endInterruptedOnly ?? false, prepareWarm: options.prepareWarm ?? false,

@@ -291,10 +291,10 @@ async function resolveStep(c: Ctx, id: string, s: State): Promise<Resolution> {
 }
 
 /** What the core plans from: the state read to the journal's end, as a plan request. */
-export async function view(c: Ctx, id: string, trigger: Trigger, prepareWarm = false): Promise<{ s: State; request: PlanRequest; seq: number; key: string }> {
+export async function view(c: Ctx, id: string, trigger: Trigger, prepareWarm = false, taskOwner?: string): Promise<{ s: State; request: PlanRequest; seq: number; key: string }> {
   const { s, events, res } = await load(c, id);
   const route = c.routeOf(id);
-  const owner = c.o.owner?.(id) ?? null;
+  const owner = taskOwner ?? c.o.owner?.(id) ?? null;
   return {
     s, seq: s.seq, key: viewKey(s, route, owner),
     request: {

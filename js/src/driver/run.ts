@@ -26,8 +26,8 @@ async function unleased(c: Ctx, id: string, trigger: Trigger): Promise<Finished 
 }
 
 /** One run of the loop, answered as the member-facing result. */
-export async function run(c: Ctx, id: string, trigger: Trigger, task?: string, onAccepted?: (seq: number) => void): Promise<OnMessageResult> {
-  const f = (await unleased(c, id, trigger)) ?? (await leased(c, id, (fence) => drive(c, id, trigger, fence, { task, onAccepted })));
+export async function run(c: Ctx, id: string, trigger: Trigger, task?: { id: string; owner?: string; onAccepted?: (seq: number) => void }): Promise<OnMessageResult> {
+  const f = (await unleased(c, id, trigger)) ?? (await leased(c, id, (fence) => drive(c, id, trigger, fence, { task: task?.id, owner: task?.owner, onAccepted: task?.onAccepted })));
   if (f === undefined) return { status: "busy" };
   const s = state(c, id);
   switch (f.status) {

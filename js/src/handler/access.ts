@@ -64,7 +64,6 @@ export async function owned(app: App, id: string, member: string): Promise<void>
   const owner = await app.owners.get(id);
   if (owner === undefined) throw new ApiError(404, "not_found", `no conversation ${JSON.stringify(id)}`);
   if (owner !== member) throw new ApiError(403, "not_owner", "this conversation belongs to another member");
-  app.ownerOf.set(id, owner);
 }
 
 /** The owner or a member of the conversation's room. */

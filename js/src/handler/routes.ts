@@ -12,7 +12,7 @@ import { preferencesOf, preferencesView, runState, surface } from "./compression
 import { feed } from "./feed.js";
 import { timelineRoute } from "./timeline.js";
 import { ApiError, json } from "./reply.js";
-import { answering, schedule, wrote, type App } from "./state.js";
+import { answering, letLapsedGo, schedule, wrote, type App } from "./state.js";
 import { condense, events } from "./tasks.js";
 import type { ExecutionContext } from "./api.js";
 
@@ -170,6 +170,7 @@ async function answerStart(app: App, id: string, member: string): Promise<Respon
   }
   // The member's compression state enters the run once, here.
   const preferences = app.availability.surface ? (await app.compression.preferences(member)) ?? {} : {};
+  letLapsedGo(app);
   app.answers.set(id, { id: answer, until: Date.now() + app.answerLeaseMs, preferences });
   return json(201, { answer, expiresInMs: app.answerLeaseMs });
 }

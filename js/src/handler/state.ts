@@ -15,8 +15,6 @@ export interface TimelineSlot { kept?: { tag: string; body: Uint8Array<ArrayBuff
 export interface App {
   o: HandlerOptions;
   owners: Owners;
-  /** Owners seen by this handler, for the compactor's manual requests. */
-  ownerOf: Map<string, string>;
   compactor: Compactor;
   bodyLimit: number;
   perMinute: number;
@@ -56,6 +54,21 @@ export function later(p: Promise<unknown>, ctx?: ExecutionContext): void {
 /** Whether an answer holds the conversation's session now. */
 export function answering(app: App, id: string): boolean {
   return (app.answers.get(id)?.until ?? 0) > Date.now();
+}
+
+/**
+ * Answers whose lease lapsed without being given back (a client that went
+ * away) are let go once the handler holds this many, so a long-lived process
+ * does not keep one per conversation ever answered; a lapsed answer given
+ * back after that is `404 not_found`, as one that never held the session.
+ */
+const ANSWERS_KEPT = 1024;
+
+/** Let the lapsed answers go once `ANSWERS_KEPT` are held. */
+export function letLapsedGo(app: App): void {
+  if (app.answers.size < ANSWERS_KEPT) return;
+  const now = Date.now();
+  for (const [id, a] of app.answers) if (a.until <= now) app.answers.delete(id);
 }
 
 /** The automatic check, after the answer; checks of one conversation never overlap, one more runs if asked meanwhile. */

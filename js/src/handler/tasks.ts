@@ -22,7 +22,8 @@ export async function condense(app: App, id: string, member: string, ctx?: Execu
   const first = new Promise<First>((r) => (settle = r));
   const key = `${id}\n${task}`;
   app.running.add(key);
-  const work = app.compactor.compactTask(id, { id: task, actor: member, onAccepted: (seq) => { remember(app, key, seq); wrote(app); settle({ seq }); } })
+  // `owned` found the member to be the owner: the task carries it, as foldline serve's.
+  const work = app.compactor.compactTask(id, { id: task, actor: member, owner: member, onAccepted: (seq) => { remember(app, key, seq); wrote(app); settle({ seq }); } })
     .then((result) => { wrote(app); settle({ result }); }, (error) => { wrote(app); settle({ error }); })
     .finally(() => app.running.delete(key));
   later(work, ctx);
