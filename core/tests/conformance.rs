@@ -1032,13 +1032,23 @@ fn gen_select() -> Vec<Value> {
     let head = json!({"boundaryId": "boundary:1", "boundaryHash": "sha256:b1", "coveredThroughSeq": 5, "coveredThroughTurnId": "t5", "frontierId": f.id, "summary": "Earlier: the member introduced themselves.", "length": 1});
     let base = |events: Vec<Event>| json!({"declaration": v(&d), "route": v(&route()), "frontier": v(&f), "head": head, "events": v(&events)});
     let tool = tool_conversation();
-    for fmt in ["foldline", "openai", "anthropic", "aiSdk"] {
+    for fmt in [
+        "foldline",
+        "openai",
+        "openaiResponses",
+        "anthropic",
+        "aiSdk",
+    ] {
         let mut r = base(tool.clone());
         r["format"] = json!(fmt);
         r["prompt"] = json!([{"type": "text", "text": "Thanks"}]);
         g.add(
             &format!("format-{fmt}"),
-            "formats: foldline, OpenAI chat, Anthropic messages, AI SDK model messages",
+            if fmt == "openaiResponses" {
+                "formats: OpenAI Responses input items (a message per turn, an item per call and per result)"
+            } else {
+                "formats: foldline, OpenAI chat, Anthropic messages, AI SDK model messages"
+            },
             "select",
             r,
             &[
@@ -1062,7 +1072,26 @@ fn gen_select() -> Vec<Value> {
         r,
         &[("/ok/messages", canonical["ok"]["messages"].clone())],
     );
-    for fmt in ["foldline", "openai", "anthropic", "aiSdk"] {
+    // The Responses API's spelling, as the program and the servers take it.
+    let mut r = base(tool.clone());
+    r["format"] = json!("openaiResponses");
+    let canonical: Value =
+        serde_json::from_slice(&api::call("select", r.to_string().as_bytes())).unwrap();
+    r["format"] = json!("openai-responses");
+    g.add(
+        "format-openai-responses-spelling",
+        "formats: `openai-responses` is read as `openaiResponses` (one alias, in the core)",
+        "select",
+        r,
+        &[("/ok/messages", canonical["ok"]["messages"].clone())],
+    );
+    for fmt in [
+        "foldline",
+        "openai",
+        "openaiResponses",
+        "anthropic",
+        "aiSdk",
+    ] {
         let mut r = base(every_part_conversation());
         r["format"] = json!(fmt);
         g.add(
@@ -1088,6 +1117,19 @@ fn gen_select() -> Vec<Value> {
     g.add(
         "system-in-the-middle-keeps-its-place",
         "a system message written in the middle of a conversation keeps its place in the context (pinned: never folded), not moved to the top",
+        "select",
+        r,
+        &[
+            ("/ok/messages/0/content", json!("You are helpful.")),
+            ("/ok/messages/3/content", json!("From now on, answer in French.")),
+            ("/ok/messages/4/content", json!("How are you?")),
+        ],
+    );
+    let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&middle), "format": "openaiResponses"});
+    r["frontier"] = Value::Null;
+    g.add(
+        "system-in-the-middle-keeps-its-place-responses",
+        "a system message written in the middle of a conversation keeps its place among the Responses API's input items too",
         "select",
         r,
         &[

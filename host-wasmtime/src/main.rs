@@ -137,8 +137,9 @@ enum Command {
     /// {...}}` (what was included, omitted, sizes, hashes), or with
     /// `--messages` the provider's message array alone, ready to send.
     Context {
-        /// foldline, openai, anthropic or ai-sdk (aiSdk): read as the core
-        /// reads a format.
+        /// foldline, openai (chat), openai-responses (openaiResponses: the
+        /// Responses API's input items), anthropic or ai-sdk (aiSdk): read as
+        /// the core reads a format.
         #[arg(long, default_value = "foldline")]
         format: Format,
         /// Print only the message array.

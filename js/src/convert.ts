@@ -1,5 +1,5 @@
-// Getting messages in: OpenAI chat messages, Anthropic messages and AI SDK
-// model messages as foldline journal events, each part kept as the kind it
+// Getting messages in: OpenAI chat messages, OpenAI Responses items,
+// Anthropic messages and AI SDK model messages as foldline journal events, each part kept as the kind it
 // is (text, tool calls of either OpenAI kind, tool results with their error
 // status, approvals and their answers). The OpenAI rules are the `foldline`
 // program's and `foldline serve`'s (host-wasmtime/src/import.rs).
@@ -127,20 +127,27 @@ function number(drafts: Draft[], o: { conversation: string; afterSeq?: number })
 
 // ---- OpenAI chat ----
 
-function openAiText(place: string, content: unknown, role: Role): Part[] {
+/**
+ * The text of an OpenAI message's content (a string or content parts), its
+ * images, audio and files as marks: in the chat API's vocabulary (`text`,
+ * `image_url`, `input_audio`, `file`) or the Responses API's (`input_text`,
+ * `output_text`, `input_image`, `input_file`).
+ */
+function openAiText(place: string, content: unknown, role: Role, api: "chat" | "responses" = "chat"): Part[] {
   if (content === undefined || content === null) return [];
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
   if (!Array.isArray(content)) return refuse(place, "content must be a string or an array of content parts");
   const texts: string[] = [];
   const files: Part[] = [];
+  const chat = api === "chat";
   content.forEach((p: unknown, k) => {
     const at = `${place}: content[${k}]`;
     if (!isObject(p)) refuse(at, "a content part is an object");
-    if (p.type === "text") texts.push(str(at, p, "text", false) ?? "");
+    if (chat ? p.type === "text" : p.type === "input_text" || p.type === "output_text") texts.push(str(at, p, "text", false) ?? "");
     else if (p.type === "refusal" && role === "assistant") texts.push(str(at, p, "refusal", false) ?? "");
-    else if (p.type === "image_url") files.push(fileMark("image", undefined));
-    else if (p.type === "input_audio") files.push(fileMark("audio", undefined));
-    else if (p.type === "file") files.push(fileMark("file", isObject(p.file) ? p.file.filename : undefined));
+    else if (p.type === (chat ? "image_url" : "input_image")) files.push(fileMark("image", undefined));
+    else if (chat && p.type === "input_audio") files.push(fileMark("audio", undefined));
+    else if (p.type === (chat ? "file" : "input_file")) files.push(fileMark("file", chat ? (isObject(p.file) ? p.file.filename : undefined) : p.filename));
     else refuse(at, `unsupported content part ${JSON.stringify(p.type ?? null)}`);
   });
   const text = texts.join("\n");
@@ -201,6 +208,86 @@ function openAiDrafts(messages: readonly unknown[]): Draft[] {
  */
 export function fromOpenAiMessages(messages: readonly OpenAiChatMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number }): Event[] {
   return number(openAiDrafts(messages), o);
+}
+
+// ---- OpenAI Responses ----
+
+/**
+ * An OpenAI Responses API item as `responses.create` takes it in `input` and
+ * answers it in `output` (the `openai` package's `ResponseInputItem` and
+ * `ResponseOutputItem` are assignable): messages (`content` a string or
+ * `input_text` / `output_text` / `refusal` parts; images and files leave a
+ * mark), `function_call` and `custom_tool_call`, their `…_output`s, and
+ * `reasoning` (model-private, not stored). Any other item is refused by name.
+ */
+export interface OpenAiResponsesInput {
+  type?: string | null;
+  role?: string;
+  content?: unknown;
+  call_id?: unknown;
+  name?: unknown;
+  arguments?: unknown;
+  input?: unknown;
+  output?: unknown;
+  id?: unknown;
+  status?: unknown;
+  phase?: unknown;
+}
+
+const RESPONSES_ROLES = new Set(["system", "developer", "user", "assistant"]);
+
+function responsesDrafts(items: readonly unknown[]): Draft[] {
+  const out: Draft[] = [];
+  // An assistant message is a turn, and the calls after it are its calls
+  // (as one response's output holds them); calls after anything else are
+  // a turn of their own.
+  let answer: Draft | undefined;
+  const assistant = (): Part[] => {
+    if (!answer) out.push((answer = { role: "assistant", parts: [] }));
+    return answer.parts;
+  };
+  items.forEach((raw, i) => {
+    const place = `item ${i + 1}`;
+    if (!isObject(raw)) refuse(place, "an item is a JSON object");
+    const type = raw.type ?? (raw.role !== undefined ? "message" : undefined);
+    if (type === "message") {
+      if (typeof raw.role !== "string" || !RESPONSES_ROLES.has(raw.role)) refuse(place, `unknown role ${JSON.stringify(raw.role ?? null)}`);
+      const role = raw.role as Role;
+      const parts = openAiText(place, raw.content, role, "responses");
+      out.push({ role, parts });
+      answer = role === "assistant" ? out[out.length - 1] : undefined;
+    } else if (type === "function_call" || type === "custom_tool_call") {
+      const custom = type === "custom_tool_call";
+      const [callId, name] = [str(place, raw, "call_id")!, str(place, raw, "name")!];
+      const args = str(place, raw, custom ? "input" : "arguments", false) ?? (custom ? "" : "{}");
+      assistant().push({ type: "toolCall", callId, name, arguments: args, ...(custom ? { custom: true } : {}) });
+    } else if (type === "function_call_output" || type === "custom_tool_call_output") {
+      const callId = str(place, raw, "call_id")!;
+      const content = typeof raw.output === "string" ? raw.output
+        : openAiText(`${place}: output`, raw.output ?? "", "tool", "responses").map((p) => (p.type === "text" ? p.text : "")).join("\n");
+      out.push({ role: "tool", parts: [{ type: "toolResult", callId, name: typeof raw.name === "string" ? raw.name : "", content, isError: false }] });
+      answer = undefined;
+    } else if (type !== "reasoning") {
+      // Reasoning is model-private (dropped, as AI SDK reasoning and
+      // Anthropic thinking); anything else is named, never half-stored.
+      refuse(place, type === undefined ? "an item needs a type or a role"
+        : `${JSON.stringify(type)} items are not imported: foldline stores messages, function and custom tool calls and their outputs`);
+    }
+  });
+  return out;
+}
+
+/**
+ * OpenAI Responses API items (a request's `input`, a response's `output`)
+ * as journal events of `conversation`, numbered after `afterSeq`: each
+ * message a turn, with the calls that follow an assistant message (as one
+ * response's output holds them), each output a tool turn; reasoning is not
+ * stored. Throws
+ * `invalid_request` naming the item (and part) at fault; nothing is
+ * half-converted.
+ */
+export function fromOpenAiResponses(items: readonly OpenAiResponsesInput[] | readonly unknown[], o: { conversation: string; afterSeq?: number }): Event[] {
+  return number(responsesDrafts(items), o);
 }
 
 // ---- Anthropic ----
@@ -337,13 +424,16 @@ export function fromAiSdkMessages(messages: readonly AiSdkMessage[] | readonly u
   return number(aiSdkDrafts(messages), o);
 }
 
-/** The three formats `append` takes, as events. */
+/** The formats `append` takes, as events. */
 export function eventsOf(
-  format: "openai" | "anthropic" | "ai-sdk",
+  format: "openai" | "openai-responses" | "anthropic" | "ai-sdk",
   messages: readonly unknown[],
   o: { conversation: string; afterSeq?: number; system?: string },
 ): Event[] {
-  return format === "anthropic" ? fromAnthropicMessages(messages, o) : format === "ai-sdk" ? fromAiSdkMessages(messages, o) : fromOpenAiMessages(messages, o);
+  return format === "anthropic" ? fromAnthropicMessages(messages, o)
+    : format === "ai-sdk" ? fromAiSdkMessages(messages, o)
+    : format === "openai-responses" ? fromOpenAiResponses(messages, o)
+    : fromOpenAiMessages(messages, o);
 }
 
 /**

@@ -56,4 +56,4 @@ export const TIMELINE_TEXT_CHARS = 16777216;
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
 
 /** Every name an output format is read by (the core's `Format`, with its aliases). */
-export const FORMATS: ReadonlySet<string> = new Set(["foldline", "openai", "anthropic", "aiSdk", "ai-sdk"]);
+export const FORMATS: ReadonlySet<string> = new Set(["foldline", "openai", "openaiResponses", "openai-responses", "anthropic", "aiSdk", "ai-sdk"]);

@@ -340,8 +340,12 @@ export type ValidateResponse =
   /** `contentHashes`: each event's content hash, in order (`""` for events that are not messages or late deliveries). */
   | { kind: "events"; count: number; contentHashes: string[] };
 
-/** An output format; `"ai-sdk"` (the spelling of the README and the program) is accepted for `"aiSdk"`. */
-export type Format = "foldline" | "openai" | "anthropic" | "aiSdk" | "ai-sdk";
+/**
+ * An output format; `"ai-sdk"` (the spelling of the README and the program)
+ * is accepted for `"aiSdk"`, `"openai-responses"` for `"openaiResponses"`
+ * (the OpenAI Responses API's `input` items).
+ */
+export type Format = "foldline" | "openai" | "openaiResponses" | "openai-responses" | "anthropic" | "aiSdk" | "ai-sdk";
 
 export interface SelectRequest {
   declaration: Declaration; route: Route; frontier?: Frontier | null; head?: ChainHead | null;
@@ -385,6 +389,19 @@ export type OpenAiMessage =
     }
   | { role: "tool"; tool_call_id: string; content: string };
 
+/**
+ * OpenAI Responses API input items as `context`/`select` render them
+ * (assignable to the `openai` package's `ResponseInputItem`): a message per
+ * turn, an item per tool call and per result, an error result's text
+ * beginning `[error] `.
+ */
+export type OpenAiResponsesItem =
+  | { role: "system" | "user" | "assistant"; content: string }
+  | { type: "function_call"; call_id: string; name: string; arguments: string }
+  | { type: "custom_tool_call"; call_id: string; name: string; input: string }
+  | { type: "function_call_output"; call_id: string; output: string }
+  | { type: "custom_tool_call_output"; call_id: string; output: string };
+
 /** Anthropic messages as rendered: the system text apart, then the turns. */
 export interface AnthropicRendered {
   system: string;
@@ -422,6 +439,8 @@ export type AiSdkRendered =
 export interface MessagesOf {
   foldline: ContextMessage[];
   openai: OpenAiMessage[];
+  openaiResponses: OpenAiResponsesItem[];
+  "openai-responses": OpenAiResponsesItem[];
   anthropic: AnthropicRendered;
   aiSdk: AiSdkRendered[];
   "ai-sdk": AiSdkRendered[];

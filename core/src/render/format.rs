@@ -1,6 +1,7 @@
 //! Rendering a selected context to the message shapes clients already use:
-//! foldline's own form, OpenAI chat messages, Anthropic messages (system
-//! apart; `tool_use` / `tool_result` blocks) and Vercel AI SDK model messages.
+//! foldline's own form, OpenAI chat messages, OpenAI Responses input items
+//! (`responses.rs`), Anthropic messages (system apart; `tool_use` /
+//! `tool_result` blocks) and Vercel AI SDK model messages.
 //!
 //! Pinned system, developer and document turns become system text. The
 //! summary and amendment envelopes are always user messages.
@@ -59,6 +60,9 @@ pub enum Format {
     Foldline,
     /// OpenAI chat-completions `messages`.
     Openai,
+    /// OpenAI Responses API `input` items; read also as `openai-responses`.
+    #[serde(alias = "openai-responses")]
+    OpenaiResponses,
     /// Anthropic messages: `{ system, messages }`.
     Anthropic,
     /// Vercel AI SDK `ModelMessage[]`; read also as `ai-sdk`, the spelling
@@ -80,7 +84,7 @@ impl std::str::FromStr for Format {
 /// Messages rendered in a format. foldline's own form stays typed and is
 /// written straight to its canonical bytes, as are OpenAI messages (the
 /// format a chat client asks for on every message); the other provider
-/// shapes are JSON values. Read back from JSON (by a Rust host), a rendering
+/// shapes are JSON values (OpenAI Responses items are canonical bytes too). Read back from JSON (by a Rust host), a rendering
 /// is `Json`. Two renderings are equal when their JSON is.
 #[derive(Debug, Clone)]
 pub enum Rendered {
@@ -97,7 +101,7 @@ impl Rendered {
     pub fn to_value(&self) -> Value {
         match self {
             Rendered::Foldline(m) => Value::Array(m.iter().map(message_value).collect()),
-            // Written by `openai` below: JSON by construction.
+            // Written by `openai` below or `openai_responses`: JSON by construction.
             Rendered::Canonical(b) => crate::decode::parse_value(b).unwrap_or(Value::Null),
             Rendered::Json(v) => v.clone(),
         }
@@ -196,6 +200,9 @@ pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Re
     match format {
         Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),
         Format::Openai => Rendered::Canonical(openai(&as_providers_take(messages, false))),
+        Format::OpenaiResponses => Rendered::Canonical(super::responses::openai_responses(
+            &as_providers_take(messages, false),
+        )),
         Format::Anthropic => Rendered::Json(anthropic(&as_providers_take(messages, false))),
         Format::AiSdk => {
             let mut out: Vec<Value> = as_providers_take(messages, true)
@@ -225,7 +232,7 @@ pub const OPENING: &str = "[the conversation so far]";
 /// (OpenAI chat).
 pub const ERROR_MARK: &str = "[error] ";
 
-fn is_system(role: Role) -> bool {
+pub(super) fn is_system(role: Role) -> bool {
     role.always_pinned()
 }
 
@@ -321,12 +328,7 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
                         } => {
                             next(&mut out);
                             out.extend_from_slice(b"{\"content\":");
-                            // OpenAI has no error flag: the status leads the text.
-                            if *is_error {
-                                write_str(&format!("{ERROR_MARK}{content}"), &mut out);
-                            } else {
-                                write_str(content, &mut out);
-                            }
+                            output(&mut out, content, *is_error);
                             out.extend_from_slice(b",\"role\":\"tool\",\"tool_call_id\":");
                             write_str(call_id, &mut out);
                             out.push(b'}');
@@ -347,14 +349,24 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
 }
 
 /// A comma before every element but the first of the array `out` holds.
-fn next(out: &mut Vec<u8>) {
+pub(super) fn next(out: &mut Vec<u8>) {
     if out.last() != Some(&b'[') {
         out.push(b',');
     }
 }
 
+/// A result's text as a string, beginning [`ERROR_MARK`] for an error
+/// (OpenAI has no error flag: the status leads the text).
+pub(super) fn output(out: &mut Vec<u8>, content: &str, is_error: bool) {
+    if is_error {
+        write_str(&format!("{ERROR_MARK}{content}"), out);
+    } else {
+        write_str(content, out);
+    }
+}
+
 /// `{"content": text, "role": role}`.
-fn simple(out: &mut Vec<u8>, text: &str, role: &str) {
+pub(super) fn simple(out: &mut Vec<u8>, text: &str, role: &str) {
     next(out);
     out.extend_from_slice(b"{\"content\":");
     write_str(text, out);
@@ -364,7 +376,7 @@ fn simple(out: &mut Vec<u8>, text: &str, role: &str) {
 }
 
 /// Bytes of the parts' text, to size the output once.
-fn parts_len(parts: &[Part]) -> usize {
+pub(super) fn parts_len(parts: &[Part]) -> usize {
     parts
         .iter()
         .map(|p| match p {

@@ -4,7 +4,7 @@
 
 import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, TimelinePage, FailureReport, Boundary, MemberInput } from "../types.js";
 import type { Journal } from "../journal/journal.js";
-import type { AiSdkMessage, AnthropicMessage, OpenAiChatMessage } from "../convert.js";
+import type { AiSdkMessage, AnthropicMessage, OpenAiChatMessage, OpenAiResponsesInput } from "../convert.js";
 import type { Model } from "../model/model.js";
 
 export interface CompactorOptions {
@@ -71,11 +71,12 @@ export interface CompactorOptions {
 /** Per-message framing added to host token counts by default: 4, as the core's estimate adds. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 
-/** Messages `append` takes: OpenAI chat (default), Anthropic, or AI SDK `ModelMessage`s. */
+/** Messages `append` takes: OpenAI chat (default), OpenAI Responses items, Anthropic, or AI SDK `ModelMessage`s. */
 export type AppendMessages =
   | { format?: "openai"; messages: OpenAiChatMessage | readonly OpenAiChatMessage[] }
   | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string }
-  | { format: "ai-sdk"; messages: AiSdkMessage | readonly AiSdkMessage[] };
+  | { format: "ai-sdk"; messages: AiSdkMessage | readonly AiSdkMessage[] }
+  | { format: "openai-responses"; messages: OpenAiResponsesInput | readonly OpenAiResponsesInput[] };
 
 /** A context whose messages were rendered (`render` not `false`). */
 export type RenderedSelection<M> = Selection<M> & { messages: M };
@@ -103,7 +104,7 @@ export interface ManualTask {
 
 /** Options of `context`. */
 export interface ContextOptions {
-  /** The messages' shape: `foldline` (default), `openai`, `anthropic`, `ai-sdk` (or `aiSdk`). */
+  /** The messages' shape: `foldline` (default), `openai`, `openai-responses` (or `openaiResponses`), `anthropic`, `ai-sdk` (or `aiSdk`). */
   format?: Format;
   /** The member's current prompt, rendered last and reserved first. */
   prompt?: Part[];
@@ -156,7 +157,7 @@ export interface Compactor {
    * Append messages to the journal as the conversation's next turns
    * (numbered after its last one; checked, nothing written on bad input;
    * compare-and-append, so concurrent appends never collide). OpenAI chat
-   * messages directly, or `{ format: "anthropic" | "ai-sdk", messages }`.
+   * messages directly, or `{ format: "openai-responses" | "anthropic" | "ai-sdk", messages }`.
    * Returns the journal position and the events written.
    */
   append(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options?: AppendMessagesOptions): Promise<Appended>;

@@ -180,7 +180,7 @@ async function context(app: App, url: URL, id: string, member: string): Promise<
   onceEach(url);
   await admitted(app, id, member);
   const f = url.searchParams.get("format") ?? "foldline";
-  if (!FORMATS.has(f)) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, anthropic or ai-sdk`);
+  if (!FORMATS.has(f)) throw new ApiError(400, "invalid_input", `unknown format ${JSON.stringify(f)}: foldline, openai, openai-responses, anthropic or ai-sdk`);
   const memberState = await runState(app, id, member);
   const s = await app.compactor.context(id, { format: f as Format, member: memberState });
   if (s.manifest.member && s.manifest.member.passes.length > 0) await app.compression.record(member, id, s.manifest.member.passes);

@@ -3,22 +3,47 @@
 // request body; the client's own assistant message (a function call and a
 // custom tool call) appended to foldline as it is, tool results as
 // `ChatCompletionToolMessageParam`s, the context handed back to
-// `chat.completions.create`, and a summarizer built on the same client.
+// `chat.completions.create`, and a summarizer built on the same client;
+// then the same through the Responses API (`responses.create`).
 // Compiled with `tsc --strict` against the line's own types (no casts on
 // foldline's side), then run; prints one JSON line that run.mjs judges.
 import { createServer } from "node:http";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionToolMessageParam } from "openai/resources/chat/completions";
+import type { ResponseInputItem } from "openai/resources/responses/responses";
 import { init, createCompactor, MemoryJournal, modelFromFunction } from "foldline";
 
 const SYSTEM = "You are the travel desk. Answer in one sentence.";
 type Body = { model: string; messages: Array<{ role: string; content?: unknown; tool_calls?: Array<{ type: string; id: string }>; tool_call_id?: string }> };
 const bodies: Body[] = [];
 let calls = 0;
+type ResponsesBody = { model: string; input: Array<{ type?: string; role?: string; content?: unknown; call_id?: string; output?: string }> };
+const responsesBodies: ResponsesBody[] = [];
+let responsesCalls = 0;
 const server = createServer((req, res) => {
   let text = "";
   req.on("data", (c) => (text += c));
   req.on("end", () => {
+    if (req.url?.endsWith("/responses")) {
+      const body = JSON.parse(text) as ResponsesBody;
+      responsesBodies.push(body);
+      const first = body.model === "chat" && responsesCalls++ === 0;
+      const output = first
+        ? [
+            { type: "reasoning", id: "rs_1", summary: [] },
+            { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Checking both.", annotations: [] }] },
+            { type: "function_call", id: "fc_1", call_id: "call-w", name: "weather", arguments: '{"city":"Tokyo"}', status: "completed" },
+            { type: "custom_tool_call", id: "ctc_1", call_id: "call-g", name: "grep", input: "warn|error" },
+          ]
+        : [{ type: "message", id: "msg_2", role: "assistant", status: "completed", content: [{ type: "output_text", text: body.model === "summarizer" ? "They asked about Tokyo's weather." : "Done.", annotations: [] }] }];
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({
+        id: `resp_${responsesBodies.length}`, object: "response", created_at: 0, status: "completed", model: body.model, output,
+        parallel_tool_calls: true, tool_choice: "auto", tools: [], error: null, incomplete_details: null, instructions: null, metadata: {}, temperature: 1, top_p: 1,
+        usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+      }));
+      return;
+    }
     const body = JSON.parse(text) as Body;
     bodies.push(body);
     const first = body.model === "chat" && calls++ === 0;
@@ -80,6 +105,32 @@ for (let i = 0; i < 80; i++) {
 }
 const after = await c.context(id, { format: "openai" });
 await client.chat.completions.create({ model: "chat", messages: after.messages ?? [] });
+
+// 4. The Responses API: the request's items and the response's output go
+// in as they are (reasoning is not stored), the context goes back as its
+// `input`, and the summarizer answers through it too.
+const r = createCompactor({
+  journal: new MemoryJournal(),
+  model: modelFromFunction(async (packet) => (await client.responses.create({ model: "summarizer", input: packet.messages })).output_text),
+  declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars", trigger: 6000, retain: 2000 }, summary: { maxChars: 300 } },
+});
+const start: ResponseInputItem[] = [{ role: "system", content: SYSTEM }, { type: "message", role: "user", content: [{ type: "input_text", text: "Weather in Tokyo? And grep the log." }] }];
+await r.append(id, { format: "openai-responses", messages: start });
+const first = await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages });
+await r.append(id, { format: "openai-responses", messages: first.output });
+const outputs: ResponseInputItem[] = [
+  { type: "function_call_output", call_id: "call-w", output: "Error: weather service down" },
+  { type: "custom_tool_call_output", call_id: "call-g", output: [{ type: "input_text", text: "2 lines" }] },
+];
+await r.append(id, { format: "openai-responses", messages: outputs });
+await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages });
+const sentItems = responsesBodies.at(-1)!.input;
+let responsesCompacted = 0;
+for (let i = 0; i < 80; i++) {
+  await r.append(id, { format: "openai-responses", messages: [{ role: "user", content: `Day ${i}: what should we see? ${"Details of the plan. ".repeat(8)}` }, { role: "assistant", content: `On day ${i}, the old town. ${"More suggestions here. ".repeat(8)}` }] });
+  if ((await r.onMessage(id)).status === "compacted") responsesCompacted++;
+}
+await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages });
 server.close();
 
 const summarizerBodies = bodies.filter((b) => b.model === "summarizer");
@@ -92,4 +143,9 @@ console.log(JSON.stringify({
   compacted,
   summarizerInstructions: summarizerBodies.length > 0 && summarizerBodies.every((b) => b.messages[0]?.role === "system" && String(b.messages[0].content).length > 200),
   systemAfterCompaction: bodies.at(-1)?.messages[0]?.role === "system" && String(bodies.at(-1)?.messages[0]?.content).startsWith(SYSTEM),
+  responsesItems: sentItems.map((x) => x.type ?? x.role).join(",") === "system,user,assistant,function_call,custom_tool_call,function_call_output,custom_tool_call_output",
+  responsesOutputs: sentItems.filter((x) => x.type?.endsWith("_output")).map((x) => `${x.call_id}:${x.output}`).join("|") === "call-w:Error: weather service down|call-g:2 lines",
+  responsesCompacted,
+  responsesAfterCompaction: responsesBodies.at(-1)?.input[0]?.role === "system" && String(responsesBodies.at(-1)?.input[1]?.content).startsWith("[untrusted-history-summary]"),
+  responsesSummarizer: responsesBodies.some((b) => b.model === "summarizer"),
 }));

@@ -15,7 +15,12 @@
 //   openai: the client's own assistant message (a function and a custom
 //           tool call) goes in as it is; the request body carries the system
 //           prompt first, both calls with their kinds, their results in order
-//           and the error text; the summarizer gets its instructions.
+//           and the error text; the summarizer gets its instructions; the
+//           same through the Responses API: the request's items and the
+//           response's output (reasoning, a message, a function and a
+//           custom call) go in as they are, the context goes back as
+//           `input` with each call and output of its kind, and a summary
+//           leads it after compaction.
 //   node test/compat/run.mjs           (every line)
 //   node test/compat/run.mjs ai@6      (one line)
 import { execFileSync } from "node:child_process";
@@ -42,7 +47,10 @@ const expected = {
     errorWrittenBySdk: true, storedError: true, storedApproval: true, paidStored: true, systemFirst: true, errorArrives: true,
     callArrives: true, paidArrives: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
   }),
-  openai: () => ({ systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true }),
+  openai: () => ({
+    systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true,
+    responsesItems: true, responsesOutputs: true, responsesAfterCompaction: true, responsesSummarizer: true,
+  }),
 };
 
 let failed = 0;
@@ -80,6 +88,7 @@ try {
         const want = expected[line.scenario](r);
         const wrong = Object.entries(want).filter(([k, v]) => r[k] !== v).map(([k, v]) => `${k}: ${r[k]} (expected ${v})`);
         if (r.compacted < 1) wrong.push(`compacted: ${r.compacted} (a long chat never compacted)`);
+        if (r.responsesCompacted !== undefined && r.responsesCompacted < 1) wrong.push(`responsesCompacted: ${r.responsesCompacted}`);
         if (wrong.length) throw new Error(`${wrong.join("; ")}\n  ${out}`);
         console.log(`ok - compat ${line.name} on Node ${version}: ${out}`);
       } catch (e) {
