@@ -121,16 +121,25 @@ impl CompressionFlags {
     }
 }
 
+/// What `foldline import` reads, and whether it runs the driver.
+#[derive(clap::Args)]
+struct ImportArgs {
+    /// The file, or `-` for stdin.
+    file: PathBuf,
+    /// The messages' shape: openai (chat messages, or foldline events) or
+    /// openai-responses (OpenAI Responses API items).
+    #[arg(long, default_value = "openai")]
+    format: import::Incoming,
+    /// Only append; do not run the driver after each message.
+    #[arg(long)]
+    no_compact: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events).
-    Import {
-        /// The file, or `-` for stdin.
-        file: PathBuf,
-        /// Only append; do not run the driver after each message.
-        #[arg(long)]
-        no_compact: bool,
-    },
+    /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events,
+    /// or of OpenAI Responses API items).
+    Import(ImportArgs),
     /// Run the driver once now, as a manual request by the owner.
     Compact,
     /// Print the model-bound context as JSON: `{"messages": [...], "manifest":
@@ -427,7 +436,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
         Ok(d)
     };
     match command {
-        Command::Import { file, no_compact } => import_file(&open()?, &conv, file, !no_compact),
+        Command::Import(a) => import_file(&open()?, &conv, a),
         Command::Compact => report(existing()?.compact_now(&conv, "owner", false)?),
         Command::Context {
             format,
@@ -471,12 +480,8 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
 /// `foldline import FILE`: the file's messages or events, appended as one
 /// batch after the conversation's last turn, refused whole (naming the file)
 /// when any of them would not be accepted.
-fn import_file(
-    d: &ProgramDriver,
-    conv: &str,
-    file: &std::path::Path,
-    compact: bool,
-) -> Result<ExitCode, HostError> {
+fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode, HostError> {
+    let (file, format, compact) = (&a.file, a.format, !a.no_compact);
     let read = if file.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map(|_| text)
@@ -489,7 +494,7 @@ fn import_file(
         other => other,
     };
     let after = last_seq(d.journal(), conv)?;
-    let events = import::parse(&text, &route(conv), after).map_err(named)?;
+    let events = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
     refuse_conflicts(d, conv, &events).map_err(named)?;
     let n = import_events(d, conv, events, compact)?;
     out!("imported {n} events into {conv}");

@@ -10,6 +10,7 @@ use support::fixtures::{budget_decl, demo_events, small_decl};
 use foldline_core::declaration::{Budget, Declaration};
 use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
+use foldline_wasmtime::import::Incoming;
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions};
 use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM, MEMORY_RESET_BYTES};
@@ -258,6 +259,111 @@ fn an_import_reads_stdin_given_a_dash() {
         panic!("{:?}", stored[0].event)
     };
     assert!(format!("{:?}", first.parts).contains("from a pipe"));
+}
+
+/// `foldline import --format openai-responses` reads the Responses API's
+/// items (a response's output as it is: reasoning not stored), and `context
+/// --format openai-responses --messages` gives them back as that API's
+/// `input`; a provider-run tool's item is refused by name and nothing is
+/// written.
+#[test]
+fn an_import_reads_openai_responses_items_and_the_context_gives_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = dir.path().join("items.json");
+    let items = serde_json::json!([
+        {"role": "system", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Oslo?"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "weather", "arguments": "{\"city\":\"Oslo\"}", "status": "completed"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"role": "assistant", "content": "Sunny."}
+    ]);
+    std::fs::write(&file, items.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        let out = bin().arg("--journal").arg(&db).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let path = file.to_str().unwrap();
+    let (code, _, err) = run(&["import", "--format", "openai-responses", path]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["context", "--format", "openai-responses", "--messages"]);
+    assert_eq!(code, Some(0), "{err}");
+    let sent: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        sent,
+        serde_json::json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": "Checking."},
+            {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{\"city\":\"Oslo\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+            {"role": "assistant", "content": "Sunny."}
+        ])
+    );
+    std::fs::write(
+        &file,
+        r#"[{"role":"user","content":"more"},{"type":"web_search_call","id":"ws"}]"#,
+    )
+    .unwrap();
+    let (code, _, err) = run(&["import", "--format", "openai-responses", path]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("item 2: \"web_search_call\" items are not imported"),
+        "{err}"
+    );
+    assert_eq!(stored_default(&db).len(), 6, "nothing written");
+}
+
+/// `Driver::append_as` takes a response's output as it is and the context
+/// gives it back as the Responses API's input; a bad item writes nothing.
+#[test]
+fn a_driver_appends_openai_responses_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Driver::builder(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        Extractive,
+    )
+    .declaration(small_decl())
+    .build()
+    .unwrap();
+    let output = r#"[{"type":"reasoning","id":"rs","summary":[]},{"type":"custom_tool_call","call_id":"k1","name":"grep","input":"warn"}]"#;
+    d.append("c", r#"{"role":"user","content":"grep the log"}"#)
+        .unwrap();
+    d.append_as("c", Incoming::OpenAiResponses, output).unwrap();
+    d.append_as(
+        "c",
+        Incoming::OpenAiResponses,
+        r#"{"type":"custom_tool_call_output","call_id":"k1","output":"2 lines"}"#,
+    )
+    .unwrap();
+    let e = d
+        .append_as(
+            "c",
+            Incoming::OpenAiResponses,
+            r#"[{"type":"item_reference","id":"x"}]"#,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), "invalid_input");
+    let o = ContextOptions {
+        format: foldline_core::format::Format::OpenaiResponses,
+        ..ContextOptions::default()
+    };
+    let sent = d.context("c", o).unwrap().messages.unwrap().to_value();
+    assert_eq!(
+        sent,
+        serde_json::json!([
+            {"role": "user", "content": "grep the log"},
+            {"type": "custom_tool_call", "call_id": "k1", "name": "grep", "input": "warn"},
+            {"type": "custom_tool_call_output", "call_id": "k1", "output": "2 lines"}
+        ])
+    );
 }
 
 /// `timeline`, `context`, `verify` and `compact` are about a conversation
@@ -2273,7 +2379,18 @@ fn a_warm_candidate_is_prepared_under_its_own_900_second_lease() {
 /// the same words, naming the item and part.
 #[test]
 fn openai_messages_import_as_the_shared_cases_say() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/import/openai.json");
+    shared_import_cases("openai.json", "messages", Incoming::OpenAi);
+}
+
+#[test]
+fn openai_responses_items_import_as_the_shared_cases_say() {
+    shared_import_cases("openai-responses.json", "items", Incoming::OpenAiResponses);
+}
+
+/// Each case of `tests/import/<file>` converts (through the messages route's
+/// parser) to its drafts, or is refused with its exact words.
+fn shared_import_cases(file: &str, field: &str, incoming: Incoming) {
+    let path = format!("{}/../tests/import/{file}", env!("CARGO_MANIFEST_DIR"));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let route = foldline_core::turn::Route {
@@ -2282,11 +2399,11 @@ fn openai_messages_import_as_the_shared_cases_say() {
         sender: String::new(),
     };
     let cases = doc["cases"].as_array().unwrap();
-    assert!(cases.len() >= 30);
+    assert!(cases.len() >= 25);
     for case in cases {
         let name = case["name"].as_str().unwrap();
-        let text = case["messages"].to_string();
-        match foldline_wasmtime::import::parse_messages(&text, &route, 0) {
+        let text = case[field].to_string();
+        match foldline_wasmtime::import::parse_messages_as(&text, &route, 0, incoming) {
             Ok(events) => {
                 let drafts: Vec<serde_json::Value> = events
                     .iter()

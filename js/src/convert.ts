@@ -2,7 +2,7 @@
 // Anthropic messages and AI SDK model messages as foldline journal events, each part kept as the kind it
 // is (text, tool calls of either OpenAI kind, tool results with their error
 // status, approvals and their answers). The OpenAI rules are the `foldline`
-// program's and `foldline serve`'s (host-wasmtime/src/import.rs).
+// program's and `foldline serve`'s (host-wasmtime/src/import/).
 //
 // What has no place in a journal of text (docs/formats.md):
 // - reasoning (AI SDK `reasoning`, Anthropic `thinking`) is model-private

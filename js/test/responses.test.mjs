@@ -3,6 +3,7 @@
 // back from `context` in the same format unchanged in meaning.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import * as f from "../dist/node.js";
 import { fakeModel } from "./shared.mjs";
 
@@ -66,44 +67,26 @@ test("property: random Responses items come back from context as they went in, u
   }
 });
 
-test("Responses items: an assistant message and the calls after it are one turn, reasoning is not stored, an error result keeps its mark, files leave theirs", async () => {
-  const events = f.fromOpenAiResponses([
-    { role: "developer", content: "Be brief." },
-    { role: "user", content: [{ type: "input_text", text: "Weather?" }, { type: "input_file", filename: "trip.pdf", file_id: "f1" }, { type: "input_image", image_url: "https://x/y.png", detail: "auto" }] },
-    { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "private" }] },
-    { type: "message", role: "assistant", id: "m1", status: "completed", content: [{ type: "output_text", text: "Checking.", annotations: [] }, { type: "refusal", refusal: "Not the log." }] },
-    { type: "function_call", call_id: "c1", name: "weather", arguments: "{\"city\":\"Oslo\"}" },
-    { type: "function_call_output", call_id: "c1", output: "[error] service down" },
-    { type: "reasoning", id: "rs_2", summary: [] },
-  ], { conversation: "c", afterSeq: 4 });
-  assert.deepEqual(events.map((e) => [e.sourceSeq, e.role, e.parts]), [
-    [5, "developer", [{ type: "text", text: "Be brief." }]],
-    [6, "user", [{ type: "text", text: "Weather?" }, { type: "text", text: "[file file trip.pdf]" }, { type: "text", text: "[file image]" }]],
-    [7, "assistant", [{ type: "text", text: "Checking.\nNot the log." }, { type: "toolCall", callId: "c1", name: "weather", arguments: "{\"city\":\"Oslo\"}" }]],
-    [8, "tool", [{ type: "toolResult", callId: "c1", name: "", content: "[error] service down", isError: false }]],
-  ]);
-});
-
-test("Responses items foldline cannot store are refused by name, and nothing is written", async () => {
-  const cases = [
-    [[{ type: "web_search_call", id: "ws_1", status: "completed" }], 'item 1: "web_search_call" items are not imported: foldline stores messages, function and custom tool calls and their outputs'],
-    [[{ role: "user", content: "hi" }, { type: "item_reference", id: "msg_1" }], 'item 2: "item_reference" items are not imported: foldline stores messages, function and custom tool calls and their outputs'],
-    [[{ type: "function_call", name: "x", arguments: "{}" }], "item 1: call_id must be a non-empty string"],
-    [[{ type: "function_call_output", call_id: "", output: "x" }], "item 1: call_id must be a non-empty string"],
-    [[{ type: "custom_tool_call", call_id: "k", input: "x" }], "item 1: name must be a non-empty string"],
-    [[{ role: "tool", content: "x" }], 'item 1: unknown role "tool"'],
-    [[{ role: "user", content: [{ type: "text", text: "chat spelling" }] }], 'item 1: content[0]: unsupported content part "text"'],
-    [[{ role: "user", content: 7 }], "item 1: content must be a string or an array of content parts"],
-    [[{}], "item 1: an item needs a type or a role"],
-    [["hi"], "item 1: an item is a JSON object"],
-  ];
-  for (const [items, message] of cases) {
-    const c = compactor();
-    await assert.rejects(c.append("c", { format: "openai-responses", messages: items }), (e) => {
-      assert.equal(e.code, "invalid_request");
-      assert.equal(e.message, `invalid_request: ${message}`);
-      return true;
-    });
-    assert.equal(await c.position("c"), 0, "nothing written");
+// One list of cases for both hosts (the Rust host's
+// `openai_responses_items_import_as_the_shared_cases_say`).
+test("OpenAI Responses items import as the shared cases say, as in the Rust host; nothing is written on a refusal", async () => {
+  const doc = JSON.parse(await readFile(new URL("../../tests/import/openai-responses.json", import.meta.url), "utf8"));
+  assert.ok(doc.cases.length >= 25);
+  const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)));
+  for (const c of doc.cases) {
+    let events;
+    try {
+      events = f.fromOpenAiResponses(c.items, { conversation: "c" });
+    } catch (e) {
+      assert.ok(c.refused, `${c.name}: refused: ${e.message}`);
+      assert.equal(e.code, "invalid_request", c.name);
+      assert.equal(e.message, `invalid_request: ${c.refused}`, c.name);
+      const through = compactor();
+      await assert.rejects(through.append("c", { format: "openai-responses", messages: c.items }), { code: "invalid_request" });
+      assert.equal(await through.position("c"), 0, `${c.name}: nothing written`);
+      continue;
+    }
+    assert.equal(c.refused, undefined, `${c.name}: accepted`);
+    assert.deepEqual(events.map((e) => ({ role: e.role, parts: e.parts.map(canonical) })), c.drafts, c.name);
   }
 });

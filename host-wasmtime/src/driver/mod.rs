@@ -27,6 +27,7 @@ use foldline_core::turn::{Part, Route};
 use foldline_core::validate::{ValidateRequest, ValidateResponse};
 
 use crate::error::{HostError, Result};
+use crate::import::Incoming;
 use crate::journal::Journal;
 use crate::model::Model;
 use crate::runtime::{encode, Foldline};
@@ -338,6 +339,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// `invalid_input` naming the item at fault (or an empty batch), the
     /// append check's codes, `conflicting_turn`, storage failures.
     pub fn append(&self, conversation: &str, messages: &str) -> Result<u64> {
+        self.append_as(conversation, Incoming::OpenAi, messages)
+    }
+
+    /// [`Driver::append`] of messages in the `incoming` shape: OpenAI chat
+    /// messages, or OpenAI Responses API items (a request's `input`, a
+    /// response's `output` as it is; reasoning is not stored).
+    ///
+    /// # Errors
+    /// As [`Driver::append`].
+    pub fn append_as(&self, conversation: &str, incoming: Incoming, messages: &str) -> Result<u64> {
         let text = if messages.trim_start().starts_with('{') {
             format!("[{messages}]")
         } else {
@@ -351,7 +362,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 self.load_into(c, conversation, true)?;
                 (c.source_seq, c.seq)
             };
-            let events = crate::import::parse_messages(&text, &route, after)?;
+            let events = crate::import::parse_messages_as(&text, &route, after, incoming)?;
             if events.is_empty() {
                 return Err(HostError::Input("no messages to append".into()));
             }

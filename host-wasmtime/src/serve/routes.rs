@@ -24,6 +24,7 @@ use super::state::App;
 use super::tasks;
 use crate::driver::ContextOptions;
 use crate::error::HostError;
+use crate::import::Incoming;
 use crate::journal::Journal;
 
 type Shared = State<Arc<App>>;
@@ -118,7 +119,7 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
 fn admit_messages(
     a: &App,
     conv: &str,
-    text: &str,
+    (text, incoming): (&str, Incoming),
     member: &str,
 ) -> Result<(Route, Vec<foldline_core::event::Event>), ApiError> {
     let route = Route {
@@ -126,7 +127,7 @@ fn admit_messages(
         chat: String::new(),
         sender: String::new(),
     };
-    let probe = crate::import::parse_messages(text, &route, 0)?;
+    let probe = crate::import::parse_messages_as(text, &route, 0, incoming)?;
     if probe.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -149,7 +150,8 @@ fn admit_messages(
     Ok((route, messages))
 }
 
-/// `POST …/messages`: one OpenAI-style message, or an array of them.
+/// `POST …/messages[?format=openai-responses]`: one OpenAI-style message,
+/// or an array of them; with the format, OpenAI Responses API items.
 ///
 /// The request timeout is a deadline checked before the conversation is
 /// claimed or written: past it the answer is `408 timeout` and nothing was
@@ -159,11 +161,16 @@ async fn append(
     State(app): Shared,
     Caller(member): Caller,
     Path(id): Path<String>,
+    Params(q): Params,
     headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let deadline = std::time::Instant::now() + app.config.request_timeout;
     check_id(&id)?;
+    let incoming = match q.get("format") {
+        None => Incoming::OpenAi,
+        Some(name) => name.parse::<Incoming>()?,
+    };
     let key = idempotency_key(&headers)?;
     let text = body_text(body)?;
     let text = if text.trim_start().starts_with('{') {
@@ -174,7 +181,7 @@ async fn append(
     let (a, conv) = (app.clone(), id.clone());
     let done = blocking(move || {
         // Checked before claiming, so bad input creates nothing.
-        let (route, messages) = admit_messages(&a, &conv, &text, &member)?;
+        let (route, messages) = admit_messages(&a, &conv, (&text, incoming), &member)?;
         if std::time::Instant::now() > deadline {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,

@@ -4,7 +4,8 @@
 
 import { FoldlineError } from "../error.js";
 import { settingsProjection } from "../ops.js";
-import type { OpenAiChatMessage } from "../convert.js";
+import type { OpenAiChatMessage, OpenAiResponsesInput } from "../convert.js";
+import type { AppendMessages } from "../driver/api.js";
 import type { Format } from "../types.js";
 import { FORMATS } from "../defaults.js";
 import { admitted, body, caller, checkId, decode, onceEach, owned } from "./access.js";
@@ -63,7 +64,7 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
   if (!m) throw new ApiError(404, "not_found", "no such endpoint");
   const id = decode(m[1]);
   switch (`${req.method} ${m[2]}`) {
-    case "POST messages": return append(app, req, id, member, ctx);
+    case "POST messages": return append(app, req, url, id, member, ctx);
     case "POST condense": return condense(app, id, member, ctx);
     case "POST answer": return answerStart(app, id, member);
     case "GET context": return context(app, url, id, member);
@@ -131,18 +132,21 @@ async function compressionRoute(app: App, req: Request, stats: boolean, member: 
 }
 
 /**
- * `POST …/messages`: one OpenAI-style message or an array, checked before
+ * `POST …/messages[?format=openai-responses]`: one OpenAI-style message or an array (or Responses API items), checked before
  * anything is claimed or written (ownership included): they convert, and
  * each is one a compaction could take. The sender is the authenticated
  * member, never the body; the automatic check runs after the answer.
  */
-async function append(app: App, req: Request, id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+async function append(app: App, req: Request, url: URL, id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+  onceEach(url);
   checkId(id);
+  const format = incoming(url.searchParams.get("format"));
   const b = await body(app, req);
   const list = Array.isArray(b) ? b : [b];
   if (list.length === 0) throw new ApiError(400, "invalid_input", "no messages in the body");
+  const spec: AppendMessages = format === "openai" ? { messages: list as OpenAiChatMessage[] } : { format, messages: list as OpenAiResponsesInput[] };
   try {
-    app.compactor.check(id, list as OpenAiChatMessage[]);
+    app.compactor.check(id, spec);
   } catch (e) {
     if (e instanceof FoldlineError && e.code === "turn_too_large") throw e;
     if (e instanceof FoldlineError) throw new ApiError(400, "invalid_input", e.message.replace(/^[a-z_]+: /, ""));
@@ -153,11 +157,18 @@ async function append(app: App, req: Request, id: string, member: string, ctx?: 
   }
   const key = req.headers.get("idempotency-key") ?? undefined;
   if (key !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(key)) throw new ApiError(400, "invalid_input", "an Idempotency-Key is 1 to 128 of A-Z a-z 0-9 . _ : -");
-  const r = await app.compactor.append(id, list as OpenAiChatMessage[], { idempotencyKey: key, sender: member });
+  const r = await app.compactor.append(id, spec, { idempotencyKey: key, sender: member });
   if (r.replayed) return json(201, { seq: r.seq, appended: r.count }, { "idempotent-replayed": "true" });
   wrote(app);
   schedule(app, id, ctx);
   return json(201, { seq: r.seq, appended: r.count });
+}
+
+/** The shape of a messages body: `?format=` absent or `openai` (chat), or `openai-responses` (as foldline serve's `Incoming`). */
+function incoming(name: string | null): "openai" | "openai-responses" {
+  if (name === null || name === "openai") return "openai";
+  if (name === "openai-responses" || name === "openaiResponses") return "openai-responses";
+  throw new ApiError(400, "invalid_input", `messages are openai (chat) or openai-responses, not ${JSON.stringify(name)}`);
 }
 
 /** `POST …/answer`: an answer holds the session (and captures the member's compression state) until given back or its lease ends. */

@@ -1,7 +1,10 @@
 //! Importing conversations: a JSON array or JSON Lines of OpenAI-style
 //! messages (`role`, `content`, optional `name`, `tool_calls`,
-//! `tool_call_id`) or of foldline events. Everything is parsed and checked
-//! before anything is appended, so bad input never half-writes the journal.
+//! `tool_call_id`), of OpenAI Responses API items (`responses.rs`) or of
+//! foldline events. Everything is parsed and checked before anything is
+//! appended, so bad input never half-writes the journal.
+
+mod responses;
 
 use foldline_core::event::{Event, Message};
 use foldline_core::turn::{Part, Role, Route};
@@ -9,13 +12,55 @@ use serde_json::Value;
 
 use crate::error::{HostError, Result};
 
+/// The shape of messages handed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Incoming {
+    /// OpenAI chat-completions messages (and, where events are taken,
+    /// foldline events).
+    #[default]
+    OpenAi,
+    /// OpenAI Responses API items: a request's `input`, a response's
+    /// `output` (`openai-responses`).
+    OpenAiResponses,
+}
+
+impl std::str::FromStr for Incoming {
+    type Err = HostError;
+
+    /// `openai` (chat), or `openai-responses` / `openaiResponses`, as a
+    /// context's format is named.
+    fn from_str(name: &str) -> Result<Incoming> {
+        match name {
+            "openai" => Ok(Incoming::OpenAi),
+            "openai-responses" | "openaiResponses" => Ok(Incoming::OpenAiResponses),
+            other => Err(HostError::Input(format!(
+                "messages are openai (chat) or openai-responses, not {other:?}"
+            ))),
+        }
+    }
+}
+
 /// Parse a file's text into events for `route`, numbering source sequences
 /// after `after_seq`.
 ///
 /// # Errors
 /// `invalid_input` naming the line (JSON Lines) or item (array) at fault.
 pub fn parse(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
-    parse_items(text, route, after_seq, true)
+    parse_items(text, route, after_seq, Some(Incoming::OpenAi))
+}
+
+/// [`parse`] of messages in the `incoming` shape (foldline events only with
+/// OpenAI chat messages).
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_as(
+    text: &str,
+    route: &Route,
+    after_seq: u64,
+    incoming: Incoming,
+) -> Result<Vec<Event>> {
+    parse_items(text, route, after_seq, Some(incoming))
 }
 
 /// [`parse`] for the HTTP messages route: OpenAI-style messages only. The
@@ -25,10 +70,33 @@ pub fn parse(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
 /// # Errors
 /// As [`parse`].
 pub fn parse_messages(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
-    parse_items(text, route, after_seq, false)
+    parse_messages_as(text, route, after_seq, Incoming::OpenAi)
 }
 
-fn parse_items(text: &str, route: &Route, after_seq: u64, events_too: bool) -> Result<Vec<Event>> {
+/// [`parse_messages`] in the `incoming` shape.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_messages_as(
+    text: &str,
+    route: &Route,
+    after_seq: u64,
+    incoming: Incoming,
+) -> Result<Vec<Event>> {
+    match incoming {
+        Incoming::OpenAi => parse_items(text, route, after_seq, None),
+        Incoming::OpenAiResponses => parse_items(text, route, after_seq, Some(incoming)),
+    }
+}
+
+/// The items of `text`; `events_too`: the shape to read them in, foldline
+/// events taken beside OpenAI chat messages (`None`: chat messages only).
+fn parse_items(
+    text: &str,
+    route: &Route,
+    after_seq: u64,
+    events_too: Option<Incoming>,
+) -> Result<Vec<Event>> {
     let trimmed = text.trim_start();
     let items: Vec<(String, Value)> = if trimmed.starts_with('[') {
         let v: Vec<Value> = serde_json::from_str(text).map_err(|e| {
@@ -54,6 +122,14 @@ fn parse_items(text: &str, route: &Route, after_seq: u64, events_too: bool) -> R
         }
         out
     };
+    if events_too == Some(Incoming::OpenAiResponses) {
+        let drafts = responses::drafts(&items)?;
+        return Ok((after_seq + 1..)
+            .zip(drafts)
+            .map(|(seq, (role, parts))| Event::Message(turn(route, seq, role, parts, None)))
+            .collect());
+    }
+    let events_too = events_too.is_some();
     let mut events = Vec::with_capacity(items.len());
     let mut seq = after_seq;
     for (place, v) in items {
@@ -111,9 +187,15 @@ fn file_mark(kind: &str, name: Option<&str>) -> String {
 
 /// OpenAI `content`: absent, `null`, a string, or an array of content parts
 /// (`text`; `refusal` from the assistant; `image_url`, `input_audio` and
-/// `file`, which leave a [`file_mark`]). The text parts joined with a
-/// newline, and the marks.
-fn content_of(place: &str, content: &Value, role: Role) -> Result<(String, Vec<String>)> {
+/// `file`, which leave a [`file_mark`]; in the Responses API's vocabulary
+/// `input_text` and `output_text`, `input_image` and `input_file`). The
+/// text parts joined with a newline, and the marks.
+fn content_of(
+    place: &str,
+    content: &Value,
+    role: Role,
+    incoming: Incoming,
+) -> Result<(String, Vec<String>)> {
     let parts = match content {
         Value::Null => return Ok((String::new(), Vec::new())),
         Value::String(s) => return Ok((s.clone(), Vec::new())),
@@ -132,19 +214,29 @@ fn content_of(place: &str, content: &Value, role: Role) -> Result<(String, Vec<S
                 "{at}: a content part is an object"
             )));
         }
+        let chat = incoming == Incoming::OpenAi;
         match p.get("type").and_then(Value::as_str) {
-            Some("text") => texts.push(opt_str(&at, p, "text")?.unwrap_or_default().to_owned()),
+            Some("text") if chat => {
+                texts.push(opt_str(&at, p, "text")?.unwrap_or_default().to_owned())
+            }
+            Some("input_text" | "output_text") if !chat => {
+                texts.push(opt_str(&at, p, "text")?.unwrap_or_default().to_owned())
+            }
             Some("refusal") if role == Role::Assistant => {
                 texts.push(opt_str(&at, p, "refusal")?.unwrap_or_default().to_owned())
             }
-            Some("image_url") => files.push(file_mark("image", None)),
-            Some("input_audio") => files.push(file_mark("audio", None)),
-            Some("file") => files.push(file_mark(
+            Some("image_url") if chat => files.push(file_mark("image", None)),
+            Some("input_image") if !chat => files.push(file_mark("image", None)),
+            Some("input_audio") if chat => files.push(file_mark("audio", None)),
+            Some("file") if chat => files.push(file_mark(
                 "file",
                 p.get("file")
                     .and_then(|f| f.get("filename"))
                     .and_then(Value::as_str),
             )),
+            Some("input_file") if !chat => {
+                files.push(file_mark("file", p.get("filename").and_then(Value::as_str)))
+            }
             _ => {
                 return Err(HostError::Input(format!(
                     "{at}: unsupported content part {}",
@@ -259,7 +351,12 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         let call_id = opt_str(place, v, "tool_call_id")?
             .filter(|s| !s.is_empty())
             .ok_or_else(|| refuse("a tool message needs tool_call_id"))?;
-        let (text, files) = content_of(place, v.get("content").unwrap_or(&Value::Null), role)?;
+        let (text, files) = content_of(
+            place,
+            v.get("content").unwrap_or(&Value::Null),
+            role,
+            Incoming::OpenAi,
+        )?;
         let content = std::iter::once(text)
             .filter(|t| !t.is_empty())
             .chain(files)
@@ -272,7 +369,12 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
             is_error: false,
         });
     } else {
-        let (text, files) = content_of(place, v.get("content").unwrap_or(&Value::Null), role)?;
+        let (text, files) = content_of(
+            place,
+            v.get("content").unwrap_or(&Value::Null),
+            role,
+            Incoming::OpenAi,
+        )?;
         if !text.is_empty() {
             parts.push(Part::Text { text });
         }
@@ -284,6 +386,12 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
             parts.extend(tool_calls(place, v)?);
         }
     }
+    let author = name.filter(|_| role == Role::Assistant).map(str::to_owned);
+    Ok(turn(route, seq, role, parts, author))
+}
+
+/// An imported turn of `route`, numbered `seq`.
+fn turn(route: &Route, seq: u64, role: Role, parts: Vec<Part>, author: Option<String>) -> Message {
     let mut m = Message {
         conversation: route.conversation.clone(),
         chat: route.chat.clone(),
@@ -293,7 +401,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         index: 0,
         turn_id: String::new(),
         role,
-        author_agent: name.filter(|_| role == Role::Assistant).map(str::to_owned),
+        author_agent: author,
         parts,
         tokens: None,
         pinned: false,
@@ -301,7 +409,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         content_hash: None,
     };
     number(&mut m, route, seq);
-    Ok(m)
+    m
 }
 
 /// A long, deterministic, chat-shaped conversation for `foldline demo`:

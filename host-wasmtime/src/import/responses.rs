@@ -1,0 +1,141 @@
+//! OpenAI Responses API items as turns: a request's `input` or a response's
+//! `output`, by the rules `fromOpenAiResponses` in js/src/convert.ts applies,
+//! word for word in its refusals (both held to `tests/import/openai-responses.json`).
+//!
+//! Messages (`content` a string or `input_text` / `output_text` / `refusal`
+//! parts; images and files leave a mark) are turns; the `function_call` and
+//! `custom_tool_call` items after an assistant message are that turn's
+//! calls (as one response's output holds them), after anything else a turn
+//! of their own; each `…_output` is a tool turn; `reasoning` is
+//! model-private and not stored. Any other item is refused by its type.
+
+use foldline_core::turn::{Part, Role};
+use serde_json::Value;
+
+use super::{content_of, opt_str, Incoming};
+use crate::error::{HostError, Result};
+
+/// A required string field: present, a string, not empty.
+fn required<'a>(place: &str, v: &'a Value, field: &str) -> Result<&'a str> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| HostError::Input(format!("{place}: {field} must be a non-empty string")))
+}
+
+/// The turns of `items` (each named by its place: `item 3`, `line 3`), in
+/// order: a role and its parts.
+///
+/// # Errors
+/// `invalid_input` naming the item (and part) at fault.
+pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>> {
+    let mut out: Vec<(Role, Vec<Part>)> = Vec::new();
+    // Whether the last turn is an assistant message the next calls join.
+    let mut answer = false;
+    for (place, v) in items {
+        let refuse = |why: &str| HostError::Input(format!("{place}: {why}"));
+        if !v.is_object() {
+            return Err(refuse("an item is a JSON object"));
+        }
+        let kind = match v.get("type") {
+            None | Some(Value::Null) if v.get("role").is_some() => Some("message"),
+            None | Some(Value::Null) => None,
+            Some(t) => Some(t.as_str().unwrap_or("")),
+        };
+        match kind {
+            Some("message") => {
+                let turn = message(place, v)?;
+                answer = turn.0 == Role::Assistant;
+                out.push(turn);
+            }
+            Some(kind @ ("function_call" | "custom_tool_call")) => {
+                let call = call(place, v, kind == "custom_tool_call")?;
+                match out.last_mut() {
+                    Some((_, parts)) if answer => parts.push(call),
+                    _ => out.push((Role::Assistant, vec![call])),
+                }
+                answer = true;
+            }
+            Some("function_call_output" | "custom_tool_call_output") => {
+                out.push((Role::Tool, vec![output(place, v)?]));
+                answer = false;
+            }
+            Some("reasoning") => {}
+            None => return Err(refuse("an item needs a type or a role")),
+            Some(_) => {
+                let kind = v.get("type").unwrap_or(&Value::Null);
+                return Err(refuse(&format!(
+                    "{kind} items are not imported: foldline stores messages, function and custom tool calls and their outputs"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Texts joined with a newline: a content's text, then its marks.
+fn joined(text: String, files: Vec<String>) -> impl Iterator<Item = String> {
+    std::iter::once(text).filter(|t| !t.is_empty()).chain(files)
+}
+
+/// A message item: its role and its text (and marks) as parts.
+fn message(place: &str, v: &Value) -> Result<(Role, Vec<Part>)> {
+    let role = match v.get("role").and_then(Value::as_str) {
+        Some("system") => Role::System,
+        Some("developer") => Role::Developer,
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        _ => {
+            let role = v.get("role").unwrap_or(&Value::Null);
+            return Err(HostError::Input(format!("{place}: unknown role {role}")));
+        }
+    };
+    let content = v.get("content").unwrap_or(&Value::Null);
+    let (text, files) = content_of(place, content, role, Incoming::OpenAiResponses)?;
+    Ok((
+        role,
+        joined(text, files)
+            .map(|text| Part::Text { text })
+            .collect(),
+    ))
+}
+
+/// A `function_call` or `custom_tool_call` item as a call part.
+fn call(place: &str, v: &Value, custom: bool) -> Result<Part> {
+    let call_id = required(place, v, "call_id")?.to_owned();
+    let name = required(place, v, "name")?.to_owned();
+    let (field, default) = if custom {
+        ("input", "")
+    } else {
+        ("arguments", "{}")
+    };
+    let arguments = opt_str(place, v, field)?.unwrap_or(default).to_owned();
+    Ok(Part::ToolCall {
+        call_id,
+        name,
+        arguments,
+        custom,
+    })
+}
+
+/// A `…_output` item as a result part: its output a string, or text parts
+/// (and marks) joined with a newline.
+fn output(place: &str, v: &Value) -> Result<Part> {
+    let call_id = required(place, v, "call_id")?.to_owned();
+    let content = match v.get("output") {
+        Some(Value::String(s)) => s.clone(),
+        other => {
+            let at = format!("{place}: output");
+            let output = other.unwrap_or(&Value::Null);
+            let (text, files) = content_of(&at, output, Role::Tool, Incoming::OpenAiResponses)?;
+            joined(text, files).collect::<Vec<_>>().join("\n")
+        }
+    };
+    let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+    Ok(Part::ToolResult {
+        call_id,
+        name: name.to_owned(),
+        content,
+        is_error: false,
+    })
+}
