@@ -57,6 +57,11 @@ struct Cli {
     /// Model name for --openai-base-url.
     #[arg(long, global = true, help_heading = GLOBAL, default_value = "gpt-4o-mini")]
     openai_model: String,
+    /// The summary call's output token cap for --openai-base-url [default:
+    /// the summary's limit; a reasoning model that asks for
+    /// max_completion_tokens gets 8192 more].
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    openai_max_tokens: Option<u64>,
     /// Bound each call by fuel (about one unit per wasm instruction) instead
     /// of time: where a call stops is then the same on every machine, and
     /// every call runs slower (BENCHMARKS.md).
@@ -342,11 +347,10 @@ fn driver(cli: &Cli, journal: Location) -> Result<ProgramDriver, HostError> {
 /// be adjusted further (the server's lease) and built.
 fn builder(cli: &Cli, journal: Location) -> Result<DriverBuilder<AnyJournal, AnyModel>, HostError> {
     let model: AnyModel = match &cli.openai_base_url {
-        Some(url) => Box::new(OpenAiModel::new(OpenAiOptions::new(
-            url.clone(),
-            cli.openai_model.clone(),
-            None,
-        ))),
+        Some(url) => Box::new(OpenAiModel::new(OpenAiOptions {
+            max_tokens: cli.openai_max_tokens,
+            ..OpenAiOptions::new(url.clone(), cli.openai_model.clone(), None)
+        })),
         None => Box::new(Extractive),
     };
     let (declaration, settings) = declaration(cli)?;

@@ -862,7 +862,22 @@ fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
             streamed.push(v["stream"] == true);
             let mk = |s: String| tiny_http::Response::from_string(s);
-            match step {
+            // A reasoning model's endpoint: `max_tokens` refused as OpenAI
+            // refuses it, then only `max_completion_tokens` taken.
+            if step == "refuse-max-tokens" {
+                assert!(v.get("max_tokens").is_some(), "{v}");
+                let e = r#"{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}"#;
+                req.respond(mk(e.into()).with_status_code(400)).unwrap();
+                continue;
+            }
+            let wants = step.strip_suffix("+completion-tokens");
+            if let Some(cap) = wants.and_then(|_| v["max_completion_tokens"].as_u64()) {
+                assert!(v.get("max_tokens").is_none(), "{v}");
+                assert!(cap > 8_192, "room for reasoning: {v}");
+            } else if wants.is_some() {
+                panic!("no max_completion_tokens: {v}");
+            }
+            match wants.unwrap_or(step) {
                 "stream-ok" => {
                     let s = "data: {\"model\":\"local-1\",\"choices\":[{\"delta\":{\"content\":\"A real summary.\"},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n";
                     req.respond(mk(s.into())).unwrap();
@@ -901,6 +916,39 @@ fn driver_with(url: &str, db: &std::path::Path) -> Driver<SqliteJournal, OpenAiM
     );
     d.journal().append("c", &demo_events("c", 70)).unwrap();
     d
+}
+
+/// An endpoint that refuses `max_tokens` (OpenAI's reasoning models) gets
+/// the request again with `max_completion_tokens`, with room for reasoning,
+/// and every later request with it; any other `400` is the model's failure.
+#[test]
+fn openai_adapter_sends_max_completion_tokens_where_max_tokens_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, h) = openai_server(vec![
+        "refuse-max-tokens",
+        "stream-ok+completion-tokens",
+        "stream-ok+completion-tokens",
+    ]);
+    let model = OpenAiModel::new(OpenAiOptions::new(&url, "reasoning-1", Some("k".into())));
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("a.db")).unwrap(),
+        model,
+        small_decl(),
+    );
+    for c in ["c", "d"] {
+        d.journal().append(c, &demo_events(c, 70)).unwrap();
+        match d.on_message(c).unwrap() {
+            Outcome::Compacted(b) => assert_eq!(b.summary, "A real summary."),
+            o => panic!("{c}: {o:?}"),
+        }
+    }
+    assert_eq!(h.join().unwrap(), [true, true, true]);
+    // A 400 for anything else is not sent again.
+    let (url, h) = openai_server(vec!["http-400"]);
+    let d = driver_with(&url, &dir.path().join("b.db"));
+    assert!(matches!(d.on_message("c").unwrap(), Outcome::Failed(_)));
+    assert_eq!(h.join().unwrap(), [true]);
 }
 
 #[test]

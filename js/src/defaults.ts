@@ -52,6 +52,9 @@ export const TIMELINE_TEXT_BYTES = 67108864;
 /** The same bound for the JS driver, in UTF-16 units: smaller, since it runs in browser tabs and edge isolates (128 MB on Cloudflare Workers). */
 export const TIMELINE_TEXT_CHARS = 16777216;
 
+/** Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set. */
+export const REASONING_ROOM_TOKENS = 8192;
+
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
 

@@ -1,5 +1,6 @@
 // Interop with real client libraries and a real OpenAI-protocol server.
 import { test } from "node:test";
+import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { writeFile } from "node:fs/promises";
 import * as f from "../dist/node.js";
@@ -66,6 +67,43 @@ test("the OpenAI-compatible adapter streams from a local server", async () => {
   equal(done, { type: "done", modelId: "local-1", usage: { inputTokens: 120, outputTokens: 4 }, finishReason: "stop" });
   equal(seen[0].stream, true);
   equal(seen[0].max_tokens, 64);
+});
+
+// OpenAI's reasoning models refuse `max_tokens`: the request goes again with
+// `max_completion_tokens` (room for reasoning beside the summary), and every
+// later one with it; any other 400 is the model's failure, not sent again.
+test("the OpenAI-compatible adapter sends max_completion_tokens where max_tokens is refused", async () => {
+  const seen = [];
+  const server = await sseServer((body, res) => {
+    seen.push(body);
+    if (body.max_tokens !== undefined || body.model === "refusing") {
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: body.model === "refusing"
+        ? { message: "content policy", type: "invalid_request_error", param: null, code: null }
+        : { message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", type: "invalid_request_error", param: "max_tokens", code: "unsupported_parameter" } }));
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    chunk(res, { model: body.model, choices: [{ delta: { content: "Booked." }, finish_reason: "stop" }] });
+    res.end("data: [DONE]\n\n");
+  });
+  const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
+  const packet = { messages: [{ role: "user", content: "u" }], bounds: { maxTokens: 64 } };
+  const model = new f.OpenAiCompatibleModel({ baseUrl, model: "reasoning-1" });
+  for (let i = 0; i < 2; i++) {
+    let text = "";
+    for await (const c of model.stream(packet)) if (c.type === "delta") text += c.text;
+    equal(text, "Booked.");
+  }
+  equal(seen.map((b) => [b.max_tokens, b.max_completion_tokens]), [[64, undefined], [undefined, 64 + 8192], [undefined, 64 + 8192]]);
+  const capped = new f.OpenAiCompatibleModel({ baseUrl, model: "reasoning-1", maxTokens: 2000 });
+  await capped.complete(packet).catch(() => undefined);
+  equal(seen.slice(3).map((b) => [b.max_tokens, b.max_completion_tokens]), [[2000, undefined], [undefined, 2000]]);
+  seen.length = 0;
+  const refusing = new f.OpenAiCompatibleModel({ baseUrl, model: "refusing" });
+  await assert.rejects(refusing.complete(packet), (e) => e instanceof f.ModelError && e.kind === "providerRefusal" && e.message.includes("content policy"));
+  equal(seen.length, 1);
+  server.close();
 });
 
 test("driver + adapter: a drop before content is replayed once, a drop after content is not", async () => {

@@ -2,9 +2,11 @@
 //! llama.cpp), over ureq (feature `openai`).
 
 use std::io::{BufRead, BufReader};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use foldline_core::boundary::Usage;
+use foldline_core::defaults;
 use foldline_core::packet::{CompactorRole, Packet};
 
 use super::{Evidence, Model, ModelError, ModelResult, StreamChunk};
@@ -20,6 +22,9 @@ pub struct OpenAiOptions {
     pub api_key: Option<String>,
     /// Request timeout.
     pub timeout: Duration,
+    /// The output token cap sent (default: the packet's summary limit). A
+    /// reasoning model counts its reasoning within it: give it room.
+    pub max_tokens: Option<u64>,
 }
 
 impl OpenAiOptions {
@@ -36,14 +41,36 @@ impl OpenAiOptions {
                 .or_else(|| std::env::var("FOLDLINE_API_KEY").ok())
                 .or_else(|| std::env::var("OPENAI_API_KEY").ok()),
             timeout: Duration::from_secs(120),
+            max_tokens: None,
         }
     }
 }
 
 /// Chat completions over HTTP with server-sent-event streaming.
+///
+/// The output cap goes as `max_tokens`, which every OpenAI-compatible server
+/// takes, until the endpoint refuses it (OpenAI's reasoning models answer
+/// `400 unsupported_parameter` and ask for `max_completion_tokens`): the
+/// request is sent again once with `max_completion_tokens`, and every
+/// later one with it, the cap then [`defaults::REASONING_ROOM_TOKENS`] more
+/// than the summary's unless [`OpenAiOptions::max_tokens`] sets it.
 pub struct OpenAiModel {
     o: OpenAiOptions,
     agent: ureq::Agent,
+    completion_tokens: std::sync::atomic::AtomicBool,
+}
+
+/// Whether a `400` answer refuses `max_tokens` for `max_completion_tokens`
+/// (OpenAI: `{"error": {"param": "max_tokens", "code":
+/// "unsupported_parameter", "message": "… Use 'max_completion_tokens'
+/// instead."}}`).
+fn refuses_max_tokens(text: &str) -> bool {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    let e = &v["error"];
+    e["param"] == "max_tokens"
+        || e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("max_completion_tokens"))
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -81,7 +108,11 @@ impl OpenAiModel {
     /// A new adapter.
     pub fn new(o: OpenAiOptions) -> Self {
         let agent = ureq::AgentBuilder::new().timeout(o.timeout).build();
-        OpenAiModel { o, agent }
+        OpenAiModel {
+            o,
+            agent,
+            completion_tokens: Default::default(),
+        }
     }
 
     fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, ModelError> {
@@ -99,34 +130,42 @@ impl OpenAiModel {
         let mut body = serde_json::json!({
             "model": self.o.model,
             "messages": messages,
-            "max_tokens": packet.bounds.max_tokens,
             "stream": stream,
         });
         if stream {
             body["stream_options"] = serde_json::json!({"include_usage": true});
         }
         let url = format!("{}/chat/completions", self.o.base_url.trim_end_matches('/'));
-        let mut req = self
-            .agent
-            .post(&url)
-            .set("content-type", "application/json");
-        if let Some(k) = &self.o.api_key {
-            req = req.set("authorization", &format!("Bearer {k}"));
-        }
-        req.send_string(&body.to_string()).map_err(|e| match e {
-            ureq::Error::Status(code, r) => {
-                let text = r.into_string().unwrap_or_default();
-                ModelError::from_status(code, &text.chars().take(300).collect::<String>())
+        loop {
+            let completion = self.completion_tokens.load(Ordering::Relaxed);
+            if completion {
+                // A reasoning model's cap holds its reasoning too.
+                let room = packet.bounds.max_tokens + defaults::REASONING_ROOM_TOKENS;
+                body["max_completion_tokens"] = self.o.max_tokens.unwrap_or(room).into();
+            } else {
+                body["max_tokens"] = self.o.max_tokens.unwrap_or(packet.bounds.max_tokens).into();
             }
-            other => {
-                let detail = format!("transport: {other}");
-                if detail.contains("timed out") {
-                    ModelError::new(foldline_core::stream::FailureKind::Timeout, detail)
-                } else {
-                    ModelError::from(detail)
+            let mut req = self
+                .agent
+                .post(&url)
+                .set("content-type", "application/json");
+            if let Some(k) = &self.o.api_key {
+                req = req.set("authorization", &format!("Bearer {k}"));
+            }
+            match req.send_string(&body.to_string()) {
+                Err(ureq::Error::Status(400, r)) if !completion => {
+                    let text = r.into_string().unwrap_or_default();
+                    if !refuses_max_tokens(&text) {
+                        return Err(ModelError::from_status(400, &clip(&text)));
+                    }
+                    self.completion_tokens.store(true, Ordering::Relaxed);
+                    if let Some(o) = body.as_object_mut() {
+                        o.remove("max_tokens");
+                    }
                 }
+                other => return other.map_err(failure),
             }
-        })
+        }
     }
 
     fn usage(u: Option<ApiUsage>) -> Usage {
@@ -134,6 +173,29 @@ impl OpenAiModel {
         Usage {
             input_tokens: u.prompt_tokens,
             output_tokens: u.completion_tokens,
+        }
+    }
+}
+
+/// The first 300 characters of a provider's answer, for the audit record.
+fn clip(text: &str) -> String {
+    text.chars().take(300).collect()
+}
+
+/// A request that failed, as a model failure: an HTTP status by its class, a
+/// transport error (a timeout as one).
+fn failure(e: ureq::Error) -> ModelError {
+    match e {
+        ureq::Error::Status(code, r) => {
+            ModelError::from_status(code, &clip(&r.into_string().unwrap_or_default()))
+        }
+        other => {
+            let detail = format!("transport: {other}");
+            if detail.contains("timed out") {
+                ModelError::new(foldline_core::stream::FailureKind::Timeout, detail)
+            } else {
+                ModelError::from(detail)
+            }
         }
     }
 }

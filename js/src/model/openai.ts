@@ -1,4 +1,5 @@
 import { ModelError } from "./model.js";
+import { REASONING_ROOM_TOKENS } from "../defaults.js";
 import type { Packet, Usage } from "../types.js";
 import type { Model, ModelResult, StreamChunk } from "./model.js";
 
@@ -10,7 +11,14 @@ export interface OpenAiOptions {
   model: string;
   /** Bearer key, if the endpoint needs one. */
   apiKey?: string;
-  /** Output token cap sent as `max_tokens` (default: the packet's summary limit). */
+  /**
+   * Output token cap (default: the packet's summary limit). Sent as
+   * `max_tokens`, which every OpenAI-compatible server takes, until the
+   * endpoint refuses it for `max_completion_tokens` (OpenAI's reasoning
+   * models); from then on as that, by default {@link REASONING_ROOM_TOKENS}
+   * more than the summary's limit, since a reasoning model counts its
+   * reasoning within it.
+   */
   maxTokens?: number;
   /** A fetch implementation (default: the global one). */
   fetch?: typeof fetch;
@@ -26,27 +34,39 @@ function usageOf(u: Completion["usage"]): Usage {
   return { inputTokens: u?.prompt_tokens ?? 0, outputTokens: u?.completion_tokens ?? 0 };
 }
 
+/** Whether a `400` answer refuses `max_tokens` for `max_completion_tokens` (as the Rust adapter reads it). */
+function refusesMaxTokens(text: string): boolean {
+  try {
+    const e = (JSON.parse(text) as { error?: { param?: unknown; message?: unknown } }).error;
+    return e?.param === "max_tokens" || (typeof e?.message === "string" && e.message.includes("max_completion_tokens"));
+  } catch {
+    return false;
+  }
+}
+
 /** Chat-completions over `fetch`, with server-sent-event streaming. */
 export class OpenAiCompatibleModel implements Model {
+  /** The endpoint asked for `max_completion_tokens` (a reasoning model). */
+  private completionTokens = false;
+
   constructor(private readonly o: OpenAiOptions) {}
 
-  private request(packet: Packet, stream: boolean, signal?: AbortSignal): Promise<Response> {
+  private async request(packet: Packet, stream: boolean, signal?: AbortSignal): Promise<Response> {
     const f = this.o.fetch ?? fetch;
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.o.apiKey) headers.authorization = `Bearer ${this.o.apiKey}`;
-    const body: Record<string, unknown> = {
-      model: this.o.model,
-      messages: packet.messages,
-      max_tokens: this.o.maxTokens ?? packet.bounds.maxTokens,
-      stream,
-    };
-    if (stream) body.stream_options = { include_usage: true };
-    return f(`${this.o.baseUrl.replace(/\/$/, "")}/chat/completions`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(body),
-      signal,
-    });
+    for (;;) {
+      const completion = this.completionTokens;
+      const body: Record<string, unknown> = { model: this.o.model, messages: packet.messages, stream };
+      if (completion) body.max_completion_tokens = this.o.maxTokens ?? packet.bounds.maxTokens + REASONING_ROOM_TOKENS;
+      else body.max_tokens = this.o.maxTokens ?? packet.bounds.maxTokens;
+      if (stream) body.stream_options = { include_usage: true };
+      const res = await f(`${this.o.baseUrl.replace(/\/$/, "")}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body), signal });
+      if (res.status !== 400 || completion) return res;
+      const text = await res.text();
+      if (!refusesMaxTokens(text)) return new Response(text, { status: 400 });
+      this.completionTokens = true;
+    }
   }
 
   async complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult> {
