@@ -1057,34 +1057,24 @@ fn gen_select() -> Vec<Value> {
             ],
         );
     }
-    // The spelling of the README and the servers' `?format=`, read by the
-    // core itself in every runtime: the same messages as `aiSdk`.
-    let mut r = base(tool.clone());
-    r["prompt"] = json!([{"type": "text", "text": "Thanks"}]);
-    r["format"] = json!("aiSdk");
-    let canonical: Value =
-        serde_json::from_slice(&api::call("select", r.to_string().as_bytes())).unwrap();
-    r["format"] = json!("ai-sdk");
-    g.add(
-        "format-ai-sdk-spelling",
-        "formats: `ai-sdk` is read as `aiSdk` (one alias, in the core)",
-        "select",
-        r,
-        &[("/ok/messages", canonical["ok"]["messages"].clone())],
-    );
-    // The Responses API's spelling, as the program and the servers take it.
-    let mut r = base(tool.clone());
-    r["format"] = json!("openaiResponses");
-    let canonical: Value =
-        serde_json::from_slice(&api::call("select", r.to_string().as_bytes())).unwrap();
-    r["format"] = json!("openai-responses");
-    g.add(
-        "format-openai-responses-spelling",
-        "formats: `openai-responses` is read as `openaiResponses` (one alias, in the core)",
-        "select",
-        r,
-        &[("/ok/messages", canonical["ok"]["messages"].clone())],
-    );
+    // The spellings of the README, the program and the servers' `?format=`,
+    // read by the core itself in every runtime: the same messages as the
+    // format's own name.
+    for (name, alias) in [("aiSdk", "ai-sdk"), ("openaiResponses", "openai-responses")] {
+        let mut r = base(tool.clone());
+        r["prompt"] = json!([{"type": "text", "text": "Thanks"}]);
+        r["format"] = json!(name);
+        let canonical: Value =
+            serde_json::from_slice(&api::call("select", r.to_string().as_bytes())).unwrap();
+        r["format"] = json!(alias);
+        g.add(
+            &format!("format-{alias}-spelling"),
+            &format!("formats: `{alias}` is read as `{name}` (one alias, in the core)"),
+            "select",
+            r,
+            &[("/ok/messages", canonical["ok"]["messages"].clone())],
+        );
+    }
     for fmt in [
         "foldline",
         "openai",
@@ -1112,32 +1102,24 @@ fn gen_select() -> Vec<Value> {
         msg(4, "s2", Role::System, "From now on, answer in French."),
         msg(5, "u2", Role::User, "How are you?"),
     ];
-    let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&middle), "format": "openai"});
-    r["frontier"] = Value::Null;
-    g.add(
-        "system-in-the-middle-keeps-its-place",
-        "a system message written in the middle of a conversation keeps its place in the context (pinned: never folded), not moved to the top",
-        "select",
-        r,
-        &[
-            ("/ok/messages/0/content", json!("You are helpful.")),
-            ("/ok/messages/3/content", json!("From now on, answer in French.")),
-            ("/ok/messages/4/content", json!("How are you?")),
-        ],
-    );
-    let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&middle), "format": "openaiResponses"});
-    r["frontier"] = Value::Null;
-    g.add(
-        "system-in-the-middle-keeps-its-place-responses",
-        "a system message written in the middle of a conversation keeps its place among the Responses API's input items too",
-        "select",
-        r,
-        &[
-            ("/ok/messages/0/content", json!("You are helpful.")),
-            ("/ok/messages/3/content", json!("From now on, answer in French.")),
-            ("/ok/messages/4/content", json!("How are you?")),
-        ],
-    );
+    for (fmt, name, rule) in [
+        ("openai", "system-in-the-middle-keeps-its-place", "a system message written in the middle of a conversation keeps its place in the context (pinned: never folded), not moved to the top"),
+        ("openaiResponses", "system-in-the-middle-keeps-its-place-responses", "a system message written in the middle of a conversation keeps its place among the Responses API's input items too"),
+    ] {
+        let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&middle), "format": fmt});
+        r["frontier"] = Value::Null;
+        g.add(
+            name,
+            rule,
+            "select",
+            r,
+            &[
+                ("/ok/messages/0/content", json!("You are helpful.")),
+                ("/ok/messages/3/content", json!("From now on, answer in French.")),
+                ("/ok/messages/4/content", json!("How are you?")),
+            ],
+        );
+    }
     let orphan = vec![
         Event::Message(message(
             1,

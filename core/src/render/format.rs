@@ -232,7 +232,7 @@ pub const OPENING: &str = "[the conversation so far]";
 /// (OpenAI chat).
 pub const ERROR_MARK: &str = "[error] ";
 
-pub(super) fn is_system(role: Role) -> bool {
+fn is_system(role: Role) -> bool {
     role.always_pinned()
 }
 
@@ -257,11 +257,23 @@ fn input_of(arguments: &str) -> Value {
     }
 }
 
-/// OpenAI chat messages, written straight to their canonical bytes: each
-/// object's keys in byte order (`content`, `role`, `tool_call_id`,
-/// `tool_calls`; a call's `function`, `id`, `type`; a function's
-/// `arguments`, `name`), as the canonical writer orders a JSON value's.
-fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
+/// What an OpenAI shape writes in its own way: an assistant turn (its
+/// parts), or a tool result.
+pub(super) enum Item<'a> {
+    /// An assistant turn's parts.
+    Assistant(&'a [Part]),
+    /// A result: the call it answers, its text, whether it is an error.
+    Result(&'a str, &'a str, bool),
+}
+
+/// The walk both OpenAI shapes share (chat messages and Responses items),
+/// into one JSON array: pinned system text as a `system` message where it
+/// was written; assistant turns and results through `write`; a tool turn's
+/// text, and every other turn, as the member's.
+pub(super) fn openai_walk<'a>(
+    messages: &'a [Outgoing<'a>],
+    mut write: impl FnMut(&mut Vec<u8>, Item<'a>),
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(messages.iter().map(|m| 64 + parts_len(&m.parts)).sum());
     out.push(b'[');
     for m in messages {
@@ -270,53 +282,7 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
             continue;
         }
         match m.role {
-            Role::Assistant => {
-                let text = texts(&m.parts);
-                let mut calls = m.parts.iter().filter_map(|p| match p {
-                    Part::ToolCall {
-                        call_id,
-                        name,
-                        arguments,
-                        custom,
-                    } => Some((call_id, name, arguments, *custom)),
-                    _ => None,
-                });
-                let first = calls.next();
-                next(&mut out);
-                out.extend_from_slice(b"{\"content\":");
-                match first {
-                    Some(_) if text.is_empty() => out.extend_from_slice(b"null"),
-                    _ => write_str(&text, &mut out),
-                }
-                out.extend_from_slice(b",\"role\":\"assistant\"");
-                if let Some(call) = first {
-                    out.extend_from_slice(b",\"tool_calls\":[");
-                    for (i, (call_id, name, arguments, custom)) in
-                        std::iter::once(call).chain(calls).enumerate()
-                    {
-                        if i > 0 {
-                            out.push(b',');
-                        }
-                        if custom {
-                            out.extend_from_slice(b"{\"custom\":{\"input\":");
-                        } else {
-                            out.extend_from_slice(b"{\"function\":{\"arguments\":");
-                        }
-                        write_str(arguments, &mut out);
-                        out.extend_from_slice(b",\"name\":");
-                        write_str(name, &mut out);
-                        out.extend_from_slice(b"},\"id\":");
-                        write_str(call_id, &mut out);
-                        out.extend_from_slice(if custom {
-                            b",\"type\":\"custom\"}"
-                        } else {
-                            b",\"type\":\"function\"}"
-                        });
-                    }
-                    out.push(b']');
-                }
-                out.push(b'}');
-            }
+            Role::Assistant => write(&mut out, Item::Assistant(&m.parts)),
             Role::Tool => {
                 for p in m.parts.iter() {
                     match p {
@@ -325,14 +291,7 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
                             content,
                             is_error,
                             ..
-                        } => {
-                            next(&mut out);
-                            out.extend_from_slice(b"{\"content\":");
-                            output(&mut out, content, *is_error);
-                            out.extend_from_slice(b",\"role\":\"tool\",\"tool_call_id\":");
-                            write_str(call_id, &mut out);
-                            out.push(b'}');
-                        }
+                        } => write(&mut out, Item::Result(call_id, content, *is_error)),
                         Part::Text { text } => simple(&mut out, text, "user"),
                         // OpenAI has no approvals: the call and its result carry the exchange.
                         Part::ToolCall { .. }
@@ -346,6 +305,74 @@ fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
     }
     out.push(b']');
     out
+}
+
+/// OpenAI chat messages, written straight to their canonical bytes: each
+/// object's keys in byte order (`content`, `role`, `tool_call_id`,
+/// `tool_calls`; a call's `function`, `id`, `type`; a function's
+/// `arguments`, `name`), as the canonical writer orders a JSON value's.
+fn openai(messages: &[Outgoing<'_>]) -> Vec<u8> {
+    openai_walk(messages, |out, item| match item {
+        Item::Assistant(parts) => assistant_message(out, parts),
+        Item::Result(call_id, content, is_error) => {
+            next(out);
+            out.extend_from_slice(b"{\"content\":");
+            output(out, content, is_error);
+            out.extend_from_slice(b",\"role\":\"tool\",\"tool_call_id\":");
+            write_str(call_id, out);
+            out.push(b'}');
+        }
+    })
+}
+
+/// An assistant turn as one chat message: its text (`null` beside calls
+/// when there is none) and its calls as `tool_calls`.
+fn assistant_message(out: &mut Vec<u8>, parts: &[Part]) {
+    let text = texts(parts);
+    let mut calls = parts.iter().filter_map(|p| match p {
+        Part::ToolCall {
+            call_id,
+            name,
+            arguments,
+            custom,
+        } => Some((call_id, name, arguments, *custom)),
+        _ => None,
+    });
+    let first = calls.next();
+    next(out);
+    out.extend_from_slice(b"{\"content\":");
+    match first {
+        Some(_) if text.is_empty() => out.extend_from_slice(b"null"),
+        _ => write_str(&text, out),
+    }
+    out.extend_from_slice(b",\"role\":\"assistant\"");
+    if let Some(call) = first {
+        out.extend_from_slice(b",\"tool_calls\":[");
+        for (i, (call_id, name, arguments, custom)) in
+            std::iter::once(call).chain(calls).enumerate()
+        {
+            if i > 0 {
+                out.push(b',');
+            }
+            if custom {
+                out.extend_from_slice(b"{\"custom\":{\"input\":");
+            } else {
+                out.extend_from_slice(b"{\"function\":{\"arguments\":");
+            }
+            write_str(arguments, out);
+            out.extend_from_slice(b",\"name\":");
+            write_str(name, out);
+            out.extend_from_slice(b"},\"id\":");
+            write_str(call_id, out);
+            out.extend_from_slice(if custom {
+                b",\"type\":\"custom\"}"
+            } else {
+                b",\"type\":\"function\"}"
+            });
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
 }
 
 /// A comma before every element but the first of the array `out` holds.
@@ -376,7 +403,7 @@ pub(super) fn simple(out: &mut Vec<u8>, text: &str, role: &str) {
 }
 
 /// Bytes of the parts' text, to size the output once.
-pub(super) fn parts_len(parts: &[Part]) -> usize {
+fn parts_len(parts: &[Part]) -> usize {
     parts
         .iter()
         .map(|p| match p {

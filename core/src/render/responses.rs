@@ -17,95 +17,72 @@
 //! call's `call_id`, `input`, `name`, `type`; a result's `call_id`, `output`,
 //! `type`; a message's `content`, `role`.
 
-use super::format::{is_system, next, output, parts_len, simple, texts, Outgoing};
+use super::format::{next, openai_walk, output, simple, texts, Item, Outgoing};
 use crate::canonical::write_str;
-use crate::records::turn::{Part, Role};
+use crate::records::turn::Part;
 
 /// The items of `messages`, as one JSON array.
 pub(crate) fn openai_responses(messages: &[Outgoing<'_>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(messages.iter().map(|m| 64 + parts_len(&m.parts)).sum());
-    out.push(b'[');
     // Custom calls rendered so far: their results are custom outputs.
     let mut custom_calls: Vec<&str> = Vec::new();
-    for m in messages {
-        if is_system(m.role) {
-            simple(&mut out, &texts(&m.parts), "system");
-            continue;
-        }
-        match m.role {
-            Role::Assistant => {
-                let text = texts(&m.parts);
-                let calls = m
-                    .parts
-                    .iter()
-                    .filter(|p| matches!(p, Part::ToolCall { .. }));
-                if !text.is_empty() || calls.clone().next().is_none() {
-                    simple(&mut out, &text, "assistant");
-                }
-                for p in calls {
-                    let Part::ToolCall {
-                        call_id,
-                        name,
-                        arguments,
-                        custom,
-                    } = p
-                    else {
-                        continue;
-                    };
-                    next(&mut out);
+    openai_walk(messages, |out, item| match item {
+        Item::Assistant(parts) => {
+            let text = texts(parts);
+            let calls = parts.iter().filter(|p| matches!(p, Part::ToolCall { .. }));
+            if !text.is_empty() || calls.clone().next().is_none() {
+                simple(out, &text, "assistant");
+            }
+            for p in calls {
+                if let Part::ToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                    custom,
+                } = p
+                {
                     if *custom {
                         custom_calls.push(call_id);
-                        out.extend_from_slice(b"{\"call_id\":");
-                        write_str(call_id, &mut out);
-                        out.extend_from_slice(b",\"input\":");
-                        write_str(arguments, &mut out);
-                    } else {
-                        out.extend_from_slice(b"{\"arguments\":");
-                        write_str(arguments, &mut out);
-                        out.extend_from_slice(b",\"call_id\":");
-                        write_str(call_id, &mut out);
                     }
-                    out.extend_from_slice(b",\"name\":");
-                    write_str(name, &mut out);
-                    out.extend_from_slice(if *custom {
-                        b",\"type\":\"custom_tool_call\"}"
-                    } else {
-                        b",\"type\":\"function_call\"}"
-                    });
+                    call(out, (call_id, name, arguments), *custom);
                 }
             }
-            Role::Tool => {
-                for p in m.parts.iter() {
-                    match p {
-                        Part::ToolResult {
-                            call_id,
-                            content,
-                            is_error,
-                            ..
-                        } => {
-                            next(&mut out);
-                            out.extend_from_slice(b"{\"call_id\":");
-                            write_str(call_id, &mut out);
-                            out.extend_from_slice(b",\"output\":");
-                            output(&mut out, content, *is_error);
-                            out.extend_from_slice(if custom_calls.contains(&call_id.as_str()) {
-                                b",\"type\":\"custom_tool_call_output\"}"
-                            } else {
-                                b",\"type\":\"function_call_output\"}"
-                            });
-                        }
-                        Part::Text { text } => simple(&mut out, text, "user"),
-                        Part::ToolCall { .. }
-                        | Part::ApprovalRequest { .. }
-                        | Part::ApprovalResponse { .. } => {}
-                    }
-                }
-            }
-            _ => simple(&mut out, &texts(&m.parts), "user"),
         }
+        Item::Result(call_id, content, is_error) => {
+            next(out);
+            out.extend_from_slice(b"{\"call_id\":");
+            write_str(call_id, out);
+            out.extend_from_slice(b",\"output\":");
+            output(out, content, is_error);
+            out.extend_from_slice(if custom_calls.contains(&call_id) {
+                b",\"type\":\"custom_tool_call_output\"}"
+            } else {
+                b",\"type\":\"function_call_output\"}"
+            });
+        }
+    })
+}
+
+/// A `function_call` item, or a `custom_tool_call` (free-form `input`).
+fn call(out: &mut Vec<u8>, (call_id, name, arguments): (&str, &str, &str), custom: bool) {
+    next(out);
+    if custom {
+        out.extend_from_slice(b"{\"call_id\":");
+        write_str(call_id, out);
+        out.extend_from_slice(b",\"input\":");
+        write_str(arguments, out);
+    } else {
+        out.extend_from_slice(b"{\"arguments\":");
+        write_str(arguments, out);
+        out.extend_from_slice(b",\"call_id\":");
+        write_str(call_id, out);
     }
-    out.push(b']');
-    out
+    out.extend_from_slice(b",\"name\":");
+    write_str(name, out);
+    out.extend_from_slice(if custom {
+        b",\"type\":\"custom_tool_call\"}"
+    } else {
+        b",\"type\":\"function_call\"}"
+    });
 }
 
 #[cfg(test)]
@@ -114,6 +91,7 @@ mod tests {
 
     use super::*;
     use crate::canonical::Encode;
+    use crate::records::turn::Role;
     use crate::render::format::{ContextMessage, Kind};
 
     fn msg(role: Role, parts: Vec<Part>) -> ContextMessage {

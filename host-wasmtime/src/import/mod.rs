@@ -248,6 +248,12 @@ fn content_of(
     Ok((texts.join("\n"), files))
 }
 
+/// A content's text (when there is any), then its marks: one text part
+/// each, or a tool result's lines.
+fn joined(text: String, files: Vec<String>) -> impl Iterator<Item = String> {
+    std::iter::once(text).filter(|t| !t.is_empty()).chain(files)
+}
+
 /// An optional string field: absent or `null`, or a string (any other type
 /// is refused, naming the field).
 fn opt_str<'a>(place: &str, v: &'a Value, field: &str) -> Result<Option<&'a str>> {
@@ -346,39 +352,25 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
     if role != Role::Assistant && present("tool_calls") {
         return Err(refuse("only an assistant message carries tool_calls"));
     }
+    // A tool message names its call before its content is read.
+    let call_id = match role {
+        Role::Tool => opt_str(place, v, "tool_call_id")?
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| refuse("a tool message needs tool_call_id"))?,
+        _ => "",
+    };
+    let content = v.get("content").unwrap_or(&Value::Null);
+    let (text, files) = content_of(place, content, role, Incoming::OpenAi)?;
     let mut parts = Vec::new();
     if role == Role::Tool {
-        let call_id = opt_str(place, v, "tool_call_id")?
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| refuse("a tool message needs tool_call_id"))?;
-        let (text, files) = content_of(
-            place,
-            v.get("content").unwrap_or(&Value::Null),
-            role,
-            Incoming::OpenAi,
-        )?;
-        let content = std::iter::once(text)
-            .filter(|t| !t.is_empty())
-            .chain(files)
-            .collect::<Vec<_>>()
-            .join("\n");
         parts.push(Part::ToolResult {
             call_id: call_id.to_owned(),
             name: name.unwrap_or_default().to_owned(),
-            content,
+            content: joined(text, files).collect::<Vec<_>>().join("\n"),
             is_error: false,
         });
     } else {
-        let (text, files) = content_of(
-            place,
-            v.get("content").unwrap_or(&Value::Null),
-            role,
-            Incoming::OpenAi,
-        )?;
-        if !text.is_empty() {
-            parts.push(Part::Text { text });
-        }
-        parts.extend(files.into_iter().map(|text| Part::Text { text }));
+        parts.extend(joined(text, files).map(|text| Part::Text { text }));
         if role == Role::Assistant {
             if let Some(r) = opt_str(place, v, "refusal")?.filter(|r| !r.is_empty()) {
                 parts.push(Part::Text { text: r.to_owned() });

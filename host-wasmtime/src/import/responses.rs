@@ -12,7 +12,7 @@
 use foldline_core::turn::{Part, Role};
 use serde_json::Value;
 
-use super::{content_of, opt_str, Incoming};
+use super::{content_of, joined, opt_str, Incoming};
 use crate::error::{HostError, Result};
 
 /// A required string field: present, a string, not empty.
@@ -71,11 +71,6 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
         }
     }
     Ok(out)
-}
-
-/// Texts joined with a newline: a content's text, then its marks.
-fn joined(text: String, files: Vec<String>) -> impl Iterator<Item = String> {
-    std::iter::once(text).filter(|t| !t.is_empty()).chain(files)
 }
 
 /// A message item: its role and its text (and marks) as parts.
