@@ -250,8 +250,10 @@ function responsesDrafts(items: readonly unknown[]): Draft[] {
     const place = `item ${i + 1}`;
     if (!isObject(raw)) refuse(place, "an item is a JSON object");
     const type = raw.type ?? (raw.role !== undefined ? "message" : undefined);
+    if (type !== undefined && typeof type !== "string") refuse(place, "type must be a string");
     if (type === "message") {
-      if (typeof raw.role !== "string" || !RESPONSES_ROLES.has(raw.role)) refuse(place, `unknown role ${JSON.stringify(raw.role ?? null)}`);
+      if (typeof raw.role !== "string") refuse(place, "role must be a string");
+      if (!RESPONSES_ROLES.has(raw.role)) refuse(place, `unknown role ${JSON.stringify(raw.role)}`);
       const role = raw.role as Role;
       const parts = openAiText(place, raw.content, role, "responses");
       out.push({ role, parts });

@@ -339,7 +339,7 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         Some("function") => return Err(refuse(
             "the deprecated \"function\" role is not imported; send tool calls and \"tool\" messages",
         )),
-        Some(other) => return Err(refuse(&format!("unknown role {other:?}"))),
+        Some(other) => return Err(refuse(&format!("unknown role {}", Value::from(other)))),
         None => return Err(refuse("a message needs a role")),
     };
     let name = opt_str(place, v, "name")?;

@@ -40,7 +40,8 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
         let kind = match v.get("type") {
             None | Some(Value::Null) if v.get("role").is_some() => Some("message"),
             None | Some(Value::Null) => None,
-            Some(t) => Some(t.as_str().unwrap_or("")),
+            Some(Value::String(t)) => Some(t.as_str()),
+            Some(_) => return Err(refuse("type must be a string")),
         };
         match kind {
             Some("message") => {
@@ -62,8 +63,8 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
             }
             Some("reasoning") => {}
             None => return Err(refuse("an item needs a type or a role")),
-            Some(_) => {
-                let kind = v.get("type").unwrap_or(&Value::Null);
+            Some(kind) => {
+                let kind = Value::from(kind);
                 return Err(refuse(&format!(
                     "{kind} items are not imported: foldline stores messages, function and custom tool calls and their outputs"
                 )));
@@ -80,10 +81,11 @@ fn message(place: &str, v: &Value) -> Result<(Role, Vec<Part>)> {
         Some("developer") => Role::Developer,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
-        _ => {
-            let role = v.get("role").unwrap_or(&Value::Null);
-            return Err(HostError::Input(format!("{place}: unknown role {role}")));
+        Some(other) => {
+            let other = Value::from(other);
+            return Err(HostError::Input(format!("{place}: unknown role {other}")));
         }
+        None => return Err(HostError::Input(format!("{place}: role must be a string"))),
     };
     let content = v.get("content").unwrap_or(&Value::Null);
     let (text, files) = content_of(place, content, role, Incoming::OpenAiResponses)?;

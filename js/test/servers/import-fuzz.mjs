@@ -1,0 +1,87 @@
+// Both hosts convert alike: OpenAI chat messages and OpenAI Responses items,
+// the shared cases (tests/import/*.json) mutated at random — fields dropped,
+// replaced by other kinds of values, strings with quotes and control
+// characters — go through the JS converter and through `foldline import`,
+// and must come out the same: the same turns, or the same refusal word for
+// word. Seeded, so a failure repeats.
+//   node test/servers/import-fuzz.mjs ../target/debug/foldline [cases per format]
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+
+const js = new URL("../..", import.meta.url).pathname;
+const f = await import(join(js, "dist", "node.js"));
+await f.init();
+const bin = process.argv[2] ?? join(js, "..", "target", "debug", "foldline");
+const cases = Number(process.argv[3] ?? process.env.FOLDLINE_FUZZ_CASES ?? 150);
+
+let seed = 7;
+const r = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const pick = (xs) => xs[Math.floor(r() * xs.length)];
+const atoms = ["a\u0001b", "q\"uote", "é\n", null, 0, 5, -1.5, true, false, "", "x", "function_call", "message", "assistant", "user", "tool", "input_text", "output_text", "text", "refusal", "input_file", "reasoning", [], {}, [{ type: "input_text", text: "t" }], [{ type: "text", text: "t" }]];
+const keys = ["type", "role", "content", "call_id", "name", "arguments", "input", "output", "text", "filename", "refusal", "tool_calls", "tool_call_id", "function", "custom"];
+function mutate(v) {
+  if (Array.isArray(v)) {
+    const a = v.map((x) => (r() < 0.3 ? mutate(x) : x));
+    if (r() < 0.15 && a.length) a.splice(Math.floor(r() * a.length), 1);
+    if (r() < 0.1) a.push(pick(atoms));
+    return a;
+  }
+  if (v && typeof v === "object") {
+    const o = { ...v };
+    for (const k of Object.keys(o)) if (r() < 0.25) o[k] = r() < 0.5 ? pick(atoms) : mutate(o[k]);
+    if (r() < 0.15) delete o[pick(Object.keys(o))];
+    if (r() < 0.1) o[pick(keys)] = pick(atoms);
+    return o;
+  }
+  return r() < 0.5 ? pick(atoms) : v;
+}
+// The journal's canonical form of a part: `isError` and `custom` only when true, keys in order.
+const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)).sort());
+const turns = (ms) => JSON.stringify(ms.map((m) => ({ role: m.role, parts: m.parts.map(canonical) })));
+
+const formats = [
+  // `foldline import` without --format also takes foldline events: items with a `type` are left out.
+  { name: "openai", file: "openai.json", field: "messages", convert: f.fromOpenAiMessages, args: [], skip: (x) => x && typeof x === "object" && "type" in x },
+  { name: "openai-responses", file: "openai-responses.json", field: "items", convert: f.fromOpenAiResponses, args: ["--format", "openai-responses"], skip: () => false },
+];
+const dir = mkdtempSync(join(tmpdir(), "foldline-import-fuzz-"));
+let failed = 0;
+try {
+  for (const fmt of formats) {
+    const doc = JSON.parse(readFileSync(join(js, "..", "tests", "import", fmt.file), "utf8"));
+    let run = 0, accepted = 0;
+    while (run < cases) {
+      const items = mutate(pick(doc.cases)[fmt.field]);
+      if (!Array.isArray(items) || items.some(fmt.skip)) continue;
+      run++;
+      let ours;
+      try {
+        ours = turns(fmt.convert(items, { conversation: "default" }));
+        accepted++;
+      } catch (e) {
+        ours = e.message.replace(/^invalid_request: /, "");
+      }
+      const file = join(dir, `${fmt.name}-${run}.json`), db = join(dir, `${fmt.name}-${run}.db`);
+      writeFileSync(file, JSON.stringify(items));
+      const imported = spawnSync(bin, ["--journal", db, "import", "--no-compact", ...fmt.args, file], { encoding: "utf8" });
+      let theirs;
+      if (imported.status === 0) {
+        const c = spawnSync(bin, ["--journal", db, "context", "--messages"], { encoding: "utf8" });
+        theirs = c.status === 0 ? turns(JSON.parse(c.stdout)) : /no conversation/.test(c.stderr) ? "[]" : `context: ${c.stderr.trim()}`;
+      } else {
+        theirs = imported.stderr.trim().replace(/^foldline: invalid_input: /, "").replace(`${file}: `, "");
+      }
+      if (ours !== theirs) {
+        failed++;
+        if (failed <= 10) console.log(`not ok - ${fmt.name}: ${JSON.stringify(items).slice(0, 300)}\n  js:   ${ours.slice(0, 300)}\n  rust: ${theirs.slice(0, 300)}`);
+      }
+    }
+    console.log(`ok - ${fmt.name}: ${cases} mutated cases (${accepted} converted, the rest refused), the same in both hosts`);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`import fuzz: ${failed ? `${failed} differences` : "both hosts alike"}`);
+if (failed) process.exit(1);
