@@ -148,6 +148,7 @@ function openAiText(place: string, content: unknown, role: Role, api: "chat" | "
     else if (p.type === (chat ? "image_url" : "input_image")) files.push(fileMark("image", undefined));
     else if (chat && p.type === "input_audio") files.push(fileMark("audio", undefined));
     else if (p.type === (chat ? "file" : "input_file")) files.push(fileMark("file", chat ? (isObject(p.file) ? p.file.filename : undefined) : p.filename));
+    else if (p.type != null && typeof p.type !== "string") refuse(at, "a content part's type must be a string");
     else refuse(at, `unsupported content part ${JSON.stringify(p.type ?? null)}`);
   });
   const text = texts.join("\n");

@@ -237,12 +237,21 @@ fn content_of(
             Some("input_file") if !chat => {
                 files.push(file_mark("file", p.get("filename").and_then(Value::as_str)))
             }
-            _ => {
-                return Err(HostError::Input(format!(
-                    "{at}: unsupported content part {}",
-                    p.get("type").unwrap_or(&Value::Null)
-                )))
-            }
+            // A type echoed back is a string or null, which both hosts
+            // quote alike (an object's keys they would order differently).
+            _ => match p.get("type") {
+                None | Some(Value::Null | Value::String(_)) => {
+                    return Err(HostError::Input(format!(
+                        "{at}: unsupported content part {}",
+                        p.get("type").unwrap_or(&Value::Null)
+                    )))
+                }
+                Some(_) => {
+                    return Err(HostError::Input(format!(
+                        "{at}: a content part's type must be a string"
+                    )))
+                }
+            },
         }
     }
     Ok((texts.join("\n"), files))

@@ -19,11 +19,11 @@ const cases = Number(process.argv[3] ?? process.env.FOLDLINE_FUZZ_CASES ?? 150);
 let seed = 7;
 const r = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
 const pick = (xs) => xs[Math.floor(r() * xs.length)];
-const atoms = ["a\u0001b", "q\"uote", "é\n", null, 0, 5, -1.5, true, false, "", "x", "function_call", "message", "assistant", "user", "tool", "input_text", "output_text", "text", "refusal", "input_file", "reasoning", [], {}, [{ type: "input_text", text: "t" }], [{ type: "text", text: "t" }]];
+const atoms = [{ b: 1, a: 2 }, "a\u0001b", "q\"uote", "é\n", null, 0, 5, -1.5, true, false, "", "x", "function_call", "message", "assistant", "user", "tool", "input_text", "output_text", "text", "refusal", "input_file", "reasoning", [], {}, [{ type: "input_text", text: "t" }], [{ type: "text", text: "t" }]];
 const keys = ["type", "role", "content", "call_id", "name", "arguments", "input", "output", "text", "filename", "refusal", "tool_calls", "tool_call_id", "function", "custom"];
 function mutate(v) {
   if (Array.isArray(v)) {
-    const a = v.map((x) => (r() < 0.3 ? mutate(x) : x));
+    const a = v.map((x) => (r() < 0.4 ? mutate(x) : x));
     if (r() < 0.15 && a.length) a.splice(Math.floor(r() * a.length), 1);
     if (r() < 0.1) a.push(pick(atoms));
     return a;
@@ -32,7 +32,7 @@ function mutate(v) {
     const o = { ...v };
     for (const k of Object.keys(o)) if (r() < 0.25) o[k] = r() < 0.5 ? pick(atoms) : mutate(o[k]);
     if (r() < 0.15) delete o[pick(Object.keys(o))];
-    if (r() < 0.1) o[pick(keys)] = pick(atoms);
+    if (r() < 0.2) o[pick(keys)] = pick(atoms);
     return o;
   }
   return r() < 0.5 ? pick(atoms) : v;
