@@ -16,7 +16,9 @@ use foldline_core::turn::Route;
 use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, PgJournal, SqliteJournal};
-use foldline_wasmtime::model::{Extractive, Model, OpenAiModel, OpenAiOptions};
+use foldline_wasmtime::model::{
+    Extractive, Model, OpenAiModel, OpenAiOptions, OpenAiResponsesModel,
+};
 use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM};
 use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::{import, serve, HostError};
@@ -62,6 +64,11 @@ struct Cli {
     /// max_completion_tokens gets 8192 more].
     #[arg(long, global = true, help_heading = GLOBAL)]
     openai_max_tokens: Option<u64>,
+    /// The API --openai-base-url speaks: chat (chat completions, every
+    /// OpenAI-compatible server) or responses (the OpenAI Responses API, for
+    /// models served only there).
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value = "chat")]
+    openai_api: OpenAiApi,
     /// Bound each call by fuel (about one unit per wasm instruction) instead
     /// of time: where a call stops is then the same on every machine, and
     /// every call runs slower (BENCHMARKS.md).
@@ -124,6 +131,15 @@ impl CompressionFlags {
             prompt_trim: self.prompt_fluff_compression,
         }
     }
+}
+
+/// The API an OpenAI-compatible summarizer speaks.
+#[derive(Clone, Copy, ValueEnum)]
+enum OpenAiApi {
+    /// Chat completions (`/chat/completions`).
+    Chat,
+    /// The Responses API (`/responses`).
+    Responses,
 }
 
 /// What `foldline import` reads, and whether it runs the driver.
@@ -347,10 +363,16 @@ fn driver(cli: &Cli, journal: Location) -> Result<ProgramDriver, HostError> {
 /// be adjusted further (the server's lease) and built.
 fn builder(cli: &Cli, journal: Location) -> Result<DriverBuilder<AnyJournal, AnyModel>, HostError> {
     let model: AnyModel = match &cli.openai_base_url {
-        Some(url) => Box::new(OpenAiModel::new(OpenAiOptions {
-            max_tokens: cli.openai_max_tokens,
-            ..OpenAiOptions::new(url.clone(), cli.openai_model.clone(), None)
-        })),
+        Some(url) => {
+            let o = OpenAiOptions {
+                max_tokens: cli.openai_max_tokens,
+                ..OpenAiOptions::new(url.clone(), cli.openai_model.clone(), None)
+            };
+            match cli.openai_api {
+                OpenAiApi::Chat => Box::new(OpenAiModel::new(o)),
+                OpenAiApi::Responses => Box::new(OpenAiResponsesModel::new(o)),
+            }
+        }
         None => Box::new(Extractive),
     };
     let (declaration, settings) = declaration(cli)?;

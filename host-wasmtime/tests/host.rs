@@ -12,7 +12,7 @@ use foldline_wasmtime::builder::DriverBuilder;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::import::Incoming;
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
-use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions};
+use foldline_wasmtime::model::{Extractive, OpenAiModel, OpenAiOptions, OpenAiResponsesModel};
 use foldline_wasmtime::runtime::{Bound, Foldline, Limits, EMBEDDED_WASM, MEMORY_RESET_BYTES};
 use foldline_wasmtime::{import, HostError};
 
@@ -894,6 +894,19 @@ fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<
                 "http-400" => req
                     .respond(mk("content policy".into()).with_status_code(400))
                     .unwrap(),
+                // The Responses API: `input`, a cap with room for reasoning, nothing stored.
+                "responses-stream" | "responses-buffered" => {
+                    assert!(v["input"].is_array() && v.get("messages").is_none(), "{v}");
+                    assert_eq!(v["store"], false, "{v}");
+                    assert!(v["max_output_tokens"].as_u64().unwrap() > 8_192, "{v}");
+                    let done = r#"{"model":"resp-1","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"A responses summary.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":4}}"#;
+                    let s = if step == "responses-stream" {
+                        format!("event: response.created\ndata: {{\"type\":\"response.created\"}}\n\nevent: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"delta\":\"A responses \"}}\n\ndata: {{\"type\":\"response.output_text.delta\",\"delta\":\"summary.\"}}\n\ndata: {{\"type\":\"response.completed\",\"response\":{done}}}\n\n")
+                    } else {
+                        done.to_owned()
+                    };
+                    req.respond(mk(s)).unwrap();
+                }
                 "buffered" => {
                     let s = "{\"model\":\"local-1\",\"choices\":[{\"message\":{\"content\":\"Buffered summary.\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3}}";
                     req.respond(mk(s.into())).unwrap();
@@ -916,6 +929,39 @@ fn driver_with(url: &str, db: &std::path::Path) -> Driver<SqliteJournal, OpenAiM
     );
     d.journal().append("c", &demo_events("c", 70)).unwrap();
     d
+}
+
+/// The Responses API adapter summarizes from the stream's deltas and its
+/// `response.completed`, and a stream that drops before content is replayed
+/// once through the buffered call.
+#[test]
+fn openai_responses_adapter_streams_and_replays_before_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, h) = openai_server(vec![
+        "responses-stream",
+        "drop-before",
+        "responses-buffered",
+    ]);
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("a.db")).unwrap(),
+        OpenAiResponsesModel::new(OpenAiOptions::new(&url, "resp-1", Some("k".into()))),
+        small_decl(),
+    );
+    for c in ["c", "d"] {
+        d.journal().append(c, &demo_events(c, 70)).unwrap();
+        match d.on_message(c).unwrap() {
+            Outcome::Compacted(b) => {
+                assert_eq!(b.summary, "A responses summary.");
+                assert_eq!(
+                    (b.run.model_id.as_str(), b.run.usage.output_tokens),
+                    ("resp-1", 4)
+                );
+            }
+            o => panic!("{c}: {o:?}"),
+        }
+    }
+    assert_eq!(h.join().unwrap(), [true, true, false]);
 }
 
 /// An endpoint that refuses `max_tokens` (OpenAI's reasoning models) gets

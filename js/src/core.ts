@@ -30,6 +30,8 @@ export { IndexedDbJournal } from "./journal/indexeddb.js";
 export type { Model, ModelResult, StreamChunk } from "./model/model.js";
 export { ModelError } from "./model/model.js";
 export { OpenAiCompatibleModel } from "./model/openai.js";
+export { OpenAiResponsesModel } from "./model/responses.js";
+export type { OpenAiOptions } from "./model/openai.js";
 export { contentHash, withContentHash, turnMeta } from "./hash.js";
 
 /** SHA-256 of the bundled `.wasm`, `sha256:<hex>`; the wasmtime host reports the same. */

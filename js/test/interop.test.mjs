@@ -106,6 +106,50 @@ test("the OpenAI-compatible adapter sends max_completion_tokens where max_tokens
   server.close();
 });
 
+// The Responses API as a summarizer: the packet's messages as `input`, the
+// cap as `max_output_tokens` with room for reasoning, nothing stored; the
+// stream's deltas and its `response.completed`, the buffered answer's text,
+// an incomplete answer as `length`, a failed one as a model failure.
+test("OpenAiResponsesModel summarizes through /v1/responses, streamed and buffered", async () => {
+  const seen = [];
+  const response = (model, status, text, extra = {}) => ({ id: "resp_1", object: "response", model, status, usage: { input_tokens: 120, output_tokens: 4 },
+    output: [{ type: "reasoning", id: "rs", summary: [] }, { type: "message", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] }], ...extra });
+  const server = await sseServer((body, res) => {
+    seen.push(body);
+    if (!body.stream) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(body.model === "short" ? response("short", "incomplete", "Alice booked", { incomplete_details: { reason: "max_output_tokens" } }) : response(body.model, "completed", "Alice booked Friday.")));
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    const send = (e) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+    send({ type: "response.created", response: { model: body.model, status: "in_progress" } });
+    if (body.model === "failing") {
+      send({ type: "response.failed", response: { model: body.model, status: "failed", error: { code: "server_error", message: "overloaded" } } });
+      res.end();
+      return;
+    }
+    send({ type: "response.output_text.delta", delta: "Alice " });
+    send({ type: "response.output_text.delta", delta: "booked Friday." });
+    send({ type: "response.completed", response: response(body.model, "completed", "Alice booked Friday.") });
+    res.end();
+  });
+  const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
+  const packet = { messages: [{ role: "system", content: "s" }, { role: "user", content: "u" }], bounds: { maxTokens: 64 } };
+  const model = new f.OpenAiResponsesModel({ baseUrl, model: "gpt-x", apiKey: "k" });
+  let text = "", done;
+  for await (const c of model.stream(packet)) c.type === "delta" ? (text += c.text) : (done = c);
+  equal(text, "Alice booked Friday.");
+  equal(done, { type: "done", modelId: "gpt-x", usage: { inputTokens: 120, outputTokens: 4 }, finishReason: "stop" });
+  equal([seen[0].input, seen[0].max_output_tokens, seen[0].store, seen[0].stream], [packet.messages, 64 + 8192, false, true]);
+  equal(await model.complete(packet), { text: "Alice booked Friday.", modelId: "gpt-x", usage: { inputTokens: 120, outputTokens: 4 }, finishReason: "stop" });
+  equal((await new f.OpenAiResponsesModel({ baseUrl, model: "short", maxTokens: 10 }).complete(packet)).finishReason, "length");
+  equal(seen.at(-1).max_output_tokens, 10);
+  await assert.rejects(async () => { for await (const _ of new f.OpenAiResponsesModel({ baseUrl, model: "failing" }).stream(packet)); },
+    (e) => e instanceof f.ModelError && e.message.includes("overloaded"));
+  server.close();
+});
+
 test("driver + adapter: a drop before content is replayed once, a drop after content is not", async () => {
   let mode = "drop-before";
   const calls = { stream: 0, buffered: 0 };

@@ -1,7 +1,7 @@
 //! Models: the trait, the deterministic offline extractive summarizer (the
-//! default, so everything runs without a network) and an OpenAI-compatible
-//! chat-completions adapter (OpenAI, Ollama, vLLM, llama.cpp; feature
-//! `openai`).
+//! default, so everything runs without a network), an OpenAI-compatible
+//! chat-completions adapter (OpenAI, Ollama, vLLM, llama.cpp) and one for
+//! the OpenAI Responses API (feature `openai`).
 
 use foldline_core::boundary::Usage;
 use foldline_core::packet::{CompactorRole, Packet};
@@ -10,9 +10,15 @@ pub mod deadline;
 pub use deadline::{with_deadline, Deadline};
 
 #[cfg(feature = "openai")]
+mod http;
+#[cfg(feature = "openai")]
 mod openai;
 #[cfg(feature = "openai")]
+mod responses;
+#[cfg(feature = "openai")]
 pub use openai::{OpenAiModel, OpenAiOptions};
+#[cfg(feature = "openai")]
+pub use responses::OpenAiResponsesModel;
 
 /// One chunk of a summary stream.
 #[derive(Debug, Clone, PartialEq, Eq)]

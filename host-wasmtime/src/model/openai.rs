@@ -1,7 +1,6 @@
 //! The OpenAI-compatible chat-completions adapter (OpenAI, Ollama, vLLM,
 //! llama.cpp), over ureq (feature `openai`).
 
-use std::io::{BufRead, BufReader};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use foldline_core::boundary::Usage;
 use foldline_core::defaults;
 use foldline_core::packet::{CompactorRole, Packet};
 
-use super::{Evidence, Model, ModelError, ModelResult, StreamChunk};
+use super::{http, Evidence, Model, ModelError, ModelResult, StreamChunk};
 
 /// Options of the OpenAI-compatible adapter.
 #[derive(Debug, Clone)]
@@ -145,25 +144,21 @@ impl OpenAiModel {
             } else {
                 body["max_tokens"] = self.o.max_tokens.unwrap_or(packet.bounds.max_tokens).into();
             }
-            let mut req = self
-                .agent
-                .post(&url)
-                .set("content-type", "application/json");
-            if let Some(k) = &self.o.api_key {
-                req = req.set("authorization", &format!("Bearer {k}"));
-            }
-            match req.send_string(&body.to_string()) {
-                Err(ureq::Error::Status(400, r)) if !completion => {
+            match http::send(&self.agent, &url, self.o.api_key.as_deref(), &body) {
+                Err(e) if !completion && matches!(*e, ureq::Error::Status(400, _)) => {
+                    let ureq::Error::Status(_, r) = *e else {
+                        unreachable!("matched as a 400")
+                    };
                     let text = r.into_string().unwrap_or_default();
                     if !refuses_max_tokens(&text) {
-                        return Err(ModelError::from_status(400, &clip(&text)));
+                        return Err(ModelError::from_status(400, &http::clip(&text)));
                     }
                     self.completion_tokens.store(true, Ordering::Relaxed);
                     if let Some(o) = body.as_object_mut() {
                         o.remove("max_tokens");
                     }
                 }
-                other => return other.map_err(failure),
+                other => return other.map_err(http::failure),
             }
         }
     }
@@ -177,51 +172,15 @@ impl OpenAiModel {
     }
 }
 
-/// The first 300 characters of a provider's answer, for the audit record.
-fn clip(text: &str) -> String {
-    text.chars().take(300).collect()
-}
-
-/// A request that failed, as a model failure: an HTTP status by its class, a
-/// transport error (a timeout as one).
-fn failure(e: ureq::Error) -> ModelError {
-    match e {
-        ureq::Error::Status(code, r) => {
-            ModelError::from_status(code, &clip(&r.into_string().unwrap_or_default()))
-        }
-        other => {
-            let detail = format!("transport: {other}");
-            if detail.contains("timed out") {
-                ModelError::new(foldline_core::stream::FailureKind::Timeout, detail)
-            } else {
-                ModelError::from(detail)
-            }
-        }
-    }
-}
-
 impl Model for OpenAiModel {
     fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
         let resp = self.post(packet, true)?;
-        let reader = BufReader::new(resp.into_reader());
         let mut model = self.o.model.clone();
         let mut usage = None;
         let mut finish = String::new();
-        for line in reader.lines() {
-            let line = line.map_err(|e| {
-                let kind = if e.kind() == std::io::ErrorKind::TimedOut
-                    || e.kind() == std::io::ErrorKind::WouldBlock
-                {
-                    foldline_core::stream::FailureKind::Timeout
-                } else {
-                    foldline_core::stream::FailureKind::Other
-                };
-                ModelError::new(kind, format!("stream dropped: {e}"))
-            })?;
-            let Some(data) = line.trim().strip_prefix("data:") else {
-                continue;
-            };
-            let data = data.trim();
+        for data in http::data_lines(resp) {
+            let data = data?;
+            let data = data.as_str();
             if data == "[DONE]" {
                 sink(StreamChunk::Done(Evidence {
                     model_id: model,

@@ -1,5 +1,5 @@
-import { ModelError } from "./model.js";
 import { REASONING_ROOM_TOKENS } from "../defaults.js";
+import { dataLines, httpError, ok, post } from "./http.js";
 import type { Packet, Usage } from "../types.js";
 import type { Model, ModelResult, StreamChunk } from "./model.js";
 
@@ -52,16 +52,13 @@ export class OpenAiCompatibleModel implements Model {
   constructor(private readonly o: OpenAiOptions) {}
 
   private async request(packet: Packet, stream: boolean, signal?: AbortSignal): Promise<Response> {
-    const f = this.o.fetch ?? fetch;
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (this.o.apiKey) headers.authorization = `Bearer ${this.o.apiKey}`;
     for (;;) {
       const completion = this.completionTokens;
       const body: Record<string, unknown> = { model: this.o.model, messages: packet.messages, stream };
       if (completion) body.max_completion_tokens = this.o.maxTokens ?? packet.bounds.maxTokens + REASONING_ROOM_TOKENS;
       else body.max_tokens = this.o.maxTokens ?? packet.bounds.maxTokens;
       if (stream) body.stream_options = { include_usage: true };
-      const res = await f(`${this.o.baseUrl.replace(/\/$/, "")}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body), signal });
+      const res = await post(this.o, "/chat/completions", body, signal);
       if (res.status !== 400 || completion) return res;
       const text = await res.text();
       if (!refusesMaxTokens(text)) return new Response(text, { status: 400 });
@@ -83,42 +80,22 @@ export class OpenAiCompatibleModel implements Model {
   }
 
   async *stream(packet: Packet, signal?: AbortSignal): AsyncIterable<StreamChunk> {
-    const res = await this.request(packet, true, signal);
-    if (!res.ok || !res.body) throw httpError(res.status, res.ok ? "no body" : (await res.text()).slice(0, 500));
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
     let model = this.o.model;
     let usage: Usage = { inputTokens: 0, outputTokens: 0 };
     let finish = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") {
-          yield { type: "done", modelId: model, usage, finishReason: finish };
-          return;
-        }
-        const c = JSON.parse(data) as Completion;
-        if (c.model) model = c.model;
-        if (c.usage) usage = usageOf(c.usage);
-        const choice = c.choices?.[0];
-        if (choice?.finish_reason) finish = choice.finish_reason;
-        const text = choice?.delta?.content;
-        if (text) yield { type: "delta", text };
+    for await (const data of dataLines(await ok(await this.request(packet, true, signal)))) {
+      if (data === "[DONE]") {
+        yield { type: "done", modelId: model, usage, finishReason: finish };
+        return;
       }
+      const c = JSON.parse(data) as Completion;
+      if (c.model) model = c.model;
+      if (c.usage) usage = usageOf(c.usage);
+      const choice = c.choices?.[0];
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      const text = choice?.delta?.content;
+      if (text) yield { type: "delta", text };
     }
     throw new Error("the stream ended without [DONE]");
   }
-}
-
-/** A provider's HTTP failure, typed: 402/429 are budget stops, other 4xx refusals, 408/504 timeouts. */
-function httpError(status: number, body: string): ModelError {
-  const kind = status === 402 || status === 429 ? "budgetStop" : status === 408 || status === 504 ? "timeout" : status >= 400 && status < 500 ? "providerRefusal" : "other";
-  return new ModelError(kind, `provider answered HTTP ${status}: ${body}`);
 }

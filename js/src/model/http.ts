@@ -1,0 +1,40 @@
+// What the OpenAI-protocol adapters share: the request, the typed HTTP
+// failure, and the `data:` lines of a server-sent-event stream.
+
+import { ModelError } from "./model.js";
+
+/** POST `body` as JSON to `baseUrl` + `path`, with the bearer key when there is one. */
+export function post(o: { baseUrl: string; apiKey?: string; fetch?: typeof fetch }, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
+  return (o.fetch ?? fetch)(`${o.baseUrl.replace(/\/$/, "")}${path}`, { method: "POST", headers, body: JSON.stringify(body), signal });
+}
+
+/** A provider's HTTP failure, typed: 402/429 are budget stops, other 4xx refusals, 408/504 timeouts. */
+export function httpError(status: number, body: string): ModelError {
+  const kind = status === 402 || status === 429 ? "budgetStop" : status === 408 || status === 504 ? "timeout" : status >= 400 && status < 500 ? "providerRefusal" : "other";
+  return new ModelError(kind, `provider answered HTTP ${status}: ${body}`);
+}
+
+/** The answer's body, or its failure typed by status. */
+export async function ok(res: Response): Promise<ReadableStream<Uint8Array<ArrayBuffer>>> {
+  if (!res.ok || !res.body) throw httpError(res.status, res.ok ? "no body" : (await res.text()).slice(0, 500));
+  return res.body;
+}
+
+/** The `data:` payloads of a server-sent-event stream, in order. */
+export async function* dataLines(body: ReadableStream<Uint8Array<ArrayBuffer>>): AsyncIterable<string> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line.startsWith("data:")) yield line.slice(5).trim();
+    }
+  }
+}
