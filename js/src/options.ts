@@ -37,7 +37,7 @@ export function checkOptions(who: string, o: unknown): void {
   const j = lacking(r.journal, JOURNAL);
   if (j) refuse(who, `journal must be a Journal (MemoryJournal, IndexedDbJournal or one of your own): it has no ${j}()`);
   const m = lacking(r.model, MODEL);
-  if (m) refuse(who, `model must be a Model (modelFromFunction, modelFromAiSdk, OpenAiCompatibleModel or one of your own): it has no ${m}()`);
+  if (m) refuse(who, `model must be a Model (modelFromFunction, modelFromAiSdk, OpenAiCompatibleModel, OpenAiResponsesModel or one of your own): it has no ${m}()`);
   if (typeof r.declaration !== "object" || r.declaration === null || Array.isArray(r.declaration)) {
     refuse(who, "declaration must be an object: { targetId, compactorId, … }");
   }
