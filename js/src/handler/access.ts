@@ -88,9 +88,11 @@ export async function body(app: App, req: Request): Promise<unknown> {
   } catch (e) {
     throw new ApiError(400, "invalid_input", `the body is not JSON: ${(e as Error).message}`);
   }
-  // A number past the largest double (`1e400`) is Infinity to JSON.parse
-  // and refused by foldline serve's parser: refused here too.
-  if (!finite(v)) throw new ApiError(400, "invalid_input", "the body is not JSON: a number is out of range");
+  // What foldline serve's parser refuses, JSON.parse reads: a number past
+  // the largest double (`1e400`, Infinity here) and a lone surrogate's
+  // escape (`"\ud800"`), in a value or in a key the message does not use.
+  const odd = unreadable(v);
+  if (odd) throw new ApiError(400, "invalid_input", `the body is not JSON: ${odd}`);
   return v;
 }
 
@@ -113,13 +115,21 @@ export function nesting(text: string): number {
   return deepest;
 }
 
-/** Whether every number in a parsed value is finite (walked without recursion). */
-function finite(v: unknown): boolean {
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** What in a parsed value foldline serve's parser would refuse, if anything (walked without recursion). */
+function unreadable(v: unknown): string | undefined {
   const stack = [v];
   while (stack.length > 0) {
     const x = stack.pop();
-    if (typeof x === "number" && !Number.isFinite(x)) return false;
-    if (typeof x === "object" && x !== null) for (const y of Object.values(x)) stack.push(y);
+    if (typeof x === "number" && !Number.isFinite(x)) return "a number is out of range";
+    if (typeof x === "string" && LONE_SURROGATE.test(x)) return "a string holds a lone surrogate";
+    if (typeof x === "object" && x !== null) {
+      for (const [k, y] of Object.entries(x)) {
+        if (LONE_SURROGATE.test(k)) return "a key holds a lone surrogate";
+        stack.push(y);
+      }
+    }
   }
-  return true;
+  return undefined;
 }

@@ -136,6 +136,7 @@ const cases = [
   [["POST", `${c}/messages`, msg({ role: "tool", content: "x" })], "400 invalid_input"],
   [["POST", `${c}/messages`, msg({ role: "assistant", tool_calls: "x" })], "400 invalid_input"],
   [["POST", `${c}/messages`, msg({ role: "user", content: "\ud800" })], "400 invalid_input"],
+  [["POST", `${c}/messages`, '{"role":"user","content":"x","extra\\ud800":1}'], "400 invalid_input"],
   [["POST", `${c}/messages`, msg({ role: "user", content: "x".repeat(2_000_000) })], "413 body_too_large"],
   [["POST", `${c}/condense`, undefined, BOB], "403 not_owner"],
   [["POST", `${c}/condense`], "409 nothing_to_fold"],
@@ -271,6 +272,40 @@ async function room(base) {
   return got;
 }
 
+// Bodies broken at random: valid message bodies (chat messages, one or an
+// array; Responses items) with characters deleted, inserted (brackets,
+// quotes, escapes, a NUL, a byte order mark, a lone surrogate's escape,
+// digits, non-ASCII), slices repeated or the text cut short, each sent to a
+// conversation of its own on both servers: the same status and code.
+const fuzzCases = Number(process.env.FOLDLINE_FUZZ_CASES ?? 150);
+function fuzzRequests() {
+  let seed = 11;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+  const pool = [
+    ["", msg({ role: "user", content: "Hello there, 42 times." })],
+    ["", msg([{ role: "system", content: "Be brief." }, { role: "user", content: [{ type: "text", text: "Hi" }] }])],
+    ["", msg([{ role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{\"a\":1}" } }] }, { role: "tool", tool_call_id: "c1", content: "ok" }])],
+    ["?format=openai-responses", msg([{ role: "user", content: [{ type: "input_text", text: "Hi" }] }, { type: "function_call", call_id: "c1", name: "f", arguments: "{}" }, { type: "function_call_output", call_id: "c1", output: "ok" }])],
+  ];
+  const bits = ["{", "}", "[", "]", "\"", ",", ":", "\\", "\\u", "\\ud800", "\u0000", "\ufeff", "é", "😀", "1e999", "-", "0", "9", "true", "null", " "];
+  const out = [];
+  for (let i = 0; i < fuzzCases; i++) {
+    const [query, body] = pick(pool);
+    let t = body;
+    for (let k = 0; k < 1 + Math.floor(rand() * 3); k++) {
+      const at = Math.floor(rand() * (t.length + 1));
+      const how = rand();
+      if (how < 0.35) t = t.slice(0, at) + t.slice(at + 1);
+      else if (how < 0.75) t = t.slice(0, at) + pick(bits) + t.slice(at);
+      else if (how < 0.9) t = t.slice(0, at) + t.slice(Math.max(0, at - 8), at) + t.slice(at);
+      else t = t.slice(0, at);
+    }
+    out.push(["POST", `/api/conversations/fz${i}/messages${query}`, t]);
+  }
+  return out;
+}
+
 let failed = 0;
 try {
   for (const base of Object.values(bases)) {
@@ -285,6 +320,16 @@ try {
       console.log(`not ok - ${request[0]} ${request[1].slice(0, 80)}: expected ${expected}, edge ${got.edge}, rust ${got.rust}`);
     }
   }
+  let fuzzed = 0;
+  for (const request of fuzzRequests()) {
+    const got = { edge: await call(bases.edge, request), rust: await call(bases.rust, request) };
+    fuzzed++;
+    if (got.edge !== got.rust) {
+      failed++;
+      console.log(`not ok - a broken body (${JSON.stringify(request[2]).slice(0, 160)}): edge ${got.edge}, rust ${got.rust}`);
+    }
+  }
+  console.log(`${failed ? "not ok" : "ok"} - ${fuzzed} bodies broken at random: ${failed ? `${failed} answered differently` : "both servers answered alike"}`);
   const rooms = await Promise.all([room(bases.edge), room(bases.rust)]);
   steps.forEach(([what, , expected], i) => {
     const [e, ru] = [rooms[0][i], rooms[1][i]];
