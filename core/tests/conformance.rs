@@ -1022,6 +1022,15 @@ fn gen_validate() -> Vec<Value> {
     g.out
 }
 
+/// Every output format by its own name, in the order the vectors list them.
+const FORMATS: [&str; 5] = [
+    "foldline",
+    "openai",
+    "openaiResponses",
+    "anthropic",
+    "aiSdk",
+];
+
 fn gen_select() -> Vec<Value> {
     let mut g = Gen {
         area: "select",
@@ -1032,13 +1041,7 @@ fn gen_select() -> Vec<Value> {
     let head = json!({"boundaryId": "boundary:1", "boundaryHash": "sha256:b1", "coveredThroughSeq": 5, "coveredThroughTurnId": "t5", "frontierId": f.id, "summary": "Earlier: the member introduced themselves.", "length": 1});
     let base = |events: Vec<Event>| json!({"declaration": v(&d), "route": v(&route()), "frontier": v(&f), "head": head, "events": v(&events)});
     let tool = tool_conversation();
-    for fmt in [
-        "foldline",
-        "openai",
-        "openaiResponses",
-        "anthropic",
-        "aiSdk",
-    ] {
+    for fmt in FORMATS {
         let mut r = base(tool.clone());
         r["format"] = json!(fmt);
         r["prompt"] = json!([{"type": "text", "text": "Thanks"}]);
@@ -1075,13 +1078,7 @@ fn gen_select() -> Vec<Value> {
             &[("/ok/messages", canonical["ok"]["messages"].clone())],
         );
     }
-    for fmt in [
-        "foldline",
-        "openai",
-        "openaiResponses",
-        "anthropic",
-        "aiSdk",
-    ] {
+    for fmt in FORMATS {
         let mut r = base(every_part_conversation());
         r["format"] = json!(fmt);
         g.add(

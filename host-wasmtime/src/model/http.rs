@@ -4,9 +4,26 @@
 
 use std::io::{BufRead, BufReader};
 
+use foldline_core::packet::{CompactorRole, Packet};
 use foldline_core::stream::FailureKind;
 
 use super::ModelError;
+
+/// The packet's rendered messages as the OpenAI APIs take them: `{"role",
+/// "content"}`, the chat's `messages` and the Responses API's `input` alike.
+pub(super) fn messages(packet: &Packet) -> Vec<serde_json::Value> {
+    packet
+        .messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                CompactorRole::System => "system",
+                CompactorRole::User => "user",
+            };
+            serde_json::json!({"role": role, "content": m.content})
+        })
+        .collect()
+}
 
 /// POST `body` as JSON to `url`, with the bearer key when there is one.
 ///

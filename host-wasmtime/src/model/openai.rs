@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use foldline_core::boundary::Usage;
 use foldline_core::defaults;
-use foldline_core::packet::{CompactorRole, Packet};
+use foldline_core::packet::Packet;
 
 use super::{http, Evidence, Model, ModelError, ModelResult, StreamChunk};
 
@@ -115,17 +115,7 @@ impl OpenAiModel {
     }
 
     fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, ModelError> {
-        let messages: Vec<serde_json::Value> = packet
-            .messages
-            .iter()
-            .map(|m| {
-                let role = match m.role {
-                    CompactorRole::System => "system",
-                    CompactorRole::User => "user",
-                };
-                serde_json::json!({"role": role, "content": m.content})
-            })
-            .collect();
+        let messages = http::messages(packet);
         let mut body = serde_json::json!({
             "model": self.o.model,
             "messages": messages,

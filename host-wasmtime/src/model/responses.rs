@@ -3,7 +3,7 @@
 
 use foldline_core::boundary::Usage;
 use foldline_core::defaults;
-use foldline_core::packet::{CompactorRole, Packet};
+use foldline_core::packet::Packet;
 use serde::Deserialize;
 
 use super::{http, Evidence, Model, ModelError, ModelResult, OpenAiOptions, StreamChunk};
@@ -125,17 +125,7 @@ impl OpenAiResponsesModel {
     }
 
     fn post(&self, packet: &Packet, stream: bool) -> Result<ureq::Response, ModelError> {
-        let input: Vec<serde_json::Value> = packet
-            .messages
-            .iter()
-            .map(|m| {
-                let role = match m.role {
-                    CompactorRole::System => "system",
-                    CompactorRole::User => "user",
-                };
-                serde_json::json!({"role": role, "content": m.content})
-            })
-            .collect();
+        let input = http::messages(packet);
         let room = packet.bounds.max_tokens + defaults::REASONING_ROOM_TOKENS;
         let body = serde_json::json!({
             "model": self.o.model,
