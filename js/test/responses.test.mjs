@@ -71,7 +71,7 @@ test("property: random Responses items come back from context as they went in, u
 // `openai_responses_items_import_as_the_shared_cases_say`).
 test("OpenAI Responses items import as the shared cases say, as in the Rust host; nothing is written on a refusal", async () => {
   const doc = JSON.parse(await readFile(new URL("../../tests/import/openai-responses.json", import.meta.url), "utf8"));
-  assert.ok(doc.cases.length >= 25);
+  assert.ok(doc.cases.length >= 26);
   const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)));
   for (const c of doc.cases) {
     let events;
