@@ -147,8 +147,9 @@ enum OpenAiApi {
 struct ImportArgs {
     /// The file, or `-` for stdin.
     file: PathBuf,
-    /// The messages' shape: openai (chat messages, or foldline events) or
-    /// openai-responses (OpenAI Responses API items).
+    /// The messages' shape: openai (chat messages, or foldline events),
+    /// openai-responses (OpenAI Responses API items), anthropic (Anthropic
+    /// messages) or ai-sdk (AI SDK model messages).
     #[arg(long, default_value = "openai")]
     format: import::Incoming,
     /// Only append; do not run the driver after each message.

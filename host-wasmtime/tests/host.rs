@@ -2476,6 +2476,24 @@ fn openai_messages_import_as_the_shared_cases_say() {
     shared_import_cases("openai.json", "messages", Incoming::OpenAi, 30);
 }
 
+/// Anthropic messages come in as the shared cases say
+/// (`tests/import/anthropic.json`, which the JS package's converter runs
+/// too): a tool's object input stored as JavaScript writes it, tool results
+/// a turn before the member's text, every fault refused with the same words.
+#[test]
+fn anthropic_messages_import_as_the_shared_cases_say() {
+    shared_import_cases("anthropic.json", "messages", Incoming::Anthropic, 30);
+}
+
+/// AI SDK model messages come in as the shared cases say
+/// (`tests/import/ai-sdk.json`): every output kind with its error status,
+/// approvals, a tool's object input and JSON value as JavaScript writes
+/// them, every fault refused with the same words.
+#[test]
+fn ai_sdk_messages_import_as_the_shared_cases_say() {
+    shared_import_cases("ai-sdk.json", "messages", Incoming::AiSdk, 29);
+}
+
 #[test]
 fn openai_responses_items_import_as_the_shared_cases_say() {
     shared_import_cases(
@@ -2491,8 +2509,16 @@ fn openai_responses_items_import_as_the_shared_cases_say() {
 /// its exact words.
 fn shared_import_cases(file: &str, field: &str, incoming: Incoming, at_least: usize) {
     let path = format!("{}/../tests/import/{file}", env!("CARGO_MANIFEST_DIR"));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Each case's messages as the file writes them (the object input of a
+    // tool call keeps its key order and number spellings).
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(borrow)]
+        cases: Vec<std::collections::BTreeMap<&'a str, &'a serde_json::value::RawValue>>,
+    }
+    let raw: Raw = serde_json::from_str(&text).unwrap();
     let route = foldline_core::turn::Route {
         conversation: "c".into(),
         chat: String::new(),
@@ -2500,10 +2526,10 @@ fn shared_import_cases(file: &str, field: &str, incoming: Incoming, at_least: us
     };
     let cases = doc["cases"].as_array().unwrap();
     assert!(cases.len() >= at_least, "{file}: {} cases", cases.len());
-    for case in cases {
+    for (case, written) in cases.iter().zip(&raw.cases) {
         let name = case["name"].as_str().unwrap();
-        let text = case[field].to_string();
-        match foldline_wasmtime::import::parse_messages_as(&text, &route, 0, incoming) {
+        let text = written[field].get();
+        match foldline_wasmtime::import::parse_messages_as(text, &route, 0, incoming) {
             Ok(events) => {
                 let drafts: Vec<serde_json::Value> = events
                     .iter()

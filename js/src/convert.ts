@@ -1,8 +1,9 @@
 // Getting messages in: OpenAI chat messages, OpenAI Responses items,
 // Anthropic messages and AI SDK model messages as foldline journal events, each part kept as the kind it
 // is (text, tool calls of either OpenAI kind, tool results with their error
-// status, approvals and their answers). The OpenAI rules are the `foldline`
-// program's and `foldline serve`'s (host-wasmtime/src/import/).
+// status, approvals and their answers). Every format's rules are the
+// `foldline` program's and `foldline serve`'s (host-wasmtime/src/import/),
+// held to the shared cases in tests/import/.
 //
 // What has no place in a journal of text (docs/formats.md):
 // - reasoning (AI SDK `reasoning`, Anthropic `thinking`) is model-private
@@ -311,11 +312,12 @@ function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[]
     m.content.forEach((b: unknown, k) => {
       const at = `${place}: content[${k}]`;
       if (!isObject(b)) refuse(at, "a block is an object");
+      if (typeof b.type !== "string") refuse(at, "a block's type must be a string");
       if (b.type === "text") parts.push({ type: "text", text: str(at, b, "text", false) ?? "" });
       else if (b.type === "tool_use") parts.push({ type: "toolCall", callId: str(at, b, "id") as string, name: str(at, b, "name") as string, arguments: inputText(b.input) });
       else if (b.type === "tool_result") {
         const content = typeof b.content === "string" ? b.content
-          : Array.isArray(b.content) ? b.content.map((c: unknown) => (isObject(c) && c.type === "text" && typeof c.text === "string" ? c.text : `[file ${isObject(c) ? String(c.type) : "block"}]`)).join("\n")
+          : Array.isArray(b.content) ? b.content.map((c: unknown) => (isObject(c) && c.type === "text" && typeof c.text === "string" ? c.text : `[file ${isObject(c) && typeof c.type === "string" ? c.type : "block"}]`)).join("\n")
           : b.content == null ? "" : refuse(at, "content must be a string or an array of blocks");
         results.push({ type: "toolResult", callId: str(at, b, "tool_use_id") as string, name: "", content, isError: b.is_error === true });
       } else if (b.type === "thinking" || b.type === "redacted_thinking") {
@@ -367,6 +369,7 @@ function aiSdkOutput(at: string, output: unknown): { content: string; isError: b
 }
 
 function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | undefined {
+  if (typeof p.type !== "string") refuse(at, "a part's type must be a string");
   switch (p.type) {
     case "text": return { type: "text", text: str(at, p, "text", false) ?? "" };
     case "reasoning": case "reasoning-file": return undefined; // model-private: dropped

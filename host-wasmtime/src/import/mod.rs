@@ -1,13 +1,18 @@
 //! Importing conversations: a JSON array or JSON Lines of OpenAI-style
 //! messages (`role`, `content`, optional `name`, `tool_calls`,
-//! `tool_call_id`), of OpenAI Responses API items (`responses.rs`) or of
-//! foldline events. Everything is parsed and checked before anything is
+//! `tool_call_id`), of OpenAI Responses API items (`responses.rs`), of
+//! Anthropic messages (`anthropic.rs`), of AI SDK model messages
+//! (`ai_sdk.rs`) or of foldline events. Everything is parsed and checked before anything is
 //! appended, so bad input never half-writes the journal.
 
+mod ai_sdk;
+mod anthropic;
+mod js_json;
 mod responses;
 
 use foldline_core::event::{Event, Message};
 use foldline_core::turn::{Part, Role, Route};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{HostError, Result};
@@ -22,19 +27,26 @@ pub enum Incoming {
     /// OpenAI Responses API items: a request's `input`, a response's
     /// `output` (`openai-responses`).
     OpenAiResponses,
+    /// Anthropic Messages API messages (`anthropic`).
+    Anthropic,
+    /// Vercel AI SDK `ModelMessage`s (`ai-sdk`).
+    AiSdk,
 }
 
 impl std::str::FromStr for Incoming {
     type Err = HostError;
 
-    /// `openai` (chat), or `openai-responses` / `openaiResponses`, as a
-    /// context's format is named.
+    /// `openai` (chat), `openai-responses` / `openaiResponses`,
+    /// `anthropic` or `ai-sdk` / `aiSdk`, as a context's format is named.
     fn from_str(name: &str) -> Result<Incoming> {
         match name {
             "openai" => Ok(Incoming::OpenAi),
             "openai-responses" | "openaiResponses" => Ok(Incoming::OpenAiResponses),
+            "anthropic" => Ok(Incoming::Anthropic),
+            "ai-sdk" | "aiSdk" => Ok(Incoming::AiSdk),
             other => Err(HostError::Input(format!(
-                "messages are openai (chat) or openai-responses, not {other:?}"
+                "messages are openai (chat), openai-responses, anthropic or ai-sdk, not {}",
+                Value::from(other)
             ))),
         }
     }
@@ -85,7 +97,7 @@ pub fn parse_messages_as(
 ) -> Result<Vec<Event>> {
     match incoming {
         Incoming::OpenAi => parse_items(text, route, after_seq, None),
-        Incoming::OpenAiResponses => parse_items(text, route, after_seq, Some(incoming)),
+        _ => parse_items(text, route, after_seq, Some(incoming)),
     }
 }
 
@@ -122,8 +134,13 @@ fn parse_items(
         }
         out
     };
-    if events_too == Some(Incoming::OpenAiResponses) {
-        let drafts = responses::drafts(&items)?;
+    let drafts = match events_too {
+        Some(Incoming::OpenAiResponses) => Some(responses::drafts(&items)?),
+        Some(Incoming::Anthropic) => Some(anthropic::drafts(&items, &as_written(text)?)?),
+        Some(Incoming::AiSdk) => Some(ai_sdk::drafts(&items, &as_written(text)?)?),
+        _ => None,
+    };
+    if let Some(drafts) = drafts {
         return Ok((after_seq + 1..)
             .zip(drafts)
             .map(|(seq, (role, parts))| Event::Message(turn(route, seq, role, parts, None)))
@@ -153,6 +170,19 @@ fn parse_items(
         events.push(Event::Message(message(&place, &v, route, seq)?));
     }
     Ok(events)
+}
+
+/// The items of `text` (already read as values) as their sender wrote
+/// them, for what is stored as JavaScript would write it (`js_json.rs`).
+fn as_written(text: &str) -> Result<Vec<&RawValue>> {
+    let broken = |e: serde_json::Error| HostError::Input(format!("broken JSON: {e}"));
+    if text.trim_start().starts_with('[') {
+        return serde_json::from_str(text).map_err(broken);
+    }
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).map_err(broken))
+        .collect()
 }
 
 /// Number imported messages again, after `after_seq`, as [`parse`] numbers
@@ -273,6 +303,27 @@ fn opt_str<'a>(place: &str, v: &'a Value, field: &str) -> Result<Option<&'a str>
             "{place}: {field} must be a string"
         ))),
     }
+}
+
+/// A required string field: present, a string, not empty.
+fn required<'a>(place: &str, v: &'a Value, field: &str) -> Result<&'a str> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| HostError::Input(format!("{place}: {field} must be a non-empty string")))
+}
+
+/// A required string field, owned.
+fn owned(place: &str, v: &Value, field: &str) -> Result<String> {
+    required(place, v, field).map(str::to_owned)
+}
+
+/// A tool call's input as JSON text (`inputText` in js/src/convert.ts),
+/// from the value as its sender wrote it: a string is the JSON text it
+/// already is, absent or `null` is `{}`, any other value is written as
+/// JavaScript writes it.
+fn input_text(raw: Option<&RawValue>) -> Result<String> {
+    js_json::text_or(raw, "{}")
 }
 
 /// The tool calls of an assistant message: `tool_calls` absent, `null`, or

@@ -12,16 +12,8 @@
 use foldline_core::turn::{Part, Role};
 use serde_json::Value;
 
-use super::{content_of, joined, opt_str, Incoming};
+use super::{content_of, joined, opt_str, required, Incoming};
 use crate::error::{HostError, Result};
-
-/// A required string field: present, a string, not empty.
-fn required<'a>(place: &str, v: &'a Value, field: &str) -> Result<&'a str> {
-    v.get(field)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| HostError::Input(format!("{place}: {field} must be a non-empty string")))
-}
 
 /// The turns of `items` (each named by its place: `item 3`, `line 3`), in
 /// order: a role and its parts.

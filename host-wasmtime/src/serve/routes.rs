@@ -150,8 +150,9 @@ fn admit_messages(
     Ok((route, messages))
 }
 
-/// `POST …/messages[?format=openai-responses]`: one OpenAI-style message,
-/// or an array of them; with the format, OpenAI Responses API items.
+/// `POST …/messages[?format=openai-responses|anthropic|ai-sdk]`: one
+/// OpenAI-style message, or an array of them; with a format, OpenAI
+/// Responses API items, Anthropic messages or AI SDK model messages.
 ///
 /// The request timeout is a deadline checked before the conversation is
 /// claimed or written: past it the answer is `408 timeout` and nothing was

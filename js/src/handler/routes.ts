@@ -4,7 +4,6 @@
 
 import { FoldlineError } from "../error.js";
 import { settingsProjection } from "../ops.js";
-import type { OpenAiChatMessage, OpenAiResponsesInput } from "../convert.js";
 import type { AppendMessages } from "../driver/api.js";
 import type { Format } from "../types.js";
 import { FORMATS } from "../defaults.js";
@@ -132,7 +131,7 @@ async function compressionRoute(app: App, req: Request, stats: boolean, member: 
 }
 
 /**
- * `POST …/messages[?format=openai-responses]`: one OpenAI-style message or an array (or Responses API items), checked before
+ * `POST …/messages[?format=openai-responses|anthropic|ai-sdk]`: one OpenAI-style message or an array (or Responses API items, Anthropic or AI SDK messages), checked before
  * anything is claimed or written (ownership included): they convert, and
  * each is one a compaction could take. The sender is the authenticated
  * member, never the body; the automatic check runs after the answer.
@@ -144,7 +143,7 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   const b = await body(app, req);
   const list = Array.isArray(b) ? b : [b];
   if (list.length === 0) throw new ApiError(400, "invalid_input", "no messages in the body");
-  const spec: AppendMessages = format === "openai" ? { messages: list as OpenAiChatMessage[] } : { format, messages: list as OpenAiResponsesInput[] };
+  const spec = { format, messages: list } as AppendMessages;
   try {
     app.compactor.check(id, spec);
   } catch (e) {
@@ -164,11 +163,13 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   return json(201, { seq: r.seq, appended: r.count });
 }
 
-/** The shape of a messages body: `?format=` absent or `openai` (chat), or `openai-responses` (as foldline serve's `Incoming`). */
-function incoming(name: string | null): "openai" | "openai-responses" {
+/** The shape of a messages body: `?format=` absent or `openai` (chat), `openai-responses`, `anthropic` or `ai-sdk` (as foldline serve's `Incoming`). */
+function incoming(name: string | null): "openai" | "openai-responses" | "anthropic" | "ai-sdk" {
   if (name === null || name === "openai") return "openai";
   if (name === "openai-responses" || name === "openaiResponses") return "openai-responses";
-  throw new ApiError(400, "invalid_input", `messages are openai (chat) or openai-responses, not ${JSON.stringify(name)}`);
+  if (name === "anthropic") return "anthropic";
+  if (name === "ai-sdk" || name === "aiSdk") return "ai-sdk";
+  throw new ApiError(400, "invalid_input", `messages are openai (chat), openai-responses, anthropic or ai-sdk, not ${JSON.stringify(name)}`);
 }
 
 /** `POST …/answer`: an answer holds the session (and captures the member's compression state) until given back or its lease ends. */

@@ -1,5 +1,5 @@
-// Both hosts convert alike: OpenAI chat messages and OpenAI Responses items,
-// the shared cases (tests/import/*.json) mutated at random — fields dropped,
+// Both hosts convert alike: OpenAI chat messages, OpenAI Responses items,
+// Anthropic and AI SDK messages, the shared cases (tests/import/*.json) mutated at random — fields dropped,
 // replaced by other kinds of values, strings with quotes and control
 // characters — go through the JS converter and through `foldline import`,
 // and must come out the same: the same turns, or the same refusal word for
@@ -19,8 +19,8 @@ const cases = Number(process.argv[3] ?? process.env.FOLDLINE_FUZZ_CASES ?? 150);
 let seed = 7;
 const r = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
 const pick = (xs) => xs[Math.floor(r() * xs.length)];
-const atoms = [{ b: 1, a: 2 }, "a\u0001b", "q\"uote", "é\n", null, 0, 5, -1.5, true, false, "", "x", "function_call", "message", "assistant", "user", "tool", "input_text", "output_text", "text", "refusal", "input_file", "reasoning", [], {}, [{ type: "input_text", text: "t" }], [{ type: "text", text: "t" }]];
-const keys = ["type", "role", "content", "call_id", "name", "arguments", "input", "output", "text", "filename", "refusal", "tool_calls", "tool_call_id", "function", "custom"];
+const atoms = [{ b: 1, a: 2 }, { 10: [1.5, -0, 1e21], 2: { z: "\u2028", y: 1e-7 } }, "a\u0001b", "q\"uote", "é\n", null, 0, 5, -1.5, true, false, "", "x", "function_call", "message", "assistant", "user", "tool", "input_text", "output_text", "text", "refusal", "input_file", "reasoning", "tool_use", "tool_result", "thinking", "image", "document", "tool-call", "tool-result", "json", "error-json", "error-text", "content", "execution-denied", "tool-approval-request", "tool-approval-response", [], {}, [{ type: "input_text", text: "t" }], [{ type: "text", text: "t" }]];
+const keys = ["type", "role", "content", "call_id", "name", "arguments", "input", "output", "text", "filename", "refusal", "tool_calls", "tool_call_id", "function", "custom", "id", "tool_use_id", "is_error", "source", "media_type", "title", "toolCallId", "toolName", "value", "mediaType", "approvalId", "approved", "reason"];
 function mutate(v) {
   if (Array.isArray(v)) {
     const a = v.map((x) => (r() < 0.4 ? mutate(x) : x));
@@ -45,6 +45,8 @@ const formats = [
   // `foldline import` without --format also takes foldline events: items with a `type` are left out.
   { name: "openai", file: "openai.json", field: "messages", convert: f.fromOpenAiMessages, args: [], skip: (x) => x && typeof x === "object" && "type" in x },
   { name: "openai-responses", file: "openai-responses.json", field: "items", convert: f.fromOpenAiResponses, args: ["--format", "openai-responses"], skip: () => false },
+  { name: "anthropic", file: "anthropic.json", field: "messages", convert: f.fromAnthropicMessages, args: ["--format", "anthropic"], skip: () => false },
+  { name: "ai-sdk", file: "ai-sdk.json", field: "messages", convert: f.fromAiSdkMessages, args: ["--format", "ai-sdk"], skip: () => false },
 ];
 const dir = mkdtempSync(join(tmpdir(), "foldline-import-fuzz-"));
 let failed = 0;

@@ -1,0 +1,139 @@
+//! Anthropic Messages API messages as turns, by the rules
+//! `fromAnthropicMessages` in js/src/convert.ts applies, word for word in
+//! its refusals (both held to `tests/import/anthropic.json`).
+//!
+//! A message's `text` and `tool_use` blocks stay one turn; its
+//! `tool_result` blocks (with `is_error`) answer the previous assistant turn
+//! and become a tool turn of their own before the rest of the message;
+//! `thinking` is model-private and not stored; images and documents leave a
+//! `[file …]` mark. A response of `messages.create` (`"type": "message"`)
+//! is a message too.
+
+use foldline_core::turn::{Part, Role};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{file_mark, input_text, js_json, opt_str, owned};
+use crate::error::{HostError, Result};
+
+/// The turns of `items` (each named by its place and read again from
+/// `raws`, the same items as their sender wrote them), in order.
+///
+/// # Errors
+/// `invalid_input` naming the item (and block) at fault.
+pub(super) fn drafts(
+    items: &[(String, Value)],
+    raws: &[&RawValue],
+) -> Result<Vec<(Role, Vec<Part>)>> {
+    let mut out = Vec::new();
+    for ((place, m), raw) in items.iter().zip(raws) {
+        let refuse = |why: &str| HostError::Input(format!("{place}: {why}"));
+        let role = match m.get("role").and_then(Value::as_str) {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => {
+                return Err(refuse(
+                    r#"a message is {"role": "user" | "assistant", "content"}"#,
+                ))
+            }
+        };
+        let blocks = match m.get("content") {
+            Some(Value::String(text)) => {
+                out.push((role, vec![Part::Text { text: text.clone() }]));
+                continue;
+            }
+            Some(Value::Array(blocks)) => blocks,
+            _ => return Err(refuse("content must be a string or an array of blocks")),
+        };
+        let written = js_json::member(raw, "content");
+        let (mut parts, mut results) = (Vec::new(), Vec::new());
+        for (k, b) in blocks.iter().enumerate() {
+            let at = format!("{place}: content[{k}]");
+            let as_written = || written.and_then(|c| js_json::element(c, k));
+            block(&at, b, as_written, &mut parts, &mut results)?;
+        }
+        let answered = !results.is_empty();
+        if answered {
+            out.push((Role::Tool, results));
+        }
+        if !parts.is_empty() || !answered {
+            out.push((role, parts));
+        }
+    }
+    Ok(out)
+}
+
+/// One block of a message: a part of the turn, a tool result, or nothing.
+fn block<'a>(
+    at: &str,
+    b: &Value,
+    as_written: impl Fn() -> Option<&'a RawValue>,
+    parts: &mut Vec<Part>,
+    results: &mut Vec<Part>,
+) -> Result<()> {
+    let refuse = |why: &str| HostError::Input(format!("{at}: {why}"));
+    if !b.is_object() {
+        return Err(refuse("a block is an object"));
+    }
+    let Some(kind) = b.get("type").and_then(Value::as_str) else {
+        return Err(refuse("a block's type must be a string"));
+    };
+    match kind {
+        "text" => parts.push(Part::Text {
+            text: opt_str(at, b, "text")?.unwrap_or_default().to_owned(),
+        }),
+        "tool_use" => parts.push(Part::ToolCall {
+            call_id: owned(at, b, "id")?,
+            name: owned(at, b, "name")?,
+            arguments: input_text(as_written().and_then(|w| js_json::member(w, "input")))?,
+            custom: false,
+        }),
+        "tool_result" => {
+            let content = match b.get("content") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(inner)) => {
+                    inner.iter().map(result_line).collect::<Vec<_>>().join("\n")
+                }
+                Some(_) => return Err(refuse("content must be a string or an array of blocks")),
+            };
+            results.push(Part::ToolResult {
+                call_id: owned(at, b, "tool_use_id")?,
+                name: String::new(),
+                content,
+                is_error: b.get("is_error") == Some(&Value::Bool(true)),
+            });
+        }
+        // Model-private reasoning: not stored.
+        "thinking" | "redacted_thinking" => {}
+        "image" | "document" => {
+            let source = b.get("source").filter(|s| s.is_object());
+            let media = match source.and_then(|s| s.get("media_type")) {
+                None | Some(Value::Null) => b.get("type"),
+                given => given,
+            };
+            let media = media.and_then(Value::as_str).filter(|m| !m.is_empty());
+            parts.push(Part::Text {
+                text: file_mark(
+                    media.unwrap_or("file"),
+                    b.get("title").and_then(Value::as_str),
+                ),
+            });
+        }
+        other => {
+            let other = Value::from(other);
+            return Err(refuse(&format!("unsupported block {other}")));
+        }
+    }
+    Ok(())
+}
+
+/// A block of a tool result's content as a line: its text, or the mark of
+/// what it is (`[file image]`).
+fn result_line(c: &Value) -> String {
+    match (c.get("type").and_then(Value::as_str), c.get("text")) {
+        (Some("text"), Some(Value::String(text))) => text.clone(),
+        (Some(kind), _) => format!("[file {kind}]"),
+        (None, _) => "[file block]".to_owned(),
+    }
+}
