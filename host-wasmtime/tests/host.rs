@@ -2482,7 +2482,7 @@ fn openai_messages_import_as_the_shared_cases_say() {
 /// a turn before the member's text, every fault refused with the same words.
 #[test]
 fn anthropic_messages_import_as_the_shared_cases_say() {
-    shared_import_cases("anthropic.json", "messages", Incoming::Anthropic, 30);
+    shared_import_cases("anthropic.json", "messages", Incoming::Anthropic, 32);
 }
 
 /// AI SDK model messages come in as the shared cases say

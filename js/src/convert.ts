@@ -37,9 +37,13 @@ export interface OpenAiChatMessage {
   tool_call_id?: string;
 }
 
-/** An Anthropic Messages API message (text, tool use, tool results with their error status). */
+/**
+ * An Anthropic Messages API message (text, tool use, tool results with their
+ * error status), a system message in the conversation (text blocks only), or
+ * a `messages.create` response as it is.
+ */
 export interface AnthropicMessage {
-  role: "user" | "assistant";
+  role: "user" | "assistant" | "system";
   content:
     | string
     | ReadonlyArray<
@@ -300,8 +304,8 @@ function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[]
   const out: Draft[] = system ? [{ role: "system", parts: [{ type: "text", text: system }] }] : [];
   messages.forEach((m, i) => {
     const place = `item ${i + 1}`;
-    if (!isObject(m) || (m.role !== "user" && m.role !== "assistant")) refuse(place, 'a message is {"role": "user" | "assistant", "content"}');
-    const role = m.role as "user" | "assistant";
+    if (!isObject(m) || (m.role !== "user" && m.role !== "assistant" && m.role !== "system")) refuse(place, 'a message is {"role": "user" | "assistant" | "system", "content"}');
+    const role = m.role as "user" | "assistant" | "system";
     if (typeof m.content === "string") {
       out.push({ role, parts: [{ type: "text", text: m.content }] });
       return;
@@ -313,6 +317,7 @@ function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[]
       const at = `${place}: content[${k}]`;
       if (!isObject(b)) refuse(at, "a block is an object");
       if (typeof b.type !== "string") refuse(at, "a block's type must be a string");
+      if (role === "system" && b.type !== "text") refuse(at, "a system message holds text blocks only");
       if (b.type === "text") parts.push({ type: "text", text: str(at, b, "text", false) ?? "" });
       else if (b.type === "tool_use") parts.push({ type: "toolCall", callId: str(at, b, "id") as string, name: str(at, b, "name") as string, arguments: inputText(b.input) });
       else if (b.type === "tool_result") {
@@ -338,7 +343,9 @@ function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[]
 /**
  * Anthropic messages (and the request's separate `system` prompt) as journal
  * events: text and `tool_use` blocks of a turn stay together; `tool_result`
- * blocks (with `is_error`) become a tool turn before the rest of their message.
+ * blocks (with `is_error`) become a tool turn before the rest of their
+ * message; a system message in the conversation (`role: "system"`, text
+ * only) is a system turn.
  */
 export function fromAnthropicMessages(messages: readonly AnthropicMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number; system?: string }): Event[] {
   return number(anthropicDrafts(messages, o.system), o);

@@ -18,7 +18,7 @@ const compactor = () => f.createCompactor({ journal: new f.MemoryJournal(), mode
 const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)));
 
 for (const [format, file, convert, atLeast] of [
-  ["anthropic", "anthropic.json", f.fromAnthropicMessages, 30],
+  ["anthropic", "anthropic.json", f.fromAnthropicMessages, 32],
   ["ai-sdk", "ai-sdk.json", f.fromAiSdkMessages, 29],
 ]) {
   test(`${format} messages import as the shared cases say, as in the Rust host; nothing is written on a refusal`, async () => {

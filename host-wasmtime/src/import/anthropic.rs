@@ -7,7 +7,8 @@
 //! and become a tool turn of their own before the rest of the message;
 //! `thinking` is model-private and not stored; images and documents leave a
 //! `[file …]` mark. A response of `messages.create` (`"type": "message"`)
-//! is a message too.
+//! is a message too, and a system message in the conversation (`"role":
+//! "system"`, text blocks only) a system turn.
 
 use foldline_core::turn::{Part, Role};
 use serde_json::value::RawValue;
@@ -31,9 +32,10 @@ pub(super) fn drafts(
         let role = match m.get("role").and_then(Value::as_str) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
+            Some("system") => Role::System,
             _ => {
                 return Err(refuse(
-                    r#"a message is {"role": "user" | "assistant", "content"}"#,
+                    r#"a message is {"role": "user" | "assistant" | "system", "content"}"#,
                 ))
             }
         };
@@ -50,7 +52,7 @@ pub(super) fn drafts(
         for (k, b) in blocks.iter().enumerate() {
             let at = format!("{place}: content[{k}]");
             let as_written = || written.and_then(|c| js_json::element(c, k));
-            block(&at, b, as_written, &mut parts, &mut results)?;
+            block(&at, role, b, as_written, &mut parts, &mut results)?;
         }
         let answered = !results.is_empty();
         if answered {
@@ -66,6 +68,7 @@ pub(super) fn drafts(
 /// One block of a message: a part of the turn, a tool result, or nothing.
 fn block<'a>(
     at: &str,
+    role: Role,
     b: &Value,
     as_written: impl Fn() -> Option<&'a RawValue>,
     parts: &mut Vec<Part>,
@@ -78,6 +81,9 @@ fn block<'a>(
     let Some(kind) = b.get("type").and_then(Value::as_str) else {
         return Err(refuse("a block's type must be a string"));
     };
+    if role == Role::System && kind != "text" {
+        return Err(refuse("a system message holds text blocks only"));
+    }
     match kind {
         "text" => parts.push(Part::Text {
             text: opt_str(at, b, "text")?.unwrap_or_default().to_owned(),

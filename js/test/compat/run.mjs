@@ -1,6 +1,6 @@
 // The SDK lines foldline claims, each as a user has it: the package packed
 // and installed into a fresh folder beside exactly one SDK line (`ai` 6
-// and 7; `openai` 6 and 7 — the range package.json declares; ai 5's types
+// and 7; `openai` 6 and 7; `@anthropic-ai/sdk` 0.137 and 1 — the range package.json declares; ai 5's types
 // cannot hold the approval parts foldline renders, so it is outside it), the scenario compiled with `tsc --strict`
 // against that line's own types (no casts on foldline's side), then run on
 // each supported Node line; its findings must all hold:
@@ -21,6 +21,15 @@
 //           custom call) go in as they are, the context goes back as
 //           `input` with each call and output of its kind, and a summary
 //           leads it after compaction.
+//   anthropic: the request's system prompt and the member's message go in
+//           as `MessageParam`s, the client's own response (`Message`:
+//           thinking, text, two tool uses) as it is, the tool results (one an
+//           error) and a system message in the conversation as
+//           `MessageParam`s; the request body carries the system prompts
+//           apart, the tool uses with their input, the results
+//           answering them with the error flag, no thinking; the summarizer
+//           gets its instructions as `system`; after compaction the summary
+//           goes with the system prompt.
 //   node test/compat/run.mjs           (every line)
 //   node test/compat/run.mjs ai@6      (one line)
 import { execFileSync } from "node:child_process";
@@ -40,12 +49,18 @@ const lines = [
   { name: "ai@7", scenario: "ai", packages: ["ai@7.0.173", "zod@4.6.7"] },
   { name: "openai@6", scenario: "openai", packages: ["openai@6.30.1"] },
   { name: "openai@7", scenario: "openai", packages: ["openai@7.59.0"] },
+  { name: "anthropic@0", scenario: "anthropic", packages: ["@anthropic-ai/sdk@0.137.0"] },
+  { name: "anthropic@1", scenario: "anthropic", packages: ["@anthropic-ai/sdk@1.16.0"] },
 ].filter((l) => process.argv.length <= 2 || process.argv.slice(2).includes(l.name));
 
 const expected = {
   ai: () => ({
     errorWrittenBySdk: true, storedError: true, storedApproval: true, paidStored: true, systemFirst: true, errorArrives: true,
     callArrives: true, paidArrives: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
+  }),
+  anthropic: () => ({
+    systemApart: true, responseAsItIs: true, thinkingNotSent: true, resultsAnswerCalls: true, errorArrives: true,
+    summarizerInstructions: true, systemAfterCompaction: true,
   }),
   openai: () => ({
     systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true,

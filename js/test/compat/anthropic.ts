@@ -1,0 +1,110 @@
+// One `@anthropic-ai/sdk` line (0.x's last, 1.x), as an app uses it: the
+// real client against a local server over HTTP that records every request
+// body; the request's separate system prompt and the member's message
+// appended as `MessageParam`s, the client's own response (`Message`:
+// thinking, text, two tool uses) appended as it is, the tool results (one
+// an error) and a system message in the conversation as `MessageParam`s, the context handed back to
+// `messages.create` as `system` and `messages`, and a summarizer built on
+// the same client. Compiled with `tsc --strict` against the line's own
+// types (no casts on foldline's side), then run; prints one JSON line that
+// run.mjs judges.
+import { createServer } from "node:http";
+import Anthropic from "@anthropic-ai/sdk";
+import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import { init, createCompactor, MemoryJournal, modelFromFunction } from "foldline";
+
+const SYSTEM = "You are the travel desk. Answer in one sentence.";
+type Block = { type: string; text?: string; id?: string; name?: string; input?: unknown; tool_use_id?: string; content?: unknown; is_error?: boolean };
+type Body = { model: string; system?: string; messages: Array<{ role: string; content: string | Block[] }> };
+const bodies: Body[] = [];
+let calls = 0;
+const server = createServer((req, res) => {
+  let text = "";
+  req.on("data", (c) => (text += c));
+  req.on("end", () => {
+    const body = JSON.parse(text) as Body;
+    bodies.push(body);
+    const first = body.model === "chat" && calls++ === 0;
+    const content = first
+      ? [
+          { type: "thinking", thinking: "Two tools.", signature: "sig" },
+          { type: "text", text: "Checking both.", citations: null },
+          { type: "tool_use", id: "toolu_w", name: "weather", input: { city: "Tokyo", days: 2 } },
+          { type: "tool_use", id: "toolu_g", name: "grep", input: { pattern: "warn|error" } },
+        ]
+      : [{ type: "text", text: body.model === "summarizer" ? "They asked about Tokyo's weather." : "Done.", citations: null }];
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({
+      id: `msg_${bodies.length}`, type: "message", role: "assistant", model: body.model, content,
+      stop_reason: first ? "tool_use" : "end_turn", stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 },
+    }));
+  });
+});
+await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+const address = server.address();
+const client = new Anthropic({ apiKey: "test", baseURL: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, maxRetries: 0 });
+
+await init();
+const c = createCompactor({
+  journal: new MemoryJournal(),
+  // The compactor's prompt: its system text as `system`, the rest as the member's messages.
+  model: modelFromFunction(async (packet) => {
+    const r = await client.messages.create({
+      model: "summarizer", max_tokens: 1024,
+      system: packet.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n"),
+      messages: packet.messages.flatMap((m) => (m.role === "user" ? [{ role: "user" as const, content: m.content }] : [])),
+    });
+    return r.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+  }),
+  declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars", trigger: 6000, retain: 2000 }, summary: { maxChars: 300 } },
+});
+const id = "trip";
+const opening: MessageParam[] = [{ role: "user", content: [{ type: "text", text: "Weather in Tokyo? And grep the log." }] }];
+await c.append(id, { format: "anthropic", system: SYSTEM, messages: opening });
+
+// 1. The model thinks and calls two tools: its response goes in as the client returned it.
+const ctx1 = await c.context(id, { format: "anthropic" });
+const r1 = await client.messages.create({ model: "chat", max_tokens: 1024, system: ctx1.messages.system, messages: ctx1.messages.messages });
+await c.append(id, { format: "anthropic", messages: r1 });
+const results: MessageParam = {
+  role: "user",
+  content: [
+    { type: "tool_result", tool_use_id: "toolu_w", content: "Error: weather service down", is_error: true },
+    { type: "tool_result", tool_use_id: "toolu_g", content: [{ type: "text", text: "2 lines" }] },
+  ],
+};
+// A system message in the conversation (the API's mid-conversation system
+// blocks) is a `MessageParam` too.
+const note: MessageParam[] = [results, { role: "system", content: [{ type: "text", text: "Prices in euros." }] }];
+await c.append(id, { format: "anthropic", messages: note });
+// 2. The context goes back to the client.
+const ctx2 = await c.context(id, { format: "anthropic" });
+await client.messages.create({ model: "chat", max_tokens: 1024, system: ctx2.messages.system, messages: ctx2.messages.messages });
+const sent = bodies.at(-1)!;
+
+// 3. A long chat: the summarizer is called through the same client.
+let compacted = 0;
+for (let i = 0; i < 80; i++) {
+  const turns: MessageParam[] = [{ role: "user", content: `Day ${i}: what should we see? ${"Details of the plan. ".repeat(8)}` }, { role: "assistant", content: `On day ${i}, the old town. ${"More suggestions here. ".repeat(8)}` }];
+  await c.append(id, { format: "anthropic", messages: turns });
+  if ((await c.onMessage(id)).status === "compacted") compacted++;
+}
+const after = await c.context(id, { format: "anthropic" });
+await client.messages.create({ model: "chat", max_tokens: 1024, system: after.messages.system, messages: after.messages.messages });
+server.close();
+
+const blocks = (m: Body["messages"][number] | undefined): Block[] => (Array.isArray(m?.content) ? m.content : []);
+const uses = sent.messages.flatMap(blocks).filter((b) => b.type === "tool_use");
+const answered = sent.messages.find((m) => blocks(m).some((b) => b.type === "tool_result"));
+const summarizerBodies = bodies.filter((b) => b.model === "summarizer");
+const last = bodies.at(-1)!;
+console.log(JSON.stringify({
+  systemApart: sent.system === SYSTEM + "\n\nPrices in euros." && sent.messages[0]?.role === "user",
+  responseAsItIs: uses.map((b) => `${b.id}:${b.name}:${JSON.stringify(b.input)}`).join("|") === 'toolu_w:weather:{"city":"Tokyo","days":2}|toolu_g:grep:{"pattern":"warn|error"}',
+  thinkingNotSent: !sent.messages.flatMap(blocks).some((b) => b.type === "thinking"),
+  resultsAnswerCalls: answered?.role === "user" && blocks(answered).map((b) => b.tool_use_id).join(",") === "toolu_w,toolu_g",
+  errorArrives: blocks(answered).some((b) => b.tool_use_id === "toolu_w" && b.is_error === true && String(b.content).includes("weather service down")),
+  compacted,
+  summarizerInstructions: summarizerBodies.length > 0 && summarizerBodies.every((b) => String(b.system).length > 200 && b.messages.every((m) => m.role === "user")),
+  systemAfterCompaction: String(last.system).startsWith(SYSTEM) && JSON.stringify(last).includes("untrusted-history-summary"),
+}));
