@@ -343,8 +343,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
     }
 
     /// [`Driver::append`] of messages in the `incoming` shape: OpenAI chat
-    /// messages, or OpenAI Responses API items (a request's `input`, a
-    /// response's `output` as it is; reasoning is not stored).
+    /// messages, OpenAI Responses API items (a request's `input`, a
+    /// response's `output` as it is; reasoning is not stored), Anthropic
+    /// messages or AI SDK model messages (docs/formats.md).
     ///
     /// # Errors
     /// As [`Driver::append`].

@@ -53,14 +53,15 @@ pub(super) fn drafts(
             (Some(Value::Array(list)), _) => list,
             _ => return Err(refuse("content must be a string or an array of parts")),
         };
-        let written = js_json::member(raw, "content");
+        // The parts as written, read once (a message may hold thousands).
+        let written = js_json::member(raw, "content").map_or_else(Vec::new, js_json::elements);
         let mut parts = Vec::with_capacity(list.len());
         for (k, p) in list.iter().enumerate() {
             let at = format!("{place}: content[{k}]");
             if !p.is_object() {
                 return Err(HostError::Input(format!("{at}: a part is an object")));
             }
-            let as_written = written.and_then(|c| js_json::element(c, k));
+            let as_written = written.get(k).copied();
             parts.extend(part(&at, role, p, as_written)?);
         }
         out.push((role, parts));

@@ -47,11 +47,12 @@ pub(super) fn drafts(
             Some(Value::Array(blocks)) => blocks,
             _ => return Err(refuse("content must be a string or an array of blocks")),
         };
-        let written = js_json::member(raw, "content");
+        // The blocks as written, read once (a message may hold thousands).
+        let written = js_json::member(raw, "content").map_or_else(Vec::new, js_json::elements);
         let (mut parts, mut results) = (Vec::new(), Vec::new());
         for (k, b) in blocks.iter().enumerate() {
             let at = format!("{place}: content[{k}]");
-            let as_written = || written.and_then(|c| js_json::element(c, k));
+            let as_written = || written.get(k).copied();
             block(&at, role, b, as_written, &mut parts, &mut results)?;
         }
         let answered = !results.is_empty();

@@ -88,13 +88,12 @@ pub(super) fn member<'a>(raw: &'a RawValue, key: &str) -> Option<&'a RawValue> {
         .map(|(_, v)| v)
 }
 
-/// The `k`-th element of the array `raw`.
-pub(super) fn element(raw: &RawValue, k: usize) -> Option<&RawValue> {
+/// The elements of the array `raw` (none when it is not an array).
+pub(super) fn elements(raw: &RawValue) -> Vec<&RawValue> {
     if !raw.get().starts_with('[') {
-        return None;
+        return Vec::new();
     }
-    let items: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
-    items.get(k).copied()
+    serde_json::from_str(raw.get()).unwrap_or_default()
 }
 
 /// A value as text, as js/src/convert.ts takes a tool's input or output:
@@ -224,7 +223,7 @@ mod tests {
         let raw: &RawValue = serde_json::from_str(r#"{"a":1,"x":[3,{"k":"v"}],"a":2}"#).unwrap();
         assert_eq!(member(raw, "a").unwrap().get(), "2");
         let x = member(raw, "x").unwrap();
-        assert_eq!(stringify(element(x, 1).unwrap()).unwrap(), r#"{"k":"v"}"#);
-        assert!(element(x, 2).is_none() && member(x, "a").is_none());
+        assert_eq!(stringify(elements(x)[1]).unwrap(), r#"{"k":"v"}"#);
+        assert!(elements(raw).is_empty() && member(x, "a").is_none());
     }
 }
