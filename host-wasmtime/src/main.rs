@@ -160,7 +160,7 @@ struct ImportArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events,
-    /// or of OpenAI Responses API items).
+    /// or with --format of OpenAI Responses API items, Anthropic or AI SDK messages).
     Import(ImportArgs),
     /// Run the driver once now, as a manual request by the owner.
     Compact,
