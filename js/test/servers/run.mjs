@@ -118,6 +118,7 @@ const cases = [
   [["POST", `${c}/messages?format=openai-responses`, msg({ role: "user", content: [{ type: "text", text: "chat's spelling" }] })], "400 invalid_input"],
   // Anthropic and AI SDK messages, with ?format=anthropic and ?format=ai-sdk.
   [["POST", `${c}/messages?format=anthropic`, msg([{ role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "s" }, { type: "tool_use", id: "tu1", name: "f", input: { b: 1, a: [2.5, { z: 1, y: 2 }] } }] }, { role: "user", content: [{ type: "tool_result", tool_use_id: "tu1", content: "ok", is_error: true }, { type: "text", text: "and?" }] }])], "201"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "a response as it is", citations: null }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } })], "201"],
   [["POST", `${c}/messages?format=anthropic`, msg({ role: "developer", content: "x" })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ role: "system", content: [{ type: "tool_use", id: "s", name: "f", input: {} }] })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ role: "assistant", content: [{ type: "server_tool_use", id: "s1", name: "web_search", input: {} }] })], "400 invalid_input"],
