@@ -176,14 +176,26 @@ test("a task's event stream reads from the task, not the whole conversation", as
   const here = await follow();
   assert.deepEqual(here.events, ["event: requested", "event: completed"]);
   assert.ok(here.read < 50, `followed where it started: ${here.read} of ${total} events read`);
-  // A handler that knows nothing of the task (a restart, another isolate).
+  // A handler that knows nothing of the task (a restart, another isolate)
+  // reads from the position the task's id carries.
+  assert.match(path, /\/tasks\/task-\d+-[0-9a-f]{32}\/events$/);
   w.crash();
   const fresh = await follow();
   assert.deepEqual(fresh.events, here.events);
-  assert.ok(fresh.largest <= 1000 && fresh.largest < total, `found by pages: ${fresh.largest} of ${total} events read at once`);
+  assert.ok(fresh.read < 50, `found from the id's position: ${fresh.read} of ${total} events read`);
   const again = await follow();
   assert.deepEqual(again.events, here.events);
   assert.ok(again.read < 50, `followed again: ${again.read} of ${total} events read`);
+  // A task id of another form (one a compactor was handed: its events
+  // written again under that id) is found by reading the conversation a
+  // page at a time.
+  const taskEvents = (await w.journal.readEvents("long", 0)).map((s) => s.event).filter((e) => e.type === "compactionTask");
+  await w.journal.append("long", taskEvents.map((e) => ({ ...e, taskId: "task-handed" })));
+  w.crash();
+  [read, largest] = [0, 0];
+  const other = await call("GET", "/api/conversations/long/tasks/task-handed/events");
+  assert.equal(other.status, 200);
+  assert.ok(largest <= 1000 && read >= total, `found by pages: ${read} events read, ${largest} at once`);
 });
 
 // A HEAD of a task's event stream answers as GET without the body, and the

@@ -16,7 +16,10 @@ export async function condense(app: App, id: string, member: string, ctx?: Execu
   await owned(app, id, member);
   if (answering(app, id)) throw new ApiError(409, "session_busy", "an answer owns the session; compact after it ends");
   takeCondense(app, member);
-  const task = `task-${crypto.randomUUID().replaceAll("-", "")}`;
+  // The id carries the journal's position before the task: its `requested`
+  // event is written after it, so a handler that never saw the task (a
+  // restart, another isolate) reads from there, not the whole conversation.
+  const task = `task-${await app.compactor.position(id)}-${crypto.randomUUID().replaceAll("-", "")}`;
   type First = { seq: number } | { result: OnMessageResult } | { error: unknown };
   let settle!: (f: First) => void;
   const first = new Promise<First>((r) => (settle = r));
@@ -48,9 +51,16 @@ function remember(app: App, key: string, seq: number): void {
   if (app.taskStarts.size > TASK_STARTS) app.taskStarts.delete(app.taskStarts.keys().next().value!);
 }
 
+/** The journal position a task id says its task began after (`task-<position>-<uuid>`); 0 for an id of another form. */
+function begunAfter(task: string): number {
+  const m = /^task-(\d{1,15})-[0-9a-f]{32}$/.exec(task);
+  return m ? Number(m[1]) : 0;
+}
+
 /**
  * Where the task's `requested` event is: remembered for a task started or
- * followed here, else found by reading the journal a page at a time.
+ * followed here, else found by reading the journal a page at a time from
+ * the position its id carries.
  */
 async function taskStart(app: App, id: string, task: string): Promise<number | undefined> {
   const key = `${id}\n${task}`;
@@ -59,7 +69,7 @@ async function taskStart(app: App, id: string, task: string): Promise<number | u
     remember(app, key, known);
     return known;
   }
-  for (let after = 0; ;) {
+  for (let after = begunAfter(task); ;) {
     const page = await readSome(app.o.journal, id, after, FEED_PAGE_EVENTS);
     const start = page.find((s) => s.event.type === "compactionTask" && s.event.taskId === task && s.event.state === "requested");
     if (start) {
