@@ -2,8 +2,8 @@
 //! messages (`role`, `content`, optional `name`, `tool_calls`,
 //! `tool_call_id`), of OpenAI Responses API items (`responses.rs`), of
 //! Anthropic messages (`anthropic.rs`), of AI SDK model messages
-//! (`ai_sdk.rs`) or of foldline events. Everything is parsed and checked before anything is
-//! appended, so bad input never half-writes the journal.
+//! (`ai_sdk.rs`) or of foldline events. Everything is parsed and checked
+//! before anything is appended, so bad input never half-writes the journal.
 
 mod ai_sdk;
 mod anthropic;
