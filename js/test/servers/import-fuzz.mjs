@@ -3,7 +3,8 @@
 // replaced by other kinds of values, strings with quotes and control
 // characters — go through the JS converter and through `foldline import`,
 // and must come out the same: the same turns, or the same refusal word for
-// word. Seeded, so a failure repeats.
+// word; then tool inputs written by hand go through both and must be
+// stored as the same bytes. Seeded, so a failure repeats.
 //   node test/servers/import-fuzz.mjs ../target/debug/foldline [cases per format]
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { spawnSync } from "node:child_process";
@@ -82,6 +83,42 @@ try {
     }
     console.log(`ok - ${fmt.name}: ${cases} mutated cases (${accepted} converted, the rest refused), the same in both hosts`);
   }
+  // A tool's object input as its sender wrote it — numbers in every
+  // spelling, escapes, repeated and integer-like keys, deep nesting — is
+  // stored as JavaScript's JSON.stringify(JSON.parse(text)) writes it, by
+  // both hosts: the texts are written by hand (not by JSON.stringify), one
+  // AI SDK tool call each, all in one file.
+  const numbers = ["0", "-0", "1", "-1", "1.0", "1.50", "2.5e-8", "1E21", "1e+21", "1e20", "123456789012345678901234567890", "0.1", "0.30000000000000004", "5e-324", "1.7976931348623157e308", "9007199254740993", "-0.0e0", "100e-2", "0.000001", "0.0000001"];
+  const strings = ["\"\"", "\"a\\u0041\\/b\"", "\"\\u00e9\\u2028x\"", "\"tab\\tnl\\n\\u0001\\u001f\\u007f\"", "\"\\ud83d\\ude00 é ✓\"", "\"q\\\"\\\\\""];
+  const keyNames = ["a", "b", "z", "0", "1", "2", "10", "01", "-1", "1.5", "4294967294", "4294967295", "__proto__", "é", ""];
+  const value = (depth) => {
+    const x = r();
+    if (depth > 3 || x < 0.35) return pick(numbers);
+    if (x < 0.55) return pick(strings);
+    if (x < 0.62) return pick(["true", "false", "null"]);
+    const n = Math.floor(r() * 5);
+    const gap = () => pick(["", " ", "\n  "]);
+    if (x < 0.78) return `[${gap()}${Array.from({ length: n }, () => value(depth + 1)).join(`,${gap()}`)}${gap()}]`;
+    return `{${gap()}${Array.from({ length: n }, () => `${JSON.stringify(pick(keyNames))}${gap()}:${gap()}${value(depth + 1)}`).join(`,${gap()}`)}${gap()}}`;
+  };
+  const inputs = Array.from({ length: cases }, () => `{${Array.from({ length: 1 + Math.floor(r() * 4) }, () => `${JSON.stringify(pick(keyNames))}:${value(0)}`).join(",")}}`);
+  const differing = [];
+  // 50 a file: the context read back holds them all.
+  for (let at = 0; at < inputs.length; at += 50) {
+    const some = inputs.slice(at, at + 50);
+    const text = `[${some.map((input, i) => `{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c${i}","toolName":"f","input":${input}}]}`).join(",\n")}]`;
+    const file = join(dir, `inputs-${at}.json`), db = join(dir, `inputs-${at}.db`);
+    writeFileSync(file, text);
+    const ours = f.fromAiSdkMessages(JSON.parse(text), { conversation: "default" }).map((e) => e.parts[0].arguments);
+    const imported = spawnSync(bin, ["--journal", db, "import", "--no-compact", "--format", "ai-sdk", file], { encoding: "utf8" });
+    const c = spawnSync(bin, ["--journal", db, "context", "--messages"], { encoding: "utf8" });
+    const theirs = imported.status === 0 && c.status === 0 ? JSON.parse(c.stdout).flatMap((m) => m.parts.map((p) => p.arguments)) : [];
+    if (theirs.length !== ours.length) differing.push([`${ours.length} inputs`, `${theirs.length} read back ${imported.stderr}${c.stderr}`, text]);
+    else differing.push(...ours.map((a, i) => [a, theirs[i], some[i]]).filter(([a, b]) => a !== b));
+  }
+  failed += differing.length;
+  for (const [a, b, input] of differing.slice(0, 5)) console.log(`not ok - a tool input as written: ${input.slice(0, 200)}\n  js:   ${a.slice(0, 200)}\n  rust: ${String(b).slice(0, 200)}`);
+  console.log(`${differing.length ? "not ok" : "ok"} - ${inputs.length} tool inputs written by hand (numbers in every spelling, escapes, repeated and integer-like keys): stored alike by both hosts`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
