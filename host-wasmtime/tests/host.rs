@@ -2473,7 +2473,7 @@ fn a_warm_candidate_is_prepared_under_its_own_900_second_lease() {
 /// the same words, naming the item and part.
 #[test]
 fn openai_messages_import_as_the_shared_cases_say() {
-    shared_import_cases("openai.json", "messages", Incoming::OpenAi, 30);
+    shared_import_cases("openai.json", "messages", Incoming::OpenAi, 33);
 }
 
 /// Anthropic messages come in as the shared cases say

@@ -138,6 +138,23 @@ function number(drafts: Draft[], o: { conversation: string; afterSeq?: number })
  * `image_url`, `input_audio`, `file`) or the Responses API's (`input_text`,
  * `output_text`, `input_image`, `input_file`).
  */
+/** The other formats' part types, named in a refusal: the format the messages were likely meant as. */
+const OTHER_FORMATS: Record<string, string> = {
+  tool_use: "anthropic", tool_result: "anthropic", thinking: "anthropic", redacted_thinking: "anthropic", document: "anthropic",
+  "tool-call": "ai-sdk", "tool-result": "ai-sdk", reasoning: "ai-sdk", "tool-approval-request": "ai-sdk", "tool-approval-response": "ai-sdk",
+};
+const CHAT_ONLY = new Set(["text", "image_url", "input_audio", "file"]);
+const RESPONSES_ONLY = new Set(["input_text", "output_text", "input_image", "input_file"]);
+
+/** ` (a part of the <format> format: …)` for a part type another format has, else nothing. */
+function formatHint(type: unknown, api: "chat" | "responses"): string {
+  if (typeof type !== "string") return "";
+  const other = Object.hasOwn(OTHER_FORMATS, type) ? OTHER_FORMATS[type]
+    : api === "chat" && RESPONSES_ONLY.has(type) ? "openai-responses"
+    : api === "responses" && CHAT_ONLY.has(type) ? "openai" : undefined;
+  return other ? ` (a part of the ${other} format: send such messages as ${other})` : "";
+}
+
 function openAiText(place: string, content: unknown, role: Role, api: "chat" | "responses" = "chat"): Part[] {
   if (content === undefined || content === null) return [];
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
@@ -154,7 +171,7 @@ function openAiText(place: string, content: unknown, role: Role, api: "chat" | "
     else if (chat && p.type === "input_audio") files.push(fileMark("audio", undefined));
     else if (p.type === (chat ? "file" : "input_file")) files.push(fileMark("file", chat ? (isObject(p.file) ? p.file.filename : undefined) : p.filename));
     else if (p.type != null && typeof p.type !== "string") refuse(at, "a content part's type must be a string");
-    else refuse(at, `unsupported content part ${JSON.stringify(p.type ?? null)}`);
+    else refuse(at, `unsupported content part ${JSON.stringify(p.type ?? null)}${formatHint(p.type, api)}`);
   });
   const text = texts.join("\n");
   return [...(text ? [{ type: "text" as const, text }] : []), ...files];

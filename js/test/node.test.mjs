@@ -598,7 +598,7 @@ test("skipped runs advance a progress watermark, never the journal", async () =>
 // placeholders for files, the same refusals word for word.
 test("OpenAI messages import as the shared cases say, as in the Rust host", async () => {
   const doc = JSON.parse(await readFile(new URL("../../tests/import/openai.json", import.meta.url), "utf8"));
-  assert.ok(doc.cases.length >= 30);
+  assert.ok(doc.cases.length >= 33);
   for (const c of doc.cases) {
     let events;
     try {

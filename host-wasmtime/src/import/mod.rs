@@ -271,10 +271,11 @@ fn content_of(
             // quote alike (an object's keys they would order differently).
             _ => match p.get("type") {
                 None | Some(Value::Null | Value::String(_)) => {
+                    let kind = p.get("type").unwrap_or(&Value::Null);
                     return Err(HostError::Input(format!(
-                        "{at}: unsupported content part {}",
-                        p.get("type").unwrap_or(&Value::Null)
-                    )))
+                        "{at}: unsupported content part {kind}{}",
+                        format_hint(kind.as_str().unwrap_or_default(), chat)
+                    )));
                 }
                 Some(_) => {
                     return Err(HostError::Input(format!(
@@ -285,6 +286,23 @@ fn content_of(
         }
     }
     Ok((texts.join("\n"), files))
+}
+
+/// ` (a part of the <format> format: …)` for a part type another format
+/// has (`formatHint` in js/src/convert.ts), else nothing.
+fn format_hint(kind: &str, chat: bool) -> String {
+    let other = match kind {
+        "tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document" => "anthropic",
+        "tool-call"
+        | "tool-result"
+        | "reasoning"
+        | "tool-approval-request"
+        | "tool-approval-response" => "ai-sdk",
+        "input_text" | "output_text" | "input_image" | "input_file" if chat => "openai-responses",
+        "text" | "image_url" | "input_audio" | "file" if !chat => "openai",
+        _ => return String::new(),
+    };
+    format!(" (a part of the {other} format: send such messages as {other})")
 }
 
 /// A content's text (when there is any), then its marks: one text part
