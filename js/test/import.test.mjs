@@ -42,3 +42,32 @@ for (const [format, file, convert, atLeast] of [
     }
   });
 }
+
+// Nothing accepted may leave a conversation unable to plan, compact,
+// render, draw or verify: every accepted case of the four shared lists,
+// mixed at random with member text into long conversations (seeded), goes
+// through compactions and then every format's context, the timeline and
+// the chain's resolution.
+test("every accepted shared case keeps a long conversation able to compact, render, draw and verify", async () => {
+  let seed = 3;
+  const r = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  let compacted = 0;
+  for (const [format, file, field] of [["openai", "openai.json", "messages"], ["openai-responses", "openai-responses.json", "items"], ["anthropic", "anthropic.json", "messages"], ["ai-sdk", "ai-sdk.json", "messages"]]) {
+    const good = JSON.parse(await readFile(new URL(`../../tests/import/${file}`, import.meta.url), "utf8")).cases.filter((c) => !c.refused);
+    for (let k = 0; k < 4; k++) {
+      const c = f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration: { targetId: "a", compactorId: "a-c", budget: { kind: "chars", trigger: 3000, retain: 1200 } } });
+      for (let i = 0; i < 60; i++) {
+        await c.append("x", { format, messages: good[Math.floor(r() * good.length)][field] });
+        if (r() < 0.3) await c.append("x", [{ role: "user", content: `filler ${i} `.repeat(20) }]);
+        const out = await c.onMessage("x");
+        assert.ok(!["failed", "refused"].includes(out.status), `${format} #${k}: ${JSON.stringify(out)}`);
+        if (out.status === "compacted") compacted++;
+      }
+      for (const to of ["foldline", "openai", "openai-responses", "anthropic", "ai-sdk"]) assert.ok((await c.context("x", { format: to })).manifest, `${format} #${k} as ${to}`);
+      assert.ok((await c.timeline("x")).items.length > 0);
+      const chain = await c.resolve("x");
+      assert.ok(chain.head, `${format} #${k}: a chain`);
+    }
+  }
+  assert.ok(compacted >= 16, `${compacted} compactions`);
+});
