@@ -53,10 +53,16 @@ fn broken(e: serde_json::Error) -> HostError {
 fn members(raw: &RawValue) -> Result<Vec<(String, &RawValue)>> {
     let Members(written) = serde_json::from_str(raw.get()).map_err(broken)?;
     let mut out: Vec<(String, &RawValue)> = Vec::with_capacity(written.len());
+    // Where each key first stood (a map, so an object of many keys costs
+    // n log n, not n²).
+    let mut first: std::collections::BTreeMap<String, usize> = Default::default();
     for (key, value) in written {
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => out.push((key, value)),
+        match first.get(&key) {
+            Some(&at) => out[at].1 = value,
+            None => {
+                first.insert(key.clone(), out.len());
+                out.push((key, value));
+            }
         }
     }
     // A stable sort keeps the other keys in their written order.
