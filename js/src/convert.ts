@@ -132,12 +132,6 @@ function number(drafts: Draft[], o: { conversation: string; afterSeq?: number })
 
 // ---- OpenAI chat ----
 
-/**
- * The text of an OpenAI message's content (a string or content parts), its
- * images, audio and files as marks: in the chat API's vocabulary (`text`,
- * `image_url`, `input_audio`, `file`) or the Responses API's (`input_text`,
- * `output_text`, `input_image`, `input_file`).
- */
 /** The other formats' part types, named in a refusal: the format the messages were likely meant as. */
 const OTHER_FORMATS: Record<string, string> = {
   tool_use: "anthropic", tool_result: "anthropic", thinking: "anthropic", redacted_thinking: "anthropic", document: "anthropic",
@@ -155,6 +149,12 @@ function formatHint(type: unknown, api: "chat" | "responses"): string {
   return other ? ` (a part of the ${other} format: send such messages as ${other})` : "";
 }
 
+/**
+ * The text of an OpenAI message's content (a string or content parts), its
+ * images, audio and files as marks: in the chat API's vocabulary (`text`,
+ * `image_url`, `input_audio`, `file`) or the Responses API's (`input_text`,
+ * `output_text`, `input_image`, `input_file`).
+ */
 function openAiText(place: string, content: unknown, role: Role, api: "chat" | "responses" = "chat"): Part[] {
   if (content === undefined || content === null) return [];
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
