@@ -2494,6 +2494,87 @@ fn ai_sdk_messages_import_as_the_shared_cases_say() {
     shared_import_cases("ai-sdk.json", "messages", Incoming::AiSdk, 29);
 }
 
+/// Nothing accepted may leave a conversation unable to plan, compact,
+/// render, draw or verify (as `js/test/import.test.mjs` for the JS
+/// driver): every accepted case of the four shared lists, mixed at random
+/// with member text into long conversations (seeded), through the Rust
+/// driver's compactions, then every format's context, the timeline and the
+/// chain's resolution.
+#[test]
+fn every_accepted_shared_case_keeps_a_long_conversation_working() {
+    use foldline_core::format::Format;
+    let mut seed: u64 = 3;
+    let mut r = move |n: usize| {
+        seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+        (seed as usize) % n
+    };
+    let mut compacted = 0;
+    for (file, field, incoming) in [
+        ("openai.json", "messages", Incoming::OpenAi),
+        ("openai-responses.json", "items", Incoming::OpenAiResponses),
+        ("anthropic.json", "messages", Incoming::Anthropic),
+        ("ai-sdk.json", "messages", Incoming::AiSdk),
+    ] {
+        let path = format!("{}/../tests/import/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        #[derive(serde::Deserialize)]
+        struct Raw<'a> {
+            #[serde(borrow)]
+            cases: Vec<std::collections::BTreeMap<&'a str, &'a serde_json::value::RawValue>>,
+        }
+        let raw: Raw = serde_json::from_str(&text).unwrap();
+        let good: Vec<&str> = raw
+            .cases
+            .iter()
+            .filter(|c| !c.contains_key("refused"))
+            .map(|c| c[field].get())
+            .collect();
+        for k in 0..2 {
+            let d = Driver::new(
+                Foldline::embedded().unwrap(),
+                SqliteJournal::in_memory().unwrap(),
+                Extractive,
+                budget_decl(Budget::Chars {
+                    trigger: 3_000,
+                    retain: 1_200,
+                }),
+            );
+            for i in 0..60 {
+                d.append_as("x", incoming, good[r(good.len())])
+                    .unwrap_or_else(|e| panic!("{file} #{k}: {e}"));
+                let filler = format!("filler {i} ").repeat(20);
+                let member = serde_json::json!({"role": "user", "content": filler});
+                d.append("x", &member.to_string()).unwrap();
+                match d.on_message("x").unwrap() {
+                    Outcome::Compacted(_) => compacted += 1,
+                    o @ (Outcome::Refused(_) | Outcome::Failed(_)) => panic!("{file} #{k}: {o:?}"),
+                    _ => {}
+                }
+            }
+            for format in [
+                Format::Foldline,
+                Format::Openai,
+                Format::OpenaiResponses,
+                Format::Anthropic,
+                Format::AiSdk,
+            ] {
+                let options = ContextOptions {
+                    format,
+                    ..Default::default()
+                };
+                d.context("x", options)
+                    .unwrap_or_else(|e| panic!("{file} #{k} as {format:?}: {e}"));
+            }
+            assert!(!d.timeline("x").unwrap().items.is_empty());
+            assert!(
+                d.resolve("x").unwrap().head.is_some(),
+                "{file} #{k}: a chain"
+            );
+        }
+    }
+    assert!(compacted >= 8, "{compacted} compactions");
+}
+
 #[test]
 fn openai_responses_items_import_as_the_shared_cases_say() {
     shared_import_cases(
