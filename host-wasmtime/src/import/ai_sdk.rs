@@ -11,7 +11,7 @@ use foldline_core::turn::{Part, Role};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{file_mark, input_text, js_json, opt_str, owned};
+use super::{file_part, input_text, js_json, opt_str, owned};
 use crate::error::{HostError, Result};
 
 /// The turns of `items` (each named by its place and read again from
@@ -86,9 +86,9 @@ fn part(at: &str, role: Role, p: &Value, as_written: Option<&RawValue>) -> Resul
                 None | Some(Value::Null) => Some("image"),
                 given => given.and_then(Value::as_str),
             };
-            mark(media, None)
+            file_part(media, None)
         }
-        "file" => mark(
+        "file" => file_part(
             p.get("mediaType").and_then(Value::as_str),
             p.get("filename").and_then(Value::as_str),
         ),
@@ -142,15 +142,6 @@ fn part(at: &str, role: Role, p: &Value, as_written: Option<&RawValue>) -> Resul
         }
     };
     Ok(Some(part))
-}
-
-/// The mark a file or image leaves: its media type (`file` when it has
-/// none) and name.
-fn mark(media: Option<&str>, name: Option<&str>) -> Part {
-    let media = media.filter(|m| !m.is_empty()).unwrap_or("file");
-    Part::Text {
-        text: file_mark(media, name),
-    }
 }
 
 /// A tool result's `output` (`{"type", "value"}`, every line's kinds) as

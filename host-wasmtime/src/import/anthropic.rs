@@ -14,7 +14,7 @@ use foldline_core::turn::{Part, Role};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{file_mark, input_text, js_json, opt_str, owned};
+use super::{file_part, input_text, js_json, opt_str, owned};
 use crate::error::{HostError, Result};
 
 /// The turns of `items` (each named by its place and read again from
@@ -52,8 +52,14 @@ pub(super) fn drafts(
         let (mut parts, mut results) = (Vec::new(), Vec::new());
         for (k, b) in blocks.iter().enumerate() {
             let at = format!("{place}: content[{k}]");
-            let as_written = || written.get(k).copied();
-            block(&at, role, b, as_written, &mut parts, &mut results)?;
+            block(
+                &at,
+                role,
+                b,
+                written.get(k).copied(),
+                &mut parts,
+                &mut results,
+            )?;
         }
         let answered = !results.is_empty();
         if answered {
@@ -67,11 +73,11 @@ pub(super) fn drafts(
 }
 
 /// One block of a message: a part of the turn, a tool result, or nothing.
-fn block<'a>(
+fn block(
     at: &str,
     role: Role,
     b: &Value,
-    as_written: impl Fn() -> Option<&'a RawValue>,
+    as_written: Option<&RawValue>,
     parts: &mut Vec<Part>,
     results: &mut Vec<Part>,
 ) -> Result<()> {
@@ -92,7 +98,7 @@ fn block<'a>(
         "tool_use" => parts.push(Part::ToolCall {
             call_id: owned(at, b, "id")?,
             name: owned(at, b, "name")?,
-            arguments: input_text(as_written().and_then(|w| js_json::member(w, "input")))?,
+            arguments: input_text(as_written.and_then(|w| js_json::member(w, "input")))?,
             custom: false,
         }),
         "tool_result" => {
@@ -119,13 +125,10 @@ fn block<'a>(
                 None | Some(Value::Null) => b.get("type"),
                 given => given,
             };
-            let media = media.and_then(Value::as_str).filter(|m| !m.is_empty());
-            parts.push(Part::Text {
-                text: file_mark(
-                    media.unwrap_or("file"),
-                    b.get("title").and_then(Value::as_str),
-                ),
-            });
+            parts.push(file_part(
+                media.and_then(Value::as_str),
+                b.get("title").and_then(Value::as_str),
+            ));
         }
         other => {
             let other = Value::from(other);

@@ -215,6 +215,15 @@ fn file_mark(kind: &str, name: Option<&str>) -> String {
     }
 }
 
+/// The mark a file or image of a given media type leaves, as a text part:
+/// `fileMark` in js/src/convert.ts (`file` when there is no media type).
+fn file_part(media: Option<&str>, name: Option<&str>) -> Part {
+    let media = media.filter(|m| !m.is_empty()).unwrap_or("file");
+    Part::Text {
+        text: file_mark(media, name),
+    }
+}
+
 /// OpenAI `content`: absent, `null`, a string, or an array of content parts
 /// (`text`; `refusal` from the assistant; `image_url`, `input_audio` and
 /// `file`, which leave a [`file_mark`]; in the Responses API's vocabulary
