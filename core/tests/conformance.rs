@@ -1231,6 +1231,77 @@ fn gen_select() -> Vec<Value> {
             json!([{"content": [{"text": "Hi", "type": "text"}, {"text": "Hello?", "type": "text"}], "role": "user"}]),
         )],
     );
+    // Reasoning as the providers returned it: an Anthropic thinking block
+    // and an AI SDK reasoning part, in an assistant turn that calls a tool.
+    let thinking = json!({"type": "thinking", "thinking": "Porto first.", "signature": "sig-1"});
+    let sdk_reasoning = json!({"type": "reasoning", "text": "Porto first.", "providerOptions": {"anthropic": {"signature": "sig-1"}}});
+    let reasoning = |data: &Value, format: &str| {
+        serde_json::from_value::<Part>(json!({"type": "reasoning", "format": format, "data": data}))
+            .unwrap()
+    };
+    let cycle = vec![
+        msg(1, "u1", Role::User, "Find a hotel in Porto."),
+        Event::Message(message(
+            2,
+            0,
+            "a1",
+            Role::Assistant,
+            vec![
+                reasoning(&thinking, "anthropic"),
+                reasoning(&sdk_reasoning, "aiSdk"),
+                call("call_1"),
+            ],
+        )),
+        Event::Message(message(
+            3,
+            0,
+            "r1",
+            Role::Tool,
+            vec![Part::ToolResult {
+                call_id: "call_1".into(),
+                name: "search".into(),
+                content: "3 hotels".into(),
+                is_error: false,
+            }],
+        )),
+    ];
+    let tool_use =
+        json!({"id": "call_1", "input": {"q": "hotels"}, "name": "search", "type": "tool_use"});
+    let sdk_call = json!({"input": {"q": "hotels"}, "toolCallId": "call_1", "toolName": "search", "type": "tool-call"});
+    g.select_in_formats(
+        "reasoning-open-cycle",
+        "while a tool cycle is open (no member message after the assistant turn), its reasoning goes back to the format it came in, as it came: Anthropic refuses a tool cycle whose last assistant turn lacks its thinking block; no other format gets it",
+        &d,
+        &cycle,
+        &[
+            ("anthropic", "/ok/messages/messages/1/content", json!([thinking, tool_use])),
+            ("aiSdk", "/ok/messages/1/content", json!([sdk_reasoning, sdk_call])),
+            (
+                "openai",
+                "/ok/messages/1",
+                json!({"content": null, "role": "assistant", "tool_calls": [{"function": {"arguments": "{\"q\":\"hotels\"}", "name": "search"}, "id": "call_1", "type": "function"}]}),
+            ),
+            (
+                "openaiResponses",
+                "/ok/messages/1",
+                json!({"arguments": "{\"q\":\"hotels\"}", "call_id": "call_1", "name": "search", "type": "function_call"}),
+            ),
+            ("foldline", "/ok/messages/1/parts/0/data", thinking.clone()),
+        ],
+    );
+    let mut closed = cycle.clone();
+    closed.push(msg(4, "u2", Role::User, "Thanks. Trains?"));
+    g.select_in_formats(
+        "reasoning-closed-cycle",
+        "once the member writes after a tool cycle, its reasoning goes to no provider (none needs an earlier cycle's); foldline's own form keeps it",
+        &d,
+        &closed,
+        &[
+            ("anthropic", "/ok/messages/messages/1/content", json!([tool_use])),
+            ("aiSdk", "/ok/messages/1/content", json!([sdk_call])),
+            ("foldline", "/ok/messages/1/parts/1/data", sdk_reasoning.clone()),
+        ],
+    );
     // A chat that opens with the assistant's greeting, no summary yet.
     let greeting = vec![
         msg(1, "a1", Role::Assistant, "Hi! How can I help?"),

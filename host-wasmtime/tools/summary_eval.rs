@@ -116,7 +116,7 @@ fn text_of(e: &Event) -> Option<(u64, String)> {
                     Part::ToolCall { arguments, .. } => arguments.clone(),
                     Part::ToolResult { content, .. } => content.clone(),
                     Part::ApprovalResponse { reason, .. } => reason.clone(),
-                    Part::ApprovalRequest { .. } => String::new(),
+                    Part::ApprovalRequest { .. } | Part::Reasoning { .. } => String::new(),
                 })
                 .collect::<Vec<_>>()
                 .join(" "),

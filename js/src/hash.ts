@@ -14,16 +14,28 @@ export function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
-/** Parts as the core serializes them (defaults filled, `isError` only when true). */
+/** A format's name as the core writes it (`ai-sdk` is read as `aiSdk`). */
+const FORMAT_NAMES: Record<string, string> = { "ai-sdk": "aiSdk", "openai-responses": "openaiResponses" };
+
+/** Parts as the core serializes them (defaults filled, flags and empty reasons left out). */
 function normalized(parts: Part[]): unknown[] {
   return parts.map((p) => {
     switch (p.type) {
       case "text": return { type: "text", text: p.text };
-      case "toolCall": return { type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments };
+      case "toolCall":
+        return p.custom
+          ? { type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments, custom: true }
+          : { type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments };
       case "toolResult":
         return p.isError
           ? { type: "toolResult", callId: p.callId, name: p.name ?? "", content: p.content, isError: true }
           : { type: "toolResult", callId: p.callId, name: p.name ?? "", content: p.content };
+      case "approvalRequest": return { type: "approvalRequest", approvalId: p.approvalId, callId: p.callId };
+      case "approvalResponse":
+        return p.reason
+          ? { type: "approvalResponse", approvalId: p.approvalId, approved: p.approved, reason: p.reason }
+          : { type: "approvalResponse", approvalId: p.approvalId, approved: p.approved };
+      case "reasoning": return { type: "reasoning", format: FORMAT_NAMES[p.format] ?? p.format, data: p.data };
     }
   });
 }

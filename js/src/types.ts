@@ -35,7 +35,13 @@ export type Part =
   | { type: "toolCall"; callId: string; name: string; arguments: string; custom?: boolean }
   | { type: "toolResult"; callId: string; name?: string; content: string; isError?: boolean }
   | { type: "approvalRequest"; approvalId: string; callId: string }
-  | { type: "approvalResponse"; approvalId: string; approved: boolean; reason?: string };
+  | { type: "approvalResponse"; approvalId: string; approved: boolean; reason?: string }
+  /**
+   * The model's reasoning as its provider returned it (an Anthropic `thinking` or
+   * `redacted_thinking` block, an AI SDK `reasoning` part). Sent back only in
+   * `format`, only while its tool cycle is open; never counted or summarized.
+   */
+  | { type: "reasoning"; format: Format; data: unknown };
 
 export interface Route { conversation: string; chat?: string; sender?: string }
 

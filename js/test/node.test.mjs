@@ -282,7 +282,7 @@ test("held events: a live window over its share of the held bytes (sent inline f
   }
 });
 
-test("contentHash in JS is held to the core's: tool calls, isError, missing names, text beyond the BMP", async () => {
+test("contentHash in JS is held to the core's: tool calls, isError, missing names, text beyond the BMP, approvals, reasoning", async () => {
   const cases = [
     [{ type: "toolCall", callId: "c1", name: "search", arguments: "{\"q\":\"Lisbon 🏖\"}" }],
     [{ type: "toolResult", callId: "c1", name: "search", content: "3 options", isError: true }],
@@ -291,6 +291,11 @@ test("contentHash in JS is held to the core's: tool calls, isError, missing name
     [{ type: "text", text: "emoji 😀👩‍👩‍👧, CJK 漢字, math 𝔸, combining é, RTL שלום" }],
     [{ type: "text", text: "" }, { type: "text", text: "\u007f\u2028\u2029\t\"\\" }],
     [{ type: "text", text: "a" }, { type: "toolCall", callId: "x", name: "n", arguments: "" }, { type: "toolResult", callId: "x", name: "n", content: "𝄞", isError: true }],
+    [{ type: "toolCall", callId: "c2", name: "patch", arguments: "*** Begin Patch", custom: true }, { type: "toolCall", callId: "c3", name: "f", arguments: "{}", custom: false }],
+    [{ type: "approvalRequest", approvalId: "ap1", callId: "c1" }],
+    [{ type: "approvalResponse", approvalId: "ap1", approved: false, reason: "not now" }, { type: "approvalResponse", approvalId: "ap2", approved: true, reason: "" }],
+    [{ type: "reasoning", format: "anthropic", data: { type: "thinking", thinking: "Porto 🏖", signature: "c2ln" } }, { type: "text", text: "x" }],
+    [{ type: "reasoning", format: "ai-sdk", data: { type: "reasoning", text: "", providerOptions: { anthropic: { redactedData: "b3BhcXVl" } } } }],
   ];
   const route = { conversation: "h" };
   for (const [i, parts] of cases.entries()) {

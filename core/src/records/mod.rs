@@ -10,4 +10,5 @@ pub mod event;
 pub mod frontier;
 pub mod link;
 pub mod packet;
+pub mod provider;
 pub mod turn;

@@ -91,6 +91,19 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         reason: String,
     },
+    /// The model's reasoning as its provider returned it (an Anthropic
+    /// `thinking` or `redacted_thinking` block, an AI SDK `reasoning` part),
+    /// kept as the provider wrote it. Providers with extended thinking refuse
+    /// a tool cycle whose last assistant turn lacks it, so it is sent back in
+    /// its own format while the tool cycle it belongs to is open
+    /// (`render/reasoning.rs`); it is never counted, summarized or shown as
+    /// text.
+    Reasoning {
+        /// The format it came in and alone goes back to.
+        format: crate::records::provider::Format,
+        /// The block or part, as it came.
+        data: serde_json::Value,
+    },
 }
 
 impl Part {
@@ -105,6 +118,9 @@ impl Part {
             Part::ToolResult { content, .. } => char_count(content),
             Part::ApprovalRequest { .. } => 0,
             Part::ApprovalResponse { reason, .. } => char_count(reason),
+            // Providers count only the open tool cycle's reasoning, which
+            // the model wrote inside its output reserve.
+            Part::Reasoning { .. } => 0,
         };
         n as u64
     }
@@ -118,7 +134,7 @@ impl Part {
             Part::ToolResult { call_id, .. } => Some((call_id, true)),
             Part::ApprovalRequest { approval_id, .. } => Some((approval_id, false)),
             Part::ApprovalResponse { approval_id, .. } => Some((approval_id, true)),
-            Part::Text { .. } => None,
+            Part::Text { .. } | Part::Reasoning { .. } => None,
         }
     }
 }
@@ -143,11 +159,16 @@ pub fn content_hash(parts: &[Part]) -> String {
 /// The text of a turn's parts as one string (tool calls and results rendered).
 pub fn render_parts(parts: &[Part]) -> String {
     let mut out = String::new();
-    for (i, p) in parts.iter().enumerate() {
+    for (i, p) in parts
+        .iter()
+        .filter(|p| !matches!(p, Part::Reasoning { .. }))
+        .enumerate()
+    {
         if i > 0 {
             out.push('\n');
         }
         match p {
+            Part::Reasoning { .. } => {}
             Part::Text { text } => out.push_str(text),
             Part::ToolCall {
                 name, arguments, ..

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::borrow::Cow;
 
 use super::exchange::as_providers_take;
+use super::reasoning;
 use crate::canonical::{write_str, Encode};
 use crate::decode::{At, Decode};
 use crate::records::turn::{Part, Role};
@@ -51,35 +52,7 @@ pub struct ContextMessage {
     pub parts: Vec<Part>,
 }
 
-/// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
-#[serde(rename_all = "camelCase")]
-pub enum Format {
-    /// foldline's own [`ContextMessage`] list.
-    #[default]
-    Foldline,
-    /// OpenAI chat-completions `messages`.
-    Openai,
-    /// OpenAI Responses API `input` items; read also as `openai-responses`.
-    #[serde(alias = "openai-responses")]
-    OpenaiResponses,
-    /// Anthropic messages: `{ system, messages }`.
-    Anthropic,
-    /// Vercel AI SDK `ModelMessage[]`; read also as `ai-sdk`, the spelling
-    /// of the README, the program and the servers' `?format=`.
-    #[serde(alias = "ai-sdk")]
-    AiSdk,
-}
-
-impl std::str::FromStr for Format {
-    type Err = crate::error::Error;
-
-    /// A format by any name the core reads it by (`ai-sdk` for `aiSdk`):
-    /// what a host's `--format` or `?format=` takes.
-    fn from_str(name: &str) -> crate::error::Result<Format> {
-        Format::decode(crate::decode::Tree::String(name.into()), &At::ROOT).map_err(|e| *e)
-    }
-}
+pub use crate::records::provider::Format;
 
 /// Messages rendered in a format. foldline's own form stays typed and is
 /// written straight to its canonical bytes, as are OpenAI messages (the
@@ -197,6 +170,10 @@ impl<'a> Outgoing<'a> {
 
 /// [`render`] of borrowed messages.
 pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Rendered {
+    let messages = match format {
+        Format::Foldline => messages,
+        f => reasoning::for_provider(f, messages),
+    };
     match format {
         Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),
         Format::Openai => Rendered::Canonical(openai(&as_providers_take(messages, false))),
@@ -296,7 +273,8 @@ pub(super) fn openai_walk<'a>(
                         // OpenAI has no approvals: the call and its result carry the exchange.
                         Part::ToolCall { .. }
                         | Part::ApprovalRequest { .. }
-                        | Part::ApprovalResponse { .. } => {}
+                        | Part::ApprovalResponse { .. }
+                        | Part::Reasoning { .. } => {}
                     }
                 }
             }
@@ -412,7 +390,9 @@ fn parts_len(parts: &[Part]) -> usize {
                 name, arguments, ..
             } => name.len() + arguments.len() + 80,
             Part::ToolResult { content, .. } => content.len() + 60,
-            Part::ApprovalRequest { .. } | Part::ApprovalResponse { .. } => 0,
+            Part::ApprovalRequest { .. }
+            | Part::ApprovalResponse { .. }
+            | Part::Reasoning { .. } => 0,
         })
         .sum()
 }
@@ -442,6 +422,7 @@ fn anthropic(messages: &[Outgoing<'_>]) -> Value {
                 Part::Text { .. }
                 | Part::ApprovalRequest { .. }
                 | Part::ApprovalResponse { .. } => {}
+                Part::Reasoning { data, .. } => blocks.push(data.clone()),
                 Part::ToolCall {
                     call_id,
                     name,
@@ -514,6 +495,7 @@ fn ai_sdk(m: &Outgoing<'_>) -> Option<Value> {
                 Some(json!({"type": "text", "text": text}))
             }
             Part::Text { .. } => None,
+            Part::Reasoning { data, .. } => Some(data.clone()),
             Part::ToolCall {
                 call_id,
                 name,

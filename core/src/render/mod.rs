@@ -8,4 +8,5 @@ pub mod compactor;
 pub mod envelope;
 mod exchange;
 pub mod format;
+mod reasoning;
 mod responses;

@@ -1,0 +1,64 @@
+//! The model's reasoning, sent back while its tool cycle is open.
+//!
+//! Anthropic with extended thinking refuses a request whose last assistant
+//! turn calls a tool without the thinking block it came with (`400 …
+//! expected thinking or redacted_thinking`), and the AI SDK's Anthropic
+//! provider writes that block only from the `reasoning` part the SDK
+//! returned (its signature in `providerOptions`). No provider needs an
+//! earlier cycle's reasoning: Anthropic leaves it out of the model's view
+//! and other providers answer without it. So a [`Part::Reasoning`] goes to a
+//! provider only
+//!
+//! - in the format it came in (a signature is valid only where it was made),
+//! - of a type that format's reasoning has (Anthropic `thinking` and
+//!   `redacted_thinking`, the AI SDK's `reasoning`), and
+//! - in an assistant turn of the open tool cycle: after the context's last
+//!   member (user-role) message, so as long as the model is calling tools
+//!   and reading their results.
+//!
+//! Everywhere else it is left out. foldline's own form keeps every part.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::format::{Format, Outgoing};
+use crate::records::turn::{Part, Role};
+
+/// `messages` with every reasoning part the provider is not to get left
+/// out (the rules above).
+pub(crate) fn for_provider(format: Format, messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
+    let open = messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |i| i + 1);
+    messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let sent = i >= open && m.role == Role::Assistant;
+            let keep = |p: &Part| match p {
+                Part::Reasoning { format: f, data } => sent && *f == format && takes(format, data),
+                _ => true,
+            };
+            if m.parts.iter().all(keep) {
+                return m;
+            }
+            let parts = m.parts.iter().filter(|p| keep(p)).cloned().collect();
+            Outgoing {
+                parts: Cow::Owned(parts),
+                ..m
+            }
+        })
+        .collect()
+}
+
+/// Whether `format` has reasoning of this block's type.
+fn takes(format: Format, data: &Value) -> bool {
+    let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
+    match format {
+        Format::Anthropic => kind == "thinking" || kind == "redacted_thinking",
+        Format::AiSdk => kind == "reasoning",
+        _ => false,
+    }
+}

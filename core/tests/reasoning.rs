@@ -1,0 +1,221 @@
+//! Reasoning parts (`core/src/render/reasoning.rs`): sent back only in the
+//! format they came in, only in an assistant turn of the open tool cycle;
+//! never counted, summarized or written as text; kept in foldline's form.
+
+use foldline_core::api;
+use foldline_core::format::{render, ContextMessage, Format, Kind};
+use foldline_core::turn::{content_hash, parts_chars, render_parts, Part, Role};
+use serde_json::{json, Value};
+
+fn m(role: Role, parts: Vec<Part>) -> ContextMessage {
+    ContextMessage {
+        kind: Kind::Turn,
+        role,
+        turn_id: None,
+        parts,
+    }
+}
+
+fn text(t: &str) -> Part {
+    Part::Text { text: t.into() }
+}
+
+fn reasoning(format: &str, data: Value) -> Part {
+    serde_json::from_value(json!({"type": "reasoning", "format": format, "data": data})).unwrap()
+}
+
+fn thinking() -> Part {
+    reasoning(
+        "anthropic",
+        json!({"type": "thinking", "thinking": "Porto first.", "signature": "sig"}),
+    )
+}
+
+fn sdk() -> Part {
+    reasoning(
+        "aiSdk",
+        json!({"type": "reasoning", "text": "Porto first.", "providerOptions": {"anthropic": {"signature": "sig"}}}),
+    )
+}
+
+fn call() -> Part {
+    Part::ToolCall {
+        call_id: "c1".into(),
+        name: "search".into(),
+        arguments: "{\"q\":\"porto\"}".into(),
+        custom: false,
+    }
+}
+
+fn result() -> Part {
+    Part::ToolResult {
+        call_id: "c1".into(),
+        name: "search".into(),
+        content: "3 hotels".into(),
+        is_error: false,
+    }
+}
+
+fn rendered(format: Format, messages: &[ContextMessage]) -> Value {
+    render(format, messages.to_vec()).to_value()
+}
+
+/// Every block or part of type `kind` in a rendering.
+fn count(v: &Value, kind: &str) -> usize {
+    match v {
+        Value::Object(o) => {
+            usize::from(o.get("type") == Some(&json!(kind)))
+                + o.values().map(|x| count(x, kind)).sum::<usize>()
+        }
+        Value::Array(a) => a.iter().map(|x| count(x, kind)).sum(),
+        _ => 0,
+    }
+}
+
+#[test]
+fn a_multi_step_tool_cycle_sends_every_step_its_reasoning() {
+    let messages = vec![
+        m(Role::User, vec![text("Find a hotel.")]),
+        m(Role::Assistant, vec![thinking(), sdk(), call()]),
+        m(Role::Tool, vec![result()]),
+        m(
+            Role::Assistant,
+            vec![
+                reasoning(
+                    "anthropic",
+                    json!({"type": "redacted_thinking", "data": "opaque"}),
+                ),
+                text("Booked."),
+            ],
+        ),
+    ];
+    let a = rendered(Format::Anthropic, &messages);
+    assert_eq!(count(&a, "thinking"), 1);
+    assert_eq!(count(&a, "redacted_thinking"), 1);
+    // In place: first in the assistant's message, before the tool use.
+    assert_eq!(a["messages"][1]["content"][0]["type"], "thinking");
+    assert_eq!(a["messages"][1]["content"][0]["signature"], "sig");
+    assert_eq!(a["messages"][3]["content"][0]["type"], "redacted_thinking");
+    let s = rendered(Format::AiSdk, &messages);
+    assert_eq!(count(&s, "reasoning"), 1);
+    assert_eq!(
+        s[1]["content"][0]["providerOptions"]["anthropic"]["signature"],
+        "sig"
+    );
+}
+
+#[test]
+fn no_reasoning_goes_back_after_the_member_writes() {
+    let messages = vec![
+        m(Role::User, vec![text("Find a hotel.")]),
+        m(Role::Assistant, vec![thinking(), sdk(), call()]),
+        m(Role::Tool, vec![result()]),
+        m(Role::Assistant, vec![thinking(), text("Booked.")]),
+        m(Role::User, vec![text("Thanks.")]),
+    ];
+    for f in [Format::Anthropic, Format::AiSdk] {
+        let v = rendered(f, &messages);
+        assert_eq!(
+            count(&v, "thinking") + count(&v, "reasoning"),
+            0,
+            "{f:?}: {v}"
+        );
+    }
+}
+
+#[test]
+fn reasoning_goes_only_to_its_own_format_and_only_as_that_format_s_reasoning() {
+    let open = |parts: Vec<Part>| {
+        vec![
+            m(Role::User, vec![text("Find a hotel.")]),
+            m(Role::Assistant, parts),
+        ]
+    };
+    // OpenAI's shapes never get it: the bytes are those without it.
+    for f in [Format::Openai, Format::OpenaiResponses] {
+        assert_eq!(
+            rendered(f, &open(vec![thinking(), sdk(), call()])),
+            rendered(f, &open(vec![call()])),
+        );
+    }
+    assert_eq!(
+        count(
+            &rendered(Format::AiSdk, &open(vec![thinking(), text("x")])),
+            "thinking"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &rendered(Format::Anthropic, &open(vec![sdk(), text("x")])),
+            "reasoning"
+        ),
+        0
+    );
+    // A block of another type, even under the right format, is never sent.
+    let odd = reasoning("anthropic", json!({"type": "tool_use", "id": "x"}));
+    assert_eq!(
+        rendered(Format::Anthropic, &open(vec![odd, text("x")])),
+        rendered(Format::Anthropic, &open(vec![text("x")])),
+    );
+    // Nor from a turn that is not the assistant's.
+    let tool = vec![
+        m(Role::User, vec![text("Find a hotel.")]),
+        m(Role::Assistant, vec![call()]),
+        m(Role::Tool, vec![thinking(), result()]),
+    ];
+    assert_eq!(count(&rendered(Format::Anthropic, &tool), "thinking"), 0);
+    // foldline's own form keeps every part.
+    let own = rendered(Format::Foldline, &open(vec![thinking(), sdk(), call()]));
+    assert_eq!(own[1]["parts"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn reasoning_is_content_but_never_counted_or_written_as_text() {
+    let with = vec![thinking(), text("Booked.")];
+    let without = vec![text("Booked.")];
+    assert_eq!(parts_chars(&with), parts_chars(&without));
+    assert_eq!(render_parts(&with), "Booked.");
+    assert_ne!(content_hash(&with), content_hash(&without));
+}
+
+#[test]
+fn reasoning_data_of_any_shape_is_kept_and_never_sent() {
+    let vectors: Value =
+        serde_json::from_str(include_str!("../../tests/vectors/select.json")).unwrap();
+    let base = vectors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "select/reasoning-open-cycle-anthropic")
+        .unwrap()["request"]
+        .clone();
+    let select = |req: &Value| -> Value {
+        serde_json::from_slice(&api::call("select", req.to_string().as_bytes())).unwrap()
+    };
+    let ok = select(&base);
+    assert_eq!(
+        ok["ok"]["messages"]["messages"][1]["content"][0]["type"],
+        "thinking"
+    );
+    for data in [
+        json!("text"),
+        json!([1]),
+        json!(null),
+        json!({"thinking": "no type"}),
+    ] {
+        let mut req = base.clone();
+        req["events"][1]["parts"][0]["data"] = data.clone();
+        let out = select(&req);
+        assert_eq!(
+            out["ok"]["messages"]["messages"][1]["content"][0]["type"], "tool_use",
+            "{data}: {out}"
+        );
+        req["format"] = json!("foldline");
+        assert_eq!(select(&req)["ok"]["messages"][1]["parts"][0]["data"], data);
+    }
+    // A part that is not one of the core's is refused with its code.
+    let mut req = base.clone();
+    req["events"][1]["parts"][0]["format"] = json!("gemini");
+    assert_eq!(select(&req)["error"]["code"], "invalid_request");
+}
