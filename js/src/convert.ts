@@ -6,8 +6,11 @@
 // held to the shared cases in tests/import/.
 //
 // What has no place in a journal of text (docs/formats.md):
-// - reasoning (AI SDK `reasoning`, Anthropic `thinking`) is model-private
-//   and dropped;
+// - reasoning is kept only where a provider wants it back: an assistant's
+//   Anthropic `thinking` / `redacted_thinking` block and AI SDK `reasoning`
+//   part become a `reasoning` part, sent back in that format while its tool
+//   cycle is open (core/src/render/reasoning.rs); Responses `reasoning`
+//   items, and reasoning anywhere else, are dropped;
 // - files and images are not stored (a journal holds text): each becomes a
 //   text part `[file <media type> <name>]` so the model still knows one was
 //   there.
@@ -293,8 +296,9 @@ function responsesDrafts(items: readonly unknown[]): Draft[] {
       out.push({ role: "tool", parts: [{ type: "toolResult", callId, name: typeof raw.name === "string" ? raw.name : "", content, isError: false }] });
       answer = undefined;
     } else if (type !== "reasoning") {
-      // Reasoning is model-private (dropped, as AI SDK reasoning and
-      // Anthropic thinking); anything else is named, never half-stored.
+      // Reasoning is not stored: the Responses API answers without it, and
+      // an item sent back without the items it preceded (whose ids a journal
+      // does not keep) it refuses. Anything else is named, never half-stored.
       refuse(place, type === undefined ? "an item needs a type or a role"
         : `${JSON.stringify(type)} items are not imported: foldline stores messages, function and custom tool calls and their outputs`);
     }
@@ -343,7 +347,8 @@ function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[]
           : b.content == null ? "" : refuse(at, "content must be a string or an array of blocks");
         results.push({ type: "toolResult", callId: str(at, b, "tool_use_id") as string, name: "", content, isError: b.is_error === true });
       } else if (b.type === "thinking" || b.type === "redacted_thinking") {
-        // model-private reasoning: dropped
+        const reasoning = anthropicReasoning(role, b);
+        if (reasoning) parts.push(reasoning);
       } else if (b.type === "image" || b.type === "document") {
         const source = isObject(b.source) ? b.source : {};
         parts.push(fileMark(source.media_type ?? b.type, b.title));
@@ -355,6 +360,19 @@ function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[]
     if (parts.length || !results.length) out.push({ role, parts });
   });
   return out;
+}
+
+/**
+ * An assistant's thinking block as the reasoning part that goes back to
+ * Anthropic with it (its fields alone, keys in the order the Rust host
+ * writes them); a block without them, or in another role, is not stored.
+ */
+function anthropicReasoning(role: string, b: Record<string, unknown>): Part | undefined {
+  if (role !== "assistant") return undefined;
+  const data = b.type === "thinking"
+    ? typeof b.signature === "string" && typeof b.thinking === "string" ? { signature: b.signature, thinking: b.thinking, type: b.type } : undefined
+    : typeof b.data === "string" ? { data: b.data, type: b.type } : undefined;
+  return data && { type: "reasoning", format: "anthropic", data };
 }
 
 /**
@@ -396,7 +414,17 @@ function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | u
   if (typeof p.type !== "string") refuse(at, "a part's type must be a string");
   switch (p.type) {
     case "text": return { type: "text", text: str(at, p, "text", false) ?? "" };
-    case "reasoning": case "reasoning-file": return undefined; // model-private: dropped
+    case "reasoning": {
+      // Kept for the provider that wrote it (a signature, an item id in
+      // `providerOptions`); a file of reasoning, or reasoning outside an
+      // assistant's message, is not stored.
+      if (role !== "assistant" || typeof p.text !== "string") return undefined;
+      const data = isObject(p.providerOptions)
+        ? { providerOptions: JSON.parse(JSON.stringify(p.providerOptions)) as unknown, text: p.text, type: "reasoning" }
+        : { text: p.text, type: "reasoning" };
+      return { type: "reasoning", format: "aiSdk", data };
+    }
+    case "reasoning-file": return undefined;
     case "image": return fileMark(p.mediaType ?? "image", undefined);
     case "file": return fileMark(p.mediaType, p.filename);
     case "tool-call":

@@ -4,8 +4,11 @@
 //!
 //! Text, tool calls (object or JSON-text input), tool results with their
 //! error status (`error-text`, `error-json`, `execution-denied`), approval
-//! requests and their answers each keep their kind; reasoning is
-//! model-private and not stored; images and files leave a `[file …]` mark.
+//! requests and their answers each keep their kind; an assistant's
+//! `reasoning` part is kept as it came (with its `providerOptions`), to go
+//! back to the provider while its tool cycle is open, and reasoning files
+//! or reasoning elsewhere are not stored; images and files leave a
+//! `[file …]` mark.
 
 use foldline_core::turn::{Part, Role};
 use serde_json::value::RawValue;
@@ -79,8 +82,8 @@ fn part(at: &str, role: Role, p: &Value, as_written: Option<&RawValue>) -> Resul
         "text" => Part::Text {
             text: opt_str(at, p, "text")?.unwrap_or_default().to_owned(),
         },
-        // Model-private: not stored.
-        "reasoning" | "reasoning-file" => return Ok(None),
+        "reasoning" => return reasoning(role, p, as_written),
+        "reasoning-file" => return Ok(None),
         "image" => {
             let media = match p.get("mediaType") {
                 None | Some(Value::Null) => Some("image"),
@@ -190,4 +193,30 @@ fn content_line(c: &Value) -> String {
             format!("[file {media}]")
         }
     }
+}
+
+/// An assistant's reasoning part as it came: its text and, as JavaScript
+/// writes them, its `providerOptions` (where a provider keeps the signature
+/// or item id it wants back). Reasoning elsewhere, or without its text, is
+/// not stored.
+fn reasoning(role: Role, p: &Value, as_written: Option<&RawValue>) -> Result<Option<Part>> {
+    let Some(text) = p.get("text").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    if role != Role::Assistant {
+        return Ok(None);
+    }
+    let mut data = serde_json::json!({"text": text, "type": "reasoning"});
+    let options = as_written.and_then(|w| js_json::member(w, "providerOptions"));
+    if let Some(options) =
+        options.filter(|_| p.get("providerOptions").is_some_and(Value::is_object))
+    {
+        let written = js_json::stringify(options)?;
+        data["providerOptions"] = serde_json::from_str(&written)
+            .map_err(|e| HostError::Input(format!("providerOptions: {e}")))?;
+    }
+    Ok(Some(Part::Reasoning {
+        format: foldline_core::format::Format::AiSdk,
+        data,
+    }))
 }

@@ -5,7 +5,10 @@
 //! A message's `text` and `tool_use` blocks stay one turn; its
 //! `tool_result` blocks (with `is_error`) answer the previous assistant turn
 //! and become a tool turn of their own before the rest of the message;
-//! `thinking` is model-private and not stored; images and documents leave a
+//! an assistant's `thinking` and `redacted_thinking` blocks are kept as
+//! reasoning parts, to go back to Anthropic while their tool cycle is open
+//! (elsewhere, or lacking their fields, they are not stored); images and
+//! documents leave a
 //! `[file …]` mark. A response of `messages.create` (`"type": "message"`)
 //! is a message too, and a system message in the conversation (`"role":
 //! "system"`, text blocks only) a system turn.
@@ -117,8 +120,7 @@ fn block(
                 is_error: b.get("is_error") == Some(&Value::Bool(true)),
             });
         }
-        // Model-private reasoning: not stored.
-        "thinking" | "redacted_thinking" => {}
+        "thinking" | "redacted_thinking" => parts.extend(reasoning(role, kind, b)),
         "image" | "document" => {
             let source = b.get("source").filter(|s| s.is_object());
             let media = match source.and_then(|s| s.get("media_type")) {
@@ -146,4 +148,22 @@ fn result_line(c: &Value) -> String {
         (Some(kind), _) => format!("[file {kind}]"),
         (None, _) => "[file block]".to_owned(),
     }
+}
+
+/// An assistant's thinking block as the reasoning part that goes back to
+/// Anthropic with it (its fields alone); a block without them, or in another
+/// role, is not stored.
+fn reasoning(role: Role, kind: &str, b: &Value) -> Option<Part> {
+    let field = |name: &str| b.get(name).and_then(Value::as_str);
+    let data = match (role, kind) {
+        (Role::Assistant, "thinking") => serde_json::json!({
+            "signature": field("signature")?, "thinking": field("thinking")?, "type": kind,
+        }),
+        (Role::Assistant, _) => serde_json::json!({"data": field("data")?, "type": kind}),
+        _ => return None,
+    };
+    Some(Part::Reasoning {
+        format: foldline_core::format::Format::Anthropic,
+        data,
+    })
 }

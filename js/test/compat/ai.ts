@@ -1,5 +1,5 @@
 // One AI SDK line (6 or 7), as an app uses it: the real `generateText`
-// with real tools (one that fails, one that needs the member's approval), its own messages (ai 6's `response.messages`, ai 7's `responseMessages`) appended to
+// with a model that reasons (a signature in its metadata) and real tools (one that fails, one that needs the member's approval), its own messages (ai 6's `response.messages`, ai 7's `responseMessages`) appended to
 // foldline as they are, the context handed back through `aiSdkPrompt`, and
 // a summarizer through `modelFromAiSdk`. Mock language models (the line's
 // own `ai/test`) record what reached the provider boundary. Compiled with
@@ -20,7 +20,11 @@ const reason = (unified: string, raw: string) => ({ unified, raw });
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
 
 type Prompt = Array<{ role: string; content: unknown }>;
-type Content = Array<{ type: "text"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: string }>;
+type Content = Array<
+  | { type: "text"; text: string }
+  | { type: "tool-call"; toolCallId: string; toolName: string; input: string }
+  | { type: "reasoning"; text: string; providerMetadata: Record<string, Record<string, string>> }
+>;
 
 /** A language model answering `answer(prompt)`, recording every prompt it is given. */
 function model(id: string, seen: Prompt[], answer: (p: Prompt) => Content): Model {
@@ -88,8 +92,12 @@ async function turn(answer: (p: Prompt) => Content) {
 }
 const call = (toolCallId: string, toolName: string, input: string): Content => [{ type: "tool-call", toolCallId, toolName, input }];
 
-// 1. A tool that fails: the SDK writes an error result.
-const r1 = await turn(() => call("call-w", "weather", '{"city":"Tokyo"}'));
+// 1. The model reasons (its provider's signature in the metadata, as the
+//    SDK's Anthropic provider returns it) and calls a tool that fails: the
+//    SDK writes an error result.
+const thought = { type: "reasoning" as const, text: "Weather first.", providerMetadata: { anthropic: { signature: "sig-w" } } };
+const r1 = await turn(() => [thought, ...call("call-w", "weather", '{"city":"Tokyo"}')]);
+const cyclePrompt = () => chatSeen[1] ?? [];
 // 2. A tool that needs approval: the SDK asks; the member approves; the SDK
 //    runs the tool from the history foldline hands back, then answers.
 const r2 = await turn(() => call("call-p", "pay", '{"invoice":7}'));
@@ -135,6 +143,11 @@ console.log(JSON.stringify({
   errorArrives: parts(lastPrompt).some((p) => p.role === "tool" && p.toolCallId === "call-w" && String((p.output as { type?: string })?.type).startsWith("error")),
   callArrives: parts(lastPrompt).some((p) => p.type === "tool-call" && p.toolCallId === "call-w"),
   paidArrives: parts(lastPrompt).some((p) => p.type === "tool-result" && p.toolCallId === "call-p" && JSON.stringify(p.output).includes("paid invoice 7")),
+  reasoningInItsCycle: parts(cyclePrompt()).some((p) => p.role === "assistant" && p.type === "reasoning" && p.text === "Weather first."
+    && JSON.stringify(p.providerOptions) === '{"anthropic":{"signature":"sig-w"}}'),
+  // Still open in the approval's turns; over once the member writes again.
+  reasoningNotAfter: parts(lastPrompt).some((p) => p.type === "reasoning") && !parts(interruptedPrompt).some((p) => p.type === "reasoning")
+    && !parts(chatSeen.at(-1) ?? []).some((p) => p.type === "reasoning"),
   interruptedGoesOn: interrupted || parts(interruptedPrompt).some((p) => p.role === "assistant" && p.type === "text" && String(p.text).startsWith("[tool call weather]")),
   compacted,
   summarizerInstructions: summarizerSeen.length > 0 && summarizerSeen.every((p) => p[0]?.role === "system" && String(p[0].content).length > 200),

@@ -4,7 +4,9 @@
 // appended as `MessageParam`s, the client's own response (`Message`:
 // thinking, text, two tool uses) appended as it is, the tool results (one
 // an error) and a system message in the conversation as `MessageParam`s, the context handed back to
-// `messages.create` as `system` and `messages`, and a summarizer built on
+// `messages.create` as `system` and `messages` with extended thinking on
+// (the recording server refuses, as the API does, a tool cycle whose last
+// assistant message lacks its thinking block), and a summarizer built on
 // the same client. Compiled with `tsc --strict` against the line's own
 // types (no casts on foldline's side), then run; prints one JSON line that
 // run.mjs judges.
@@ -15,7 +17,17 @@ import { init, createCompactor, MemoryJournal, modelFromFunction } from "foldlin
 
 const SYSTEM = "You are the travel desk. Answer in one sentence.";
 type Block = { type: string; text?: string; id?: string; name?: string; input?: unknown; tool_use_id?: string; content?: unknown; is_error?: boolean };
-type Body = { model: string; system?: string; messages: Array<{ role: string; content: string | Block[] }> };
+type Block2 = Block & { thinking?: string; signature?: string };
+type Body = { model: string; system?: string; thinking?: { type: string }; messages: Array<{ role: string; content: string | Block2[] }> };
+
+/** The API's refusal with thinking on: the last assistant message calls a tool and does not open with its thinking. */
+function refusal(body: Body): string | undefined {
+  if (body.thinking?.type !== "enabled") return undefined;
+  const last = body.messages.filter((m) => m.role === "assistant").at(-1);
+  const content = Array.isArray(last?.content) ? last.content : [];
+  if (!content.some((b) => b.type === "tool_use") || content[0]?.type === "thinking" || content[0]?.type === "redacted_thinking") return undefined;
+  return "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.";
+}
 const bodies: Body[] = [];
 let calls = 0;
 const server = createServer((req, res) => {
@@ -24,6 +36,12 @@ const server = createServer((req, res) => {
   req.on("end", () => {
     const body = JSON.parse(text) as Body;
     bodies.push(body);
+    const refused = refusal(body);
+    if (refused) {
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: refused } }));
+      return;
+    }
     const first = body.model === "chat" && calls++ === 0;
     const content = first
       ? [
@@ -64,7 +82,8 @@ await c.append(id, { format: "anthropic", system: SYSTEM, messages: opening });
 
 // 1. The model thinks and calls two tools: its response goes in as the client returned it.
 const ctx1 = await c.context(id, { format: "anthropic" });
-const r1 = await client.messages.create({ model: "chat", max_tokens: 1024, system: ctx1.messages.system, messages: ctx1.messages.messages });
+const thinking = { type: "enabled" as const, budget_tokens: 1024 };
+const r1 = await client.messages.create({ model: "chat", max_tokens: 2048, thinking, system: ctx1.messages.system, messages: ctx1.messages.messages });
 await c.append(id, { format: "anthropic", messages: r1 });
 const results: MessageParam = {
   role: "user",
@@ -77,9 +96,15 @@ const results: MessageParam = {
 // blocks) is a `MessageParam` too.
 const note: MessageParam[] = [results, { role: "system", content: [{ type: "text", text: "Prices in euros." }] }];
 await c.append(id, { format: "anthropic", messages: note });
-// 2. The context goes back to the client.
+// 2. The context goes back to the client, thinking still on: the API takes
+// it only with the thinking block the tool uses came with.
 const ctx2 = await c.context(id, { format: "anthropic" });
-await client.messages.create({ model: "chat", max_tokens: 1024, system: ctx2.messages.system, messages: ctx2.messages.messages });
+let cycleRefused = "";
+try {
+  await client.messages.create({ model: "chat", max_tokens: 2048, thinking, system: ctx2.messages.system, messages: ctx2.messages.messages });
+} catch (e) {
+  cycleRefused = String(e);
+}
 const sent = bodies.at(-1)!;
 
 // 3. A long chat: the summarizer is called through the same client.
@@ -90,10 +115,10 @@ for (let i = 0; i < 80; i++) {
   if ((await c.onMessage(id)).status === "compacted") compacted++;
 }
 const after = await c.context(id, { format: "anthropic" });
-await client.messages.create({ model: "chat", max_tokens: 1024, system: after.messages.system, messages: after.messages.messages });
+await client.messages.create({ model: "chat", max_tokens: 2048, thinking, system: after.messages.system, messages: after.messages.messages });
 server.close();
 
-const blocks = (m: Body["messages"][number] | undefined): Block[] => (Array.isArray(m?.content) ? m.content : []);
+const blocks = (m: Body["messages"][number] | undefined): Block2[] => (Array.isArray(m?.content) ? m.content : []);
 const uses = sent.messages.flatMap(blocks).filter((b) => b.type === "tool_use");
 const answered = sent.messages.find((m) => blocks(m).some((b) => b.type === "tool_result"));
 const summarizerBodies = bodies.filter((b) => b.model === "summarizer");
@@ -101,7 +126,9 @@ const last = bodies.at(-1)!;
 console.log(JSON.stringify({
   systemApart: sent.system === SYSTEM + "\n\nPrices in euros." && sent.messages[0]?.role === "user",
   responseAsItIs: uses.map((b) => `${b.id}:${b.name}:${JSON.stringify(b.input)}`).join("|") === 'toolu_w:weather:{"city":"Tokyo","days":2}|toolu_g:grep:{"pattern":"warn|error"}',
-  thinkingNotSent: !sent.messages.flatMap(blocks).some((b) => b.type === "thinking"),
+  thinkingInItsCycle: cycleRefused === "" && sent.messages.flatMap(blocks).filter((b) => b.type === "thinking").length === 1
+    && blocks(sent.messages.find((m) => m.role === "assistant"))[0]?.signature === "sig",
+  thinkingNotAfter: !last.messages.flatMap(blocks).some((b) => b.type === "thinking"),
   resultsAnswerCalls: answered?.role === "user" && blocks(answered).map((b) => b.tool_use_id).join(",") === "toolu_w,toolu_g",
   errorArrives: blocks(answered).some((b) => b.tool_use_id === "toolu_w" && b.is_error === true && String(b.content).includes("weather service down")),
   compacted,

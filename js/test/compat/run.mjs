@@ -8,7 +8,9 @@
 //           lines that have them) go in as they are, the approved tool's
 //           result among them, and what reaches the
 //           provider carries the system prompt, the tool pairs, the error
-//           result and the approved tool's result; after an interrupted
+//           result and the approved tool's result, and the model's
+//           reasoning with its provider's signature while the tool cycle
+//           is open (none once the member writes again); after an interrupted
 //           tool run (a call without its result, the member writing on) the
 //           SDK still takes the context; the summarizer through
 //           modelFromAiSdk gets its instructions.
@@ -26,8 +28,10 @@
 //           thinking, text, two tool uses) as it is, the tool results (one an
 //           error) and a system message in the conversation as
 //           `MessageParam`s; the request body carries the system prompts
-//           apart, the tool uses with their input, the results
-//           answering them with the error flag, no thinking; the summarizer
+//           apart, the tool uses after their thinking block (the
+//           recording server refuses, as the API does with thinking on,
+//           a tool cycle without it), the results answering them with
+//           the error flag, and no thinking once the cycle is over; the summarizer
 //           gets its instructions as `system`; after compaction the summary
 //           goes with the system prompt.
 //   node test/compat/run.mjs           (every line)
@@ -56,10 +60,10 @@ const lines = [
 const expected = {
   ai: () => ({
     errorWrittenBySdk: true, storedError: true, storedApproval: true, paidStored: true, systemFirst: true, errorArrives: true,
-    callArrives: true, paidArrives: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
+    callArrives: true, paidArrives: true, reasoningInItsCycle: true, reasoningNotAfter: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
   }),
   anthropic: () => ({
-    systemApart: true, responseAsItIs: true, thinkingNotSent: true, resultsAnswerCalls: true, errorArrives: true,
+    systemApart: true, responseAsItIs: true, thinkingInItsCycle: true, thinkingNotAfter: true, resultsAnswerCalls: true, errorArrives: true,
     summarizerInstructions: true, systemAfterCompaction: true,
   }),
   openai: () => ({
