@@ -410,6 +410,9 @@ function aiSdkOutput(at: string, output: unknown): { content: string; isError: b
   }
 }
 
+/** The AI SDK's OpenAI providers' `providerOptions` names (`@ai-sdk/openai`, `@ai-sdk/azure`). */
+const OPENAI_OPTIONS = ["openai", "azure"];
+
 function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | undefined {
   if (typeof p.type !== "string") refuse(at, "a part's type must be a string");
   switch (p.type) {
@@ -419,9 +422,12 @@ function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | u
       // `providerOptions`); a file of reasoning, or reasoning outside an
       // assistant's message, is not stored.
       if (role !== "assistant" || typeof p.text !== "string") return undefined;
-      const data = isObject(p.providerOptions)
-        ? { providerOptions: JSON.parse(JSON.stringify(p.providerOptions)) as unknown, text: p.text, type: "reasoning" }
-        : { text: p.text, type: "reasoning" };
+      const options = isObject(p.providerOptions) ? JSON.parse(JSON.stringify(p.providerOptions)) as Record<string, unknown> : undefined;
+      // Not an OpenAI item's id: the Responses API refuses a reasoning item
+      // sent back by id without the items it preceded, whose ids a journal
+      // does not keep (its encrypted content goes back without one).
+      for (const name of OPENAI_OPTIONS) if (options && isObject(options[name])) delete options[name].itemId;
+      const data = options ? { providerOptions: options, text: p.text, type: "reasoning" } : { text: p.text, type: "reasoning" };
       return { type: "reasoning", format: "aiSdk", data };
     }
     case "reasoning-file": return undefined;

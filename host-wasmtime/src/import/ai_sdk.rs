@@ -195,9 +195,13 @@ fn content_line(c: &Value) -> String {
     }
 }
 
+/// The AI SDK's OpenAI providers' `providerOptions` names (`@ai-sdk/openai`,
+/// `@ai-sdk/azure`).
+const OPENAI_OPTIONS: [&str; 2] = ["openai", "azure"];
+
 /// An assistant's reasoning part as it came: its text and, as JavaScript
 /// writes them, its `providerOptions` (where a provider keeps the signature
-/// or item id it wants back). Reasoning elsewhere, or without its text, is
+/// or encrypted content it wants back), less an OpenAI item id. Reasoning elsewhere, or without its text, is
 /// not stored.
 fn reasoning(role: Role, p: &Value, as_written: Option<&RawValue>) -> Result<Option<Part>> {
     let Some(text) = p.get("text").and_then(Value::as_str) else {
@@ -212,8 +216,17 @@ fn reasoning(role: Role, p: &Value, as_written: Option<&RawValue>) -> Result<Opt
         options.filter(|_| p.get("providerOptions").is_some_and(Value::is_object))
     {
         let written = js_json::stringify(options)?;
-        data["providerOptions"] = serde_json::from_str(&written)
+        let mut options: Value = serde_json::from_str(&written)
             .map_err(|e| HostError::Input(format!("providerOptions: {e}")))?;
+        // Not an OpenAI item's id: the Responses API refuses a reasoning
+        // item sent back by id without the items it preceded, whose ids a
+        // journal does not keep (its encrypted content goes back without one).
+        for name in OPENAI_OPTIONS {
+            if let Some(Value::Object(o)) = options.get_mut(name) {
+                o.remove("itemId");
+            }
+        }
+        data["providerOptions"] = options;
     }
     Ok(Some(Part::Reasoning {
         format: foldline_core::format::Format::AiSdk,

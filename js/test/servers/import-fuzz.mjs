@@ -38,9 +38,16 @@ function mutate(v) {
   }
   return r() < 0.5 ? pick(atoms) : v;
 }
-// The journal's canonical form of a part: `isError` and `custom` only when true, keys in order.
-const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)).sort());
-const turns = (ms) => JSON.stringify(ms.map((m) => ({ role: m.role, parts: m.parts.map(canonical) })));
+// The journal's canonical form of a part: `isError` and `custom` only when
+// true, every object's keys in order, as the core writes them — so a
+// reasoning part's `data`, an object the core keeps as a value, compares
+// by content: JavaScript keeps its keys in the sender's order (integer-like
+// keys first), the Rust host in the core's.
+const canon = (v) => Array.isArray(v) ? `[${v.map(canon).join(",")}]`
+  : v && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(",")}}`
+  : JSON.stringify(v);
+const flags = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)));
+const turns = (ms) => canon(ms.map((m) => ({ role: m.role, parts: m.parts.map(flags) })));
 
 const formats = [
   // `foldline import` without --format also takes foldline events: items with a `type` are left out.
