@@ -1163,6 +1163,7 @@ fn gen_select() -> Vec<Value> {
         name: "search".into(),
         arguments: "{\"q\":\"hotels\"}".into(),
         custom: false,
+        provider_options: serde_json::Value::Null,
     };
     let broken = vec![
         msg(1, "u1", Role::User, "Find a hotel in Porto."),
@@ -1249,7 +1250,13 @@ fn gen_select() -> Vec<Value> {
             vec![
                 reasoning(&thinking, "anthropic"),
                 reasoning(&sdk_reasoning, "aiSdk"),
-                call("call_1"),
+                Part::ToolCall {
+                    call_id: "call_1".into(),
+                    name: "search".into(),
+                    arguments: "{\"q\":\"hotels\"}".into(),
+                    custom: false,
+                    provider_options: json!({"google": {"thoughtSignature": "c2ln"}}),
+                },
             ],
         )),
         Event::Message(message(
@@ -1268,14 +1275,15 @@ fn gen_select() -> Vec<Value> {
     let tool_use =
         json!({"id": "call_1", "input": {"q": "hotels"}, "name": "search", "type": "tool_use"});
     let sdk_call = json!({"input": {"q": "hotels"}, "toolCallId": "call_1", "toolName": "search", "type": "tool-call"});
+    let signed_call = json!({"input": {"q": "hotels"}, "providerOptions": {"google": {"thoughtSignature": "c2ln"}}, "toolCallId": "call_1", "toolName": "search", "type": "tool-call"});
     g.select_in_formats(
         "reasoning-open-cycle",
-        "while a tool cycle is open (no member message after the assistant turn), its reasoning goes back to the format it came in, as it came: Anthropic refuses a tool cycle whose last assistant turn lacks its thinking block; no other format gets it",
+        "while a tool cycle is open (no member message after the assistant turn), its reasoning goes back to the format it came in, as it came, and an AI SDK call its providerOptions (Gemini's thoughtSignature): Anthropic refuses a tool cycle whose last assistant turn lacks its thinking block; no other format gets them",
         &d,
         &cycle,
         &[
             ("anthropic", "/ok/messages/messages/1/content", json!([thinking, tool_use])),
-            ("aiSdk", "/ok/messages/1/content", json!([sdk_reasoning, sdk_call])),
+            ("aiSdk", "/ok/messages/1/content", json!([sdk_reasoning, signed_call])),
             (
                 "openai",
                 "/ok/messages/1",
@@ -1293,13 +1301,22 @@ fn gen_select() -> Vec<Value> {
     closed.push(msg(4, "u2", Role::User, "Thanks. Trains?"));
     g.select_in_formats(
         "reasoning-closed-cycle",
-        "once the member writes after a tool cycle, its reasoning goes to no provider (none needs an earlier cycle's); foldline's own form keeps it",
+        "once the member writes after a tool cycle, its reasoning and a call's providerOptions go to no provider (none needs an earlier cycle's); foldline's own form keeps them",
         &d,
         &closed,
         &[
             ("anthropic", "/ok/messages/messages/1/content", json!([tool_use])),
             ("aiSdk", "/ok/messages/1/content", json!([sdk_call])),
-            ("foldline", "/ok/messages/1/parts/1/data", sdk_reasoning.clone()),
+            (
+                "foldline",
+                "/ok/messages/1/parts",
+                json!([
+                    {"data": thinking, "format": "anthropic", "type": "reasoning"},
+                    {"data": sdk_reasoning, "format": "aiSdk", "type": "reasoning"},
+                    {"arguments": "{\"q\":\"hotels\"}", "callId": "call_1", "name": "search",
+                     "providerOptions": {"google": {"thoughtSignature": "c2ln"}}, "type": "toolCall"},
+                ]),
+            ),
         ],
     );
     // A chat that opens with the assistant's greeting, no summary yet.

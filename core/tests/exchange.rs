@@ -28,6 +28,7 @@ fn call(id: &str) -> Part {
         name: "search".into(),
         arguments: format!("{{\"q\":\"{id}\"}}"),
         custom: false,
+        provider_options: serde_json::Value::Null,
     }
 }
 

@@ -37,6 +37,7 @@ fn build(shape: &[(u8, usize)]) -> Vec<Event> {
                         name: "run_code".into(),
                         arguments: "{}".into(),
                         custom: false,
+                        provider_options: serde_json::Value::Null,
                     }],
                 )));
                 seq += 1;

@@ -44,6 +44,7 @@ fn call() -> Part {
         name: "search".into(),
         arguments: "{\"q\":\"porto\"}".into(),
         custom: false,
+        provider_options: serde_json::Value::Null,
     }
 }
 
@@ -218,4 +219,44 @@ fn reasoning_data_of_any_shape_is_kept_and_never_sent() {
     let mut req = base.clone();
     req["events"][1]["parts"][0]["format"] = json!("gemini");
     assert_eq!(select(&req)["error"]["code"], "invalid_request");
+}
+
+#[test]
+fn a_call_s_provider_options_go_back_only_in_the_ai_sdk_s_form_while_its_cycle_is_open() {
+    let mut signed = call();
+    if let Part::ToolCall {
+        provider_options, ..
+    } = &mut signed
+    {
+        *provider_options = json!({"google": {"thoughtSignature": "c2ln"}});
+    }
+    let open = vec![
+        m(Role::User, vec![text("Find a hotel.")]),
+        m(Role::Assistant, vec![signed.clone()]),
+        m(Role::Tool, vec![result()]),
+    ];
+    let s = rendered(Format::AiSdk, &open);
+    assert_eq!(
+        s[1]["content"][0]["providerOptions"]["google"]["thoughtSignature"],
+        "c2ln"
+    );
+    let plain = vec![
+        m(Role::User, vec![text("Find a hotel.")]),
+        m(Role::Assistant, vec![call()]),
+        m(Role::Tool, vec![result()]),
+    ];
+    for f in [Format::Openai, Format::OpenaiResponses, Format::Anthropic] {
+        assert_eq!(rendered(f, &open), rendered(f, &plain), "{f:?}");
+    }
+    let mut closed = open.clone();
+    closed.push(m(Role::User, vec![text("Thanks.")]));
+    let mut plain_closed = plain.clone();
+    plain_closed.push(m(Role::User, vec![text("Thanks.")]));
+    assert_eq!(
+        rendered(Format::AiSdk, &closed),
+        rendered(Format::AiSdk, &plain_closed)
+    );
+    // Never counted; part of the content.
+    assert_eq!(parts_chars(&[signed.clone()]), parts_chars(&[call()]));
+    assert_ne!(content_hash(&[signed]), content_hash(&[call()]));
 }

@@ -227,6 +227,7 @@ impl Case {
                         name: "search".into(),
                         arguments: "{\"q\":\"hotel\"}".into(),
                         custom: false,
+                        provider_options: serde_json::Value::Null,
                     },
                 ],
             );

@@ -413,6 +413,27 @@ function aiSdkOutput(at: string, output: unknown): { content: string; isError: b
 /** The AI SDK's OpenAI providers' `providerOptions` names (`@ai-sdk/openai`, `@ai-sdk/azure`). */
 const OPENAI_OPTIONS = ["openai", "azure"];
 
+/**
+ * An assistant part's `providerOptions` as JavaScript writes them, kept for
+ * the provider that wrote them (an Anthropic signature, Gemini's
+ * `thoughtSignature`, OpenAI's encrypted reasoning), less an OpenAI item
+ * id: `@ai-sdk/openai` sends a part with one as a reference to the stored
+ * item, which the Responses API refuses without the items around it, whose
+ * ids a journal does not keep. A provider's entry left empty is dropped;
+ * `undefined` when none is left (or they are not an object).
+ */
+function providerOptions(p: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (!isObject(p.providerOptions)) return undefined;
+  const options = JSON.parse(JSON.stringify(p.providerOptions)) as Record<string, unknown>;
+  for (const name of OPENAI_OPTIONS) {
+    const entry = options[name];
+    if (!isObject(entry)) continue;
+    delete entry.itemId;
+    if (Object.keys(entry).length === 0) delete options[name];
+  }
+  return Object.keys(options).length ? options : undefined;
+}
+
 function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | undefined {
   if (typeof p.type !== "string") refuse(at, "a part's type must be a string");
   switch (p.type) {
@@ -422,20 +443,18 @@ function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | u
       // `providerOptions`); a file of reasoning, or reasoning outside an
       // assistant's message, is not stored.
       if (role !== "assistant" || typeof p.text !== "string") return undefined;
-      const options = isObject(p.providerOptions) ? JSON.parse(JSON.stringify(p.providerOptions)) as Record<string, unknown> : undefined;
-      // Not an OpenAI item's id: the Responses API refuses a reasoning item
-      // sent back by id without the items it preceded, whose ids a journal
-      // does not keep (its encrypted content goes back without one).
-      for (const name of OPENAI_OPTIONS) if (options && isObject(options[name])) delete options[name].itemId;
+      const options = providerOptions(p);
       const data = options ? { providerOptions: options, text: p.text, type: "reasoning" } : { text: p.text, type: "reasoning" };
       return { type: "reasoning", format: "aiSdk", data };
     }
     case "reasoning-file": return undefined;
     case "image": return fileMark(p.mediaType ?? "image", undefined);
     case "file": return fileMark(p.mediaType, p.filename);
-    case "tool-call":
+    case "tool-call": {
       if (role !== "assistant") refuse(at, "only an assistant message carries tool calls");
-      return { type: "toolCall", callId: str(at, p, "toolCallId") as string, name: str(at, p, "toolName") as string, arguments: inputText(p.input) };
+      const options = providerOptions(p);
+      return { type: "toolCall", callId: str(at, p, "toolCallId") as string, name: str(at, p, "toolName") as string, arguments: inputText(p.input), ...(options ? { providerOptions: options } : {}) };
+    }
     case "tool-result": {
       const { content, isError } = aiSdkOutput(at, p.output);
       return { type: "toolResult", callId: str(at, p, "toolCallId") as string, name: str(at, p, "toolName", false) ?? "", content, isError };

@@ -23,9 +23,11 @@ function normalized(parts: Part[]): unknown[] {
     switch (p.type) {
       case "text": return { type: "text", text: p.text };
       case "toolCall":
-        return p.custom
-          ? { type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments, custom: true }
-          : { type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments };
+        return {
+          type: "toolCall", callId: p.callId, name: p.name, arguments: p.arguments,
+          ...(p.custom ? { custom: true } : {}),
+          ...(p.providerOptions != null ? { providerOptions: p.providerOptions } : {}),
+        };
       case "toolResult":
         return p.isError
           ? { type: "toolResult", callId: p.callId, name: p.name ?? "", content: p.content, isError: true }

@@ -32,7 +32,11 @@ export type Role = "system" | "developer" | "document" | "user" | "assistant" | 
 
 export type Part =
   | { type: "text"; text: string }
-  | { type: "toolCall"; callId: string; name: string; arguments: string; custom?: boolean }
+  /**
+   * A tool call. `providerOptions`: an AI SDK call's own (where Gemini 3 keeps its
+   * `thoughtSignature`), sent back in the AI SDK's form while its tool cycle is open.
+   */
+  | { type: "toolCall"; callId: string; name: string; arguments: string; custom?: boolean; providerOptions?: unknown }
   | { type: "toolResult"; callId: string; name?: string; content: string; isError?: boolean }
   | { type: "approvalRequest"; approvalId: string; callId: string }
   | { type: "approvalResponse"; approvalId: string; approved: boolean; reason?: string }

@@ -295,6 +295,7 @@ test("contentHash in JS is held to the core's: tool calls, isError, missing name
     [{ type: "approvalRequest", approvalId: "ap1", callId: "c1" }],
     [{ type: "approvalResponse", approvalId: "ap1", approved: false, reason: "not now" }, { type: "approvalResponse", approvalId: "ap2", approved: true, reason: "" }],
     [{ type: "reasoning", format: "anthropic", data: { type: "thinking", thinking: "Porto 🏖", signature: "c2ln" } }, { type: "text", text: "x" }],
+    [{ type: "toolCall", callId: "c4", name: "f", arguments: "{}", providerOptions: { google: { thoughtSignature: "c2ln" } } }],
     [{ type: "reasoning", format: "ai-sdk", data: { type: "reasoning", text: "", providerOptions: { anthropic: { redactedData: "b3BhcXVl" } } } }],
   ];
   const route = { conversation: "h" };

@@ -29,6 +29,7 @@ pub fn turn(seq: u64) -> Event {
                 name: "run_code".into(),
                 arguments: "{\"code\":\"print(1)\"}".into(),
                 custom: false,
+                provider_options: serde_json::Value::Null,
             }],
         ),
         7 => (

@@ -125,6 +125,7 @@ mod tests {
                     name: "f".into(),
                     arguments: "{}".into(),
                     custom: false,
+                    provider_options: serde_json::Value::Null,
                 }],
             ),
             turn("m", 3, Role::User, vec![Part::Text { text: "y".into() }]),
@@ -186,6 +187,7 @@ mod tests {
                         name: "pay".into(),
                         arguments: "{}".into(),
                         custom: false,
+                        provider_options: serde_json::Value::Null,
                     },
                     Part::ApprovalRequest {
                         approval_id: "ap1".into(),

@@ -292,6 +292,7 @@ mod correction_tests {
             name: "weather".into(),
             arguments: "{}".into(),
             custom: false,
+            provider_options: serde_json::Value::Null,
         };
         let original = vec![
             Part::Text {

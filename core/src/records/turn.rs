@@ -54,6 +54,12 @@ pub enum Part {
         /// rather than a function call.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         custom: bool,
+        /// The AI SDK call's `providerOptions` (where Gemini 3 keeps the
+        /// call's `thoughtSignature`), sent back in the AI SDK's form while
+        /// the call's tool cycle is open, like [`Part::Reasoning`]; never
+        /// counted.
+        #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+        provider_options: serde_json::Value,
     },
     /// The result of a tool call.
     #[serde(rename_all = "camelCase")]
@@ -364,6 +370,7 @@ mod tests {
                 name: "f".into(),
                 arguments: "{\"a\":1}".into(),
                 custom: false,
+                provider_options: serde_json::Value::Null,
             },
             Part::ToolResult {
                 call_id: "c1".into(),

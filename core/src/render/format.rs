@@ -313,6 +313,7 @@ fn assistant_message(out: &mut Vec<u8>, parts: &[Part]) {
             name,
             arguments,
             custom,
+            ..
         } => Some((call_id, name, arguments, *custom)),
         _ => None,
     });
@@ -501,10 +502,17 @@ fn ai_sdk(m: &Outgoing<'_>) -> Option<Value> {
                 name,
                 arguments,
                 custom,
-            } => Some(json!({
-                "type": "tool-call", "toolCallId": call_id, "toolName": name,
-                "input": if *custom { json!(arguments) } else { input_of(arguments) },
-            })),
+                provider_options,
+            } => {
+                let mut v = json!({
+                    "type": "tool-call", "toolCallId": call_id, "toolName": name,
+                    "input": if *custom { json!(arguments) } else { input_of(arguments) },
+                });
+                if !provider_options.is_null() {
+                    v["providerOptions"] = provider_options.clone();
+                }
+                Some(v)
+            }
             Part::ApprovalRequest {
                 approval_id,
                 call_id,
@@ -569,6 +577,7 @@ mod tests {
                                 name,
                                 arguments,
                                 custom: false,
+                                ..
                             } => Some(json!({
                                 "id": call_id, "type": "function",
                                 "function": {"name": name, "arguments": arguments},
@@ -578,6 +587,7 @@ mod tests {
                                 name,
                                 arguments,
                                 custom: true,
+                                ..
                             } => Some(json!({
                                 "id": call_id, "type": "custom",
                                 "custom": {"name": name, "input": arguments},
@@ -637,6 +647,7 @@ mod tests {
             name: "run \"x\"".into(),
             arguments: "{\"a\":1}\n".into(),
             custom: false,
+            provider_options: serde_json::Value::Null,
         };
         let result = |id: &str| Part::ToolResult {
             call_id: id.into(),
@@ -671,6 +682,7 @@ mod tests {
                             name: "grep".into(),
                             arguments: "free \"form\"".into(),
                             custom: true,
+                            provider_options: serde_json::Value::Null,
                         },
                         call("c1"),
                         Part::ApprovalRequest {

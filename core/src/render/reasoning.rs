@@ -16,7 +16,10 @@
 //!   member (user-role) message, so as long as the model is calling tools
 //!   and reading their results.
 //!
-//! Everywhere else it is left out. foldline's own form keeps every part.
+//! Everywhere else it is left out. An AI SDK tool call's `providerOptions`
+//! (Gemini 3's `thoughtSignature` of the call) follows the same rule: in the
+//! AI SDK's form, in the open tool cycle. foldline's own form keeps every
+//! part as it is.
 
 use std::borrow::Cow;
 
@@ -25,8 +28,8 @@ use serde_json::Value;
 use super::format::{Format, Outgoing};
 use crate::records::turn::{Part, Role};
 
-/// `messages` with every reasoning part the provider is not to get left
-/// out (the rules above).
+/// `messages` with every reasoning part and call's provider options the
+/// provider is not to get left out (the rules above).
 pub(crate) fn for_provider(format: Format, messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
     let open = messages
         .iter()
@@ -41,10 +44,29 @@ pub(crate) fn for_provider(format: Format, messages: Vec<Outgoing<'_>>) -> Vec<O
                 Part::Reasoning { format: f, data } => sent && *f == format && takes(format, data),
                 _ => true,
             };
-            if m.parts.iter().all(keep) {
+            let options_kept = sent && format == Format::AiSdk;
+            let bare = |p: &Part| {
+                !options_kept
+                    && matches!(p, Part::ToolCall { provider_options, .. } if !provider_options.is_null())
+            };
+            if m.parts.iter().all(|p| keep(p) && !bare(p)) {
                 return m;
             }
-            let parts = m.parts.iter().filter(|p| keep(p)).cloned().collect();
+            let parts = (m.parts.iter())
+                .filter(|p| keep(p))
+                .map(|p| {
+                    let mut p = p.clone();
+                    if let Part::ToolCall {
+                        provider_options, ..
+                    } = &mut p
+                    {
+                        if !options_kept {
+                            *provider_options = Value::Null;
+                        }
+                    }
+                    p
+                })
+                .collect();
             Outgoing {
                 parts: Cow::Owned(parts),
                 ..m

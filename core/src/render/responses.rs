@@ -38,6 +38,7 @@ pub(crate) fn openai_responses(messages: &[Outgoing<'_>]) -> Vec<u8> {
                     name,
                     arguments,
                     custom,
+                    ..
                 } = p
                 {
                     if *custom {
@@ -137,6 +138,7 @@ mod tests {
                 "{\"q\":1}".into()
             },
             custom,
+            provider_options: serde_json::Value::Null,
         };
         let result = |id: &str, is_error: bool| Part::ToolResult {
             call_id: id.into(),

@@ -326,6 +326,7 @@ pub fn tool_conversation() -> Vec<Event> {
                 name: "calc".into(),
                 arguments: r#"{"expr":"2+2"}"#.into(),
                 custom: false,
+                provider_options: serde_json::Value::Null,
             }],
         )),
         Event::Message(message(
@@ -365,12 +366,14 @@ pub fn every_part_conversation() -> Vec<Event> {
                     name: "grep".into(),
                     arguments: "error|warn".into(),
                     custom: true,
+                    provider_options: serde_json::Value::Null,
                 },
                 Part::ToolCall {
                     call_id: "call_p".into(),
                     name: "pay".into(),
                     arguments: r#"{"invoice":7}"#.into(),
                     custom: false,
+                    provider_options: serde_json::Value::Null,
                 },
                 Part::ApprovalRequest {
                     approval_id: "ap_1".into(),
@@ -422,6 +425,7 @@ pub fn tool_pair_at_the_tail_edge() -> Vec<Event> {
             name: "run_code".into(),
             arguments: "{}".into(),
             custom: false,
+            provider_options: serde_json::Value::Null,
         }],
     )));
     events.push(Event::Message(message(
@@ -515,6 +519,7 @@ pub fn member_conversation(next: Option<&str>) -> Vec<Event> {
                 name: name.into(),
                 arguments: "{}".into(),
                 custom: false,
+                provider_options: serde_json::Value::Null,
             }],
         ))
     };

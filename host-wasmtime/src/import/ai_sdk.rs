@@ -104,6 +104,7 @@ fn part(at: &str, role: Role, p: &Value, as_written: Option<&RawValue>) -> Resul
                 name: owned(at, p, "toolName")?,
                 arguments: input_text(as_written.and_then(|w| js_json::member(w, "input")))?,
                 custom: false,
+                provider_options: provider_options(p, as_written)?.unwrap_or_default(),
             }
         }
         "tool-result" => {
@@ -199,10 +200,9 @@ fn content_line(c: &Value) -> String {
 /// `@ai-sdk/azure`).
 const OPENAI_OPTIONS: [&str; 2] = ["openai", "azure"];
 
-/// An assistant's reasoning part as it came: its text and, as JavaScript
-/// writes them, its `providerOptions` (where a provider keeps the signature
-/// or encrypted content it wants back), less an OpenAI item id. Reasoning elsewhere, or without its text, is
-/// not stored.
+/// An assistant's reasoning part as it came: its text and its
+/// [`provider_options`]. Reasoning elsewhere, or without its text, is not
+/// stored.
 fn reasoning(role: Role, p: &Value, as_written: Option<&RawValue>) -> Result<Option<Part>> {
     let Some(text) = p.get("text").and_then(Value::as_str) else {
         return Ok(None);
@@ -211,25 +211,40 @@ fn reasoning(role: Role, p: &Value, as_written: Option<&RawValue>) -> Result<Opt
         return Ok(None);
     }
     let mut data = serde_json::json!({"text": text, "type": "reasoning"});
-    let options = as_written.and_then(|w| js_json::member(w, "providerOptions"));
-    if let Some(options) =
-        options.filter(|_| p.get("providerOptions").is_some_and(Value::is_object))
-    {
-        let written = js_json::stringify(options)?;
-        let mut options: Value = serde_json::from_str(&written)
-            .map_err(|e| HostError::Input(format!("providerOptions: {e}")))?;
-        // Not an OpenAI item's id: the Responses API refuses a reasoning
-        // item sent back by id without the items it preceded, whose ids a
-        // journal does not keep (its encrypted content goes back without one).
-        for name in OPENAI_OPTIONS {
-            if let Some(Value::Object(o)) = options.get_mut(name) {
-                o.remove("itemId");
-            }
-        }
+    if let Some(options) = provider_options(p, as_written)? {
         data["providerOptions"] = options;
     }
     Ok(Some(Part::Reasoning {
         format: foldline_core::format::Format::AiSdk,
         data,
     }))
+}
+
+/// An assistant part's `providerOptions` as JavaScript writes them, kept
+/// for the provider that wrote them (an Anthropic signature, Gemini's
+/// `thoughtSignature`, OpenAI's encrypted reasoning), less an OpenAI item
+/// id: `@ai-sdk/openai` sends a part with one as a reference to the stored
+/// item, which the Responses API refuses without the items around it,
+/// whose ids a journal does not keep. A provider's entry left empty is
+/// dropped; `None` when none is left (or they are not an object).
+fn provider_options(p: &Value, as_written: Option<&RawValue>) -> Result<Option<Value>> {
+    if !p.get("providerOptions").is_some_and(Value::is_object) {
+        return Ok(None);
+    }
+    let Some(written) = as_written.and_then(|w| js_json::member(w, "providerOptions")) else {
+        return Ok(None);
+    };
+    let written = js_json::stringify(written)?;
+    let Ok(Value::Object(mut options)) = serde_json::from_str::<Value>(&written) else {
+        return Ok(None);
+    };
+    for name in OPENAI_OPTIONS {
+        if let Some(Value::Object(entry)) = options.get_mut(name) {
+            entry.remove("itemId");
+            if entry.is_empty() {
+                options.remove(name);
+            }
+        }
+    }
+    Ok((!options.is_empty()).then_some(Value::Object(options)))
 }

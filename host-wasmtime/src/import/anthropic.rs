@@ -103,6 +103,7 @@ fn block(
             name: owned(at, b, "name")?,
             arguments: input_text(as_written.and_then(|w| js_json::member(w, "input")))?,
             custom: false,
+            provider_options: serde_json::Value::Null,
         }),
         "tool_result" => {
             let content = match b.get("content") {

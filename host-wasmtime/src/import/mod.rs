@@ -410,6 +410,7 @@ fn tool_calls(place: &str, v: &Value) -> Result<Vec<Part>> {
             name: name.to_owned(),
             arguments,
             custom,
+            provider_options: serde_json::Value::Null,
         });
     }
     Ok(out)
@@ -571,12 +572,14 @@ mod tests {
                     name: "grep".into(),
                     arguments: "warn|error".into(),
                     custom: true,
+                    provider_options: serde_json::Value::Null,
                 },
                 Part::ToolCall {
                     call_id: "f1".into(),
                     name: "pay".into(),
                     arguments: "{}".into(),
                     custom: false,
+                    provider_options: serde_json::Value::Null,
                 },
             ]
         );

@@ -104,6 +104,7 @@ fn call(place: &str, v: &Value, custom: bool) -> Result<Part> {
         name,
         arguments,
         custom,
+        provider_options: serde_json::Value::Null,
     })
 }
 

@@ -22,7 +22,7 @@ const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite:
 type Prompt = Array<{ role: string; content: unknown }>;
 type Content = Array<
   | { type: "text"; text: string }
-  | { type: "tool-call"; toolCallId: string; toolName: string; input: string }
+  | { type: "tool-call"; toolCallId: string; toolName: string; input: string; providerMetadata?: Record<string, Record<string, string>> }
   | { type: "reasoning"; text: string; providerMetadata: Record<string, Record<string, string>> }
 >;
 
@@ -93,10 +93,11 @@ async function turn(answer: (p: Prompt) => Content) {
 const call = (toolCallId: string, toolName: string, input: string): Content => [{ type: "tool-call", toolCallId, toolName, input }];
 
 // 1. The model reasons (its provider's signature in the metadata, as the
-//    SDK's Anthropic provider returns it) and calls a tool that fails: the
-//    SDK writes an error result.
+//    SDK's Anthropic provider returns it) and calls a tool (the call signed
+//    as Gemini 3 signs it) that fails: the SDK writes an error result.
 const thought = { type: "reasoning" as const, text: "Weather first.", providerMetadata: { anthropic: { signature: "sig-w" } } };
-const r1 = await turn(() => [thought, ...call("call-w", "weather", '{"city":"Tokyo"}')]);
+const signature = { google: { thoughtSignature: "sig-call" } };
+const r1 = await turn(() => [thought, { ...call("call-w", "weather", '{"city":"Tokyo"}')[0], providerMetadata: signature }]);
 const cyclePrompt = () => chatSeen[1] ?? [];
 // 2. A tool that needs approval: the SDK asks; the member approves; the SDK
 //    runs the tool from the history foldline hands back, then answers.
@@ -146,6 +147,8 @@ console.log(JSON.stringify({
   reasoningInItsCycle: parts(cyclePrompt()).some((p) => p.role === "assistant" && p.type === "reasoning" && p.text === "Weather first."
     && JSON.stringify(p.providerOptions) === '{"anthropic":{"signature":"sig-w"}}'),
   // Still open in the approval's turns; over once the member writes again.
+  callSignatureInItsCycle: parts(cyclePrompt()).some((p) => p.type === "tool-call" && p.toolCallId === "call-w" && JSON.stringify(p.providerOptions) === JSON.stringify(signature))
+    && !parts(interruptedPrompt).some((p) => p.type === "tool-call" && p.providerOptions !== undefined),
   reasoningNotAfter: parts(lastPrompt).some((p) => p.type === "reasoning") && !parts(interruptedPrompt).some((p) => p.type === "reasoning")
     && !parts(chatSeen.at(-1) ?? []).some((p) => p.type === "reasoning"),
   interruptedGoesOn: interrupted || parts(interruptedPrompt).some((p) => p.role === "assistant" && p.type === "text" && String(p.text).startsWith("[tool call weather]")),

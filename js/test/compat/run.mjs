@@ -9,7 +9,8 @@
 //           result among them, and what reaches the
 //           provider carries the system prompt, the tool pairs, the error
 //           result and the approved tool's result, and the model's
-//           reasoning with its provider's signature while the tool cycle
+//           reasoning with its provider's signature, and a call's own
+//           signature (Gemini 3's thoughtSignature), while the tool cycle
 //           is open (none once the member writes again); after an interrupted
 //           tool run (a call without its result, the member writing on) the
 //           SDK still takes the context; the summarizer through
@@ -60,7 +61,7 @@ const lines = [
 const expected = {
   ai: () => ({
     errorWrittenBySdk: true, storedError: true, storedApproval: true, paidStored: true, systemFirst: true, errorArrives: true,
-    callArrives: true, paidArrives: true, reasoningInItsCycle: true, reasoningNotAfter: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
+    callArrives: true, paidArrives: true, reasoningInItsCycle: true, callSignatureInItsCycle: true, reasoningNotAfter: true, interruptedGoesOn: true, summarizerInstructions: true, systemAfterCompaction: true,
   }),
   anthropic: () => ({
     systemApart: true, responseAsItIs: true, thinkingInItsCycle: true, thinkingNotAfter: true, resultsAnswerCalls: true, errorArrives: true,
