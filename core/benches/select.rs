@@ -74,6 +74,26 @@ fn bench(c: &mut Criterion) {
     g.bench_function("behind_100k_history_member_all_on", |b| {
         b.iter(|| select(black_box(&member)).unwrap())
     });
+    // Reasoning stored on every assistant turn (an Anthropic thinking
+    // block): what an Anthropic context of the same tail costs with it,
+    // where only the open tool cycle's is sent.
+    let mut anthropic = tail.clone();
+    anthropic.format = Format::Anthropic;
+    let mut thinking = anthropic.clone();
+    let block = serde_json::json!({"type": "thinking", "thinking": "t".repeat(300), "signature": "s".repeat(400)});
+    for e in &mut thinking.events {
+        if let foldline_core::event::Event::Message(m) = e {
+            if m.role == foldline_core::turn::Role::Assistant {
+                m.parts.insert(0, serde_json::from_value(serde_json::json!({"type": "reasoning", "format": "anthropic", "data": block})).unwrap());
+            }
+        }
+    }
+    g.bench_function("tail_10k_turns_anthropic", |b| {
+        b.iter(|| select(black_box(&anthropic)).unwrap())
+    });
+    g.bench_function("tail_10k_turns_anthropic_thinking_on_every_answer", |b| {
+        b.iter(|| select(black_box(&thinking)).unwrap())
+    });
     g.finish();
     println!(
         "rendered bytes: tail_10k={} behind_100k={}",
