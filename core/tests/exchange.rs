@@ -3,24 +3,14 @@
 //! after it, every result after its call, no id twice), and nothing is
 //! dropped (`core/src/render/exchange.rs`).
 
-use foldline_core::format::{render, ContextMessage, Format, Kind};
+use foldline_core::format::{render, ContextMessage, Format};
 use foldline_core::turn::{Part, Role};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-fn m(role: Role, parts: Vec<Part>) -> ContextMessage {
-    ContextMessage {
-        kind: Kind::Turn,
-        role,
-        turn_id: None,
-        parts,
-    }
-}
-
-fn text(t: &str) -> Part {
-    Part::Text { text: t.into() }
-}
+mod common;
+use common::{context_message as m, text_part as text};
 
 fn call(id: &str) -> Part {
     Part::ToolCall {

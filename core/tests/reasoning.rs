@@ -3,22 +3,12 @@
 //! never counted, summarized or written as text; kept in foldline's form.
 
 use foldline_core::api;
-use foldline_core::format::{render, ContextMessage, Format, Kind};
+use foldline_core::format::{render, ContextMessage, Format};
 use foldline_core::turn::{content_hash, parts_chars, render_parts, Part, Role};
 use serde_json::{json, Value};
 
-fn m(role: Role, parts: Vec<Part>) -> ContextMessage {
-    ContextMessage {
-        kind: Kind::Turn,
-        role,
-        turn_id: None,
-        parts,
-    }
-}
-
-fn text(t: &str) -> Part {
-    Part::Text { text: t.into() }
-}
+mod common;
+use common::{context_message as m, text_part as text};
 
 fn reasoning(format: &str, data: Value) -> Part {
     serde_json::from_value(json!({"type": "reasoning", "format": format, "data": data})).unwrap()

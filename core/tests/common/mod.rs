@@ -7,6 +7,21 @@ use foldline_core::frontier::Frontier;
 use foldline_core::plan::{plan, PlanOutcome, PlanRequest, Trigger};
 use foldline_core::turn::{Part, Role, Route};
 
+/// An exact turn of a context, to render.
+pub fn context_message(role: Role, parts: Vec<Part>) -> foldline_core::format::ContextMessage {
+    foldline_core::format::ContextMessage {
+        kind: foldline_core::format::Kind::Turn,
+        role,
+        turn_id: None,
+        parts,
+    }
+}
+
+/// One text part.
+pub fn text_part(t: &str) -> Part {
+    Part::Text { text: t.into() }
+}
+
 pub fn route() -> Route {
     Route {
         conversation: "conv-1".into(),
