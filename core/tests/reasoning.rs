@@ -250,3 +250,65 @@ fn a_call_s_provider_options_go_back_only_in_the_ai_sdk_s_form_while_its_cycle_i
     assert_eq!(parts_chars(&[signed.clone()]), parts_chars(&[call()]));
     assert_ne!(content_hash(&[signed]), content_hash(&[call()]));
 }
+
+#[test]
+fn the_open_cycle_s_reasoning_is_held_back_from_the_budget_in_the_format_that_sends_it() {
+    let vectors: Value =
+        serde_json::from_str(include_str!("../../tests/vectors/select.json")).unwrap();
+    let base = vectors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "select/reasoning-open-cycle-anthropic")
+        .unwrap()["request"]
+        .clone();
+    let select = |format: &str, limit: Option<u64>, prompt: bool| -> Value {
+        let mut req = base.clone();
+        req["format"] = json!(format);
+        if let Some(l) = limit {
+            req["limit"] = json!(l);
+        }
+        if prompt {
+            req["prompt"] = json!([{"type": "text", "text": "And trains?"}]);
+        }
+        serde_json::from_slice(&api::call("select", req.to_string().as_bytes())).unwrap()
+    };
+    let thinking = &base["events"][1]["parts"][0]["data"];
+    let written = foldline_core::canonical::encode_value(thinking).len() as u64;
+    let anthropic = select("anthropic", None, false);
+    let sizes = &anthropic["ok"]["manifest"]["sizes"];
+    assert_eq!(sizes["reasoning"], json!(written));
+    let openai = select("openai", None, false);
+    assert_eq!(openai["ok"]["manifest"]["sizes"].get("reasoning"), None);
+    assert_eq!(
+        sizes["total"].as_u64().unwrap(),
+        openai["ok"]["manifest"]["sizes"]["total"].as_u64().unwrap() + written
+    );
+    // A budget the turns fit without the reasoning: for Anthropic the oldest
+    // unit gives way, the tool cycle stays whole; OpenAI keeps every turn.
+    let exact = openai["ok"]["manifest"]["sizes"]["total"].as_u64().unwrap();
+    let tight = select("anthropic", Some(exact + written - 1), false);
+    assert_eq!(
+        tight["ok"]["manifest"]["included"],
+        json!(["a1", "r1"]),
+        "{tight}"
+    );
+    let kept = select("openai", Some(exact + written - 1), false);
+    assert_eq!(
+        kept["ok"]["manifest"]["included"],
+        json!(["u1", "a1", "r1"])
+    );
+    // Reasoning alone over the budget is named in the refusal.
+    let over = select("anthropic", Some(written - 1), false);
+    assert_eq!(over["error"]["code"], "over_budget");
+    assert!(
+        over["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("reasoning"),
+        "{over}"
+    );
+    // A prompt closes the cycle: nothing is held back.
+    let prompted = select("anthropic", None, true);
+    assert_eq!(prompted["ok"]["manifest"]["sizes"].get("reasoning"), None);
+}

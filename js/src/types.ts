@@ -369,7 +369,7 @@ export interface SelectRequest {
 
 export interface Manifest {
   metric: "chars" | "tokens"; limit: number;
-  sizes: { pinned: number; summary: number; amendment: number; tail: number; prompt: number; member?: number; total: number };
+  sizes: { pinned: number; summary: number; amendment: number; tail: number; prompt: number; member?: number; reasoning?: number; total: number };
   boundaryId: string | null; boundaryHash: string | null; amendmentHash: string | null;
   pinned: string[]; included: string[];
   omitted: { turnId: string; reason: "budget" | "notAdmitted" }[];

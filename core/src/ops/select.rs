@@ -29,6 +29,7 @@ use crate::render::budget::{text_size, turn_size, Metric, Thresholds};
 use crate::render::envelope;
 use crate::render::format::{self, Format, Outgoing};
 pub use crate::render::format::{ContextMessage, Kind};
+use crate::render::reasoning;
 
 /// A select request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -116,6 +117,11 @@ pub struct ContextSizes {
     /// The member's system fragments (plain-speak, the settings projection).
     #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
     pub member: u64,
+    /// The open tool cycle's reasoning the format is sent
+    /// (`render/reasoning.rs`), measured as its blocks' JSON; no turn
+    /// counts it.
+    #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
+    pub reasoning: u64,
     /// Total.
     pub total: u64,
 }
@@ -260,6 +266,13 @@ pub(crate) fn select_from(
                 .iter()
                 .map(|f| text_size(metric, foldline_json::char_count(f) as u64)),
         )?,
+        reasoning: match req.prompt {
+            Some(_) => 0,
+            None => match reasoning::open_cycle_chars(req.format, &candidates) {
+                0 => 0,
+                n => text_size(metric, n),
+            },
+        },
         total: 0,
     };
     let reserved = error::sum([
@@ -268,12 +281,18 @@ pub(crate) fn select_from(
         sizes.amendment,
         sizes.prompt,
         sizes.member,
+        sizes.reasoning,
     ])?;
     if reserved > limit {
         return Err(Error::new(
             Code::OverBudget,
             format!(
-                "pinned turns, envelopes and prompt need {reserved} of a budget of {limit} {}",
+                "pinned turns, envelopes and prompt{} need {reserved} of a budget of {limit} {}",
+                if sizes.reasoning > 0 {
+                    " with the open tool cycle's reasoning"
+                } else {
+                    ""
+                },
                 metric.as_str()
             ),
         ));

@@ -8,5 +8,5 @@ pub mod compactor;
 pub mod envelope;
 mod exchange;
 pub mod format;
-mod reasoning;
+pub(crate) mod reasoning;
 mod responses;

@@ -26,7 +26,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::format::{Format, Outgoing};
-use crate::records::turn::{Part, Role};
+use crate::canonical::Encode;
+use crate::records::turn::{Part, Role, Turn};
 
 /// `messages` with every reasoning part and call's provider options the
 /// provider is not to get left out (the rules above).
@@ -83,4 +84,33 @@ fn takes(format: Format, data: &Value) -> bool {
         Format::AiSdk => kind == "reasoning",
         _ => false,
     }
+}
+
+/// Characters of the reasoning a context in `format` sends from `turns`
+/// (the exact tail's candidates, in order, no prompt after them): the
+/// blocks of the assistant turns after the last member turn, as written.
+/// The budget holds them back like the prompt, since a provider counts the
+/// open cycle's reasoning it is sent; no turn counts them.
+pub(crate) fn open_cycle_chars(format: Format, turns: &[&Turn]) -> u64 {
+    let open = turns
+        .iter()
+        .rposition(|t| t.role == Role::User)
+        .map_or(0, |i| i + 1);
+    let mut out = Vec::new();
+    for t in turns[open..].iter().filter(|t| t.role == Role::Assistant) {
+        for p in &t.parts {
+            match p {
+                Part::Reasoning { format: f, data } if *f == format && takes(format, data) => {
+                    data.encode(&mut out)
+                }
+                Part::ToolCall {
+                    provider_options, ..
+                } if format == Format::AiSdk && !provider_options.is_null() => {
+                    provider_options.encode(&mut out)
+                }
+                _ => {}
+            }
+        }
+    }
+    out.len() as u64
 }
