@@ -170,17 +170,21 @@ fn reasoning_is_content_but_never_counted_or_written_as_text() {
     assert_ne!(content_hash(&with), content_hash(&without));
 }
 
-#[test]
-fn reasoning_data_of_any_shape_is_kept_and_never_sent() {
+/// The request of the vector `select/reasoning-open-cycle-anthropic`: a
+/// member's question, an assistant turn with an Anthropic thinking block, an
+/// AI SDK reasoning part and a signed call, and the call's result.
+fn open_cycle_request() -> Value {
     let vectors: Value =
         serde_json::from_str(include_str!("../../tests/vectors/select.json")).unwrap();
-    let base = vectors
-        .as_array()
-        .unwrap()
-        .iter()
+    (vectors.as_array().unwrap().iter())
         .find(|v| v["name"] == "select/reasoning-open-cycle-anthropic")
         .unwrap()["request"]
-        .clone();
+        .clone()
+}
+
+#[test]
+fn reasoning_data_of_any_shape_is_kept_and_never_sent() {
+    let base = open_cycle_request();
     let select = |req: &Value| -> Value {
         serde_json::from_slice(&api::call("select", req.to_string().as_bytes())).unwrap()
     };
@@ -253,15 +257,7 @@ fn a_call_s_provider_options_go_back_only_in_the_ai_sdk_s_form_while_its_cycle_i
 
 #[test]
 fn the_open_cycle_s_reasoning_is_held_back_from_the_budget_in_the_format_that_sends_it() {
-    let vectors: Value =
-        serde_json::from_str(include_str!("../../tests/vectors/select.json")).unwrap();
-    let base = vectors
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == "select/reasoning-open-cycle-anthropic")
-        .unwrap()["request"]
-        .clone();
+    let base = open_cycle_request();
     let select = |format: &str, limit: Option<u64>, prompt: bool| -> Value {
         let mut req = base.clone();
         req["format"] = json!(format);

@@ -439,9 +439,9 @@ function aiSdkPart(at: string, role: Role, p: Record<string, unknown>): Part | u
   switch (p.type) {
     case "text": return { type: "text", text: str(at, p, "text", false) ?? "" };
     case "reasoning": {
-      // Kept for the provider that wrote it (a signature, an item id in
-      // `providerOptions`); a file of reasoning, or reasoning outside an
-      // assistant's message, is not stored.
+      // Kept for the provider that wrote it (a signature or encrypted
+      // reasoning in `providerOptions`); a file of reasoning, or reasoning
+      // outside an assistant's message, is not stored.
       if (role !== "assistant" || typeof p.text !== "string") return undefined;
       const options = providerOptions(p);
       const data = options ? { providerOptions: options, text: p.text, type: "reasoning" } : { text: p.text, type: "reasoning" };
