@@ -32,40 +32,31 @@ use crate::records::turn::{Part, Role, Turn};
 /// `messages` with every reasoning part and call's provider options the
 /// provider is not to get left out (the rules above).
 pub(crate) fn for_provider(format: Format, messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
-    let open = messages
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .map_or(0, |i| i + 1);
+    let open = cycle_start(&messages, |m| m.role);
     messages
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
             let sent = i >= open && m.role == Role::Assistant;
-            let keep = |p: &Part| match p {
-                Part::Reasoning { format: f, data } => sent && *f == format && takes(format, data),
-                _ => true,
-            };
-            let options_kept = sent && format == Format::AiSdk;
-            let bare = |p: &Part| {
-                !options_kept
-                    && matches!(p, Part::ToolCall { provider_options, .. } if !provider_options.is_null())
-            };
-            if m.parts.iter().all(|p| keep(p) && !bare(p)) {
+            // Provider data this provider is not to get.
+            let held = |p: &Part| private(p) && !(sent && carried(format, p).is_some());
+            if !m.parts.iter().any(held) {
                 return m;
             }
             let parts = (m.parts.iter())
-                .filter(|p| keep(p))
-                .map(|p| {
-                    let mut p = p.clone();
-                    if let Part::ToolCall {
-                        provider_options, ..
-                    } = &mut p
-                    {
-                        if !options_kept {
+                .filter_map(|p| match p {
+                    Part::Reasoning { .. } if held(p) => None,
+                    Part::ToolCall { .. } if held(p) => {
+                        let mut p = p.clone();
+                        if let Part::ToolCall {
+                            provider_options, ..
+                        } = &mut p
+                        {
                             *provider_options = Value::Null;
                         }
+                        Some(p)
                     }
-                    p
+                    p => Some(p.clone()),
                 })
                 .collect();
             Outgoing {
@@ -74,6 +65,40 @@ pub(crate) fn for_provider(format: Format, messages: Vec<Outgoing<'_>>) -> Vec<O
             }
         })
         .collect()
+}
+
+/// Where the open tool cycle begins: after the last member (user-role)
+/// message.
+fn cycle_start<T>(items: &[T], role: impl Fn(&T) -> Role) -> usize {
+    items
+        .iter()
+        .rposition(|x| role(x) == Role::User)
+        .map_or(0, |i| i + 1)
+}
+
+/// Whether a part holds data for one provider alone: reasoning, or a call
+/// with its provider options.
+fn private(p: &Part) -> bool {
+    match p {
+        Part::Reasoning { .. } => true,
+        Part::ToolCall {
+            provider_options, ..
+        } => !provider_options.is_null(),
+        _ => false,
+    }
+}
+
+/// What a part of an assistant turn in the open tool cycle carries for
+/// `format`: a reasoning block of that format's own kind, or an AI SDK
+/// call's options.
+fn carried(format: Format, p: &Part) -> Option<&Value> {
+    match p {
+        Part::Reasoning { format: f, data } if *f == format && takes(format, data) => Some(data),
+        Part::ToolCall {
+            provider_options, ..
+        } if format == Format::AiSdk && !provider_options.is_null() => Some(provider_options),
+        _ => None,
+    }
 }
 
 /// Whether `format` has reasoning of this block's type.
@@ -86,30 +111,17 @@ fn takes(format: Format, data: &Value) -> bool {
     }
 }
 
-/// Characters of the reasoning a context in `format` sends from `turns`
-/// (the exact tail's candidates, in order, no prompt after them): the
-/// blocks of the assistant turns after the last member turn, as written.
-/// The budget holds them back like the prompt, since a provider counts the
-/// open cycle's reasoning it is sent; no turn counts them.
+/// Characters of what a context in `format` sends by the rules above from
+/// `turns` (the exact tail's candidates, in order, no prompt after them),
+/// as written. The budget holds them back like the prompt, since a
+/// provider counts the open cycle's reasoning it is sent; no turn counts
+/// them.
 pub(crate) fn open_cycle_chars(format: Format, turns: &[&Turn]) -> u64 {
-    let open = turns
-        .iter()
-        .rposition(|t| t.role == Role::User)
-        .map_or(0, |i| i + 1);
     let mut out = Vec::new();
-    for t in turns[open..].iter().filter(|t| t.role == Role::Assistant) {
-        for p in &t.parts {
-            match p {
-                Part::Reasoning { format: f, data } if *f == format && takes(format, data) => {
-                    data.encode(&mut out)
-                }
-                Part::ToolCall {
-                    provider_options, ..
-                } if format == Format::AiSdk && !provider_options.is_null() => {
-                    provider_options.encode(&mut out)
-                }
-                _ => {}
-            }
+    let cycle = &turns[cycle_start(turns, |t| t.role)..];
+    for t in cycle.iter().filter(|t| t.role == Role::Assistant) {
+        for v in t.parts.iter().filter_map(|p| carried(format, p)) {
+            v.encode(&mut out);
         }
     }
     out.len() as u64
