@@ -163,6 +163,62 @@ fn gen_plan() -> Vec<Value> {
             ],
         );
     }
+    // An open tool cycle whose thinking (3,000 characters as written) takes
+    // the turns over the trigger: it counts, as `select` holds it back;
+    // once the member writes, it no longer does.
+    let thinking = json!({"type": "thinking", "thinking": "x".repeat(2_940), "signature": "s"});
+    let written = foldline_core::canonical::encode_value(&thinking).len() as u64;
+    let mut cycle = turns(1, 17, 1_000);
+    cycle.push(Event::Message(message(
+        18,
+        0,
+        "t18",
+        Role::Assistant,
+        vec![
+            serde_json::from_value(
+                json!({"type": "reasoning", "format": "anthropic", "data": thinking}),
+            )
+            .unwrap(),
+            Part::ToolCall {
+                call_id: "c1".into(),
+                name: "search".into(),
+                arguments: "{}".into(),
+                custom: false,
+                provider_options: Value::Null,
+            },
+        ],
+    )));
+    cycle.push(Event::Message(message(
+        19,
+        0,
+        "t19",
+        Role::Tool,
+        vec![Part::ToolResult {
+            call_id: "c1".into(),
+            name: "search".into(),
+            content: "3 hotels".into(),
+            is_error: false,
+        }],
+    )));
+    g.add(
+        "reasoning-open-cycle-counts",
+        "the open tool cycle's reasoning, which a context sends beside the tail and no compaction folds, counts with the pinned turns: a long thinking loop folds older turns rather than leaving them out unsummarized",
+        "plan",
+        plan_req(&d, cycle.clone(), true),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/stats/pinned/chars", json!(written)),
+        ],
+    );
+    let mut closed = cycle;
+    closed.push(msg(20, "t20", Role::User, "Thanks."));
+    g.add(
+        "reasoning-closed-cycle-uncounted",
+        "once the member writes, the closed cycle's reasoning is sent to no provider and counts nowhere",
+        "plan",
+        plan_req(&d, closed, true),
+        &[("/ok/outcome", json!("skip")), ("/ok/record/pinned", json!(0))],
+    );
     for (n, frozen) in [(20u64, 10u64), (25, 15), (30, 20), (40, 30)] {
         g.add(
             &format!("compact-{n}"),

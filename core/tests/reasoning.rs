@@ -308,3 +308,95 @@ fn the_open_cycle_s_reasoning_is_held_back_from_the_budget_in_the_format_that_se
     let prompted = select("anthropic", None, true);
     assert_eq!(prompted["ok"]["manifest"]["sizes"].get("reasoning"), None);
 }
+
+/// A long thinking tool loop at seed 002's token budget, one driver pass
+/// after every turn: the open cycle's reasoning counts in the compaction
+/// plan as it does in `select`, so older turns are folded into the summary
+/// rather than left out of the model's view unsummarized.
+#[test]
+fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
+    use common::{message, Sim};
+    use foldline_core::declaration::{Budget, Declaration};
+    use foldline_core::event::Event;
+    use foldline_core::plan::PlanOutcome;
+
+    let mut d = Declaration::new("agent", "agent-compactor");
+    d.budget = Budget::default_tokens();
+    let mut s = Sim::new(d);
+    let next = |s: &mut Sim, role: Role, parts: Vec<Part>| {
+        let seq = s.next_seq;
+        s.events.push(Event::Message(message(
+            seq,
+            0,
+            &format!("t{seq}"),
+            role,
+            parts,
+        )));
+        s.next_seq += 1;
+        s.step()
+    };
+    let words = |n: usize, w: &str| vec![w; n].join(" ");
+    // Earlier conversation: eight exchanges of about 200 tokens a turn.
+    for i in 0..8 {
+        next(
+            &mut s,
+            Role::User,
+            vec![text(&words(160, &format!("ask{i}")))],
+        );
+        next(
+            &mut s,
+            Role::Assistant,
+            vec![text(&words(160, &format!("say{i}")))],
+        );
+    }
+    // A tool loop: every step thinks about 700 tokens (Anthropic counts the
+    // open cycle's thinking it is sent), calls a tool and reads its result.
+    next(
+        &mut s,
+        Role::User,
+        vec![text("Plan the whole trip, step by step.")],
+    );
+    let mut compactions = 0;
+    for step in 0..5 {
+        let think = reasoning(
+            "anthropic",
+            json!({"type": "thinking", "thinking": words(500, "hmm"), "signature": "s".repeat(800)}),
+        );
+        let call = Part::ToolCall {
+            call_id: format!("c{step}"),
+            name: "search".into(),
+            arguments: "{}".into(),
+            custom: false,
+            provider_options: Value::Null,
+        };
+        let result = Part::ToolResult {
+            call_id: format!("c{step}"),
+            name: "search".into(),
+            content: words(80, "found"),
+            is_error: false,
+        };
+        for (role, parts) in [
+            (Role::Assistant, vec![think, call]),
+            (Role::Tool, vec![result]),
+        ] {
+            if matches!(next(&mut s, role, parts), PlanOutcome::Compact { .. }) {
+                compactions += 1;
+            }
+            let r = s.resolve().unwrap();
+            let mut req = common::select_request(&s.decl, s.events.clone());
+            req.frontier = r.frontier;
+            req.head = r.head;
+            req.amendment = r.amendment;
+            req.format = Format::Anthropic;
+            let sel = foldline_core::select(&req).unwrap();
+            let m = &sel.manifest;
+            assert!(m.sizes.reasoning > 0, "the cycle's thinking is held back");
+            assert_eq!(
+                m.uncovered_omitted, 0,
+                "step {step}: turns no summary covers were left out: {:?}",
+                m.omitted
+            );
+        }
+    }
+    assert!(compactions > 0, "the loop's thinking made room by folding");
+}

@@ -268,7 +268,7 @@ pub(crate) fn select_from(
         )?,
         reasoning: match req.prompt {
             Some(_) => 0,
-            None => match reasoning::open_cycle_chars(req.format, &candidates) {
+            None => match reasoning::open_cycle_chars(Some(req.format), &candidates) {
                 0 => 0,
                 n => text_size(metric, n),
             },

@@ -72,7 +72,8 @@ pub struct Stats {
     pub metric: Metric,
     /// Active context before compaction.
     pub before: Sizes,
-    /// Pinned turns (never folded).
+    /// Pinned turns (never folded), and the open tool cycle's reasoning,
+    /// which is sent beside the tail (docs/formats.md).
     pub pinned: Sizes,
     /// Exact tail retained.
     pub retained_tail: Sizes,

@@ -115,13 +115,21 @@ fn takes(format: Format, data: &Value) -> bool {
 /// `turns` (the exact tail's candidates, in order, no prompt after them),
 /// as written. The budget holds them back like the prompt, since a
 /// provider counts the open cycle's reasoning it is sent; no turn counts
-/// them.
-pub(crate) fn open_cycle_chars(format: Format, turns: &[&Turn]) -> u64 {
+/// them. With no format (a compaction plan, which renders for none), each
+/// part counts as the format that would send it does: a block in its own,
+/// a call's options in the AI SDK's.
+pub(crate) fn open_cycle_chars(format: Option<Format>, turns: &[&Turn]) -> u64 {
     let mut out = Vec::new();
     let cycle = &turns[cycle_start(turns, |t| t.role)..];
     for t in cycle.iter().filter(|t| t.role == Role::Assistant) {
-        for v in t.parts.iter().filter_map(|p| carried(format, p)) {
-            v.encode(&mut out);
+        for p in &t.parts {
+            let sent = match format {
+                Some(f) => carried(f, p),
+                None => carried(Format::Anthropic, p).or_else(|| carried(Format::AiSdk, p)),
+            };
+            if let Some(v) = sent {
+                v.encode(&mut out);
+            }
         }
     }
     out.len() as u64

@@ -123,7 +123,7 @@ pub struct SkipRecord {
     pub trigger: u64,
     /// Warm threshold, in token mode.
     pub warm_at: Option<u64>,
-    /// Pinned turns' size.
+    /// Pinned turns' size, with the open tool cycle's reasoning.
     pub pinned: u64,
     /// Summary and amendment envelopes' size.
     pub envelopes: u64,
@@ -265,6 +265,15 @@ fn plan_inner(req: &PlanRequest, recon: Option<&Reconstruction>) -> Result<PlanO
     let eligible = standing::eligible(decl, &recon.turns, frontier.start_seq, covered).admitted;
     let env_size = envelope_sizes(req)?;
     let turns_size = sizes_of(&eligible)?;
+    // The open tool cycle's reasoning goes beside the tail and no
+    // compaction folds it: it counts with the pinned turns, as `select`
+    // holds it back (so a long thinking loop folds older turns rather than
+    // leaving them out unsummarized).
+    let reasoning = crate::render::reasoning::open_cycle_chars(None, &eligible);
+    let pinned_size = Sizes {
+        chars: error::add(pinned_size.chars, reasoning)?,
+        tokens: error::add(pinned_size.tokens, nonzero_estimate(reasoning))?,
+    };
     let before = Sizes {
         chars: error::sum([pinned_size.chars, env_size.chars, turns_size.chars])?,
         tokens: error::sum([pinned_size.tokens, env_size.tokens, turns_size.tokens])?,
@@ -488,6 +497,8 @@ struct Planning<'a> {
     frontier: &'a Frontier,
     eligible: &'a [&'a Turn],
     pinned: &'a [&'a Turn],
+    /// The pinned turns' size and the open tool cycle's reasoning's: what
+    /// stays beside the tail whatever is folded.
     pinned_size: Sizes,
     before: Sizes,
     metric: Metric,
