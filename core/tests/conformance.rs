@@ -1375,6 +1375,43 @@ fn gen_select() -> Vec<Value> {
             ),
         ],
     );
+    // An OpenAI Responses reasoning item stored with its encrypted content
+    // (store: false), less its id: back before the call in the open cycle.
+    let encrypted = json!({"encrypted_content": "gAAAAB", "summary": [{"text": "Porto first.", "type": "summary_text"}], "type": "reasoning"});
+    let mut responses_cycle = cycle.clone();
+    if let Event::Message(m) = &mut responses_cycle[1] {
+        m.parts[0] = reasoning(&encrypted, "openaiResponses");
+        m.parts.remove(1);
+    }
+    let function_call = json!({"arguments": "{\"q\":\"hotels\"}", "call_id": "call_1", "name": "search", "type": "function_call"});
+    g.select_in_formats(
+        "reasoning-open-cycle-responses",
+        "a Responses reasoning item (stored only with its encrypted_content, never its id) goes back as its own item before the turn's calls while the cycle is open, and to no other format",
+        &d,
+        &responses_cycle,
+        &[
+            (
+                "openaiResponses",
+                "/ok/messages",
+                json!([
+                    {"content": "Find a hotel in Porto.", "role": "user"},
+                    encrypted,
+                    function_call,
+                    {"call_id": "call_1", "output": "3 hotels", "type": "function_call_output"},
+                ]),
+            ),
+            ("anthropic", "/ok/messages/messages/1/content", json!([tool_use])),
+        ],
+    );
+    let mut responses_closed = responses_cycle;
+    responses_closed.push(msg(4, "u2", Role::User, "Thanks. Trains?"));
+    g.select_in_formats(
+        "reasoning-closed-cycle-responses",
+        "once the member writes, a Responses reasoning item is not sent back",
+        &d,
+        &responses_closed,
+        &[("openaiResponses", "/ok/messages/1", function_call)],
+    );
     // A chat that opens with the assistant's greeting, no summary yet.
     let greeting = vec![
         msg(1, "a1", Role::Assistant, "Hi! How can I help?"),

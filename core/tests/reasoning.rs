@@ -47,6 +47,13 @@ fn result() -> Part {
     }
 }
 
+fn item_data(p: &Part) -> Value {
+    match p {
+        Part::Reasoning { data, .. } => data.clone(),
+        _ => unreachable!("a reasoning part"),
+    }
+}
+
 fn rendered(format: Format, messages: &[ContextMessage]) -> Value {
     render(format, messages.to_vec()).to_value()
 }
@@ -122,7 +129,8 @@ fn reasoning_goes_only_to_its_own_format_and_only_as_that_format_s_reasoning() {
             m(Role::Assistant, parts),
         ]
     };
-    // OpenAI's shapes never get it: the bytes are those without it.
+    // OpenAI's shapes never get another format's: the bytes are those
+    // without it.
     for f in [Format::Openai, Format::OpenaiResponses] {
         assert_eq!(
             rendered(f, &open(vec![thinking(), sdk(), call()])),
@@ -143,6 +151,40 @@ fn reasoning_goes_only_to_its_own_format_and_only_as_that_format_s_reasoning() {
         ),
         0
     );
+    // A Responses reasoning item goes back to the Responses API alone, as
+    // its own item before the turn's calls, wherever it stood in the turn.
+    let item = reasoning(
+        "openaiResponses",
+        json!({"type": "reasoning", "encrypted_content": "gAAAAB", "summary": []}),
+    );
+    let answered = |parts: Vec<Part>| {
+        let mut c = open(parts);
+        c.push(m(Role::Tool, vec![result()]));
+        c
+    };
+    let items = rendered(
+        Format::OpenaiResponses,
+        &answered(vec![call(), item.clone()]),
+    );
+    let kinds: Vec<&str> = (items.as_array().unwrap().iter())
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ]
+    );
+    assert_eq!(items[1], item_data(&item));
+    for f in [Format::Openai, Format::AiSdk, Format::Anthropic] {
+        assert_eq!(
+            rendered(f, &answered(vec![item.clone(), call()])),
+            rendered(f, &answered(vec![call()])),
+        );
+    }
     // A block of another type, even under the right format, is never sent.
     let odd = reasoning("anthropic", json!({"type": "tool_use", "id": "x"}));
     assert_eq!(

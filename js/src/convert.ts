@@ -9,8 +9,9 @@
 // - reasoning is kept only where a provider wants it back: an assistant's
 //   Anthropic `thinking` / `redacted_thinking` block and AI SDK `reasoning`
 //   part become a `reasoning` part, sent back in that format while its tool
-//   cycle is open (core/src/render/reasoning.rs); Responses `reasoning`
-//   items, and reasoning anywhere else, are dropped;
+//   cycle is open (core/src/render/reasoning.rs), and so does a Responses
+//   `reasoning` item that carries its `encrypted_content` (less its id);
+//   reasoning anywhere else is dropped;
 // - files and images are not stored (a journal holds text): each becomes a
 //   text part `[file <media type> <name>]` so the model still knows one was
 //   there.
@@ -244,7 +245,9 @@ export function fromOpenAiMessages(messages: readonly OpenAiChatMessage[] | read
  * `ResponseOutputItem` are assignable): messages (`content` a string or
  * `input_text` / `output_text` / `refusal` parts; images and files leave a
  * mark), `function_call` and `custom_tool_call`, their `…_output`s, and
- * `reasoning` (model-private, not stored). Any other item is refused by name.
+ * `reasoning` (stored when it carries its `encrypted_content`, less its id,
+ * to go back while its tool cycle is open). Any other item is refused by
+ * name.
  */
 export interface OpenAiResponsesInput {
   type?: string | null;
@@ -258,6 +261,8 @@ export interface OpenAiResponsesInput {
   id?: unknown;
   status?: unknown;
   phase?: unknown;
+  summary?: unknown;
+  encrypted_content?: unknown;
 }
 
 const RESPONSES_ROLES = new Set(["system", "developer", "user", "assistant"]);
@@ -268,9 +273,17 @@ function responsesDrafts(items: readonly unknown[]): Draft[] {
   // (as one response's output holds them); calls after anything else are
   // a turn of their own.
   let answer: Draft | undefined;
+  // The last draft, while it holds reasoning alone: the assistant message
+  // or calls after it join it; anything else drops it (no output, no turn).
+  let thought: Draft | undefined;
   const assistant = (): Part[] => {
     if (!answer) out.push((answer = { role: "assistant", parts: [] }));
+    thought = undefined;
     return answer.parts;
+  };
+  const unthought = (): void => {
+    if (thought) out.pop();
+    thought = answer = undefined;
   };
   items.forEach((raw, i) => {
     const place = `item ${i + 1}`;
@@ -282,6 +295,11 @@ function responsesDrafts(items: readonly unknown[]): Draft[] {
       if (!RESPONSES_ROLES.has(raw.role)) refuse(place, `unknown role ${JSON.stringify(raw.role)}`);
       const role = raw.role as Role;
       const parts = openAiText(place, raw.content, role, "responses");
+      if (role === "assistant" && thought) {
+        assistant().push(...parts);
+        return;
+      }
+      unthought();
       out.push({ role, parts });
       answer = role === "assistant" ? out[out.length - 1] : undefined;
     } else if (type === "function_call" || type === "custom_tool_call") {
@@ -293,16 +311,29 @@ function responsesDrafts(items: readonly unknown[]): Draft[] {
       const callId = str(place, raw, "call_id")!;
       const content = typeof raw.output === "string" ? raw.output
         : openAiText(`${place}: output`, raw.output ?? "", "tool", "responses").map((p) => (p.type === "text" ? p.text : "")).join("\n");
+      unthought();
       out.push({ role: "tool", parts: [{ type: "toolResult", callId, name: typeof raw.name === "string" ? raw.name : "", content, isError: false }] });
-      answer = undefined;
-    } else if (type !== "reasoning") {
-      // Reasoning is not stored: the Responses API answers without it, and
-      // an item sent back without the items it preceded (whose ids a journal
-      // does not keep) it refuses. Anything else is named, never half-stored.
+    } else if (type === "reasoning") {
+      // Kept only with its encrypted content (store: false), less its id:
+      // the API looks an id up in its store (`Item with id 'rs_…' not
+      // found` when nothing was stored) and refuses a reference whose
+      // following items are missing; without an id it takes the item back.
+      // Without encrypted content there is nothing to send back.
+      if (typeof raw.encrypted_content !== "string" || raw.encrypted_content === "") return;
+      // The summary's texts alone, as the API takes them back.
+      const summary = (Array.isArray(raw.summary) ? raw.summary : [])
+        .filter((e): e is { text: string } => isObject(e) && typeof e.text === "string")
+        .map((e) => ({ text: e.text, type: "summary_text" }));
+      const data = { encrypted_content: raw.encrypted_content, summary, type: "reasoning" };
+      if (!answer) out.push((answer = thought = { role: "assistant", parts: [] }));
+      answer.parts.push({ type: "reasoning", format: "openaiResponses", data });
+    } else {
+      // Anything else is named, never half-stored.
       refuse(place, type === undefined ? "an item needs a type or a role"
         : `${JSON.stringify(type)} items are not imported: foldline stores messages, function and custom tool calls and their outputs`);
     }
   });
+  unthought();
   return out;
 }
 
@@ -310,8 +341,8 @@ function responsesDrafts(items: readonly unknown[]): Draft[] {
  * OpenAI Responses API items (a request's `input`, a response's `output`)
  * as journal events of `conversation`, numbered after `afterSeq`: each
  * message a turn, with the calls that follow an assistant message (as one
- * response's output holds them), each output a tool turn; reasoning is not
- * stored. Throws
+ * response's output holds them), each output a tool turn; a reasoning item
+ * with its `encrypted_content` joins the assistant turn after it. Throws
  * `invalid_request` naming the item (and part) at fault; nothing is
  * half-converted.
  */

@@ -42,7 +42,8 @@ export type Part =
   | { type: "approvalResponse"; approvalId: string; approved: boolean; reason?: string }
   /**
    * The model's reasoning as its provider returned it (an Anthropic `thinking` or
-   * `redacted_thinking` block, an AI SDK `reasoning` part). Sent back only in
+   * `redacted_thinking` block, an AI SDK `reasoning` part, an OpenAI Responses
+   * `reasoning` item with its encrypted content). Sent back only in
    * `format`, only while its tool cycle is open; never counted or summarized.
    */
   | { type: "reasoning"; format: Format; data: unknown };

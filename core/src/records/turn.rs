@@ -98,7 +98,8 @@ pub enum Part {
         reason: String,
     },
     /// The model's reasoning as its provider returned it (an Anthropic
-    /// `thinking` or `redacted_thinking` block, an AI SDK `reasoning` part),
+    /// `thinking` or `redacted_thinking` block, an AI SDK `reasoning` part,
+    /// an OpenAI Responses `reasoning` item with its encrypted content),
     /// kept as the provider wrote it. Providers with extended thinking refuse
     /// a tool cycle whose last assistant turn lacks it, so it is sent back in
     /// its own format while the tool cycle it belongs to is open

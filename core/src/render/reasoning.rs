@@ -6,12 +6,15 @@
 //! provider writes that block only from the `reasoning` part the SDK
 //! returned (its signature in `providerOptions`). No provider needs an
 //! earlier cycle's reasoning: Anthropic leaves it out of the model's view
-//! and other providers answer without it. So a [`Part::Reasoning`] goes to a
+//! and other providers answer without it (the Responses API recommends the
+//! open cycle's items back, and takes them without an id when they carry
+//! their `encrypted_content`). So a [`Part::Reasoning`] goes to a
 //! provider only
 //!
 //! - in the format it came in (a signature is valid only where it was made),
 //! - of a type that format's reasoning has (Anthropic `thinking` and
-//!   `redacted_thinking`, the AI SDK's `reasoning`), and
+//!   `redacted_thinking`, the AI SDK's `reasoning`, a Responses `reasoning`
+//!   item with its `encrypted_content`), and
 //! - in an assistant turn of the open tool cycle: after the context's last
 //!   member (user-role) message, so as long as the model is calling tools
 //!   and reading their results.
@@ -101,12 +104,13 @@ fn carried(format: Format, p: &Part) -> Option<&Value> {
     }
 }
 
-/// Whether `format` has reasoning of this block's type.
+/// Whether `format` has reasoning of this block's type (the AI SDK's
+/// part and a Responses item share the name).
 fn takes(format: Format, data: &Value) -> bool {
     let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
     match format {
         Format::Anthropic => kind == "thinking" || kind == "redacted_thinking",
-        Format::AiSdk => kind == "reasoning",
+        Format::AiSdk | Format::OpenaiResponses => kind == "reasoning",
         _ => false,
     }
 }
@@ -125,7 +129,10 @@ pub(crate) fn open_cycle_chars(format: Option<Format>, turns: &[&Turn]) -> u64 {
         for p in &t.parts {
             let sent = match format {
                 Some(f) => carried(f, p),
-                None => carried(Format::Anthropic, p).or_else(|| carried(Format::AiSdk, p)),
+                None => match p {
+                    Part::Reasoning { format: f, .. } => carried(*f, p),
+                    _ => carried(Format::AiSdk, p),
+                },
             };
             if let Some(v) = sent {
                 v.encode(&mut out);

@@ -5,6 +5,8 @@
 //! - pinned system, developer and document turns: `{"role": "system"}`
 //!   messages where they were written; turns and envelopes: `user` and
 //!   `assistant` messages with string content;
+//! - an assistant turn of the open tool cycle: its stored `reasoning` items
+//!   first, as they came less their id (render/reasoning.rs);
 //! - an assistant turn's calls: one `function_call` (or `custom_tool_call`,
 //!   free-form `input`) item each, after the turn's text;
 //! - a result: a `function_call_output` item (`custom_tool_call_output` for a
@@ -18,7 +20,7 @@
 //! `type`; a message's `content`, `role`.
 
 use super::format::{next, openai_walk, output, simple, texts, Item, Outgoing};
-use crate::canonical::write_str;
+use crate::canonical::{write_str, Encode};
 use crate::records::turn::Part;
 
 /// The items of `messages`, as one JSON array.
@@ -27,6 +29,14 @@ pub(crate) fn openai_responses(messages: &[Outgoing<'_>]) -> Vec<u8> {
     let mut custom_calls: Vec<&str> = Vec::new();
     openai_walk(messages, |out, item| match item {
         Item::Assistant(parts) => {
+            // Reasoning left here is the open cycle's, to go back
+            // (reasoning.rs): each its own item, before the turn's output.
+            for p in parts {
+                if let Part::Reasoning { data, .. } = p {
+                    next(out);
+                    data.encode(out);
+                }
+            }
             let text = texts(parts);
             let calls = parts.iter().filter(|p| matches!(p, Part::ToolCall { .. }));
             if !text.is_empty() || calls.clone().next().is_none() {

@@ -6,8 +6,10 @@
 //! parts; images and files leave a mark) are turns; the `function_call` and
 //! `custom_tool_call` items after an assistant message are that turn's
 //! calls (as one response's output holds them), after anything else a turn
-//! of their own; each `…_output` is a tool turn; `reasoning` is
-//! model-private and not stored. Any other item is refused by its type.
+//! of their own; each `…_output` is a tool turn; a `reasoning` item with
+//! its `encrypted_content` joins the assistant turn after it (to go back
+//! while its tool cycle is open), without it it is not stored. Any other
+//! item is refused by its type.
 
 use foldline_core::turn::{Part, Role};
 use serde_json::Value;
@@ -24,6 +26,14 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
     let mut out: Vec<(Role, Vec<Part>)> = Vec::new();
     // Whether the last turn is an assistant message the next calls join.
     let mut answer = false;
+    // Whether the last turn holds reasoning alone: the assistant message or
+    // calls after it join it; anything else drops it (no output, no turn).
+    let mut thought = false;
+    let unthought = |out: &mut Vec<(Role, Vec<Part>)>, thought: &mut bool| {
+        if std::mem::take(thought) {
+            out.pop();
+        }
+    };
     for (place, v) in items {
         let refuse = |why: &str| HostError::Input(format!("{place}: {why}"));
         if !v.is_object() {
@@ -37,9 +47,18 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
         };
         match kind {
             Some("message") => {
-                let turn = message(place, v)?;
-                answer = turn.0 == Role::Assistant;
-                out.push(turn);
+                let (role, parts) = message(place, v)?;
+                match out.last_mut() {
+                    Some((_, joined)) if thought && role == Role::Assistant => {
+                        joined.extend(parts);
+                        thought = false;
+                    }
+                    _ => {
+                        unthought(&mut out, &mut thought);
+                        answer = role == Role::Assistant;
+                        out.push((role, parts));
+                    }
+                }
             }
             Some(kind @ ("function_call" | "custom_tool_call")) => {
                 let call = call(place, v, kind == "custom_tool_call")?;
@@ -47,13 +66,21 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
                     Some((_, parts)) if answer => parts.push(call),
                     _ => out.push((Role::Assistant, vec![call])),
                 }
-                answer = true;
+                (answer, thought) = (true, false);
             }
             Some("function_call_output" | "custom_tool_call_output") => {
+                unthought(&mut out, &mut thought);
                 out.push((Role::Tool, vec![output(place, v)?]));
                 answer = false;
             }
-            Some("reasoning") => {}
+            Some("reasoning") => match (reasoning(v), out.last_mut()) {
+                (None, _) => {}
+                (Some(r), Some((_, parts))) if answer => parts.push(r),
+                (Some(r), _) => {
+                    out.push((Role::Assistant, vec![r]));
+                    (answer, thought) = (true, true);
+                }
+            },
             None => return Err(refuse("an item needs a type or a role")),
             Some(kind) => {
                 let kind = Value::from(kind);
@@ -63,7 +90,33 @@ pub(super) fn drafts(items: &[(String, Value)]) -> Result<Vec<(Role, Vec<Part>)>
             }
         }
     }
+    unthought(&mut out, &mut thought);
     Ok(out)
+}
+
+/// A `reasoning` item as the part that goes back while its tool cycle is
+/// open: only with its encrypted content (store: false), less its id — the
+/// API looks an id up in its store (`Item with id 'rs_…' not found` when
+/// nothing was stored) and refuses a reference whose following items are
+/// missing, while it takes the item back without one; of the summary, its
+/// texts alone. Without encrypted content there is nothing to send back.
+fn reasoning(v: &Value) -> Option<Part> {
+    let encrypted = v
+        .get("encrypted_content")?
+        .as_str()
+        .filter(|s| !s.is_empty())?;
+    let summary: Vec<Value> = (v.get("summary").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("text")?.as_str())
+        .map(|text| serde_json::json!({"text": text, "type": "summary_text"}))
+        .collect();
+    Some(Part::Reasoning {
+        format: foldline_core::format::Format::OpenaiResponses,
+        data: serde_json::json!({
+            "encrypted_content": encrypted, "summary": summary, "type": "reasoning",
+        }),
+    })
 }
 
 /// A message item: its role and its text (and marks) as parts.

@@ -17,7 +17,7 @@ const SYSTEM = "You are the travel desk. Answer in one sentence.";
 type Body = { model: string; messages: Array<{ role: string; content?: unknown; tool_calls?: Array<{ type: string; id: string }>; tool_call_id?: string }> };
 const bodies: Body[] = [];
 let calls = 0;
-type ResponsesBody = { model: string; input: Array<{ type?: string; role?: string; content?: unknown; call_id?: string; output?: string }> };
+type ResponsesBody = { model: string; input: Array<{ type?: string; role?: string; content?: unknown; call_id?: string; output?: string; id?: string; encrypted_content?: string }> };
 const responsesBodies: ResponsesBody[] = [];
 let responsesCalls = 0;
 const server = createServer((req, res) => {
@@ -27,10 +27,18 @@ const server = createServer((req, res) => {
     if (req.url?.endsWith("/responses")) {
       const body = JSON.parse(text) as ResponsesBody;
       responsesBodies.push(body);
+      // As the API answers a store: false request that names a reasoning
+      // item by its id: nothing was stored to find.
+      const named = body.input.find((x) => x.type === "reasoning" && x.id !== undefined);
+      if (named) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { type: "invalid_request_error", message: `Item with id '${named.id}' not found. Items are not persisted when \`store\` is set to false.` } }));
+        return;
+      }
       const first = body.model === "chat" && responsesCalls++ === 0;
       const output = first
         ? [
-            { type: "reasoning", id: "rs_1", summary: [] },
+            { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "Two calls." }], encrypted_content: "gAAAA-enc" },
             { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Checking both.", annotations: [] }] },
             { type: "function_call", id: "fc_1", call_id: "call-w", name: "weather", arguments: '{"city":"Tokyo"}', status: "completed" },
             { type: "custom_tool_call", id: "ctc_1", call_id: "call-g", name: "grep", input: "warn|error" },
@@ -106,9 +114,10 @@ for (let i = 0; i < 80; i++) {
 const after = await c.context(id, { format: "openai" });
 await client.chat.completions.create({ model: "chat", messages: after.messages ?? [] });
 
-// 4. The Responses API: the request's items and the response's output go
-// in as they are (reasoning is not stored), the context goes back as its
-// `input`, and the summarizer answers through it too.
+// 4. The Responses API (store: false, encrypted reasoning included): the
+// request's items and the response's output go in as they are, the context
+// goes back as its `input` (the open cycle's reasoning item with its
+// encrypted content and no id), and the summarizer answers through it too.
 const r = createCompactor({
   journal: new MemoryJournal(),
   model: modelFromFunction(async (packet) => (await client.responses.create({ model: "summarizer", input: packet.messages })).output_text),
@@ -116,21 +125,22 @@ const r = createCompactor({
 });
 const start: ResponseInputItem[] = [{ role: "system", content: SYSTEM }, { type: "message", role: "user", content: [{ type: "input_text", text: "Weather in Tokyo? And grep the log." }] }];
 await r.append(id, { format: "openai-responses", messages: start });
-const first = await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages });
+const stateless = { store: false, include: ["reasoning.encrypted_content" as const] };
+const first = await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages, ...stateless });
 await r.append(id, { format: "openai-responses", messages: first.output });
 const outputs: ResponseInputItem[] = [
   { type: "function_call_output", call_id: "call-w", output: "Error: weather service down" },
   { type: "custom_tool_call_output", call_id: "call-g", output: [{ type: "input_text", text: "2 lines" }] },
 ];
 await r.append(id, { format: "openai-responses", messages: outputs });
-await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages });
+await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages, ...stateless });
 const sentItems = responsesBodies.at(-1)!.input;
 let responsesCompacted = 0;
 for (let i = 0; i < 80; i++) {
   await r.append(id, { format: "openai-responses", messages: [{ role: "user", content: `Day ${i}: what should we see? ${"Details of the plan. ".repeat(8)}` }, { role: "assistant", content: `On day ${i}, the old town. ${"More suggestions here. ".repeat(8)}` }] });
   if ((await r.onMessage(id)).status === "compacted") responsesCompacted++;
 }
-await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages });
+await client.responses.create({ model: "chat", input: (await r.context(id, { format: "openai-responses" })).messages, ...stateless });
 server.close();
 
 const summarizerBodies = bodies.filter((b) => b.model === "summarizer");
@@ -143,7 +153,9 @@ console.log(JSON.stringify({
   compacted,
   summarizerInstructions: summarizerBodies.length > 0 && summarizerBodies.every((b) => b.messages[0]?.role === "system" && String(b.messages[0].content).length > 200),
   systemAfterCompaction: bodies.at(-1)?.messages[0]?.role === "system" && String(bodies.at(-1)?.messages[0]?.content).startsWith(SYSTEM),
-  responsesItems: sentItems.map((x) => x.type ?? x.role).join(",") === "system,user,assistant,function_call,custom_tool_call,function_call_output,custom_tool_call_output",
+  responsesItems: sentItems.map((x) => x.type ?? x.role).join(",") === "system,user,reasoning,assistant,function_call,custom_tool_call,function_call_output,custom_tool_call_output",
+  responsesReasoningBack: sentItems.some((x) => x.type === "reasoning" && x.encrypted_content === "gAAAA-enc" && x.id === undefined),
+  responsesReasoningClosed: !responsesBodies.at(-1)!.input.some((x) => x.type === "reasoning"),
   responsesOutputs: sentItems.filter((x) => x.type?.endsWith("_output")).map((x) => `${x.call_id}:${x.output}`).join("|") === "call-w:Error: weather service down|call-g:2 lines",
   responsesCompacted,
   responsesAfterCompaction: responsesBodies.at(-1)?.input[0]?.role === "system" && String(responsesBodies.at(-1)?.input[1]?.content).startsWith("[untrusted-history-summary]"),

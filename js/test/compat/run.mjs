@@ -69,7 +69,7 @@ const expected = {
   }),
   openai: () => ({
     systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true,
-    responsesItems: true, responsesOutputs: true, responsesAfterCompaction: true, responsesSummarizer: true,
+    responsesItems: true, responsesReasoningBack: true, responsesReasoningClosed: true, responsesOutputs: true, responsesAfterCompaction: true, responsesSummarizer: true,
   }),
 };
 

@@ -359,11 +359,12 @@ try {
     const text = await (await fetch(`${base}${c}/context?format=${format}&messages=true`, { headers: { authorization: `Bearer ${ALICE}` } })).text();
     try { return JSON.stringify(JSON.parse(text)); } catch { return text; }
   };
-  // A tool cycle left open at the end, in two formats with their reasoning:
+  // A tool cycle left open at the end, in three formats with their reasoning:
   // each format's context sends its own back, in both servers.
   const cycle = [
     [`${c}/messages?format=anthropic`, [{ role: "assistant", content: [{ type: "thinking", thinking: "Two steps.", signature: "sig-a" }, { type: "tool_use", id: "rc1", name: "f", input: { q: 1 } }] }, { role: "user", content: [{ type: "tool_result", tool_use_id: "rc1", content: "one" }] }]],
     [`${c}/messages?format=ai-sdk`, [{ role: "assistant", content: [{ type: "reasoning", text: "Then this.", providerOptions: { anthropic: { signature: "sig-b" }, openai: { itemId: "rs_9", n: 1.5 } } }, { type: "tool-call", toolCallId: "rc2", toolName: "f", input: { q: 2 } }] }, { role: "tool", content: [{ type: "tool-result", toolCallId: "rc2", toolName: "f", output: { type: "text", value: "two" } }] }]],
+    [`${c}/messages?format=openai-responses`, [{ type: "reasoning", id: "rs_7", status: "completed", encrypted_content: "enc-c", summary: [{ type: "summary_text", text: "Third." }] }, { type: "function_call", id: "fc_7", call_id: "rc3", name: "f", arguments: "{\"q\":3}" }, { type: "function_call_output", call_id: "rc3", output: "three" }]],
   ];
   for (const [path, body] of cycle) {
     for (const base of [bases.edge, bases.rust]) {
@@ -374,13 +375,14 @@ try {
   }
   for (const base of [bases.edge, bases.rust]) {
     cases.push("reasoning goes back in its own format while its tool cycle is open");
-    const [anthropic, sdk, openai] = [await read(base, "anthropic"), await read(base, "ai-sdk"), await read(base, "openai")];
+    const [anthropic, sdk, openai, responses] = [await read(base, "anthropic"), await read(base, "ai-sdk"), await read(base, "openai"), await read(base, "openai-responses")];
     const ok = anthropic.includes('{"signature":"sig-a","thinking":"Two steps.","type":"thinking"}') && !anthropic.includes("sig-b")
       && sdk.includes('"providerOptions":{"anthropic":{"signature":"sig-b"},"openai":{"n":1.5}}') && !sdk.includes("sig-a")
-      && !openai.includes("sig-");
-    if (!ok) { failed++; console.log(`not ok - reasoning in ${base}: ${anthropic.slice(-400)} ${sdk.slice(-400)}`); }
+      && responses.includes('{"encrypted_content":"enc-c","summary":[{"text":"Third.","type":"summary_text"}],"type":"reasoning"},{"arguments":"{\\"q\\":3}"')
+      && !/sig-|rs_7/.test(responses) && !/sig-|enc-c/.test(openai) && ![anthropic, sdk].some((x) => x.includes("enc-c"));
+    if (!ok) { failed++; console.log(`not ok - reasoning in ${base}: ${anthropic.slice(-400)} ${sdk.slice(-400)} ${responses.slice(-400)}`); }
   }
-  for (const format of ["foldline", "openai", "anthropic", "ai-sdk"]) {
+  for (const format of ["foldline", "openai", "openai-responses", "anthropic", "ai-sdk"]) {
     cases.push(`context ${format}`);
     const [e, ru] = [await read(bases.edge, format), await read(bases.rust, format)];
     if (e !== ru || !/^[[{]/.test(e)) {
