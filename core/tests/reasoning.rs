@@ -3,12 +3,15 @@
 //! never counted, summarized or written as text; kept in foldline's form.
 
 use foldline_core::api;
+use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::event::Event;
 use foldline_core::format::{render, ContextMessage, Format};
+use foldline_core::plan::PlanOutcome;
 use foldline_core::turn::{content_hash, parts_chars, render_parts, Part, Role};
 use serde_json::{json, Value};
 
 mod common;
-use common::{context_message as m, text_part as text};
+use common::{context_message as m, message, text_part as text, Sim};
 
 fn reasoning(format: &str, data: Value) -> Part {
     serde_json::from_value(json!({"type": "reasoning", "format": format, "data": data})).unwrap()
@@ -351,19 +354,13 @@ fn the_open_cycle_s_reasoning_is_held_back_from_the_budget_in_the_format_that_se
     assert_eq!(prompted["ok"]["manifest"]["sizes"].get("reasoning"), None);
 }
 
-/// A long thinking tool loop at seed 002's token budget, one driver pass
-/// after every turn: the open cycle's reasoning counts in the compaction
-/// plan as it does in `select`, so older turns are folded into the summary
-/// rather than left out of the model's view unsummarized.
-#[test]
-fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
-    use common::{message, Sim};
-    use foldline_core::declaration::{Budget, Declaration};
-    use foldline_core::event::Event;
-    use foldline_core::plan::PlanOutcome;
-
-    let mut d = Declaration::new("agent", "agent-compactor");
-    d.budget = Budget::default_tokens();
+/// A long thinking tool loop, one driver pass after every turn: the open
+/// cycle's reasoning counts in the compaction plan as it does in `select`
+/// (and in character mode the exact tail gives it room), so older turns are
+/// folded into the summary rather than left out of the model's view
+/// unsummarized. `words`: a turn's words (about five characters each);
+/// `think`: a step's thinking, in words.
+fn thinking_loop(d: Declaration, words: usize, think: usize) {
     let mut s = Sim::new(d);
     let next = |s: &mut Sim, role: Role, parts: Vec<Part>| {
         let seq = s.next_seq;
@@ -377,22 +374,22 @@ fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
         s.next_seq += 1;
         s.step()
     };
-    let words = |n: usize, w: &str| vec![w; n].join(" ");
-    // Earlier conversation: eight exchanges of about 200 tokens a turn.
+    let say = |n: usize, w: &str| vec![w; n].join(" ");
+    // Earlier conversation: eight exchanges.
     for i in 0..8 {
         next(
             &mut s,
             Role::User,
-            vec![text(&words(160, &format!("ask{i}")))],
+            vec![text(&say(words, &format!("ask{i}")))],
         );
         next(
             &mut s,
             Role::Assistant,
-            vec![text(&words(160, &format!("say{i}")))],
+            vec![text(&say(words, &format!("say{i}")))],
         );
     }
-    // A tool loop: every step thinks about 700 tokens (Anthropic counts the
-    // open cycle's thinking it is sent), calls a tool and reads its result.
+    // A tool loop: every step thinks (Anthropic counts the open cycle's
+    // thinking it is sent), calls a tool and reads its result.
     next(
         &mut s,
         Role::User,
@@ -402,7 +399,7 @@ fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
     for step in 0..5 {
         let think = reasoning(
             "anthropic",
-            json!({"type": "thinking", "thinking": words(500, "hmm"), "signature": "s".repeat(800)}),
+            json!({"type": "thinking", "thinking": say(think, "hmm"), "signature": "s".repeat(800)}),
         );
         let call = Part::ToolCall {
             call_id: format!("c{step}"),
@@ -414,7 +411,7 @@ fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
         let result = Part::ToolResult {
             call_id: format!("c{step}"),
             name: "search".into(),
-            content: words(80, "found"),
+            content: say(words / 2, "found"),
             is_error: false,
         };
         for (role, parts) in [
@@ -441,4 +438,16 @@ fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
         }
     }
     assert!(compactions > 0, "the loop's thinking made room by folding");
+}
+
+#[test]
+fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
+    // Seed 002's token budget (8,192 tokens): turns of ~200 tokens, steps
+    // that think ~700.
+    let mut d = Declaration::new("agent", "agent-compactor");
+    d.budget = Budget::default_tokens();
+    thinking_loop(d, 160, 500);
+    // Seed 000's character budget (80,000; retain 40,000): turns of ~4,000
+    // characters, steps that think ~10,000 — together 50,000 by the fifth.
+    thinking_loop(Declaration::new("agent", "agent-compactor"), 800, 1_900);
 }

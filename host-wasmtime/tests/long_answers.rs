@@ -1,8 +1,10 @@
-//! Long answers at seed 002's token budget, through the Rust driver: an
-//! answer of 1,000–3,000 tokens (over the ~1,196-token tail target) is kept
-//! whole as the exact tail with everything before it folded, so after every
-//! message the context fits, holds the newest turn verbatim, and leaves out
-//! no turn that no summary covers.
+//! Long answers at seed 002's token budget, and large pinned documents at
+//! seed 000's character budget, through the Rust driver: an answer of
+//! 1,000–3,000 tokens (over the ~1,196-token tail target) is kept whole as
+//! the exact tail with everything before it folded, and pinned turns that
+//! eat the headroom shrink the exact tail to what the limit leaves beside
+//! them, so after every message the context fits, holds the newest turn
+//! verbatim, and leaves out no turn that no summary covers.
 
 mod support;
 
@@ -67,5 +69,52 @@ fn long_answers_never_cost_the_model_its_recent_history() {
         assert_eq!(m.uncovered_omitted, 0, "message {n}: {:?}", m.omitted);
     }
     assert!(compacted >= 40, "{compacted}");
+    d.resolve("c").expect("the chain verifies");
+}
+
+#[test]
+fn a_large_pinned_system_prompt_never_costs_the_model_its_recent_history() {
+    // Seed 000's budget (80,000 characters, retain 40,000, an 8,000-character
+    // summary): a 35,000-character system prompt leaves the exact tail
+    // 80,000 - 35,000 - the summary's reserve, under the 40,000 retain.
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::in_memory().unwrap(),
+        Extractive,
+        budget_decl(Budget::Chars {
+            trigger: 80_000,
+            retain: 40_000,
+        }),
+    );
+    let doc = "The handbook says: keep receipts. ".repeat(1_030);
+    let first = support::fixtures::text_message("c", 1, Role::System, doc);
+    d.journal().append("c", &[first]).unwrap();
+    let mut compacted = 0;
+    let mut journal = Vec::new();
+    for n in 2..=200u64 {
+        let (role, text) = if n % 2 == 0 {
+            (
+                Role::User,
+                format!("Question {n}: and the receipts for step {n}?"),
+            )
+        } else {
+            (Role::Assistant, answer(n, 250 + (n * 397) % 500))
+        };
+        let e = support::fixtures::text_message("c", n, role, text);
+        d.journal().append("c", &[e]).unwrap();
+        match d.on_message("c").unwrap() {
+            Outcome::Refused(e) => panic!("message {n}: {e:?}"),
+            Outcome::Failed(r) => panic!("message {n}: {r:?}"),
+            Outcome::Compacted(_) => compacted += 1,
+            _ => {}
+        }
+        journal = support::invariants::check(&d, "c", &journal, n as usize);
+        let sel = d.context("c", ContextOptions::default()).unwrap();
+        let m = &sel.manifest;
+        assert_eq!(m.pinned, vec!["t1".to_owned()], "message {n}");
+        assert_eq!(m.included.last(), Some(&format!("t{n}")), "message {n}");
+        assert_eq!(m.uncovered_omitted, 0, "message {n}: {:?}", m.omitted);
+    }
+    assert!(compacted >= 5, "{compacted}");
     d.resolve("c").expect("the chain verifies");
 }

@@ -339,11 +339,17 @@ impl Thresholds {
         }
     }
 
-    /// The tail target once pinned turns and the summary reserve are known.
+    /// The tail target once pinned turns and the summary reserve are known:
+    /// in token mode what the projection's target leaves beside them; in
+    /// character mode `retain`, or less when that is all the hard limit
+    /// leaves beside them (large pinned documents, the open tool cycle's
+    /// reasoning), so that a compaction's projection fits the context and no
+    /// exact turn it kept is left out of it unsummarized.
     pub fn tail_target(&self, pinned: u64, summary_reserve: u64) -> u64 {
+        let beside = |total: u64| total.saturating_sub(pinned).saturating_sub(summary_reserve);
         match self.target_total {
-            None => self.retain,
-            Some(t) => t.saturating_sub(pinned).saturating_sub(summary_reserve),
+            None => self.retain.min(beside(self.limit)),
+            Some(t) => beside(t),
         }
     }
 }
