@@ -337,22 +337,20 @@ fn gen_plan() -> Vec<Value> {
     ns.push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
     g.add(
         "compact-pinned-eat-headroom",
-        "character mode: when pinned turns eat the headroom, the exact tail shrinks from retain to what the hard limit leaves beside them and the summary's reserve, so the projection fits and no kept turn is left out unsummarized",
+        "character mode: pinned turns are free up to half the room between retain + the summary's reserve and the trigger; past it each of their characters shrinks the exact tail by one, so the projection fits (no kept turn left out unsummarized) and half the room is left before the next compaction",
         "plan",
         plan_req(&d, ns, true),
         &[
             ("/ok/outcome", json!("compact")),
-            ("/ok/packet/stats/retainedTail/chars", json!(9_500)),
-            ("/ok/packet/stats/after/chars", json!(9_500 + 691 + 9_500)),
+            ("/ok/packet/stats/retainedTail/chars", json!(5_000)),
+            ("/ok/packet/stats/after/chars", json!(9_500 + 691 + 5_000)),
         ],
     );
     let mut ns = turns(1, 1, 691);
-    ns.extend(turns(2, 18, 500));
-    ns.extend(turns(20, 1, 809));
-    ns.push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
+    ns.extend(turns(2, 1, 19_309));
     g.add(
         "refuse-not-smaller",
-        "refuse: a compaction whose projection is not smaller (what it folds is no larger than the summary's reserve)",
+        "refuse: a compaction whose projection is not smaller (what it folds, before a newest turn kept whole, is no larger than the summary's reserve)",
         "plan",
         plan_req(&d, ns, true),
         &refuse("not_smaller"),

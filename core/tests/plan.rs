@@ -453,33 +453,39 @@ fn a_single_unit_over_the_prefix_bounds_is_refused_naming_it() {
 }
 
 #[test]
-fn pinned_turns_that_eat_the_headroom_shrink_the_tail_to_what_the_limit_leaves() {
+fn pinned_turns_that_eat_the_headroom_shrink_the_tail_and_leave_half_the_room() {
     // 9,500 pinned + 21 turns of 500 reach the 20,000 trigger. Keeping the
     // 10,000 retain would leave 9,500 + 691 (the summary's reserve) +
-    // 10,000 over the limit: the context would leave kept turns out
-    // unsummarized. The tail shrinks to the 9,809 the limit leaves, and
-    // the compaction fits.
+    // 10,000 over the limit, so the context would leave kept turns out
+    // unsummarized; shrinking the tail only to what the limit leaves would
+    // compact again on the next message. Pinned turns are free up to half
+    // the room between retain + reserve and the trigger (4,654); past it,
+    // each of their characters shrinks the tail by one: a target of 5,154,
+    // a tail of 10 turns, and 4,809 of room before the next compaction.
     let d = chars_decl(20_000, 10_000);
     let mut r = compact_setup(&d, 21, 500);
     r.events
         .push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
     let p = compact_packet(plan(&r));
-    assert_eq!(p.stats.retained_tail_turns, 19);
-    assert_eq!(p.stats.after.chars, 9_500 + 691 + 9_500);
-    assert!(p.stats.after.chars <= 20_000);
+    assert_eq!(p.stats.retained_tail_turns, 10);
+    assert_eq!(p.stats.after.chars, 9_500 + 691 + 5_000);
+    assert!(p.stats.after.chars + 4_654 <= 20_000);
+    // A small system prompt (under the half) leaves the tail at retain.
+    let mut r = compact_setup(&d, 41, 500);
+    r.events
+        .push(msg(100, "sys", Role::System, &"s".repeat(4_000)));
+    assert_eq!(compact_packet(plan(&r)).stats.retained_tail.chars, 10_000);
 }
 
 #[test]
 fn compaction_that_would_not_shrink_is_refused() {
-    // The fold is exactly the summary's reserve: 9,500 pinned, an oldest
-    // turn of 691 and a tail of exactly the 9,809 the limit leaves beside
-    // them. Folding 691 characters for a 691-character reserve would not
-    // shrink anything.
+    // The fold is exactly the summary's reserve: an oldest turn of 691 and
+    // a newest of 19,309, over the tail target and kept whole as the tail
+    // (all the limit leaves beside the reserve). Folding 691 characters for
+    // a 691-character reserve would not shrink anything.
     let d = chars_decl(20_000, 10_000);
     let mut events = turns(1, 1, 691);
-    events.extend(turns(2, 18, 500));
-    events.extend(turns(20, 1, 809));
-    events.push(msg(100, "sys", Role::System, &"s".repeat(9_500)));
+    events.extend(turns(2, 1, 19_309));
     let mut r = request(&d, events);
     r.frontier = Some(activate(&d, turns(1, 1, 691)));
     assert_eq!(code_of(&plan(&r)), Some("not_smaller"));

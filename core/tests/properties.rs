@@ -98,6 +98,11 @@ proptest! {
                 // however large (the tail shrinks to what they leave), unless
                 // a backlog is left for the next compaction to fold.
                 prop_assert!(packet.stats.after.chars <= retain + extra || packet.stats.backlog.is_some(), "{:?}", packet.stats);
+                // And, a long newest turn aside, it leaves at least half the
+                // room between retain + the summary's reserve and the trigger
+                // before the next compaction.
+                let half = (extra - packet.stats.summary.chars.min(extra)) / 2;
+                prop_assert!(packet.stats.oversized_tail || packet.stats.backlog.is_some() || packet.stats.after.chars + half <= retain + extra, "{:?}", packet.stats);
                 prop_assert!(!tail.is_empty());
                 // The tail never starts with a tool result and no pair is split.
                 let tail_first = turns.iter().find(|t| t.turn_id == tail[0]).unwrap();

@@ -340,16 +340,21 @@ impl Thresholds {
     }
 
     /// The tail target once pinned turns and the summary reserve are known:
-    /// in token mode what the projection's target leaves beside them; in
-    /// character mode `retain`, or less when that is all the hard limit
-    /// leaves beside them (large pinned documents, the open tool cycle's
-    /// reasoning), so that a compaction's projection fits the context and no
-    /// exact turn it kept is left out of it unsummarized.
+    /// in token mode what the projection's target leaves beside them. In
+    /// character mode `retain`, less what the pinned turns (a long system
+    /// prompt, the open tool cycle's reasoning) take beyond half the room
+    /// between `retain` plus the summary's reserve and the limit: a
+    /// compaction's projection then fits the context, so no exact turn it
+    /// kept is left out unsummarized, and leaves at least that half of the
+    /// room before the next compaction is due (never one on every message).
     pub fn tail_target(&self, pinned: u64, summary_reserve: u64) -> u64 {
-        let beside = |total: u64| total.saturating_sub(pinned).saturating_sub(summary_reserve);
         match self.target_total {
-            None => self.retain.min(beside(self.limit)),
-            Some(t) => beside(t),
+            None => {
+                let room = self.limit.saturating_sub(self.retain);
+                let half = room.saturating_sub(summary_reserve) / 2;
+                self.retain.saturating_sub(pinned.saturating_sub(half))
+            }
+            Some(t) => t.saturating_sub(pinned).saturating_sub(summary_reserve),
         }
     }
 }
