@@ -179,13 +179,7 @@ fn gen_plan() -> Vec<Value> {
                 json!({"type": "reasoning", "format": "anthropic", "data": thinking}),
             )
             .unwrap(),
-            Part::ToolCall {
-                call_id: "c1".into(),
-                name: "search".into(),
-                arguments: "{}".into(),
-                custom: false,
-                provider_options: Value::Null,
-            },
+            call_part("c1", "search", "{}"),
         ],
     )));
     cycle.push(Event::Message(message(
@@ -193,12 +187,7 @@ fn gen_plan() -> Vec<Value> {
         0,
         "t19",
         Role::Tool,
-        vec![Part::ToolResult {
-            call_id: "c1".into(),
-            name: "search".into(),
-            content: "3 hotels".into(),
-            is_error: false,
-        }],
+        vec![result_part("c1", "search", "3 hotels")],
     )));
     g.add(
         "reasoning-open-cycle-counts",

@@ -11,7 +11,7 @@ use foldline_core::turn::{content_hash, parts_chars, render_parts, Part, Role};
 use serde_json::{json, Value};
 
 mod common;
-use common::{context_message as m, message, text_part as text, Sim};
+use common::{call_part, context_message as m, message, result_part, text_part as text, Sim};
 
 fn reasoning(format: &str, data: Value) -> Part {
     serde_json::from_value(json!({"type": "reasoning", "format": format, "data": data})).unwrap()
@@ -32,22 +32,11 @@ fn sdk() -> Part {
 }
 
 fn call() -> Part {
-    Part::ToolCall {
-        call_id: "c1".into(),
-        name: "search".into(),
-        arguments: "{\"q\":\"porto\"}".into(),
-        custom: false,
-        provider_options: serde_json::Value::Null,
-    }
+    call_part("c1", "search", "{\"q\":\"porto\"}")
 }
 
 fn result() -> Part {
-    Part::ToolResult {
-        call_id: "c1".into(),
-        name: "search".into(),
-        content: "3 hotels".into(),
-        is_error: false,
-    }
+    result_part("c1", "search", "3 hotels")
 }
 
 fn item_data(p: &Part) -> Value {
@@ -401,19 +390,8 @@ fn thinking_loop(d: Declaration, words: usize, think: usize) {
             "anthropic",
             json!({"type": "thinking", "thinking": say(think, "hmm"), "signature": "s".repeat(800)}),
         );
-        let call = Part::ToolCall {
-            call_id: format!("c{step}"),
-            name: "search".into(),
-            arguments: "{}".into(),
-            custom: false,
-            provider_options: Value::Null,
-        };
-        let result = Part::ToolResult {
-            call_id: format!("c{step}"),
-            name: "search".into(),
-            content: say(words / 2, "found"),
-            is_error: false,
-        };
+        let call = call_part(&format!("c{step}"), "search", "{}");
+        let result = result_part(&format!("c{step}"), "search", &say(words / 2, "found"));
         for (role, parts) in [
             (Role::Assistant, vec![think, call]),
             (Role::Tool, vec![result]),

@@ -32,25 +32,31 @@ fn answer(n: u64, tokens: u64) -> String {
     out
 }
 
-#[test]
-fn long_answers_never_cost_the_model_its_recent_history() {
-    let d = Driver::new(
+/// A driver on an in-memory journal, the extractive summarizer and `budget`.
+fn driver(budget: Budget) -> Driver<SqliteJournal, Extractive> {
+    Driver::new(
         Foldline::embedded().unwrap(),
         SqliteJournal::in_memory().unwrap(),
         Extractive,
-        budget_decl(Budget::default_tokens()),
-    );
+        budget_decl(budget),
+    )
+}
+
+/// Messages `ns` (role and text from `turn`) through the driver one at a
+/// time; after each, the seeds' outcomes (it fits, an exact suffix, one
+/// envelope, the chain verifies, ...), then the newest turn verbatim and no
+/// uncovered turn left out (and, with `pinned`, that turn pinned). The
+/// compactions run.
+fn converse(
+    d: &Driver<SqliteJournal, Extractive>,
+    ns: std::ops::RangeInclusive<u64>,
+    pinned: Option<&str>,
+    turn: impl Fn(u64) -> (Role, String),
+) -> usize {
     let mut compacted = 0;
     let mut journal = Vec::new();
-    for n in 1..=240u64 {
-        let (role, text) = if n % 2 == 1 {
-            (
-                Role::User,
-                format!("Question {n}: what about step {n}? Show me the code."),
-            )
-        } else {
-            (Role::Assistant, answer(n, 1_000 + (n * 397) % 2_001))
-        };
+    for n in ns {
+        let (role, text) = turn(n);
         let e = support::fixtures::text_message("c", n, role, text);
         d.journal().append("c", &[e]).unwrap();
         match d.on_message("c").unwrap() {
@@ -59,62 +65,55 @@ fn long_answers_never_cost_the_model_its_recent_history() {
             Outcome::Compacted(_) => compacted += 1,
             _ => {}
         }
-        // The seeds' outcomes (it fits, an exact suffix, one envelope, the
-        // chain verifies, ...), then the newest turn and no uncovered turn
-        // left out.
-        journal = support::invariants::check(&d, "c", &journal, n as usize);
+        journal = support::invariants::check(d, "c", &journal, n as usize);
         let sel = d.context("c", ContextOptions::default()).unwrap();
         let m = &sel.manifest;
+        if let Some(p) = pinned {
+            assert_eq!(m.pinned, vec![p.to_owned()], "message {n}");
+        }
         assert_eq!(m.included.last(), Some(&format!("t{n}")), "message {n}");
         assert_eq!(m.uncovered_omitted, 0, "message {n}: {:?}", m.omitted);
     }
-    assert!(compacted >= 40, "{compacted}");
     d.resolve("c").expect("the chain verifies");
+    compacted
+}
+
+#[test]
+fn long_answers_never_cost_the_model_its_recent_history() {
+    let d = driver(Budget::default_tokens());
+    let compacted = converse(&d, 1..=240, None, |n| {
+        if n % 2 == 1 {
+            let q = format!("Question {n}: what about step {n}? Show me the code.");
+            (Role::User, q)
+        } else {
+            (Role::Assistant, answer(n, 1_000 + (n * 397) % 2_001))
+        }
+    });
+    assert!(compacted >= 40, "{compacted}");
 }
 
 #[test]
 fn a_large_pinned_system_prompt_never_costs_the_model_its_recent_history() {
     // Seed 000's budget (80,000 characters, retain 40,000, an 8,000-character
-    // summary): a 35,000-character system prompt leaves the exact tail
-    // 80,000 - 35,000 - the summary's reserve, under the 40,000 retain.
-    let d = Driver::new(
-        Foldline::embedded().unwrap(),
-        SqliteJournal::in_memory().unwrap(),
-        Extractive,
-        budget_decl(Budget::Chars {
-            trigger: 80_000,
-            retain: 40_000,
-        }),
-    );
+    // summary): a 35,000-character system prompt takes more than half the
+    // room between retain + the summary and the trigger, and the exact tail
+    // gives way for the rest.
+    let d = driver(Budget::Chars {
+        trigger: 80_000,
+        retain: 40_000,
+    });
     let doc = "The handbook says: keep receipts. ".repeat(1_030);
     let first = support::fixtures::text_message("c", 1, Role::System, doc);
     d.journal().append("c", &[first]).unwrap();
-    let mut compacted = 0;
-    let mut journal = Vec::new();
-    for n in 2..=200u64 {
-        let (role, text) = if n % 2 == 0 {
+    let compacted = converse(&d, 2..=200, Some("t1"), |n| {
+        if n % 2 == 0 {
             (
                 Role::User,
                 format!("Question {n}: and the receipts for step {n}?"),
             )
         } else {
             (Role::Assistant, answer(n, 250 + (n * 397) % 500))
-        };
-        let e = support::fixtures::text_message("c", n, role, text);
-        d.journal().append("c", &[e]).unwrap();
-        match d.on_message("c").unwrap() {
-            Outcome::Refused(e) => panic!("message {n}: {e:?}"),
-            Outcome::Failed(r) => panic!("message {n}: {r:?}"),
-            Outcome::Compacted(_) => compacted += 1,
-            _ => {}
         }
-        journal = support::invariants::check(&d, "c", &journal, n as usize);
-        let sel = d.context("c", ContextOptions::default()).unwrap();
-        let m = &sel.manifest;
-        assert_eq!(m.pinned, vec!["t1".to_owned()], "message {n}");
-        assert_eq!(m.included.last(), Some(&format!("t{n}")), "message {n}");
-        assert_eq!(m.uncovered_omitted, 0, "message {n}: {:?}", m.omitted);
-    }
+    });
     assert!(compacted >= 5, "{compacted}");
-    d.resolve("c").expect("the chain verifies");
 }

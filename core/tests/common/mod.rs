@@ -22,6 +22,27 @@ pub fn text_part(t: &str) -> Part {
     Part::Text { text: t.into() }
 }
 
+/// A function call part, without provider options.
+pub fn call_part(call_id: &str, name: &str, arguments: &str) -> Part {
+    Part::ToolCall {
+        call_id: call_id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+        custom: false,
+        provider_options: serde_json::Value::Null,
+    }
+}
+
+/// A result part that is not an error.
+pub fn result_part(call_id: &str, name: &str, content: &str) -> Part {
+    Part::ToolResult {
+        call_id: call_id.into(),
+        name: name.into(),
+        content: content.into(),
+        is_error: false,
+    }
+}
+
 pub fn route() -> Route {
     Route {
         conversation: "conv-1".into(),
@@ -435,25 +456,14 @@ pub fn tool_pair_at_the_tail_edge() -> Vec<Event> {
         0,
         "call",
         Role::Assistant,
-        vec![Part::ToolCall {
-            call_id: "c1".into(),
-            name: "run_code".into(),
-            arguments: "{}".into(),
-            custom: false,
-            provider_options: serde_json::Value::Null,
-        }],
+        vec![call_part("c1", "run_code", "{}")],
     )));
     events.push(Event::Message(message(
         10,
         0,
         "result",
         Role::Tool,
-        vec![Part::ToolResult {
-            call_id: "c1".into(),
-            name: "run_code".into(),
-            content: "r".repeat(1_500),
-            is_error: false,
-        }],
+        vec![result_part("c1", "run_code", &"r".repeat(1_500))],
     )));
     events.push(msg(11, "answer", Role::Assistant, &"a".repeat(300)));
     events
