@@ -344,7 +344,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     /// [`Driver::append`] of messages in the `incoming` shape: OpenAI chat
     /// messages, OpenAI Responses API items (a request's `input`, a
-    /// response's `output` as it is; reasoning is not stored), Anthropic
+    /// response's `output` as it is; a reasoning item only with its
+    /// encrypted content, less its id), Anthropic
     /// messages or AI SDK model messages (docs/formats.md).
     ///
     /// # Errors
