@@ -208,6 +208,51 @@ fn gen_plan() -> Vec<Value> {
         plan_req(&d, closed, true),
         &[("/ok/outcome", json!("skip")), ("/ok/record/pinned", json!(0))],
     );
+    // Two steps that think: a plan counts what a provider requires, the
+    // last step's thinking and every step's call options.
+    let think = |n: usize| json!({"type": "thinking", "thinking": "y".repeat(n), "signature": "s"});
+    let options = json!({"google": {"thoughtSignature": "c2ln"}});
+    let mut steps = turns(1, 17, 1_000);
+    for (seq, n, opts) in [(18u64, 2_800, options.clone()), (20, 900, Value::Null)] {
+        let mut call = call_part(&format!("c{seq}"), "search", "{}");
+        if let Part::ToolCall {
+            provider_options, ..
+        } = &mut call
+        {
+            *provider_options = opts;
+        }
+        steps.push(Event::Message(message(
+            seq,
+            0,
+            &format!("t{seq}"),
+            Role::Assistant,
+            vec![
+                serde_json::from_value(
+                    json!({"type": "reasoning", "format": "anthropic", "data": think(n)}),
+                )
+                .unwrap(),
+                call,
+            ],
+        )));
+        steps.push(Event::Message(message(
+            seq + 1,
+            0,
+            &format!("t{}", seq + 1),
+            Role::Tool,
+            vec![result_part(&format!("c{seq}"), "search", "found")],
+        )));
+    }
+    let written = |v: &Value| foldline_core::canonical::encode_value(v).len();
+    g.add(
+        "reasoning-last-step-counts",
+        "a compaction plan counts the open cycle's last step's reasoning (and every step's call options) with the pinned turns, not the earlier steps' reasoning, which a context sends only when there is room: history is not folded for good to make room for reasoning needed until the member writes",
+        "plan",
+        plan_req(&d, steps, true),
+        &[
+            ("/ok/outcome", json!("skip")),
+            ("/ok/record/pinned", json!(written(&think(900)) + written(&options))),
+        ],
+    );
     for (n, frozen) in [(20u64, 10u64), (25, 15), (30, 20), (40, 30)] {
         g.add(
             &format!("compact-{n}"),
@@ -1413,6 +1458,88 @@ fn gen_select() -> Vec<Value> {
         &d,
         &responses_closed,
         &[("openaiResponses", "/ok/messages/1", function_call)],
+    );
+    // A thinking loop whose every step's thinking does not fit beside the
+    // turns: the last step's goes alone, the earlier steps' calls keep
+    // their providerOptions, and no turn is left out.
+    let long = |n: u32| json!({"type": "thinking", "thinking": format!("step {n} ").repeat(60), "signature": format!("sig-{n}")});
+    let sdk_long = |n: u32| json!({"type": "reasoning", "text": format!("step {n} ").repeat(60), "providerOptions": {"anthropic": {"signature": format!("sig-{n}")}}});
+    let step = |seq: u64, n: u32, options: Value| {
+        Event::Message(message(
+            seq,
+            0,
+            &format!("a{n}"),
+            Role::Assistant,
+            vec![
+                reasoning(&long(n), "anthropic"),
+                reasoning(&sdk_long(n), "aiSdk"),
+                Part::ToolCall {
+                    call_id: format!("call_{n}"),
+                    name: "search".into(),
+                    arguments: "{}".into(),
+                    custom: false,
+                    provider_options: options,
+                },
+            ],
+        ))
+    };
+    let loop_events = vec![
+        msg(1, "u1", Role::User, "Find a hotel in Porto."),
+        step(2, 1, json!({"google": {"thoughtSignature": "c2ln"}})),
+        Event::Message(message(
+            3,
+            0,
+            "r1",
+            Role::Tool,
+            vec![result_part("call_1", "search", "3 hotels")],
+        )),
+        step(4, 2, Value::Null),
+        Event::Message(message(
+            5,
+            0,
+            "r2",
+            Role::Tool,
+            vec![result_part("call_2", "search", "2 rooms")],
+        )),
+    ];
+    // The budget one short of the whole cycle's reasoning and every turn.
+    let tight = |format: &str| {
+        let mut r = json!({"declaration": v(&d), "route": v(&route()), "events": v(&loop_events), "format": format, "frontier": null});
+        let whole: Value =
+            serde_json::from_slice(&api::call("select", r.to_string().as_bytes())).unwrap();
+        r["limit"] = json!(whole["ok"]["manifest"]["sizes"]["total"].as_u64().unwrap() - 1);
+        r
+    };
+    let all_turns = json!(["u1", "a1", "r1", "a2", "r2"]);
+    g.add(
+        "reasoning-last-step-anthropic",
+        "when the open cycle's whole reasoning does not fit beside every turn no summary covers, only the last step's goes (Anthropic requires the final assistant message's thinking, and only recommends the earlier steps'); the manifest counts the turns whose reasoning was left out, and every turn stays",
+        "select",
+        tight("anthropic"),
+        &[
+            ("/ok/manifest/reasoningLeftOut", json!(1)),
+            ("/ok/manifest/included", all_turns.clone()),
+            (
+                "/ok/messages/messages/1/content",
+                json!([{"id": "call_1", "input": {}, "name": "search", "type": "tool_use"}]),
+            ),
+            ("/ok/messages/messages/3/content/0", long(2)),
+        ],
+    );
+    g.add(
+        "reasoning-last-step-aiSdk",
+        "the last step's reasoning alone, in the AI SDK's form: an earlier step's call keeps its providerOptions (Gemini requires every step's signature)",
+        "select",
+        tight("aiSdk"),
+        &[
+            ("/ok/manifest/reasoningLeftOut", json!(1)),
+            ("/ok/manifest/included", all_turns),
+            (
+                "/ok/messages/1/content",
+                json!([{"input": {}, "providerOptions": {"google": {"thoughtSignature": "c2ln"}}, "toolCallId": "call_1", "toolName": "search", "type": "tool-call"}]),
+            ),
+            ("/ok/messages/3/content/0", sdk_long(2)),
+        ],
     );
     // A chat that opens with the assistant's greeting, no summary yet.
     let greeting = vec![

@@ -343,13 +343,15 @@ fn the_open_cycle_s_reasoning_is_held_back_from_the_budget_in_the_format_that_se
     assert_eq!(prompted["ok"]["manifest"]["sizes"].get("reasoning"), None);
 }
 
-/// A long thinking tool loop, one driver pass after every turn: the open
-/// cycle's reasoning counts in the compaction plan as it does in `select`
-/// (and in character mode the exact tail gives it room), so older turns are
-/// folded into the summary rather than left out of the model's view
-/// unsummarized. `words`: a turn's words (about five characters each);
-/// `think`: a step's thinking, in words.
-fn thinking_loop(d: Declaration, words: usize, think: usize) {
+/// A long thinking tool loop, one driver pass after every turn: what a
+/// provider requires of the open cycle's reasoning (the last step's) counts
+/// in the compaction plan as it does in `select` (and in character mode the
+/// exact tail gives it room), so older turns are folded into the summary
+/// rather than left out of the model's view unsummarized; the earlier
+/// steps' go when they fit, else the manifest counts them. `words`: a turn's
+/// words (about five characters each); `think`: a step's thinking, in
+/// words. Returns how many selections left earlier steps' thinking out.
+fn thinking_loop(d: Declaration, words: usize, think: usize) -> usize {
     let mut s = Sim::new(d);
     let next = |s: &mut Sim, role: Role, parts: Vec<Part>| {
         let seq = s.next_seq;
@@ -384,11 +386,13 @@ fn thinking_loop(d: Declaration, words: usize, think: usize) {
         Role::User,
         vec![text("Plan the whole trip, step by step.")],
     );
-    let mut compactions = 0;
+    let (mut compactions, mut left_out) = (0, 0);
+    let mut step_ids = Vec::new();
     for step in 0..5 {
+        step_ids.push(format!("t{}", s.next_seq));
         let think = reasoning(
             "anthropic",
-            json!({"type": "thinking", "thinking": say(think, "hmm"), "signature": "s".repeat(800)}),
+            json!({"type": "thinking", "thinking": say(think, &format!("hmm{step}")), "signature": "s".repeat(800)}),
         );
         let call = call_part(&format!("c{step}"), "search", "{}");
         let result = result_part(&format!("c{step}"), "search", &say(words / 2, "found"));
@@ -413,9 +417,37 @@ fn thinking_loop(d: Declaration, words: usize, think: usize) {
                 "step {step}: turns no summary covers were left out: {:?}",
                 m.omitted
             );
+            // The steps' thinking sent: always the last step's, first in
+            // the final assistant message (Anthropic refuses it otherwise);
+            // every other step in the context's unless the manifest counts
+            // it as left out.
+            let out = sel.messages.unwrap().to_value();
+            let sent: Vec<String> = (out["messages"].as_array().unwrap().iter())
+                .filter(|m| m["role"] == "assistant")
+                .filter_map(|m| m["content"][0]["thinking"].as_str())
+                .filter_map(|t| t.split(' ').next()?.strip_prefix("hmm")?.parse().ok())
+                .map(|i: usize| step_ids[i].clone())
+                .collect();
+            let in_context: Vec<&String> = (step_ids.iter())
+                .filter(|id| m.included.contains(id))
+                .collect();
+            assert_eq!(
+                sent.last(),
+                step_ids.last(),
+                "step {step}: its thinking is not sent"
+            );
+            assert!(sent.iter().all(|id| in_context.contains(&id)));
+            assert_eq!(
+                sent.len() as u64 + m.reasoning_left_out,
+                in_context.len() as u64,
+                "step {step}: sent {sent:?}, {} counted as left out, in the context {in_context:?}",
+                m.reasoning_left_out
+            );
+            left_out += usize::from(m.reasoning_left_out > 0);
         }
     }
     assert!(compactions > 0, "the loop's thinking made room by folding");
+    left_out
 }
 
 #[test]
@@ -428,4 +460,18 @@ fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
     // Seed 000's character budget (80,000; retain 40,000): turns of ~4,000
     // characters, steps that think ~10,000 — together 50,000 by the fifth.
     thinking_loop(Declaration::new("agent", "agent-compactor"), 800, 1_900);
+}
+
+#[test]
+fn a_thinking_loop_longer_than_the_budget_goes_on_with_the_last_step_s_thinking() {
+    // Seed 000's 80,000 characters and steps that think ~30,000 each (an
+    // Anthropic thinking budget of ~8,000 tokens): from the third step the
+    // whole cycle's thinking is over the budget by itself. Each context
+    // sends the last step's, names the earlier steps', and leaves no turn
+    // out (refused `over_budget` before).
+    let named = thinking_loop(Declaration::new("agent", "agent-compactor"), 800, 5_000);
+    assert!(
+        named >= 6,
+        "the earlier steps' thinking was left out {named} times"
+    );
 }

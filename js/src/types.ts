@@ -376,6 +376,8 @@ export interface Manifest {
   omitted: { turnId: string; reason: "budget" | "notAdmitted" }[];
   /** Admitted turns after the summary's coverage left out for lack of room (absent when none): no summary covers them, so alert on it. */
   uncoveredOmitted?: number;
+  /** How many assistant turns of the open tool cycle had their reasoning left out for lack of room (absent when none): only the last step's went, all a provider requires. */
+  reasoningLeftOut?: number;
   messageCount: number; renderedHash: string;
   /** What member compression did (with a member state): the state in force and one measurement per pass. */
   member?: MemberManifest | null;

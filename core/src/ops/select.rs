@@ -154,6 +154,12 @@ pub struct Manifest {
     /// refused); a host should alert on anything but zero.
     #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
     pub uncovered_omitted: u64,
+    /// How many assistant turns of the open tool cycle had their reasoning
+    /// left out for lack of room: the whole cycle's did not fit beside
+    /// every turn no summary covers, so only the last step's goes, which is
+    /// all a provider requires (`render/reasoning.rs`).
+    #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
+    pub reasoning_left_out: u64,
     /// Messages in the context.
     pub message_count: u64,
     /// Merkle-style fold over each message's kind, role and content hash.
@@ -266,36 +272,41 @@ pub(crate) fn select_from(
                 .iter()
                 .map(|f| text_size(metric, foldline_json::char_count(f) as u64)),
         )?,
-        reasoning: match req.prompt {
-            Some(_) => 0,
-            None => match reasoning::open_cycle_chars(Some(req.format), &candidates) {
-                0 => 0,
-                n => text_size(metric, n),
-            },
-        },
+        reasoning: 0,
         total: 0,
     };
-    let reserved = error::sum([
+    // The open cycle's reasoning: the whole cycle's when it fits beside
+    // every uncovered turn, else the last step's alone (render/reasoning.rs).
+    let cycle = match req.prompt {
+        Some(_) => reasoning::Cycle::default(),
+        None => reasoning::open_cycle(Some(req.format), &candidates),
+    };
+    let reasoning_size = |chars: u64| match chars {
+        0 => 0,
+        n => text_size(metric, n),
+    };
+    let base = error::sum([
         sizes.pinned,
         sizes.summary,
         sizes.amendment,
         sizes.prompt,
         sizes.member,
-        sizes.reasoning,
     ])?;
+    let whole_fits = |room: u64| matches!(fit_tail(&candidates, room, metric), Ok((0, _)));
+    let how = match cycle.earlier == 0
+        || (limit.checked_sub(base.saturating_add(reasoning_size(cycle.whole))))
+            .is_some_and(whole_fits)
+    {
+        true => reasoning::Sent::Whole,
+        false => reasoning::Sent::LastStep,
+    };
+    sizes.reasoning = reasoning_size(match how {
+        reasoning::Sent::Whole => cycle.whole,
+        reasoning::Sent::LastStep => cycle.last_step,
+    });
+    let reserved = error::add(base, sizes.reasoning)?;
     if reserved > limit {
-        return Err(Error::new(
-            Code::OverBudget,
-            format!(
-                "pinned turns, envelopes and prompt{} need {reserved} of a budget of {limit} {}",
-                if sizes.reasoning > 0 {
-                    " with the open tool cycle's reasoning"
-                } else {
-                    ""
-                },
-                metric.as_str()
-            ),
-        ));
+        return Err(over_budget(reserved, limit, metric, sizes.reasoning > 0));
     }
     let (first_included, used) = fit_tail(&candidates, limit - reserved, metric)?;
     omitted.append(&mut omissions(
@@ -337,13 +348,17 @@ pub(crate) fn select_from(
         included: tail.iter().map(|t| t.turn_id.clone()).collect(),
         uncovered_omitted: first_included as u64,
         omitted,
+        reasoning_left_out: match how {
+            reasoning::Sent::Whole => 0,
+            reasoning::Sent::LastStep => cycle.earlier,
+        },
         message_count: messages.len() as u64,
         rendered_hash: canonical::fold_hashes(fold.iter().map(String::as_str)),
         member: shaped.manifest,
         before_frontier: req.frontier.as_ref().and_then(|f| before_frontier(f, req)),
     };
     let messages = if req.render {
-        Some(format::render_outgoing(req.format, messages))
+        Some(format::render_outgoing(req.format, messages, how))
     } else {
         None
     };
@@ -399,6 +414,23 @@ fn before_frontier(f: &Frontier, req: &SelectRequest) -> Option<BeforeFrontier> 
             boundary_id: None,
         },
     })
+}
+
+/// `over_budget`: what is held back before the exact tail exceeds the
+/// budget.
+fn over_budget(reserved: u64, limit: u64, metric: Metric, reasoning: bool) -> Error {
+    Error::new(
+        Code::OverBudget,
+        format!(
+            "pinned turns, envelopes and prompt{} need {reserved} of a budget of {limit} {}",
+            if reasoning {
+                " with the open tool cycle's reasoning"
+            } else {
+                ""
+            },
+            metric.as_str()
+        ),
+    )
 }
 
 pub(crate) fn is_zero(n: &u64) -> bool {

@@ -130,7 +130,11 @@ impl<'de> serde::Deserialize<'de> for Rendered {
 pub fn render(format: Format, messages: Vec<ContextMessage>) -> Rendered {
     match format {
         Format::Foldline => Rendered::Foldline(messages),
-        f => render_outgoing(f, messages.iter().map(Outgoing::of).collect()),
+        f => render_outgoing(
+            f,
+            messages.iter().map(Outgoing::of).collect(),
+            reasoning::Sent::Whole,
+        ),
     }
 }
 
@@ -168,11 +172,16 @@ impl<'a> Outgoing<'a> {
     }
 }
 
-/// [`render`] of borrowed messages.
-pub(crate) fn render_outgoing(format: Format, messages: Vec<Outgoing<'_>>) -> Rendered {
+/// [`render`] of borrowed messages, sending the open cycle's reasoning
+/// `how`.
+pub(crate) fn render_outgoing(
+    format: Format,
+    messages: Vec<Outgoing<'_>>,
+    how: reasoning::Sent,
+) -> Rendered {
     let messages = match format {
         Format::Foldline => messages,
-        f => reasoning::for_provider(f, messages),
+        f => reasoning::for_provider(f, messages, how),
     };
     match format {
         Format::Foldline => Rendered::Foldline(messages.into_iter().map(Outgoing::owned).collect()),

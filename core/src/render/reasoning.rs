@@ -23,6 +23,19 @@
 //! (Gemini 3's `thoughtSignature` of the call) follows the same rule: in the
 //! AI SDK's form, in the open tool cycle. foldline's own form keeps every
 //! part as it is.
+//!
+//! A provider requires only the last step's reasoning: Anthropic refuses a
+//! final assistant message that does not start with its thinking block and
+//! recommends, without requiring, the earlier steps' (`400 … a final
+//! assistant message must start with a thinking block … We recommend you
+//! include thinking blocks from previous turns`). So when the whole cycle's
+//! reasoning does not fit the budget beside every turn no summary covers,
+//! a context sends the last step's alone ([`Sent::LastStep`]); a call's
+//! provider options, a signature of a few dozen bytes that Gemini requires
+//! on every step's call, still go on every step. A compaction plan counts
+//! what is required, the last step's: the earlier steps' reasoning is
+//! needed only until the member writes, and folding history for it would
+//! lose for good what the context needs for a moment.
 
 use std::borrow::Cow;
 
@@ -32,17 +45,36 @@ use super::format::{Format, Outgoing};
 use crate::canonical::Encode;
 use crate::records::turn::{Part, Role, Turn};
 
+/// How much of the open cycle's reasoning a context sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Every step's.
+    Whole,
+    /// The last assistant turn's alone (calls' options on every step).
+    LastStep,
+}
+
 /// `messages` with every reasoning part and call's provider options the
 /// provider is not to get left out (the rules above).
-pub(crate) fn for_provider(format: Format, messages: Vec<Outgoing<'_>>) -> Vec<Outgoing<'_>> {
+pub(crate) fn for_provider(
+    format: Format,
+    messages: Vec<Outgoing<'_>>,
+    how: Sent,
+) -> Vec<Outgoing<'_>> {
     let open = cycle_start(&messages, |m| m.role);
+    let last = last_step(&messages, how, |m| m.role);
     messages
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
             let sent = i >= open && m.role == Role::Assistant;
             // Provider data this provider is not to get.
-            let held = |p: &Part| private(p) && !(sent && carried(format, p).is_some());
+            let held = |p: &Part| {
+                private(p)
+                    && !(sent
+                        && carried(format, p).is_some()
+                        && (i >= last || !matches!(p, Part::Reasoning { .. })))
+            };
             if !m.parts.iter().any(held) {
                 return m;
             }
@@ -77,6 +109,18 @@ fn cycle_start<T>(items: &[T], role: impl Fn(&T) -> Role) -> usize {
         .iter()
         .rposition(|x| role(x) == Role::User)
         .map_or(0, |i| i + 1)
+}
+
+/// The first index whose reasoning goes with `how`: 0 for the whole
+/// cycle, else the last assistant item's.
+fn last_step<T>(items: &[T], how: Sent, role: impl Fn(&T) -> Role) -> usize {
+    match how {
+        Sent::Whole => 0,
+        Sent::LastStep => items
+            .iter()
+            .rposition(|x| role(x) == Role::Assistant)
+            .unwrap_or(0),
+    }
 }
 
 /// Whether a part holds data for one provider alone: reasoning, or a call
@@ -115,17 +159,22 @@ fn takes(format: Format, data: &Value) -> bool {
     }
 }
 
-/// Characters of what a context in `format` sends by the rules above from
-/// `turns` (the exact tail's candidates, in order, no prompt after them),
-/// as written. The budget holds them back like the prompt, since a
-/// provider counts the open cycle's reasoning it is sent; no turn counts
-/// them. With no format (a compaction plan, which renders for none), each
-/// part counts as the format that would send it does: a block in its own,
-/// a call's options in the AI SDK's.
-pub(crate) fn open_cycle_chars(format: Option<Format>, turns: &[&Turn]) -> u64 {
-    let mut out = Vec::new();
+/// What a context in `format` sends by the rules above from `turns` (the
+/// exact tail's candidates, in order, no prompt after them), in characters
+/// as written: the whole cycle's and the last step's alone. The budget
+/// holds it back like the prompt, since a provider counts the open cycle's
+/// reasoning it is sent; no turn counts it. With no format (a compaction
+/// plan, which renders for none), each part counts as the format that
+/// would send it does: a block in its own, a call's options in the AI SDK's.
+pub(crate) fn open_cycle(format: Option<Format>, turns: &[&Turn]) -> Cycle {
+    let (mut whole, mut last, mut earlier) = (Vec::new(), 0u64, 0u64);
     let cycle = &turns[cycle_start(turns, |t| t.role)..];
-    for t in cycle.iter().filter(|t| t.role == Role::Assistant) {
+    let final_step = last_step(cycle, Sent::LastStep, |t| t.role);
+    for (i, t) in cycle.iter().enumerate() {
+        if t.role != Role::Assistant {
+            continue;
+        }
+        let mut thinks = false;
         for p in &t.parts {
             let sent = match format {
                 Some(f) => carried(f, p),
@@ -135,9 +184,32 @@ pub(crate) fn open_cycle_chars(format: Option<Format>, turns: &[&Turn]) -> u64 {
                 },
             };
             if let Some(v) = sent {
-                v.encode(&mut out);
+                let at = whole.len();
+                v.encode(&mut whole);
+                let reasoning = matches!(p, Part::Reasoning { .. });
+                thinks |= reasoning;
+                if i == final_step || !reasoning {
+                    last += (whole.len() - at) as u64;
+                }
             }
         }
+        earlier += u64::from(thinks && i != final_step);
     }
-    out.len() as u64
+    Cycle {
+        whole: whole.len() as u64,
+        last_step: last,
+        earlier,
+    }
+}
+
+/// The open cycle's reasoning a context sends, in characters as written.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cycle {
+    /// Every step's.
+    pub whole: u64,
+    /// The last step's alone ([`Sent::LastStep`]).
+    pub last_step: u64,
+    /// The assistant turns before the last step whose reasoning is sent
+    /// only with the whole cycle's.
+    pub earlier: u64,
 }

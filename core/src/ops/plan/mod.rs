@@ -266,10 +266,11 @@ fn plan_inner(req: &PlanRequest, recon: Option<&Reconstruction>) -> Result<PlanO
     let env_size = envelope_sizes(req)?;
     let turns_size = sizes_of(&eligible)?;
     // The open tool cycle's reasoning goes beside the tail and no
-    // compaction folds it: it counts with the pinned turns, as `select`
-    // holds it back (so a long thinking loop folds older turns rather than
-    // leaving them out unsummarized).
-    let reasoning = crate::render::reasoning::open_cycle_chars(None, &eligible);
+    // compaction folds it: what a provider requires of it (the last step's)
+    // counts with the pinned turns, as `select` holds it back, so a long
+    // thinking loop folds older turns rather than leaving them out
+    // unsummarized; the earlier steps' go only when there is room.
+    let reasoning = crate::render::reasoning::open_cycle(None, &eligible).last_step;
     let pinned_size = Sizes {
         chars: error::add(pinned_size.chars, reasoning)?,
         tokens: error::add(pinned_size.tokens, nonzero_estimate(reasoning))?,
