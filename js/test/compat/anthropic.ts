@@ -42,6 +42,17 @@ const server = createServer((req, res) => {
       res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: refused } }));
       return;
     }
+    if (body.model === "loop") {
+      // A thinking loop: each step thinks at length and calls a tool.
+      const step = body.messages.filter((m) => m.role === "assistant").length;
+      const content = [
+        { type: "thinking", thinking: `Step ${step}: ${"weighing the options. ".repeat(120)}`, signature: `sig-${step}` },
+        { type: "tool_use", id: `toolu_${step}`, name: "search", input: { step } },
+      ];
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: `msg_${bodies.length}`, type: "message", role: "assistant", model: body.model, content, stop_reason: "tool_use", stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 } }));
+      return;
+    }
     const first = body.model === "chat" && calls++ === 0;
     const content = first
       ? [
@@ -116,13 +127,44 @@ for (let i = 0; i < 80; i++) {
 }
 const after = await c.context(id, { format: "anthropic" });
 await client.messages.create({ model: "chat", max_tokens: 2048, thinking, system: after.messages.system, messages: after.messages.messages });
+
+// 4. A thinking loop longer than the budget: six steps of ~2,700 characters
+// of thinking each, against a trigger of 6,000. Every step's request goes
+// out (the last step's thinking first in the final assistant message) and
+// the context says how many earlier steps' thinking it left out.
+await c.append(id, { format: "anthropic", messages: [{ role: "user", content: "Search until you find a hotel." }] });
+let loopRefused = "";
+let leftOut = 0;
+let uncovered = 0;
+const signatures: string[] = [];
+const loopSent: Body[] = [];
+try {
+  for (let step = 0; step < 6; step++) {
+    const ctx = await c.context(id, { format: "anthropic" });
+    uncovered += ctx.manifest.uncoveredOmitted ?? 0;
+    const r = await client.messages.create({ model: "loop", max_tokens: 4096, thinking, system: ctx.messages.system, messages: ctx.messages.messages });
+    loopSent.push(bodies.at(-1)!);
+    const thought = r.content[0];
+    signatures.push(thought?.type === "thinking" ? thought.signature : "");
+    await c.append(id, { format: "anthropic", messages: r });
+    const use = r.content.find((b) => b.type === "tool_use");
+    await c.append(id, { format: "anthropic", messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: use?.type === "tool_use" ? use.id : "", content: `result ${step}` }] }] });
+    await c.onMessage(id);
+  }
+  const ctx = await c.context(id, { format: "anthropic" });
+  leftOut = ctx.manifest.reasoningLeftOut ?? 0;
+  await client.messages.create({ model: "loop", max_tokens: 4096, thinking, system: ctx.messages.system, messages: ctx.messages.messages });
+  loopSent.push(bodies.at(-1)!);
+} catch (e) {
+  loopRefused = String(e);
+}
 server.close();
 
 const blocks = (m: Body["messages"][number] | undefined): Block2[] => (Array.isArray(m?.content) ? m.content : []);
 const uses = sent.messages.flatMap(blocks).filter((b) => b.type === "tool_use");
 const answered = sent.messages.find((m) => blocks(m).some((b) => b.type === "tool_result"));
 const summarizerBodies = bodies.filter((b) => b.model === "summarizer");
-const last = bodies.at(-1)!;
+const last = bodies.filter((b) => b.model === "chat").at(-1)!;
 console.log(JSON.stringify({
   systemApart: sent.system === SYSTEM + "\n\nPrices in euros." && sent.messages[0]?.role === "user",
   responseAsItIs: uses.map((b) => `${b.id}:${b.name}:${JSON.stringify(b.input)}`).join("|") === 'toolu_w:weather:{"city":"Tokyo","days":2}|toolu_g:grep:{"pattern":"warn|error"}',
@@ -134,4 +176,7 @@ console.log(JSON.stringify({
   compacted,
   summarizerInstructions: summarizerBodies.length > 0 && summarizerBodies.every((b) => String(b.system).length > 200 && b.messages.every((m) => m.role === "user")),
   systemAfterCompaction: String(last.system).startsWith(SYSTEM) && JSON.stringify(last).includes("untrusted-history-summary"),
+  longThinkingLoopGoesOn: loopRefused === "" && loopSent.length === 7 && leftOut > 0
+    && loopSent.every((b, i) => i === 0 || blocks(b.messages.filter((m) => m.role === "assistant").at(-1))[0]?.signature === signatures[i - 1])
+    && uncovered === 0,
 }));

@@ -34,7 +34,11 @@
 //           a tool cycle without it), the results answering them with
 //           the error flag, and no thinking once the cycle is over; the summarizer
 //           gets its instructions as `system`; after compaction the summary
-//           goes with the system prompt.
+//           goes with the system prompt; a thinking loop whose steps' thinking
+//           together is over the budget goes on, each request's final
+//           assistant message opening with its step's thinking, no turn
+//           left out unsummarized, and the manifest counting the earlier
+//           steps' thinking it left out.
 //   node test/compat/run.mjs           (every line)
 //   node test/compat/run.mjs ai@6      (one line)
 import { execFileSync } from "node:child_process";
@@ -65,7 +69,7 @@ const expected = {
   }),
   anthropic: () => ({
     systemApart: true, responseAsItIs: true, thinkingInItsCycle: true, thinkingNotAfter: true, resultsAnswerCalls: true, errorArrives: true,
-    summarizerInstructions: true, systemAfterCompaction: true,
+    summarizerInstructions: true, systemAfterCompaction: true, longThinkingLoopGoesOn: true,
   }),
   openai: () => ({
     systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true,
