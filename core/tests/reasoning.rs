@@ -8,6 +8,7 @@ use foldline_core::event::Event;
 use foldline_core::format::{render, ContextMessage, Format};
 use foldline_core::plan::PlanOutcome;
 use foldline_core::turn::{content_hash, parts_chars, render_parts, Part, Role};
+use proptest::prelude::*;
 use serde_json::{json, Value};
 
 mod common;
@@ -474,4 +475,74 @@ fn a_thinking_loop_longer_than_the_budget_goes_on_with_the_last_step_s_thinking(
         named >= 6,
         "the earlier steps' thinking was left out {named} times"
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Any open thinking loop under any budget: the last step's thinking
+    /// always goes, first in the final assistant message; the earlier
+    /// steps' go whole or not at all, and only when every turn fits beside
+    /// them; `over_budget` only when the last step's thinking alone leaves
+    /// no room.
+    #[test]
+    fn the_last_step_s_thinking_always_goes_and_the_rest_only_with_room(
+        history in prop::collection::vec(1usize..2_000, 0..6),
+        steps in prop::collection::vec(1usize..6_000, 1..6),
+        limit in 500u64..30_000,
+    ) {
+        let mut events = Vec::new();
+        let mut seq = 1;
+        let mut push = |id: String, role: Role, parts: Vec<Part>| {
+            events.push(Event::Message(message(seq, 0, &id, role, parts)));
+            seq += 1;
+        };
+        for (i, n) in history.iter().enumerate() {
+            let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+            push(format!("h{i}"), role, vec![text(&"w".repeat(*n))]);
+        }
+        push("ask".into(), Role::User, vec![text("Go.")]);
+        let blocks: Vec<Value> = (steps.iter().enumerate())
+            .map(|(i, n)| json!({"type": "thinking", "thinking": format!("s{i} {}", "t".repeat(*n)), "signature": "sig"}))
+            .collect();
+        for (i, b) in blocks.iter().enumerate() {
+            let call = call_part(&format!("c{i}"), "search", "{}");
+            push(format!("a{i}"), Role::Assistant, vec![reasoning("anthropic", b.clone()), call]);
+            push(format!("r{i}"), Role::Tool, vec![result_part(&format!("c{i}"), "search", "ok")]);
+        }
+        let mut req = common::select_request(&Declaration::new("agent", "agent-compactor"), events);
+        req.format = Format::Anthropic;
+        req.limit = Some(limit);
+        let written = |b: &Value| foldline_core::canonical::encode_value(b).len() as u64;
+        let last = blocks.last().unwrap();
+        match foldline_core::select(&req) {
+            Ok(sel) => {
+                let m = sel.manifest;
+                prop_assert!(m.sizes.total <= limit);
+                let out = sel.messages.unwrap().to_value();
+                let assistant: Vec<&Value> = (out["messages"].as_array().unwrap().iter())
+                    .filter(|x| x["role"] == "assistant")
+                    .collect();
+                prop_assert_eq!(&assistant.last().unwrap()["content"][0], last);
+                let sent = out.to_string().matches("\"type\":\"thinking\"").count();
+                let earlier = blocks.len() as u64 - 1;
+                if m.reasoning_left_out == 0 {
+                    // The whole cycle's: with every turn, or nothing earlier to leave out.
+                    prop_assert!(earlier == 0 || m.uncovered_omitted == 0, "{:?}", m);
+                    prop_assert_eq!(sent, blocks.len());
+                    prop_assert_eq!(m.sizes.reasoning, blocks.iter().map(written).sum::<u64>());
+                } else {
+                    prop_assert_eq!(m.reasoning_left_out, earlier);
+                    prop_assert_eq!(sent, 1);
+                    // Only for lack of room: the whole cycle's and every turn
+                    // would be over the budget.
+                    let whole: u64 = blocks.iter().map(written).sum();
+                    prop_assert!(m.uncovered_omitted > 0 || m.sizes.tail + whole > limit, "{:?}", m);
+                    prop_assert_eq!(m.sizes.reasoning, written(last));
+                }
+            }
+            Err(e) if e.code.as_str() == "over_budget" => prop_assert!(written(last) > limit, "{:?}", e),
+            Err(e) => prop_assert_eq!(e.code.as_str(), "tail_turn_too_large"),
+        }
+    }
 }

@@ -154,10 +154,11 @@ pub struct Manifest {
     /// refused); a host should alert on anything but zero.
     #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
     pub uncovered_omitted: u64,
-    /// How many assistant turns of the open tool cycle had their reasoning
-    /// left out for lack of room: the whole cycle's did not fit beside
-    /// every turn no summary covers, so only the last step's goes, which is
-    /// all a provider requires (`render/reasoning.rs`).
+    /// How many assistant turns of the open tool cycle before its last step
+    /// carry reasoning this context leaves out for lack of room: the whole
+    /// cycle's did not fit beside every turn no summary covers, so only the
+    /// last step's goes, which is all a provider requires
+    /// (`render/reasoning.rs`).
     #[serde(default, skip_serializing_if = "crate::ops::select::is_zero")]
     pub reasoning_left_out: u64,
     /// Messages in the context.
