@@ -1541,6 +1541,45 @@ fn gen_select() -> Vec<Value> {
             ("/ok/messages/3/content/0", sdk_long(2)),
         ],
     );
+    // The last step as two assistant turns in a row (thinking and text,
+    // then thinking and a call): Anthropic merges them into one message,
+    // which must open with thinking, so both turns' thinking is the last
+    // step's.
+    let mut run_events = loop_events.clone();
+    run_events.truncate(3);
+    run_events.push(Event::Message(message(
+        4,
+        0,
+        "p2",
+        Role::Assistant,
+        vec![
+            reasoning(&long(3), "anthropic"),
+            text_part("Checking the rooms."),
+        ],
+    )));
+    for e in &loop_events[3..] {
+        let mut e = e.clone();
+        if let Event::Message(m) = &mut e {
+            m.source_seq += 1;
+        }
+        run_events.push(e);
+    }
+    let mut run_req = json!({"declaration": v(&d), "route": v(&route()), "events": v(&run_events), "format": "anthropic", "frontier": null});
+    let whole: Value =
+        serde_json::from_slice(&api::call("select", run_req.to_string().as_bytes())).unwrap();
+    run_req["limit"] = json!(whole["ok"]["manifest"]["sizes"]["total"].as_u64().unwrap() - 1);
+    g.add(
+        "reasoning-last-step-run-anthropic",
+        "the last step is the last run of assistant turns, which Anthropic takes as one message that must open with thinking: when only the last step's reasoning fits, every turn of the run keeps its thinking",
+        "select",
+        run_req,
+        &[
+            ("/ok/manifest/reasoningLeftOut", json!(1)),
+            ("/ok/manifest/included", json!(["u1", "a1", "r1", "p2", "a2", "r2"])),
+            ("/ok/messages/messages/3/content/0", long(3)),
+            ("/ok/messages/messages/3/content/2", long(2)),
+        ],
+    );
     // A chat that opens with the assistant's greeting, no summary yet.
     let greeting = vec![
         msg(1, "a1", Role::Assistant, "Hi! How can I help?"),

@@ -293,23 +293,24 @@ pub(crate) fn select_from(
         sizes.prompt,
         sizes.member,
     ])?;
-    let whole_fits = |room: u64| matches!(fit_tail(&candidates, room, metric), Ok((0, _)));
-    let how = match cycle.earlier == 0
-        || (limit.checked_sub(base.saturating_add(reasoning_size(cycle.whole))))
-            .is_some_and(whole_fits)
-    {
-        true => reasoning::Sent::Whole,
-        false => reasoning::Sent::LastStep,
-    };
-    sizes.reasoning = reasoning_size(match how {
-        reasoning::Sent::Whole => cycle.whole,
-        reasoning::Sent::LastStep => cycle.last_step,
-    });
+    // The last step's is required: the tail fits beside it. The whole
+    // cycle's goes when every turn fits beside that too.
+    sizes.reasoning = reasoning_size(cycle.last_step);
     let reserved = error::add(base, sizes.reasoning)?;
     if reserved > limit {
         return Err(over_budget(reserved, limit, metric, sizes.reasoning > 0));
     }
     let (first_included, used) = fit_tail(&candidates, limit - reserved, metric)?;
+    let whole = reasoning_size(cycle.whole);
+    let how = match first_included == 0 && base.saturating_add(whole).saturating_add(used) <= limit
+    {
+        true => {
+            sizes.reasoning = whole;
+            reasoning::Sent::Whole
+        }
+        false => reasoning::Sent::LastStep,
+    };
+    let reserved = base + sizes.reasoning;
     omitted.append(&mut omissions(
         &candidates[..first_included],
         OmitReason::Budget,

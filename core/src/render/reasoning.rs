@@ -30,7 +30,8 @@
 //! assistant message must start with a thinking block … We recommend you
 //! include thinking blocks from previous turns`). So when the whole cycle's
 //! reasoning does not fit the budget beside every turn no summary covers,
-//! a context sends the last step's alone ([`Sent::LastStep`]); a call's
+//! a context sends the last step's alone ([`Sent::LastStep`]: the last
+//! run of assistant turns, one message to the provider); a call's
 //! provider options, a signature of a few dozen bytes that Gemini requires
 //! on every step's call, still go on every step. A compaction plan counts
 //! what is required, the last step's: the earlier steps' reasoning is
@@ -61,8 +62,10 @@ pub(crate) fn for_provider(
     messages: Vec<Outgoing<'_>>,
     how: Sent,
 ) -> Vec<Outgoing<'_>> {
-    let open = cycle_start(&messages, |m| m.role);
-    let last = last_step(&messages, how, |m| m.role);
+    let (open, last) = match (how, cycle_bounds(&messages, |m| m.role)) {
+        (Sent::Whole, (open, _)) => (open, open),
+        (Sent::LastStep, bounds) => bounds,
+    };
     messages
         .into_iter()
         .enumerate()
@@ -102,25 +105,24 @@ pub(crate) fn for_provider(
         .collect()
 }
 
-/// Where the open tool cycle begins: after the last member (user-role)
-/// message.
-fn cycle_start<T>(items: &[T], role: impl Fn(&T) -> Role) -> usize {
-    items
-        .iter()
-        .rposition(|x| role(x) == Role::User)
-        .map_or(0, |i| i + 1)
-}
-
-/// The first index whose reasoning goes with `how`: 0 for the whole
-/// cycle, else the last assistant item's.
-fn last_step<T>(items: &[T], how: Sent, role: impl Fn(&T) -> Role) -> usize {
-    match how {
-        Sent::Whole => 0,
-        Sent::LastStep => items
-            .iter()
-            .rposition(|x| role(x) == Role::Assistant)
-            .unwrap_or(0),
+/// Where the open tool cycle begins (after the last member, user-role,
+/// message) and where its last step does: the last run of consecutive
+/// assistant items, which a provider takes as one message (Anthropic merges
+/// them, and refuses one whose thinking does not come first); the length
+/// when the cycle has no assistant item.
+fn cycle_bounds<T>(items: &[T], role: impl Fn(&T) -> Role) -> (usize, usize) {
+    let (mut last, mut in_run) = (None, false);
+    for i in (0..items.len()).rev() {
+        let r = role(&items[i]);
+        if r == Role::User {
+            return (i + 1, last.unwrap_or(items.len()));
+        }
+        in_run = r == Role::Assistant && (last.is_none() || in_run);
+        if in_run {
+            last = Some(i);
+        }
     }
+    (0, last.unwrap_or(items.len()))
 }
 
 /// Whether a part holds data for one provider alone: reasoning, or a call
@@ -168,9 +170,8 @@ fn takes(format: Format, data: &Value) -> bool {
 /// would send it does: a block in its own, a call's options in the AI SDK's.
 pub(crate) fn open_cycle(format: Option<Format>, turns: &[&Turn]) -> Cycle {
     let (mut whole, mut last, mut earlier) = (Vec::new(), 0u64, 0u64);
-    let cycle = &turns[cycle_start(turns, |t| t.role)..];
-    let final_step = last_step(cycle, Sent::LastStep, |t| t.role);
-    for (i, t) in cycle.iter().enumerate() {
+    let (open, final_step) = cycle_bounds(turns, |t| t.role);
+    for (i, t) in turns.iter().enumerate().skip(open) {
         if t.role != Role::Assistant {
             continue;
         }
@@ -188,12 +189,12 @@ pub(crate) fn open_cycle(format: Option<Format>, turns: &[&Turn]) -> Cycle {
                 v.encode(&mut whole);
                 let reasoning = matches!(p, Part::Reasoning { .. });
                 thinks |= reasoning;
-                if i == final_step || !reasoning {
+                if i >= final_step || !reasoning {
                     last += (whole.len() - at) as u64;
                 }
             }
         }
-        earlier += u64::from(thinks && i != final_step);
+        earlier += u64::from(thinks && i < final_step);
     }
     Cycle {
         whole: whole.len() as u64,
