@@ -382,6 +382,28 @@ try {
       && !/sig-|rs_7/.test(responses) && !/sig-|enc-c/.test(openai) && ![anthropic, sdk].some((x) => x.includes("enc-c"));
     if (!ok) { failed++; console.log(`not ok - reasoning in ${base}: ${anthropic.slice(-400)} ${sdk.slice(-400)} ${responses.slice(-400)}`); }
   }
+  // A thinking loop longer than the budget (seed 000's 80,000 characters):
+  // four steps of ~30,000 characters of thinking each. Both servers answer
+  // each context with the last step's thinking alone, count the three
+  // earlier steps' as left out, and leave no turn out.
+  const loop = "/api/conversations/thinking-loop";
+  for (const base of [bases.edge, bases.rust]) {
+    const posted = [await call(base, ["POST", `${loop}/messages?format=anthropic`, msg([{ role: "user", content: "Find the hotel, however long it takes." }])])];
+    for (let step = 0; step < 4; step++) {
+      const thinking = { type: "thinking", thinking: `Step ${step}. ${"Weighing each district in turn. ".repeat(960)}`, signature: `sig-${step}` };
+      posted.push(await call(base, ["POST", `${loop}/messages?format=anthropic`, msg([
+        { role: "assistant", content: [thinking, { type: "tool_use", id: `tl${step}`, name: "search", input: { step } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: `tl${step}`, content: `found ${step}` }] },
+      ])]));
+    }
+    cases.push("a thinking loop longer than the budget goes on");
+    const got = await (await fetch(`${base}${loop}/context?format=anthropic`, { headers: { authorization: `Bearer ${ALICE}` } })).json();
+    const m = got.manifest ?? {};
+    const last = (got.messages?.messages ?? []).filter((x) => x.role === "assistant").at(-1);
+    const ok = posted.every((x) => x === "201") && m.reasoningLeftOut === 3 && !m.uncoveredOmitted
+      && last?.content?.[0]?.signature === "sig-3" && JSON.stringify(got.messages).split('"type":"thinking"').length === 2;
+    if (!ok) { failed++; console.log(`not ok - a thinking loop longer than the budget in ${base}: ${posted} ${JSON.stringify(got).slice(0, 400)}`); }
+  }
   for (const format of ["foldline", "openai", "openai-responses", "anthropic", "ai-sdk"]) {
     cases.push(`context ${format}`);
     const [e, ru] = [await read(bases.edge, format), await read(bases.rust, format)];
