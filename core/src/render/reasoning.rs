@@ -51,7 +51,8 @@ use crate::records::turn::{Part, Role, Turn};
 pub(crate) enum Sent {
     /// Every step's.
     Whole,
-    /// The last assistant turn's alone (calls' options on every step).
+    /// The last step's alone, the last run of assistant turns (calls'
+    /// options on every step).
     LastStep,
 }
 
