@@ -185,6 +185,53 @@ fn as_written(text: &str) -> Result<Vec<&RawValue>> {
         .collect()
 }
 
+/// An Anthropic body in a request's shape, `{"system", "messages"}` (as the
+/// JS driver's `append` takes it): the system prompt and the messages'
+/// text as written, or `None` for any other body (an array, one message,
+/// broken JSON: the usual path answers those). The system prompt, a
+/// string, goes in as a system turn before the messages.
+///
+/// # Errors
+/// `invalid_input`: another member beside `system` and `messages` (the
+/// whole request posted, which would store its history again), a `system`
+/// that is not a string, `messages` that is not an array.
+pub fn anthropic_request(text: &str) -> Result<Option<(Option<String>, String)>> {
+    let (Ok(map), Ok(raw)) = (
+        serde_json::from_str::<serde_json::Map<String, Value>>(text),
+        serde_json::from_str::<&RawValue>(text),
+    ) else {
+        return Ok(None);
+    };
+    if map.contains_key("role") || !map.contains_key("messages") {
+        return Ok(None);
+    }
+    if let Some(other) = map
+        .keys()
+        .filter(|k| *k != "system" && *k != "messages")
+        .min()
+    {
+        return Err(HostError::Input(format!(
+            "a request-shaped body holds system and messages only, not {}: post the new messages, not the whole request",
+            Value::from(other.as_str())
+        )));
+    }
+    let system = match map.get("system") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(HostError::Input(
+                "system must be a string (text blocks: post them as a system message)".into(),
+            ))
+        }
+    };
+    match js_json::member(raw, "messages") {
+        Some(m) if map["messages"].is_array() => Ok(Some((system, m.get().to_owned()))),
+        _ => Err(HostError::Input(
+            "messages must be an array of Anthropic messages".into(),
+        )),
+    }
+}
+
 /// Number imported messages again, after `after_seq`, as [`parse`] numbers
 /// them (source sequence and turn id): what a writer does when the journal
 /// moved between parsing a batch and writing it.

@@ -113,13 +113,14 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
 }
 
 /// The messages of `text` (OpenAI-style messages only, at least one, each
-/// one a compaction could take under the server's declaration), numbered
-/// from 1 and sent by the authenticated `member` (never by whatever the
-/// body says), with their route; parsed once, numbered again where written.
+/// one a compaction could take under the server's declaration), after a
+/// system turn of `system` when there is one, numbered from 1 and sent by
+/// the authenticated `member` (never by whatever the body says), with
+/// their route; parsed once, numbered again where written.
 fn admit_messages(
     a: &App,
     conv: &str,
-    (text, incoming): (&str, Incoming),
+    (text, incoming, system): (&str, Incoming, Option<&str>),
     member: &str,
 ) -> Result<(Route, Vec<foldline_core::event::Event>), ApiError> {
     let route = Route {
@@ -127,7 +128,15 @@ fn admit_messages(
         chat: String::new(),
         sender: String::new(),
     };
-    let probe = crate::import::parse_messages_as(text, &route, 0, incoming)?;
+    let mut probe = crate::import::parse_messages_as(text, &route, 0, incoming)?;
+    if let Some(system) = system.filter(|s| !s.is_empty()) {
+        let turn = json!([{"role": "system", "content": system}]).to_string();
+        probe.splice(
+            0..0,
+            crate::import::parse_messages_as(&turn, &route, 0, incoming)?,
+        );
+        crate::import::renumber(&mut probe, &route, 0);
+    }
     if probe.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -174,6 +183,14 @@ async fn append(
     };
     let key = idempotency_key(&headers)?;
     let text = body_text(body)?;
+    // An Anthropic body may come in a request's shape, `{system, messages}`.
+    let (text, system) = match incoming {
+        Incoming::Anthropic => match crate::import::anthropic_request(&text)? {
+            Some((system, messages)) => (messages, system),
+            None => (text, None),
+        },
+        _ => (text, None),
+    };
     let text = if text.trim_start().starts_with('{') {
         format!("[{text}]")
     } else {
@@ -182,7 +199,8 @@ async fn append(
     let (a, conv) = (app.clone(), id.clone());
     let done = blocking(move || {
         // Checked before claiming, so bad input creates nothing.
-        let (route, messages) = admit_messages(&a, &conv, (&text, incoming), &member)?;
+        let (route, messages) =
+            admit_messages(&a, &conv, (&text, incoming, system.as_deref()), &member)?;
         if std::time::Instant::now() > deadline {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,

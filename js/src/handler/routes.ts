@@ -141,9 +141,10 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   checkId(id);
   const format = incoming(url.searchParams.get("format"));
   const b = await body(app, req);
-  const list = Array.isArray(b) ? b : [b];
-  if (list.length === 0) throw new ApiError(400, "invalid_input", "no messages in the body");
-  const spec = { format, messages: list } as AppendMessages;
+  const request = format === "anthropic" ? anthropicRequest(b) : undefined;
+  const list = request?.messages ?? (Array.isArray(b) ? b : [b]);
+  if (list.length === 0 && !request?.system) throw new ApiError(400, "invalid_input", "no messages in the body");
+  const spec = { format, messages: list, ...(request?.system ? { system: request.system } : {}) } as AppendMessages;
   try {
     app.compactor.check(id, spec);
   } catch (e) {
@@ -161,6 +162,22 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   wrote(app);
   schedule(app, id, ctx);
   return json(201, { seq: r.seq, appended: r.count });
+}
+
+/**
+ * An Anthropic body in a request's shape, `{"system", "messages"}` (as the
+ * driver's `append` takes it): the system prompt, a string, goes in as a
+ * system turn before the messages. Undefined for an array or one message.
+ * As foldline serve's `import::anthropic_request`.
+ */
+function anthropicRequest(b: unknown): { system?: string; messages: unknown[] } | undefined {
+  if (typeof b !== "object" || b === null || Array.isArray(b) || "role" in b || !("messages" in b)) return undefined;
+  const other = Object.keys(b).filter((k) => k !== "system" && k !== "messages").sort()[0];
+  if (other !== undefined) throw new ApiError(400, "invalid_input", `a request-shaped body holds system and messages only, not ${JSON.stringify(other)}: post the new messages, not the whole request`);
+  const { system, messages } = b as { system?: unknown; messages: unknown };
+  if (system !== undefined && typeof system !== "string") throw new ApiError(400, "invalid_input", "system must be a string (text blocks: post them as a system message)");
+  if (!Array.isArray(messages)) throw new ApiError(400, "invalid_input", "messages must be an array of Anthropic messages");
+  return { system, messages };
 }
 
 /** The shape of a messages body: `?format=` absent or `openai` (chat), `openai-responses`, `anthropic` or `ai-sdk` (as foldline serve's `Incoming`). */

@@ -120,6 +120,16 @@ const cases = [
   [["POST", `${c}/messages?format=anthropic`, msg([{ role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "s" }, { type: "tool_use", id: "tu1", name: "f", input: { b: 1, a: [2.5, { z: 1, y: 2 }] } }] }, { role: "user", content: [{ type: "tool_result", tool_use_id: "tu1", content: "ok", is_error: true }, { type: "text", text: "and?" }] }])], "201"],
   [["POST", `${c}/messages?format=anthropic`, msg({ id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "a response as it is", citations: null }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } })], "201"],
   [["POST", `${c}/messages?format=anthropic`, msg({ role: "developer", content: "x" })], "400 invalid_input"],
+  // A request's shape, {system, messages}: the system prompt a system turn
+  // before the messages; nothing else of a request (its whole history
+  // posted again would be stored twice).
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: "Answer in euros.", messages: [{ role: "user", content: "What does it cost?" }] })], "201"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: "Only a system prompt.", messages: [] })], "201"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ model: "claude", system: "x", messages: [{ role: "user", content: "hi" }] })], "400 invalid_input"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: [{ type: "text", text: "x" }], messages: [] })], "400 invalid_input"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: "x", messages: "hi" })], "400 invalid_input"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ messages: [] })], "400 invalid_input"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: "x", messages: [{ role: "tool", content: "hi" }] })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ role: "system", content: [{ type: "tool_use", id: "s", name: "f", input: {} }] })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ role: "assistant", content: [{ type: "server_tool_use", id: "s1", name: "web_search", input: {} }] })], "400 invalid_input"],
   [["POST", `${c}/messages?format=ai-sdk`, msg([{ role: "assistant", content: [{ type: "tool-call", toolCallId: "as1", toolName: "pay", input: { to: "x", 10: 1, 2: 2 } }, { type: "tool-approval-request", approvalId: "ap1", toolCallId: "as1" }] }, { role: "tool", content: [{ type: "tool-approval-response", approvalId: "ap1", approved: false, reason: "no" }, { type: "tool-result", toolCallId: "as1", toolName: "pay", output: { type: "error-json", value: { code: 1, at: "x" } } }] }])], "201"],
@@ -381,6 +391,9 @@ try {
       && responses.includes('{"encrypted_content":"enc-c","summary":[{"text":"Third.","type":"summary_text"}],"type":"reasoning"},{"arguments":"{\\"q\\":3}"')
       && !/sig-|rs_7/.test(responses) && !/sig-|enc-c/.test(openai) && ![anthropic, sdk].some((x) => x.includes("enc-c"));
     if (!ok) { failed++; console.log(`not ok - reasoning in ${base}: ${anthropic.slice(-400)} ${sdk.slice(-400)} ${responses.slice(-400)}`); }
+    cases.push("a request-shaped Anthropic body's system prompt is a system turn");
+    const system = JSON.parse(anthropic).system ?? "";
+    if (!system.includes("Answer in euros.") || !system.includes("Only a system prompt.")) { failed++; console.log(`not ok - the system prompts in ${base}: ${JSON.stringify(system)}`); }
   }
   // A thinking loop longer than the budget (seed 000's 80,000 characters):
   // four steps of ~30,000 characters of thinking each. Both servers answer
