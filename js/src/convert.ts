@@ -58,6 +58,9 @@ export interface AnthropicMessage {
       >;
 }
 
+/** A text block of an Anthropic system prompt (`TextBlockParam`; `cache_control` and citations are not kept). */
+export interface AnthropicTextBlock { type: "text"; text: string }
+
 /** A Vercel AI SDK `ModelMessage` of any major line (5, 6, 7): text, files, reasoning, tool calls, tool results, approvals. */
 export type AiSdkMessage =
   | { role: "system"; content: string; providerOptions?: unknown }
@@ -352,10 +355,12 @@ export function fromOpenAiResponses(items: readonly OpenAiResponsesInput[] | rea
 
 // ---- Anthropic ----
 
-function anthropicDrafts(messages: readonly unknown[], system?: string): Draft[] {
-  const out: Draft[] = system ? [{ role: "system", parts: [{ type: "text", text: system }] }] : [];
-  messages.forEach((m, i) => {
-    const place = `item ${i + 1}`;
+function anthropicDrafts(messages: readonly unknown[], system?: string | readonly unknown[]): Draft[] {
+  // The request's system prompt (a string, or text blocks as prompt caching
+  // writes it): a system message by the same rules, named `system`.
+  const prompt = system === undefined || system.length === 0 ? [] : [["system", { role: "system", content: system }] as const];
+  const out: Draft[] = [];
+  [...prompt, ...messages.map((m, i) => [`item ${i + 1}`, m] as const)].forEach(([place, m]) => {
     if (!isObject(m) || (m.role !== "user" && m.role !== "assistant" && m.role !== "system")) refuse(place, 'a message is {"role": "user" | "assistant" | "system", "content"}');
     const role = m.role as "user" | "assistant" | "system";
     if (typeof m.content === "string") {
@@ -413,7 +418,7 @@ function anthropicReasoning(role: string, b: Record<string, unknown>): Part | un
  * message; a system message in the conversation (`role: "system"`, text
  * only) is a system turn.
  */
-export function fromAnthropicMessages(messages: readonly AnthropicMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number; system?: string }): Event[] {
+export function fromAnthropicMessages(messages: readonly AnthropicMessage[] | readonly unknown[], o: { conversation: string; afterSeq?: number; system?: string | readonly AnthropicTextBlock[] }): Event[] {
   return number(anthropicDrafts(messages, o.system), o);
 }
 
@@ -542,7 +547,7 @@ export function fromAiSdkMessages(messages: readonly AiSdkMessage[] | readonly u
 export function eventsOf(
   format: "openai" | "openai-responses" | "anthropic" | "ai-sdk",
   messages: readonly unknown[],
-  o: { conversation: string; afterSeq?: number; system?: string },
+  o: { conversation: string; afterSeq?: number; system?: string | readonly AnthropicTextBlock[] },
 ): Event[] {
   return format === "anthropic" ? fromAnthropicMessages(messages, o)
     : format === "ai-sdk" ? fromAiSdkMessages(messages, o)

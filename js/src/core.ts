@@ -18,7 +18,7 @@ export type { Compactor, CompactorOptions, RenderedSelection, OnMessageResult, C
 export { createHandler, MemoryOwners, MemoryCompression, passKey, httpStatusOf } from "./handler.js";
 export type { Handler, HandlerOptions, Member, Owners, ExecutionContext, CompressionStore, PassStats } from "./handler.js";
 export { fromOpenAiMessages, fromOpenAiResponses, fromAnthropicMessages, fromAiSdkMessages, aiSdkPrompt } from "./convert.js";
-export type { OpenAiChatMessage, OpenAiResponsesInput, AnthropicMessage, AiSdkMessage, AiSdkPart } from "./convert.js";
+export type { OpenAiChatMessage, OpenAiResponsesInput, AnthropicMessage, AnthropicTextBlock, AiSdkMessage, AiSdkPart } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";
 export type { AiSdkLanguageModel, AiSdkFunctions } from "./model/aisdk.js";

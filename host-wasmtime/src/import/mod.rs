@@ -189,13 +189,14 @@ fn as_written(text: &str) -> Result<Vec<&RawValue>> {
 /// JS driver's `append` takes it): the system prompt and the messages'
 /// text as written, or `None` for any other body (an array, one message,
 /// broken JSON: the usual path answers those). The system prompt, a
-/// string, goes in as a system turn before the messages.
+/// string or text blocks, goes in as a system turn before the messages
+/// ([`anthropic_system`]).
 ///
 /// # Errors
 /// `invalid_input`: another member beside `system` and `messages` (the
 /// whole request posted, which would store its history again), a `system`
 /// that is not a string, `messages` that is not an array.
-pub fn anthropic_request(text: &str) -> Result<Option<(Option<String>, String)>> {
+pub fn anthropic_request(text: &str) -> Result<Option<(Option<Value>, String)>> {
     let (Ok(map), Ok(raw)) = (
         serde_json::from_str::<serde_json::Map<String, Value>>(text),
         serde_json::from_str::<&RawValue>(text),
@@ -217,10 +218,10 @@ pub fn anthropic_request(text: &str) -> Result<Option<(Option<String>, String)>>
     }
     let system = match map.get("system") {
         None => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(s @ (Value::String(_) | Value::Array(_))) => Some(s.clone()),
         Some(_) => {
             return Err(HostError::Input(
-                "system must be a string (text blocks: post them as a system message)".into(),
+                "system must be a string or an array of text blocks".into(),
             ))
         }
     };
@@ -230,6 +231,31 @@ pub fn anthropic_request(text: &str) -> Result<Option<(Option<String>, String)>>
             "messages must be an array of Anthropic messages".into(),
         )),
     }
+}
+
+/// The system turn of a request's Anthropic system prompt (a string or
+/// text blocks), by a system message's rules, its faults named `system`;
+/// none for an empty prompt.
+///
+/// # Errors
+/// `invalid_input` as for a system message in the conversation.
+pub fn anthropic_system(system: &Value, route: &Route) -> Result<Vec<Event>> {
+    let empty = match system {
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    };
+    if empty {
+        return Ok(Vec::new());
+    }
+    let message = serde_json::json!({"role": "system", "content": system});
+    let raw = RawValue::from_string(message.to_string())
+        .map_err(|e| HostError::Input(format!("system: {e}")))?;
+    let drafts = anthropic::drafts(&[("system".to_owned(), message)], &[&raw])?;
+    Ok((1..)
+        .zip(drafts)
+        .map(|(seq, (role, parts))| Event::Message(turn(route, seq, role, parts, None)))
+        .collect())
 }
 
 /// Number imported messages again, after `after_seq`, as [`parse`] numbers

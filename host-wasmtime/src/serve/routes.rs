@@ -114,13 +114,14 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
 
 /// The messages of `text` (OpenAI-style messages only, at least one, each
 /// one a compaction could take under the server's declaration), after a
-/// system turn of `system` when there is one, numbered from 1 and sent by
-/// the authenticated `member` (never by whatever the body says), with
-/// their route; parsed once, numbered again where written.
+/// system turn of an Anthropic request's `system` when there is one,
+/// numbered from 1 and sent by the authenticated `member` (never by
+/// whatever the body says), with their route; parsed once, numbered again
+/// where written.
 fn admit_messages(
     a: &App,
     conv: &str,
-    (text, incoming, system): (&str, Incoming, Option<&str>),
+    (text, incoming, system): (&str, Incoming, Option<&serde_json::Value>),
     member: &str,
 ) -> Result<(Route, Vec<foldline_core::event::Event>), ApiError> {
     let route = Route {
@@ -129,12 +130,8 @@ fn admit_messages(
         sender: String::new(),
     };
     let mut probe = crate::import::parse_messages_as(text, &route, 0, incoming)?;
-    if let Some(system) = system.filter(|s| !s.is_empty()) {
-        let turn = json!([{"role": "system", "content": system}]).to_string();
-        probe.splice(
-            0..0,
-            crate::import::parse_messages_as(&turn, &route, 0, incoming)?,
-        );
+    if let Some(system) = system {
+        probe.splice(0..0, crate::import::anthropic_system(system, &route)?);
         crate::import::renumber(&mut probe, &route, 0);
     }
     if probe.is_empty() {
@@ -200,7 +197,7 @@ async fn append(
     let done = blocking(move || {
         // Checked before claiming, so bad input creates nothing.
         let (route, messages) =
-            admit_messages(&a, &conv, (&text, incoming, system.as_deref()), &member)?;
+            admit_messages(&a, &conv, (&text, incoming, system.as_ref()), &member)?;
         if std::time::Instant::now() > deadline {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,

@@ -4,7 +4,7 @@
 
 import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, TimelinePage, FailureReport, Boundary, MemberInput } from "../types.js";
 import type { Journal } from "../journal/journal.js";
-import type { AiSdkMessage, AnthropicMessage, OpenAiChatMessage, OpenAiResponsesInput } from "../convert.js";
+import type { AiSdkMessage, AnthropicMessage, AnthropicTextBlock, OpenAiChatMessage, OpenAiResponsesInput } from "../convert.js";
 import type { Model } from "../model/model.js";
 
 export interface CompactorOptions {
@@ -74,7 +74,7 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 /** Messages `append` takes: OpenAI chat (default), OpenAI Responses items, Anthropic, or AI SDK `ModelMessage`s. */
 export type AppendMessages =
   | { format?: "openai"; messages: OpenAiChatMessage | readonly OpenAiChatMessage[] }
-  | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string }
+  | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string | readonly AnthropicTextBlock[] }
   | { format: "ai-sdk"; messages: AiSdkMessage | readonly AiSdkMessage[] }
   | { format: "openai-responses"; messages: OpenAiResponsesInput | readonly OpenAiResponsesInput[] };
 

@@ -143,8 +143,8 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   const b = await body(app, req);
   const request = format === "anthropic" ? anthropicRequest(b) : undefined;
   const list = request?.messages ?? (Array.isArray(b) ? b : [b]);
-  if (list.length === 0 && !request?.system) throw new ApiError(400, "invalid_input", "no messages in the body");
-  const spec = { format, messages: list, ...(request?.system ? { system: request.system } : {}) } as AppendMessages;
+  if (list.length === 0 && !request?.system?.length) throw new ApiError(400, "invalid_input", "no messages in the body");
+  const spec = { format, messages: list, ...(request?.system?.length ? { system: request.system } : {}) } as AppendMessages;
   try {
     app.compactor.check(id, spec);
   } catch (e) {
@@ -166,16 +166,16 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
 
 /**
  * An Anthropic body in a request's shape, `{"system", "messages"}` (as the
- * driver's `append` takes it): the system prompt, a string, goes in as a
- * system turn before the messages. Undefined for an array or one message.
+ * driver's `append` takes it): the system prompt, a string or text blocks,
+ * goes in as a system turn before the messages. Undefined for an array or one message.
  * As foldline serve's `import::anthropic_request`.
  */
-function anthropicRequest(b: unknown): { system?: string; messages: unknown[] } | undefined {
+function anthropicRequest(b: unknown): { system?: string | unknown[]; messages: unknown[] } | undefined {
   if (typeof b !== "object" || b === null || Array.isArray(b) || "role" in b || !("messages" in b)) return undefined;
   const other = Object.keys(b).filter((k) => k !== "system" && k !== "messages").sort()[0];
   if (other !== undefined) throw new ApiError(400, "invalid_input", `a request-shaped body holds system and messages only, not ${JSON.stringify(other)}: post the new messages, not the whole request`);
   const { system, messages } = b as { system?: unknown; messages: unknown };
-  if (system !== undefined && typeof system !== "string") throw new ApiError(400, "invalid_input", "system must be a string (text blocks: post them as a system message)");
+  if (system !== undefined && typeof system !== "string" && !Array.isArray(system)) throw new ApiError(400, "invalid_input", "system must be a string or an array of text blocks");
   if (!Array.isArray(messages)) throw new ApiError(400, "invalid_input", "messages must be an array of Anthropic messages");
   return { system, messages };
 }

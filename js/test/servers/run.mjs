@@ -126,7 +126,9 @@ const cases = [
   [["POST", `${c}/messages?format=anthropic`, msg({ system: "Answer in euros.", messages: [{ role: "user", content: "What does it cost?" }] })], "201"],
   [["POST", `${c}/messages?format=anthropic`, msg({ system: "Only a system prompt.", messages: [] })], "201"],
   [["POST", `${c}/messages?format=anthropic`, msg({ model: "claude", system: "x", messages: [{ role: "user", content: "hi" }] })], "400 invalid_input"],
-  [["POST", `${c}/messages?format=anthropic`, msg({ system: [{ type: "text", text: "x" }], messages: [] })], "400 invalid_input"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: [{ type: "text", text: "Cached rules.", cache_control: { type: "ephemeral" } }], messages: [] })], "201"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: [{ type: "image", source: {} }], messages: [] })], "400 invalid_input"],
+  [["POST", `${c}/messages?format=anthropic`, msg({ system: 7, messages: [] })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ system: "x", messages: "hi" })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ messages: [] })], "400 invalid_input"],
   [["POST", `${c}/messages?format=anthropic`, msg({ system: "x", messages: [{ role: "tool", content: "hi" }] })], "400 invalid_input"],
@@ -393,7 +395,7 @@ try {
     if (!ok) { failed++; console.log(`not ok - reasoning in ${base}: ${anthropic.slice(-400)} ${sdk.slice(-400)} ${responses.slice(-400)}`); }
     cases.push("a request-shaped Anthropic body's system prompt is a system turn");
     const system = JSON.parse(anthropic).system ?? "";
-    if (!system.includes("Answer in euros.") || !system.includes("Only a system prompt.")) { failed++; console.log(`not ok - the system prompts in ${base}: ${JSON.stringify(system)}`); }
+    if (!system.includes("Answer in euros.") || !system.includes("Only a system prompt.") || !system.includes("Cached rules.")) { failed++; console.log(`not ok - the system prompts in ${base}: ${JSON.stringify(system)}`); }
   }
   // A thinking loop longer than the budget (seed 000's 80,000 characters):
   // four steps of ~30,000 characters of thinking each. Both servers answer
