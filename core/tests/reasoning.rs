@@ -465,10 +465,10 @@ fn a_long_thinking_tool_loop_folds_older_turns_instead_of_leaving_them_out() {
 
 #[test]
 fn a_thinking_loop_longer_than_the_budget_goes_on_with_the_last_step_s_thinking() {
-    // Seed 000's 80,000 characters and steps that think ~30,000 each (an
-    // Anthropic thinking budget of ~8,000 tokens): from the third step the
+    // Seed 000's 80,000 characters and steps that think ~25,000 each (an
+    // Anthropic thinking budget of ~6,500 tokens): from the fourth step the
     // whole cycle's thinking is over the budget by itself. Each context
-    // sends the last step's, names the earlier steps', and leaves no turn
+    // sends the last step's, counts the earlier steps', and leaves no turn
     // out (refused `over_budget` before).
     let named = thinking_loop(Declaration::new("agent", "agent-compactor"), 800, 5_000);
     assert!(

@@ -197,36 +197,35 @@ fn as_written(text: &str) -> Result<Vec<&RawValue>> {
 /// whole request posted, which would store its history again), a `system`
 /// that is not a string, `messages` that is not an array.
 pub fn anthropic_request(text: &str) -> Result<Option<(Option<Value>, String)>> {
-    let (Ok(map), Ok(raw)) = (
-        serde_json::from_str::<serde_json::Map<String, Value>>(text),
-        serde_json::from_str::<&RawValue>(text),
-    ) else {
+    // One pass, each member kept as written (a body may hold thousands of
+    // messages: they are parsed once, later, as any body's).
+    let Ok(map) = serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(text)
+    else {
         return Ok(None);
     };
     if map.contains_key("role") || !map.contains_key("messages") {
         return Ok(None);
     }
-    if let Some(other) = map
-        .keys()
-        .filter(|k| *k != "system" && *k != "messages")
-        .min()
-    {
+    if let Some(other) = map.keys().find(|k| *k != "system" && *k != "messages") {
         return Err(HostError::Input(format!(
             "a request-shaped body holds system and messages only, not {}: post the new messages, not the whole request",
             Value::from(other.as_str())
         )));
     }
-    let system = match map.get("system") {
+    let system = match map
+        .get("system")
+        .map(|r| serde_json::from_str::<Value>(r.get()))
+    {
         None => None,
-        Some(s @ (Value::String(_) | Value::Array(_))) => Some(s.clone()),
+        Some(Ok(s @ (Value::String(_) | Value::Array(_)))) => Some(s),
         Some(_) => {
             return Err(HostError::Input(
                 "system must be a string or an array of text blocks".into(),
             ))
         }
     };
-    match js_json::member(raw, "messages") {
-        Some(m) if map["messages"].is_array() => Ok(Some((system, m.get().to_owned()))),
+    match map["messages"].get() {
+        m if m.starts_with('[') => Ok(Some((system, m.to_owned()))),
         _ => Err(HostError::Input(
             "messages must be an array of Anthropic messages".into(),
         )),
