@@ -106,6 +106,15 @@ fn v<T: serde::Serialize>(x: &T) -> Value {
     serde_json::to_value(x).unwrap()
 }
 
+/// Every member-compression tool available.
+const MEMBER_ALL: foldline_core::member::settings::Availability =
+    foldline_core::member::settings::Availability {
+        surface: true,
+        tool_result: true,
+        plain_speak: true,
+        prompt_trim: true,
+    };
+
 fn plan_req(d: &Declaration, events: Vec<Event>, frontier: bool) -> Value {
     let mut r = request(d, events.clone());
     if frontier {
@@ -253,6 +262,41 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/record/pinned", json!(written(&think(900)) + written(&options))),
         ],
     );
+    // Member compression: a host passes its deployment's availability, and
+    // the plan keeps room for the largest fragments any member's context
+    // carries (the projection, plain-speak), as `select` reserves them.
+    let mut near = turns(1, 19, 1_000);
+    near.push(msg(20, "t20", Role::User, &"n".repeat(800)));
+    let room = {
+        use foldline_core::member::settings::{
+            effective, projection, Preferences, PLAIN_SPEAK_PROMPT,
+        };
+        let chars = |p: Preferences| projection(&effective(&MEMBER_ALL, &p)).chars().count();
+        let speak = Preferences {
+            master: true,
+            plain_speak: true,
+            ..Preferences::default()
+        };
+        chars(Preferences::default()).max(chars(speak) + PLAIN_SPEAK_PROMPT.chars().count())
+    };
+    for (name, rule, compression, checks) in [
+        (
+            "member-room-compacts",
+            "with the member-compression surface available, a plan counts the largest fragments any member's context carries with the pinned turns: 19,800 characters of a 20,000 trigger compact, so no member's context leaves out a turn no summary covers",
+            MEMBER_ALL,
+            vec![("/ok/outcome", json!("compact")), ("/ok/packet/stats/pinned/chars", json!(room))],
+        ),
+        (
+            "member-room-surface-off",
+            "without the surface no member state is sent and nothing is kept: the same conversation skips",
+            foldline_core::member::settings::Availability { surface: false, ..MEMBER_ALL },
+            vec![("/ok/outcome", json!("skip")), ("/ok/record/pinned", json!(0))],
+        ),
+    ] {
+        let mut r = plan_req(&d, near.clone(), true);
+        r["compression"] = v(&compression);
+        g.add(name, rule, "plan", r, &checks);
+    }
     for (n, frozen) in [(20u64, 10u64), (25, 15), (30, 20), (40, 30)] {
         g.add(
             &format!("compact-{n}"),

@@ -435,3 +435,139 @@ mod seams {
         assert!(not_a_question.answer.is_none());
     }
 }
+
+/// The fragments a member's context carries (the settings projection,
+/// plain-speak) are counted by `plan` when the host passes the deployment's
+/// availability: a long conversation compacts early enough that no member's
+/// context ever leaves out a turn no summary covers to make room for them.
+mod room {
+    use super::common::*;
+    use foldline_core::declaration::{Budget, CompactionMode, Declaration};
+    use foldline_core::member::seams::MemberInput;
+    use foldline_core::member::settings::{Availability, Preferences};
+    use foldline_core::select::select;
+    use foldline_core::turn::Role;
+
+    const ALL: Availability = Availability {
+        surface: true,
+        tool_result: true,
+        plain_speak: true,
+        prompt_trim: true,
+    };
+    const SURFACE: Availability = Availability {
+        surface: true,
+        tool_result: false,
+        plain_speak: false,
+        prompt_trim: false,
+    };
+
+    fn preferences(b: u8) -> Preferences {
+        Preferences {
+            master: b & 1 != 0,
+            tool_result: b & 2 != 0,
+            plain_speak: b & 4 != 0,
+            prompt_trim: b & 8 != 0,
+        }
+    }
+
+    /// Seed 002's token budget in lazy mode: compaction only at the hard
+    /// limit, where no eager threshold leaves room below it.
+    fn lazy_tokens() -> Declaration {
+        let mut d = Declaration::new("agent", "agent-compactor");
+        d.budget = Budget::Tokens {
+            window: 8192,
+            reserved_output: 1024,
+            safety_margin: 512,
+            retrieval_share: 500,
+            soft: 600,
+            eager: 780,
+            target: 500,
+            mode: CompactionMode::Lazy,
+        };
+        d
+    }
+
+    /// A conversation of `messages` turns of 200 to 3,000 characters (a
+    /// fixed sequence), planned after each message with `planned` passed,
+    /// as a host passes its deployment's availability. After each message,
+    /// every member's context under `members` (all 16 combinations of
+    /// opt-ins): the most turns no summary covers that one of them left
+    /// out, summed over the messages.
+    fn uncovered_left_out(
+        decl: Declaration,
+        planned: Availability,
+        members: Availability,
+        messages: u64,
+    ) -> u64 {
+        let mut s = Sim::new(decl);
+        s.compression = planned;
+        let mut x: u64 = 7;
+        let mut left_out = 0;
+        for i in 0..messages {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let size = 200 + (x >> 33) % 2_800;
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let seq = s.next_seq;
+            let body = format!("m{i} {}", "w ".repeat(size as usize / 2));
+            s.events.push(msg(seq, &format!("t{seq}"), role, &body));
+            s.next_seq += 1;
+            s.step();
+            let r = s.resolve().unwrap();
+            let mut req = select_request(&s.decl, s.events.clone());
+            req.frontier = r.frontier;
+            req.head = r.head;
+            req.amendment = r.amendment;
+            left_out += (0u8..16)
+                .map(|p| {
+                    req.member = Some(MemberInput {
+                        availability: members,
+                        preferences: preferences(p),
+                    });
+                    select(&req).unwrap().manifest.uncovered_omitted
+                })
+                .max()
+                .unwrap();
+        }
+        assert!(s.runs > 3, "the conversation compacted {} times", s.runs);
+        left_out
+    }
+
+    #[test]
+    fn no_member_s_context_leaves_out_an_uncovered_turn_for_the_fragments() {
+        // Seed 000's characters (trigger 80,000) and seed 002's tokens in
+        // lazy mode, with every tool available and with the surface alone.
+        for (decl, messages) in [
+            (Declaration::new("agent", "agent-compactor"), 250),
+            (lazy_tokens(), 150),
+        ] {
+            for a in [ALL, SURFACE] {
+                assert_eq!(
+                    uncovered_left_out(decl.clone(), a, a, messages),
+                    0,
+                    "{:?} {a:?}",
+                    decl.budget
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn plans_told_nothing_leave_members_turns_out() {
+        // The test above is live: planned without the availability, the
+        // same conversations leave turns no summary covers out of some
+        // member's context just below the limit.
+        for (decl, messages) in [
+            (Declaration::new("agent", "agent-compactor"), 250),
+            (lazy_tokens(), 150),
+        ] {
+            let n = uncovered_left_out(decl.clone(), Availability::default(), ALL, messages);
+            assert!(n > 0, "{:?}: nothing left out", decl.budget);
+        }
+    }
+}

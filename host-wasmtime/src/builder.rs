@@ -5,6 +5,7 @@
 //! breaks a rule (`invalid_declaration`) before any message arrives.
 
 use foldline_core::declaration::{Budget, Declaration};
+use foldline_core::member::settings::Availability;
 use foldline_core::turn::Route;
 
 use crate::driver::Driver;
@@ -148,6 +149,17 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
     #[must_use]
     pub fn route_of(mut self, route_of: fn(&str) -> Route) -> Self {
         self.driver.route_of = route_of;
+        self
+    }
+
+    /// The deployment's member-compression availability (default: none), as
+    /// its contexts are asked with it (`ContextOptions::member`): plans keep
+    /// room for the largest fragments a member's context carries, so none
+    /// leaves out a turn no summary covers. `foldline serve` sets it from
+    /// its own configuration.
+    #[must_use]
+    pub fn compression(mut self, availability: Availability) -> Self {
+        self.driver.compression = availability;
         self
     }
 

@@ -92,6 +92,8 @@ struct Cli {
         value_name = "DIR|off"
     )]
     compile_cache: Option<String>,
+    #[command(flatten)]
+    compression: CompressionFlags,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -105,20 +107,21 @@ enum OptIn {
 }
 
 /// Member compression's availability (seed 002's release gates): a flag or
-/// its environment variable. Availability never opts anyone in.
+/// its environment variable, for every command (plans keep room for the
+/// fragments members' contexts carry). Availability never opts anyone in.
 #[derive(clap::Args, Clone, Copy)]
 struct CompressionFlags {
     /// The member settings surface exists.
-    #[arg(long, env = "MEMBER_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "MEMBER_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
     member_compression: bool,
     /// Tool-result compression is available.
-    #[arg(long, env = "MEMBER_TOOL_RESULT_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "MEMBER_TOOL_RESULT_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
     tool_result_compression: bool,
     /// Plain-speak responses are available.
-    #[arg(long, env = "MEMBER_PLAIN_SPEAK_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "MEMBER_PLAIN_SPEAK_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
     plain_speak_compression: bool,
     /// Prompt trim is available.
-    #[arg(long, env = "MEMBER_PROMPT_FLUFF_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "MEMBER_PROMPT_FLUFF_COMPRESSION_ENABLED", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
     prompt_fluff_compression: bool,
 }
 
@@ -182,8 +185,6 @@ enum Command {
         /// server-rendered reply to a settings question.
         #[arg(long, value_enum, value_delimiter = ',')]
         opt_in: Vec<OptIn>,
-        #[command(flatten)]
-        compression: CompressionFlags,
     },
     /// Print the timeline with its dividers.
     Timeline {
@@ -225,8 +226,6 @@ enum Command {
 
 #[derive(clap::Args)]
 struct Serve {
-    #[command(flatten)]
-    compression: CompressionFlags,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: std::net::SocketAddr,
@@ -383,7 +382,8 @@ fn builder(cli: &Cli, journal: Location) -> Result<DriverBuilder<AnyJournal, Any
             settings.warm_candidates.unwrap_or(true),
             settings.warm_lease_ms.unwrap_or(defaults::WARM_LEASE_MS),
         )
-        .owner("owner");
+        .owner("owner")
+        .compression(cli.compression.availability());
     if let Some(p) = &cli.compactor_declaration {
         b = b.compactor(
             serde_json::from_str(&std::fs::read_to_string(p)?)
@@ -469,9 +469,8 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
             format,
             messages,
             opt_in,
-            compression,
         } => {
-            let member = member_input(opt_in, compression);
+            let member = member_input(opt_in, &cli.compression);
             print_context(&existing()?, &conv, *format, member, *messages)
         }
         Command::Timeline {
@@ -625,7 +624,7 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.condense_per_minute = o.condense_per_minute;
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
     config.web = o.web;
-    config.compression = o.compression.availability();
+    config.compression = cli.compression.availability();
     let web = o.web;
     let d = builder(cli, Location::parse(&cli.journal))?
         .lease_ms(o.lease_ms)

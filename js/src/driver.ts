@@ -104,5 +104,5 @@ async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, 
     amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
     limit: opts.limit ?? null, render: opts.render ?? true, member: opts.member ?? null,
     carried: res.carried ?? null,
-  }, owner, viewKey(s, route, owner));
+  }, owner, viewKey(s, route, owner), c.o.compression);
 }

@@ -10,6 +10,8 @@ const JOURNAL = ["readEvents", "append", "putPacket", "getPacket", "listPackets"
 const MODEL = ["stream", "complete"];
 /** Options that are functions when given. */
 const FUNCTIONS = ["route", "owner", "audit", "countTokens"];
+/** The fields of member compression's availability (`compression`), each a boolean. */
+const AVAILABILITY = ["surface", "toolResult", "plainSpeak", "promptTrim"];
 /** Options that are whole numbers, at least 0, when given. */
 const COUNTS = [
   "leaseMs", "conversationsKept", "timelineTextChars", "modelTimeoutMs", "warmLeaseMs", "messageOverheadTokens",
@@ -47,6 +49,14 @@ export function checkOptions(who: string, o: unknown): void {
   for (const k of COUNTS) {
     const v = r[k];
     if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) refuse(who, `${k} must be a whole number, at least 0 (got ${JSON.stringify(v)})`);
+  }
+  const c = r.compression;
+  if (c !== undefined) {
+    const fields = "{ surface, toolResult, plainSpeak, promptTrim }, each true or false";
+    if (typeof c !== "object" || c === null || Array.isArray(c)) refuse(who, `compression must be an object: ${fields}`);
+    for (const [k, v] of Object.entries(c)) {
+      if (!AVAILABILITY.includes(k) || typeof v !== "boolean") refuse(who, `compression.${k}: ${fields}`);
+    }
   }
 }
 

@@ -193,6 +193,12 @@ export interface PlanRequest {
   warmHeld?: boolean;
   /** `resolve`'s `carried`: the retired summary an upgrade starts from. */
   carried?: ChainHead | null;
+  /**
+   * The deployment's member-compression availability: while its surface
+   * exists, room is kept beside the pinned turns for the largest fragments
+   * any member's context carries, so none leaves out a turn no summary covers.
+   */
+  compression?: Availability;
 }
 
 export interface SkipRecord {

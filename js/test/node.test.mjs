@@ -350,6 +350,43 @@ test("long answers at seed 002's token budget never cost the model its recent hi
   assert.ok(compacted >= 50, `${compacted}`);
 });
 
+// Member compression's fragments (the settings projection, plain-speak) are
+// reserved by every member's context; a compactor given the deployment's
+// availability plans with room for the largest of them, so no member's
+// context leaves out a turn no summary covers. Seed 000's budget (trigger
+// 80,000 characters), 300 messages of 200 to 3,000 characters.
+test("a compactor given member compression's availability leaves every member's context whole", async () => {
+  const availability = { surface: true, toolResult: true, plainSpeak: true, promptTrim: true };
+  const members = [{}, { master: true }, { master: true, plainSpeak: true }, { master: true, toolResult: true, plainSpeak: true, promptTrim: true }];
+  const run = async (compression) => {
+    const c = f.createCompactor({
+      journal: new f.MemoryJournal(), model: fakeModel(), ...(compression ? { compression } : {}),
+      declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars" } },
+    });
+    let leftOut = 0, compacted = 0;
+    for (let n = 1; n <= 300; n++) {
+      const size = 200 + ((n * 7919) % 2800);
+      await c.append("c1", { role: n % 2 ? "user" : "assistant", content: `m${n} `.padEnd(size, "w") });
+      if ((await c.onMessage("c1")).status === "compacted") compacted++;
+      for (const preferences of members) {
+        const ctx = await c.context("c1", { format: "openai", member: { availability, preferences } });
+        leftOut += ctx.manifest.uncoveredOmitted ?? 0;
+      }
+    }
+    assert.ok(compacted >= 5, `${compacted} compactions`);
+    return leftOut;
+  };
+  assert.equal(await run(availability), 0, "turns no summary covers left out of a member's context");
+  // The check is live: planned without the availability, some member's
+  // context just below the trigger leaves turns out.
+  assert.ok(await run(undefined) > 0, "nothing left out without the room");
+  // A mistyped availability is refused when the compactor is built.
+  for (const compression of [{ surface: "yes" }, { surfaces: true }, [], null]) {
+    assert.throws(() => f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration, compression }),
+      (e) => e.code === "invalid_request" && /compression/.test(e.message), JSON.stringify(compression));
+  }
+});
+
 // Item 6 of the formats issue: real token counts include each message's
 // framing. 700 short pairs in lazy mode (no retrieval share), then long
 // answers, counted by js-tiktoken (cl100k) and gpt-tokenizer (o200k); after

@@ -105,6 +105,7 @@ pub fn frontier(d: &Declaration) -> Frontier {
         warm: None,
         warm_held: false,
         carried: None,
+        compression: Default::default(),
     };
     match plan(&req) {
         PlanOutcome::Activate { frontier } => *frontier,
@@ -140,5 +141,6 @@ pub fn request_after_boundary(history: u64, tail: u64) -> PlanRequest {
         warm: None,
         warm_held: false,
         carried: None,
+        compression: Default::default(),
     }
 }

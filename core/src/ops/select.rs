@@ -268,11 +268,7 @@ pub(crate) fn select_from(
             .as_deref()
             .map(|p| text_size(metric, parts_chars(p)))
             .unwrap_or(0),
-        member: error::sum(
-            fragments
-                .iter()
-                .map(|f| text_size(metric, foldline_json::char_count(f) as u64)),
-        )?,
+        member: seams::fragments_size(metric, &fragments),
         reasoning: 0,
         total: 0,
     };

@@ -158,6 +158,7 @@ pub fn request(decl: &Declaration, events: Vec<Event>) -> PlanRequest {
         warm: None,
         warm_held: false,
         carried: None,
+        compression: Default::default(),
     }
 }
 
@@ -238,6 +239,9 @@ pub struct Sim {
     pub packets: Vec<Packet>,
     pub runs: u64,
     pub next_seq: u64,
+    /// The deployment's member-compression availability, as a host passes
+    /// it to every plan.
+    pub compression: foldline_core::member::settings::Availability,
 }
 
 impl Sim {
@@ -248,6 +252,7 @@ impl Sim {
             packets: Vec::new(),
             runs: 0,
             next_seq: 1,
+            compression: Default::default(),
         }
     }
 
@@ -283,6 +288,7 @@ impl Sim {
             req.head = r.head;
             req.amendment = r.amendment;
             req.carried = r.carried;
+            req.compression = self.compression;
             match plan(&req) {
                 PlanOutcome::Activate { frontier } => self.events.push(Event::Frontier(*frontier)),
                 PlanOutcome::Compact { packet, .. } => {

@@ -18,6 +18,7 @@ use foldline_core::defaults;
 use foldline_core::event::Event;
 use foldline_core::format::Format;
 use foldline_core::member::seams::MemberInput;
+use foldline_core::member::settings::Availability;
 use foldline_core::plan::{PlanOutcome, SkipRecord, Trigger};
 use foldline_core::resolve::Resolution;
 use foldline_core::select::{SelectRequest, Selection};
@@ -128,6 +129,12 @@ pub struct Driver<J: Journal, M: Model> {
     /// sends `step` and `select` only what is new, not the whole window
     /// again. The answers are the same either way.
     pub(crate) hold_events: bool,
+    /// The deployment's member-compression availability (default: none),
+    /// passed to every plan: while its surface exists, room is kept for the
+    /// largest fragments a member's context carries (the settings
+    /// projection, plain-speak), so no member's context leaves out a turn
+    /// no summary covers to make room for them.
+    pub(crate) compression: Availability,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -220,6 +227,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             warm_lease_ms: defaults::WARM_LEASE_MS,
             model_timeout_ms: defaults::MODEL_TIMEOUT_MS,
             hold_events: true,
+            compression: Availability::default(),
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(kept::Kept::default()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),

@@ -154,6 +154,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     // The core sets it from `warm_held`.
                     warm_held: false,
                     carried: res.carried,
+                    compression: self.compression,
                 }),
                 warm_summary: summary,
                 seq,

@@ -117,6 +117,8 @@ impl App {
     pub fn open(mut driver: ServeDriver, config: ServeConfig) -> Result<App> {
         driver.holder = format!("serve:{}", config.replica);
         driver.owner = None;
+        // Plans keep room for the fragments the members' contexts carry.
+        driver.compression = config.compression;
         let store = Store::open(&config.journal)?;
         Ok(App {
             driver,

@@ -2,7 +2,7 @@
 // calls answer. js/src/driver.ts builds it; the modules beside this one carry
 // out each job.
 
-import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, TimelinePage, FailureReport, Boundary, MemberInput } from "../types.js";
+import type { Code, Declaration, Event, MessagesOf, Format, Part, PlanOutcome, Resolution, Route, Selection, Timeline, TimelinePage, FailureReport, Boundary, MemberInput, Availability } from "../types.js";
 import type { Journal } from "../journal/journal.js";
 import type { AiSdkMessage, AnthropicMessage, AnthropicTextBlock, OpenAiChatMessage, OpenAiResponsesInput } from "../convert.js";
 import type { Model } from "../model/model.js";
@@ -66,6 +66,15 @@ export interface CompactorOptions {
    * provider's framing.
    */
   messageOverheadTokens?: number;
+  /**
+   * The deployment's member-compression availability (default: none), as
+   * its contexts are asked with it (`context(id, { member })`): every plan
+   * keeps room for the largest fragments a member's context carries (the
+   * settings projection, plain-speak), so no member's context leaves out a
+   * turn no summary covers to make room for them. `createHandler` passes its
+   * own `compression`.
+   */
+  compression?: Availability;
 }
 
 /** Per-message framing added to host token counts by default: 4, as the core's estimate adds. */

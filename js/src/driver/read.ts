@@ -302,6 +302,7 @@ export async function view(c: Ctx, id: string, trigger: Trigger, prepareWarm = f
       frontier: res.frontier, head: res.head, amendment: res.amendment, carried: res.carried ?? null, events, trigger,
       // The held candidate's packet: once prepared, or to prepare it.
       warm: s.warm?.result || prepareWarm ? (s.warm?.packet ?? null) : null,
+      ...(c.o.compression ? { compression: c.o.compression } : {}),
     },
   };
 }

@@ -121,7 +121,8 @@ export interface HandlerOptions {
    * Member compression's availability (`MEMBER_COMPRESSION_ENABLED` and the
    * three `MEMBER_*_COMPRESSION_ENABLED` flags; default all off). It never
    * opts anyone in. With `surface` off, contexts carry no member state and
-   * the member routes answer `not_available`.
+   * the member routes answer `not_available`. With it on, plans keep room
+   * for the fragments members' contexts carry.
    */
   compression?: Availability;
   /** Where opt-ins and pass records live (default: in memory). */

@@ -7,7 +7,8 @@
 // byte-identical; the plain-speak fragment is there only while opted in; a
 // settings question gets the server-rendered answer; each pass is recorded
 // once; after opting out everything goes verbatim; the journal's messages
-// are unchanged. Then: both hosts sent byte-identical contexts.
+// are unchanged; a conversation the fragments take over the trigger compacts.
+// Then: both hosts sent byte-identical contexts.
 //
 // node test/member/run.mjs [path/to/foldline]
 
@@ -62,7 +63,7 @@ async function rustHost() {
 
 /** The package's fetch handler. */
 function jsHost() {
-  const model = { async *stream() { yield "unused"; }, async complete() { return { text: "unused" }; } };
+  const model = f.modelFromFunction(async (p) => `Summary of ${p.input.turnCount} turns.`);
   const handler = f.createHandler({ journal: new f.MemoryJournal(), model, declaration, members, compression: availability });
   return {
     name: "fetch handler",
@@ -154,7 +155,34 @@ async function journey(host) {
   const bad = await host.call("PUT", "/api/members/me/compression", { master: "yes" });
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).error?.code ?? "invalid_input", "invalid_input");
+  await room(host);
   return seen;
+}
+
+/**
+ * Plans keep room for the fragments members' contexts carry: a conversation
+ * 200 characters short of the 200,000 trigger compacts (the projection and
+ * plain-speak take up to 567), and the member's context leaves out no turn
+ * no summary covers. Told nothing of the availability, the server's check
+ * skipped and the context left turns out.
+ */
+async function room(host) {
+  const R = "/api/conversations/room";
+  const batch = Array.from({ length: 100 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i} `.padEnd(i === 99 ? 1_800 : 2_000, "w") }));
+  await ok(host, "POST", `${R}/messages`, batch);
+  await ok(host, "PUT", "/api/members/me/compression", { master: true, plainSpeak: true });
+  // The check runs after the answer: wait for its divider.
+  let divider;
+  for (let i = 0; i < 200 && !divider; i++) {
+    const tl = await ok(host, "GET", `${R}/timeline`);
+    divider = tl.items.find((x) => x.type === "divider" && x.state === "completed");
+    if (!divider) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(divider, `${host.name}: no compaction of a conversation the fragments take over the trigger`);
+  const c = await ok(host, "GET", `${R}/context?format=openai`);
+  assert.equal(c.manifest.uncoveredOmitted ?? 0, 0, `${host.name}: ${JSON.stringify(c.manifest.omitted)}`);
+  assert.equal(texts(c)[0], PLAIN_SPEAK);
+  await ok(host, "PUT", "/api/members/me/compression", {});
 }
 
 let failed = 0;

@@ -28,7 +28,9 @@ use super::settings::{self, Availability, EffectiveState, Preferences};
 use super::tool_result::{self, ToolResultRequest};
 use super::trim::{self, TrimRequest};
 use super::{Measurement, Status};
+use crate::records::boundary::Sizes;
 use crate::records::turn::{Part, Role, Turn};
+use crate::render::budget::{text_size, Metric};
 
 /// The member's compression state as a host captured it when the run
 /// started: the deployment's availability flags and the member's own
@@ -193,6 +195,42 @@ pub(crate) fn fragments(input: &MemberInput) -> Vec<String> {
     out
 }
 
+/// The size of a context's fragments in `metric`, each measured as text.
+pub(crate) fn fragments_size(metric: Metric, fragments: &[String]) -> u64 {
+    fragments
+        .iter()
+        .map(|f| text_size(metric, foldline_json::char_count(f) as u64))
+        .sum()
+}
+
+/// The most room any member's fragments take under `availability`: what
+/// `plan` keeps beside the pinned turns, so that no member's context leaves
+/// out a turn no summary covers to make room for them. None while the
+/// surface is off (hosts then pass no member state). Two states bound every
+/// other (`the_room_is_the_largest_of_every_member_state` tries all 16): the
+/// longest projection (master off: every available tool gives the longest
+/// off-reason), and the plain-speak fragment with the longest projection
+/// beside it (master and plain-speak on, nothing else opted in).
+pub(crate) fn room(availability: Availability) -> Sizes {
+    let mut room = Sizes::default();
+    if availability.surface {
+        let speak = Preferences {
+            master: true,
+            plain_speak: true,
+            ..Preferences::default()
+        };
+        for preferences in [Preferences::default(), speak] {
+            let f = fragments(&MemberInput {
+                availability,
+                preferences,
+            });
+            room.chars = room.chars.max(fragments_size(Metric::Chars, &f));
+            room.tokens = room.tokens.max(fragments_size(Metric::Tokens, &f));
+        }
+    }
+    room
+}
+
 /// Shape the model-bound copy of `tail` and `prompt` for `input`.
 pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>) -> Shaped {
     let state = settings::effective(&input.availability, &input.preferences);
@@ -298,6 +336,45 @@ fn compress_results(tail: &[&Turn], shaped: &mut Shaped, passes: &mut Vec<Pass>)
         }
         if changed {
             shaped.tail[i] = Some(parts);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bits(b: u8) -> [bool; 4] {
+        [b & 1 != 0, b & 2 != 0, b & 4 != 0, b & 8 != 0]
+    }
+
+    #[test]
+    fn the_room_is_the_largest_of_every_member_state() {
+        for a in 0u8..16 {
+            let [surface, tool_result, plain_speak, prompt_trim] = bits(a);
+            let availability = Availability {
+                surface,
+                tool_result,
+                plain_speak,
+                prompt_trim,
+            };
+            let mut largest = Sizes::default();
+            for p in 0u8..16 {
+                let [master, tool_result, plain_speak, prompt_trim] = bits(p);
+                let f = fragments(&MemberInput {
+                    availability,
+                    preferences: Preferences {
+                        master,
+                        tool_result,
+                        plain_speak,
+                        prompt_trim,
+                    },
+                });
+                largest.chars = largest.chars.max(fragments_size(Metric::Chars, &f));
+                largest.tokens = largest.tokens.max(fragments_size(Metric::Tokens, &f));
+            }
+            let expected = if surface { largest } else { Sizes::default() };
+            assert_eq!(room(availability), expected, "{availability:?}");
         }
     }
 }

@@ -28,6 +28,13 @@ pub struct Availability {
     pub prompt_trim: bool,
 }
 
+impl Availability {
+    /// Nothing available (the default).
+    pub fn is_off(&self) -> bool {
+        *self == Availability::default()
+    }
+}
+
 /// The member's own choices; everything defaults to off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -13,6 +13,8 @@ use crate::error::{self, Code, Error, Result};
 use crate::history::group::{self, Unit};
 use crate::history::reconstruct::{given_or, Reconstruction};
 use crate::history::standing;
+use crate::ops::member::seams;
+use crate::ops::member::settings::Availability;
 use crate::records::amendment::Amendment;
 use crate::records::boundary::{ChainHead, Sizes};
 use crate::records::declaration::Declaration;
@@ -98,6 +100,13 @@ pub struct PlanRequest {
     /// the epoch's first compaction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried: Option<ChainHead>,
+    /// The deployment's member-compression availability (all off when
+    /// absent). While its surface exists, room is kept beside the pinned turns for the largest
+    /// fragments (the settings projection, plain-speak) any member's
+    /// context may carry, as `select` reserves them, so history is folded
+    /// rather than left out of a member's context unsummarized.
+    #[serde(default, skip_serializing_if = "Availability::is_off")]
+    pub compression: Availability,
 }
 
 /// Why automatic compaction is paused.
@@ -123,7 +132,8 @@ pub struct SkipRecord {
     pub trigger: u64,
     /// Warm threshold, in token mode.
     pub warm_at: Option<u64>,
-    /// Pinned turns' size, with the open tool cycle's reasoning.
+    /// Pinned turns' size, with the open tool cycle's reasoning and the
+    /// room kept for member-compression fragments.
     pub pinned: u64,
     /// Summary and amendment envelopes' size.
     pub envelopes: u64,
@@ -252,6 +262,11 @@ fn plan_inner(req: &PlanRequest, recon: Option<&Reconstruction>) -> Result<PlanO
     let metric = th.metric;
     let pinned = standing::pinned(decl, &recon.turns);
     let pinned_size = sizes_of(&pinned)?;
+    let room = seams::room(req.compression);
+    let pinned_size = Sizes {
+        chars: error::add(pinned_size.chars, room.chars)?,
+        tokens: error::add(pinned_size.tokens, room.tokens)?,
+    };
 
     // The frontier: reuse the current epoch's, or activate one.
     let frontier = match &req.frontier {
