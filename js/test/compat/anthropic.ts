@@ -7,12 +7,13 @@
 // `messages.create` as `system` and `messages` with extended thinking on
 // (the recording server refuses, as the API does, a tool cycle whose last
 // assistant message lacks its thinking block), and a summarizer built on
-// the same client. Compiled with `tsc --strict` against the line's own
+// the same client; a system prompt of the SDK's `TextBlockParam`s (prompt
+// caching's form). Compiled with `tsc --strict` against the line's own
 // types (no casts on foldline's side), then run; prints one JSON line that
 // run.mjs judges.
 import { createServer } from "node:http";
 import Anthropic from "@anthropic-ai/sdk";
-import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import type { MessageParam, TextBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { init, createCompactor, MemoryJournal, modelFromFunction } from "foldline";
 
 const SYSTEM = "You are the travel desk. Answer in one sentence.";
@@ -158,6 +159,18 @@ try {
 } catch (e) {
   loopRefused = String(e);
 }
+
+// 5. A system prompt of text blocks, as prompt caching writes it (the
+// SDK's own `TextBlockParam[]`, `cache_control` on the last block): its
+// text goes back as the request's system prompt, the member's message apart.
+const cached: TextBlockParam[] = [
+  { type: "text", text: SYSTEM },
+  { type: "text", text: "Refunds within 14 days.", cache_control: { type: "ephemeral" } },
+];
+await c.append("cached", { format: "anthropic", system: cached, messages: [{ role: "user", content: "Can I get a refund?" }] });
+const ctx5 = await c.context("cached", { format: "anthropic" });
+await client.messages.create({ model: "cached", max_tokens: 1024, system: ctx5.messages.system, messages: ctx5.messages.messages });
+const cachedSent = bodies.at(-1)!;
 server.close();
 
 const blocks = (m: Body["messages"][number] | undefined): Block2[] => (Array.isArray(m?.content) ? m.content : []);
@@ -179,4 +192,6 @@ console.log(JSON.stringify({
   longThinkingLoopGoesOn: loopRefused === "" && loopSent.length === 7 && leftOut > 0
     && loopSent.every((b, i) => i === 0 || blocks(b.messages.filter((m) => m.role === "assistant").at(-1))[0]?.signature === signatures[i - 1])
     && uncovered === 0,
+  systemBlocks: typeof cachedSent.system === "string" && cachedSent.system.startsWith(SYSTEM) && cachedSent.system.endsWith("Refunds within 14 days.")
+    && cachedSent.messages.length === 1 && cachedSent.messages[0]?.role === "user",
 }));

@@ -38,7 +38,9 @@
 //           together is over the budget goes on, each request's final
 //           assistant message opening with its step's thinking, no turn
 //           left out unsummarized, and the manifest counting the earlier
-//           steps' thinking it left out.
+//           steps' thinking it left out; a system prompt of the SDK's
+//           `TextBlockParam`s (with `cache_control`) goes back as the
+//           request's system prompt.
 //   node test/compat/run.mjs           (every line)
 //   node test/compat/run.mjs ai@6      (one line)
 import { execFileSync } from "node:child_process";
@@ -69,7 +71,7 @@ const expected = {
   }),
   anthropic: () => ({
     systemApart: true, responseAsItIs: true, thinkingInItsCycle: true, thinkingNotAfter: true, resultsAnswerCalls: true, errorArrives: true,
-    summarizerInstructions: true, systemAfterCompaction: true, longThinkingLoopGoesOn: true,
+    summarizerInstructions: true, systemAfterCompaction: true, longThinkingLoopGoesOn: true, systemBlocks: true,
   }),
   openai: () => ({
     systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true,
