@@ -21,7 +21,7 @@ import { CONVERSATIONS_KEPT_JS, LEASE_MS } from "./defaults.js";
 import { selectHeld } from "./held.js";
 import type { Format, MessagesOf } from "./types.js";
 import type { Compactor, CompactorOptions, ContextOptions, RenderedSelection } from "./driver/api.js";
-import { load, state, viewKey, type Ctx } from "./driver/read.js";
+import { chainView, load, state, viewKey, type Ctx } from "./driver/read.js";
 import { leased, serial } from "./driver/lease.js";
 import { drawTimeline, Texts } from "./driver/text.js";
 import { drive } from "./driver/loop.js";
@@ -98,11 +98,12 @@ async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, 
   const format = opts.format ?? "foldline";
   const route = c.routeOf(id);
   const owner = c.o.owner?.(id) ?? null;
+  const view = chainView(c, res, route, owner);
   // `messages` is there unless `render: false` (the second overload).
   return selectHeld<RenderedSelection<MessagesOf[F]>>(s.held, {
-    declaration: c.o.declaration, route, frontier: res.frontier, head: res.head,
-    amendment: res.amendment, events, prompt: opts.prompt ?? null, format,
+    declaration: view.declaration, route, frontier: view.frontier, head: view.head,
+    amendment: view.amendment, events, prompt: opts.prompt ?? null, format,
     limit: opts.limit ?? null, render: opts.render ?? true, member: opts.member ?? null,
-    carried: res.carried ?? null,
-  }, owner, viewKey(s, route, owner), c.o.compression);
+    carried: view.carried,
+  }, { key: viewKey(s, route, owner), view });
 }

@@ -10,7 +10,7 @@
 
 import { call } from "./call.js";
 import { loadedCore, generation } from "./load.js";
-import type { Availability, Event, Packet, PlanRequest, SelectRequest, StepRequest } from "./types.js";
+import type { Event, Packet, PlanRequest, SelectRequest, StepRequest } from "./types.js";
 
 /** Conversations held at once. */
 export const MAX_SLOTS = 64;
@@ -161,18 +161,12 @@ export function stepHeld<T>(slot: Slot, request: StepRequest, key: string): T {
 }
 
 /**
- * `select` with its events and view held in `slot`: the held `context` entry,
- * which takes only the options. The view held is the one `step` holds under
- * the same key, `compression` (the compactor's) included, whichever call
- * holds it first.
+ * `select` with its events and `view` held in `slot`: the held `context`
+ * entry, which takes only the options. `view` is the one `step` holds under
+ * the same key (the driver's `chainView`), whichever call holds it first.
  */
-export function selectHeld<T>(slot: Slot, request: SelectRequest, owner: string | null, key: string, compression?: Availability): T {
-  const { declaration, route, frontier, head, amendment, events, prompt, format, limit, render, member, carried } = request;
-  const held = prepare(slot, events, undefined, {
-    key, view: {
-      declaration, route, owner, frontier: frontier ?? null, head: head ?? null, amendment: amendment ?? null, carried: carried ?? null,
-      ...(compression ? { compression } : {}),
-    },
-  });
+export function selectHeld<T>(slot: Slot, request: SelectRequest, view: HeldView): T {
+  const { events, prompt, format, limit, render, member } = request;
+  const held = prepare(slot, events, undefined, view);
   return held ? through<T>(slot, held, "context", { prompt, format, limit, render, member: member ?? null }) : call<T>("select", request);
 }

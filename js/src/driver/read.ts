@@ -6,7 +6,7 @@
 import { FoldlineError } from "../error.js";
 import { validate } from "../ops.js";
 import { PINNED_ROLES } from "../defaults.js";
-import { newSlot, rebuiltSlot, releaseSlot, type Slot } from "../held.js";
+import { newSlot, rebuiltSlot, releaseSlot, type HeldView, type Slot } from "../held.js";
 import type { Boundary, Event, InputTurn, ModelOutput, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
 import type { CompactorOptions } from "./api.js";
 
@@ -298,12 +298,22 @@ export async function view(c: Ctx, id: string, trigger: Trigger, prepareWarm = f
   return {
     s, seq: s.seq, key: viewKey(s, route, owner),
     request: {
-      declaration: c.o.declaration, route, owner,
-      frontier: res.frontier, head: res.head, amendment: res.amendment, carried: res.carried ?? null, events, trigger,
+      ...chainView(c, res, route, owner), events, trigger,
       // The held candidate's packet: once prepared, or to prepare it.
       warm: s.warm?.result || prepareWarm ? (s.warm?.packet ?? null) : null,
-      ...(c.o.compression ? { compression: c.o.compression } : {}),
     },
+  };
+}
+
+/**
+ * A conversation's chain view, as the core holds it for `step` and for
+ * `context` alike under one key: one definition, so whichever call holds it
+ * first holds the same view (the compactor's `compression` included).
+ */
+export function chainView(c: Ctx, res: Resolution, route: Route, owner: string | null): HeldView["view"] {
+  return {
+    declaration: c.o.declaration, route, owner, frontier: res.frontier, head: res.head, amendment: res.amendment,
+    carried: res.carried ?? null, ...(c.o.compression ? { compression: c.o.compression } : {}),
   };
 }
 
