@@ -1166,6 +1166,25 @@ fn in_process(
         Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
     >,
 ) -> (tokio::runtime::Runtime, String) {
+    in_process_with(journal, db, declaration, |_| {}, tune)
+}
+
+/// [`in_process`], the server's configuration further set by `configure`.
+fn in_process_with(
+    journal: Box<dyn Journal>,
+    db: std::path::PathBuf,
+    declaration: foldline_core::declaration::Declaration,
+    configure: impl FnOnce(&mut foldline_wasmtime::serve::ServeConfig),
+    tune: impl FnOnce(
+        foldline_wasmtime::builder::DriverBuilder<
+            Box<dyn Journal>,
+            Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+        >,
+    ) -> foldline_wasmtime::builder::DriverBuilder<
+        Box<dyn Journal>,
+        Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+    >,
+) -> (tokio::runtime::Runtime, String) {
     use foldline_wasmtime::serve::{Location, Members, ServeConfig};
     let members = Members::parse(
         &json!({"members": [{"id": "alice", "tokenSha256": hash_token(ALICE)}]}).to_string(),
@@ -1178,15 +1197,14 @@ fn in_process(
             as Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
     )
     .declaration(declaration);
-    let server = foldline_wasmtime::serve::Server::open(
-        tune(driver).build().unwrap(),
-        ServeConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            Location::Sqlite(db),
-            members,
-        ),
-    )
-    .unwrap();
+    let mut config = ServeConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        Location::Sqlite(db),
+        members,
+    );
+    configure(&mut config);
+    let server =
+        foldline_wasmtime::serve::Server::open(tune(driver).build().unwrap(), config).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let base = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1195,6 +1213,60 @@ fn in_process(
         base
     });
     (rt, base)
+}
+
+/// A server embedded as a library plans with its own member-compression
+/// availability, whatever the driver it was given says: a conversation 200
+/// characters short of the trigger, which the fragments of a member's
+/// context take over it, compacts, and the member's context leaves out no
+/// turn no summary covers. (Planned without the room, the check skipped and
+/// the context left the oldest turn out.)
+#[test]
+fn an_embedded_server_plans_with_room_for_its_members_fragments() {
+    let setup = Setup::new();
+    let (_rt, base) = in_process_with(
+        Box::new(SqliteJournal::open(setup.journal()).unwrap()),
+        setup.journal(),
+        setup.declaration(),
+        |c| {
+            c.compression = foldline_core::member::settings::Availability {
+                surface: true,
+                tool_result: true,
+                plain_speak: true,
+                prompt_trim: true,
+            }
+        },
+        |b| b,
+    );
+    let conv = format!("{base}/api/conversations/room");
+    let batch: Vec<Value> = (0..20)
+        .map(|i| {
+            let size = if i == 19 { 800 } else { 1_000 };
+            json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("turn {i} ").chars().chain(std::iter::repeat('w')).take(size).collect::<String>()})
+        })
+        .collect();
+    let (s, v) = call(
+        "POST",
+        &format!("{conv}/messages"),
+        Some(ALICE),
+        Some(&Value::Array(batch).to_string()),
+    );
+    assert_eq!(s, 201, "{v}");
+    wait_for("the compaction the fragments make due", || {
+        SqliteJournal::open(setup.journal())
+            .unwrap()
+            .read_events("room", 0)
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e.event, Event::Boundary(_)))
+    });
+    let (s, ctx) = call("GET", &format!("{conv}/context"), Some(ALICE), None);
+    assert_eq!(s, 200, "{ctx}");
+    // `uncoveredOmitted` is written only when turns were left out.
+    let m = &ctx["manifest"];
+    assert_eq!(m["uncoveredOmitted"], Value::Null, "{m}");
+    assert_eq!(m["omitted"], json!([]), "{m}");
+    assert!(ctx["manifest"]["sizes"]["member"].as_u64().unwrap() > 0);
 }
 
 /// A task's event stream reads the journal a page at a time from the task
