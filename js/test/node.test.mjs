@@ -381,9 +381,12 @@ test("a compactor given member compression's availability leaves every member's 
   // context just below the trigger leaves turns out.
   assert.ok(await run(undefined) > 0, "nothing left out without the room");
   // A mistyped availability is refused when the compactor is built.
+  const handlerMembers = [{ id: "a", tokenSha256: "0".repeat(64) }];
   for (const compression of [{ surface: "yes" }, { surfaces: true }, [], null]) {
-    assert.throws(() => f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration, compression }),
-      (e) => e.code === "invalid_request" && /compression/.test(e.message), JSON.stringify(compression));
+    for (const build of [() => f.createCompactor({ journal: new f.MemoryJournal(), model: fakeModel(), declaration, compression }),
+      () => f.createHandler({ journal: new f.MemoryJournal(), model: fakeModel(), declaration, members: handlerMembers, compression })]) {
+      assert.throws(build, (e) => e.code === "invalid_request" && /compression/.test(e.message), JSON.stringify(compression));
+    }
   }
 });
 
