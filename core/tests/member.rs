@@ -304,7 +304,7 @@ mod seams {
     use foldline_core::select::{select, SelectRequest, Selection};
     use foldline_core::turn::Part;
 
-    const ALL: Availability = Availability {
+    pub(super) const ALL: Availability = Availability {
         surface: true,
         tool_result: true,
         plain_speak: true,
@@ -448,12 +448,7 @@ mod room {
     use foldline_core::select::select;
     use foldline_core::turn::Role;
 
-    const ALL: Availability = Availability {
-        surface: true,
-        tool_result: true,
-        plain_speak: true,
-        prompt_trim: true,
-    };
+    use super::seams::ALL;
     const SURFACE: Availability = Availability {
         surface: true,
         tool_result: false,
@@ -474,16 +469,10 @@ mod room {
     /// limit, where no eager threshold leaves room below it.
     fn lazy_tokens() -> Declaration {
         let mut d = Declaration::new("agent", "agent-compactor");
-        d.budget = Budget::Tokens {
-            window: 8192,
-            reserved_output: 1024,
-            safety_margin: 512,
-            retrieval_share: 500,
-            soft: 600,
-            eager: 780,
-            target: 500,
-            mode: CompactionMode::Lazy,
-        };
+        d.budget = Budget::default_tokens();
+        if let Budget::Tokens { mode, .. } = &mut d.budget {
+            *mode = CompactionMode::Lazy;
+        }
         d
     }
 

@@ -216,6 +216,17 @@ fn append_batch(base: &str, conv: &str, range: std::ops::Range<usize>) {
     assert_eq!(s, 201, "{v}");
 }
 
+/// Alice posts `batch` to the conversation at `conv` (its URL).
+fn post_messages(conv: &str, batch: Vec<Value>) {
+    let (s, v) = call(
+        "POST",
+        &format!("{conv}/messages"),
+        Some(ALICE),
+        Some(&Value::Array(batch).to_string()),
+    );
+    assert_eq!(s, 201, "{v}");
+}
+
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -1148,6 +1159,12 @@ fn pages_woken_by_one_write_share_one_drawing() {
     drop(rt);
 }
 
+/// The builder of an in-process server's driver.
+type ServeBuilder = foldline_wasmtime::builder::DriverBuilder<
+    Box<dyn Journal>,
+    Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
+>;
+
 /// `foldline serve` in this process over `journal` (the SQLite file `db`),
 /// summarizing with the extractive model under `declaration`, the driver
 /// further set by `tune`, alice its one member: the runtime it runs on and
@@ -1156,15 +1173,7 @@ fn in_process(
     journal: Box<dyn Journal>,
     db: std::path::PathBuf,
     declaration: foldline_core::declaration::Declaration,
-    tune: impl FnOnce(
-        foldline_wasmtime::builder::DriverBuilder<
-            Box<dyn Journal>,
-            Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-        >,
-    ) -> foldline_wasmtime::builder::DriverBuilder<
-        Box<dyn Journal>,
-        Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-    >,
+    tune: impl FnOnce(ServeBuilder) -> ServeBuilder,
 ) -> (tokio::runtime::Runtime, String) {
     in_process_with(journal, db, declaration, |_| {}, tune)
 }
@@ -1175,15 +1184,7 @@ fn in_process_with(
     db: std::path::PathBuf,
     declaration: foldline_core::declaration::Declaration,
     configure: impl FnOnce(&mut foldline_wasmtime::serve::ServeConfig),
-    tune: impl FnOnce(
-        foldline_wasmtime::builder::DriverBuilder<
-            Box<dyn Journal>,
-            Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-        >,
-    ) -> foldline_wasmtime::builder::DriverBuilder<
-        Box<dyn Journal>,
-        Box<dyn foldline_wasmtime::model::Model + Send + Sync>,
-    >,
+    tune: impl FnOnce(ServeBuilder) -> ServeBuilder,
 ) -> (tokio::runtime::Runtime, String) {
     use foldline_wasmtime::serve::{Location, Members, ServeConfig};
     let members = Members::parse(
@@ -1245,13 +1246,7 @@ fn an_embedded_server_plans_with_room_for_its_members_fragments() {
             json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("turn {i} ").chars().chain(std::iter::repeat('w')).take(size).collect::<String>()})
         })
         .collect();
-    let (s, v) = call(
-        "POST",
-        &format!("{conv}/messages"),
-        Some(ALICE),
-        Some(&Value::Array(batch).to_string()),
-    );
-    assert_eq!(s, 201, "{v}");
+    post_messages(&conv, batch);
     wait_for("the compaction the fragments make due", || {
         SqliteJournal::open(setup.journal())
             .unwrap()
@@ -1301,13 +1296,7 @@ fn a_task_followed_long_after_it_ended_reads_up_to_its_end() {
         let batch: Vec<Value> = (0..1_000)
             .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("Later {b}.{i}.")}))
             .collect();
-        let (s, v) = call(
-            "POST",
-            &format!("{conv}/messages"),
-            Some(ALICE),
-            Some(&Value::Array(batch).to_string()),
-        );
-        assert_eq!(s, 201, "{v}");
+        post_messages(&conv, batch);
     }
     setup.settle("old");
     let before = events_read.load(Ordering::SeqCst);
