@@ -449,6 +449,46 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/errors/1/ids/0", json!("budget.retain")),
         ],
     );
+    // Declarations under which one compaction could not take an ordinary
+    // turn beside the compactor's prompt, the summary and the largest
+    // amendment: every message would be refused (`turn_too_large`), so the
+    // declaration is, naming the field to change.
+    let mut small_window = Declaration::new("a", "b");
+    small_window.budget = Budget::Tokens {
+        window: 3_500,
+        reserved_output: 1024,
+        safety_margin: 512,
+        retrieval_share: 500,
+        soft: 600,
+        eager: 780,
+        target: 500,
+        mode: CompactionMode::Eager,
+    };
+    let mut large_amendment = Declaration::new("a", "b");
+    large_amendment.amendment_max_chars = 400_000;
+    for (name, decl, field) in [
+        (
+            "refuse-declaration-no-turn-fits-window",
+            small_window,
+            "budget.window",
+        ),
+        (
+            "refuse-declaration-no-turn-fits-prefix",
+            large_amendment,
+            "prefixBounds.maxChars",
+        ),
+    ] {
+        g.add(
+            name,
+            "a declaration under which one compaction could not take a turn of 1,024 characters (256 tokens) beside the compactor's prompt, the summary and the largest amendment is refused: every message would be",
+            "plan",
+            plan_req(&decl, turns(1, 3, 10), false),
+            &[
+                ("/ok/error/code", json!("invalid_declaration")),
+                ("/ok/errors/0/ids/0", json!(field)),
+            ],
+        );
+    }
     for (i, (soft, eager, target)) in [(900u64, 800u64, 500u64), (600, 780, 800), (0, 780, 500)]
         .into_iter()
         .enumerate()

@@ -385,9 +385,12 @@ fn a_backlog_over_the_prefix_bounds_folds_its_oldest_units_first() {
         p.stats.summary.chars + 15_000 + 10_000,
         "after counts the backlog"
     );
-    // 15,000 rendered characters: as many whole turns as render within it.
+    // 15,000 rendered characters: as many whole turns as render within it
+    // (amendments of at most 1,000 characters, so a turn of 1,024 still fits
+    // beside the largest one, as a declaration must allow).
     let mut d = chars_decl(20_000, 10_000);
     d.prefix_bounds.max_chars = 15_000;
+    d.amendment_max_chars = 1_000;
     let p = compact_packet(plan(&compact_setup(&d, 30, 1_000)));
     assert!(p.input.rendered_chars <= 15_000);
     assert!(p.input.turn_count >= 9, "{}", p.input.turn_count);

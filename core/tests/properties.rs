@@ -198,8 +198,9 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Defaults are a contract: whatever declaration validation accepts can
-    /// compact a long conversation of ordinary turns, with summaries as long
+    /// Defaults are a contract: whatever declaration validation accepts
+    /// admits ordinary turns (of up to 1,024 characters) and can compact a
+    /// long conversation of them, with summaries as long
     /// as the bounds allow, and the context then fits with the newest turn.
     #[test]
     fn every_accepted_declaration_compacts_ordinary_turns(d in declaration(), sizes in prop::collection::vec(100usize..400, 1..8)) {
@@ -226,6 +227,13 @@ proptest! {
             if let Some(Event::Message(m)) = s.events.last_mut() {
                 m.content_hash = Some(foldline_core::turn::content_hash(&m.parts));
             }
+            // Admitted, as a driver's append or a server admits it.
+            let admitted = foldline_core::validate::check_events(&foldline_core::validate::EventsCheck {
+                route: route(),
+                events: s.events[s.events.len() - 1..].to_vec(),
+                declaration: Some(d.clone()),
+            });
+            prop_assert!(admitted.is_ok(), "turn {}: {:?} under {:?}", i, admitted, d);
             total_chars += size as u64;
             i += 1;
             match full_summary_step(&mut s, bounds.max_chars as usize) {
@@ -321,12 +329,20 @@ fn declaration() -> impl Strategy<Value = foldline_core::declaration::Declaratio
         prop_oneof![chars, tokens],
         prop::option::of(100u64..10_000),
         prop::option::of(50u64..3_000),
+        prop::option::of(100u64..40_000),
+        prop::option::of(5_000u64..400_000),
     )
-        .prop_map(|(budget, max_chars, max_tokens)| {
+        .prop_map(|(budget, max_chars, max_tokens, amendment, prefix)| {
             let mut d = Declaration::new("agent", "agent-compactor");
             d.budget = budget;
             d.summary.max_chars = max_chars;
             d.summary.max_tokens = max_tokens;
+            if let Some(a) = amendment {
+                d.amendment_max_chars = a;
+            }
+            if let Some(p) = prefix {
+                d.prefix_bounds.max_chars = p;
+            }
             d
         })
 }

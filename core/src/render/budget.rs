@@ -275,6 +275,20 @@ pub fn headroom_violations(decl: &Declaration) -> Vec<Error> {
             }
         }
     }
+    // One compaction must be able to take an ordinary turn beside the
+    // compactor's prompt, the summary, the largest amendment and the
+    // documents, or every message would be refused (`turn_too_large`).
+    let (chars, tokens) = admissible_turn(decl);
+    if chars < MIN_TAIL_CHARS || tokens < MIN_TAIL_TOKENS {
+        return bad(
+            if chars < MIN_TAIL_CHARS {
+                "prefixBounds.maxChars"
+            } else {
+                "budget.window"
+            },
+            "one compaction could not take a turn of 1,024 characters (256 tokens) beside its prompt, the summary and amendmentMaxChars".into(),
+        );
+    }
     Vec::new()
 }
 
