@@ -504,7 +504,7 @@ fn the_seed_settings_are_environment_variables() {
         .arg("--journal")
         .arg(dir.path().join("j.db"))
         .arg("context")
-        .env("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS", "4096")
+        .env("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS", "6000")
         .env("CHAT_CONTEXT_RESERVED_OUTPUT_TOKENS", "512")
         .output()
         .unwrap();
@@ -517,8 +517,24 @@ fn the_seed_settings_are_environment_variables() {
     let limit = v["manifest"]["limit"].as_u64().unwrap();
     assert_eq!(v["manifest"]["metric"], "tokens", "{v}");
     assert!(
-        limit < 4096 - 512,
-        "the 4,096-token window less the reserved output: {limit}"
+        limit < 6000 - 512,
+        "the 6,000-token window less the reserved output: {limit}"
+    );
+    // 4,096 with the default amendment bound: no message could be appended
+    // (every one over 10 tokens refused), so the declaration is refused at
+    // once, naming the window.
+    let out = bin()
+        .arg("--journal")
+        .arg(dir.path().join("j.db"))
+        .arg("context")
+        .env("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS", "4096")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("invalid_declaration") && err.contains("1,024 characters"),
+        "{err}"
     );
     let out = bin()
         .arg("--journal")

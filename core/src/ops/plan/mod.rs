@@ -101,10 +101,11 @@ pub struct PlanRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried: Option<ChainHead>,
     /// The deployment's member-compression availability (all off when
-    /// absent). While its surface exists, room is kept beside the pinned turns for the largest
-    /// fragments (the settings projection, plain-speak) any member's
-    /// context may carry, as `select` reserves them, so history is folded
-    /// rather than left out of a member's context unsummarized.
+    /// absent). While its surface exists, room is kept beside the pinned
+    /// turns for the largest fragments (the settings projection,
+    /// plain-speak) any member's context may carry, as `select` reserves
+    /// them, so history is folded rather than left out of a member's
+    /// context unsummarized.
     #[serde(default, skip_serializing_if = "Availability::is_off")]
     pub compression: Availability,
 }
