@@ -454,16 +454,10 @@ fn gen_plan() -> Vec<Value> {
     // amendment: every message would be refused (`turn_too_large`), so the
     // declaration is, naming the field to change.
     let mut small_window = Declaration::new("a", "b");
-    small_window.budget = Budget::Tokens {
-        window: 3_500,
-        reserved_output: 1024,
-        safety_margin: 512,
-        retrieval_share: 500,
-        soft: 600,
-        eager: 780,
-        target: 500,
-        mode: CompactionMode::Eager,
-    };
+    small_window.budget = Budget::default_tokens();
+    if let Budget::Tokens { window, .. } = &mut small_window.budget {
+        *window = 3_500;
+    }
     let mut large_amendment = Declaration::new("a", "b");
     large_amendment.amendment_max_chars = 400_000;
     for (name, decl, field) in [
