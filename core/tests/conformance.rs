@@ -460,16 +460,20 @@ fn gen_plan() -> Vec<Value> {
     }
     let mut large_amendment = Declaration::new("a", "b");
     large_amendment.amendment_max_chars = 400_000;
-    for (name, decl, field) in [
+    // The message says how large a turn fits and the amendment bound that
+    // would admit an ordinary one (in character mode, without tokens).
+    for (name, decl, field, message) in [
         (
             "refuse-declaration-no-turn-fits-window",
             small_window,
             "budget.window",
+            "one compaction can take a turn of at most 386512 characters (0 tokens) beside its prompt, the summary and amendmentMaxChars (8000), under the least of 1,024 characters (256 tokens): declare amendmentMaxChars of at most 4936, or raise budget.window",
         ),
         (
             "refuse-declaration-no-turn-fits-prefix",
             large_amendment,
             "prefixBounds.maxChars",
+            "one compaction can take a turn of at most 0 characters beside its prompt, the summary and amendmentMaxChars (400000), under the least of 1,024 characters (256 tokens): declare amendmentMaxChars of at most 385976, or raise prefixBounds.maxChars",
         ),
     ] {
         g.add(
@@ -480,6 +484,7 @@ fn gen_plan() -> Vec<Value> {
             &[
                 ("/ok/error/code", json!("invalid_declaration")),
                 ("/ok/errors/0/ids/0", json!(field)),
+                ("/ok/errors/0/message", json!(message)),
             ],
         );
     }
@@ -2321,6 +2326,20 @@ fn gen_contract() -> Vec<Value> {
         &[("/error/code", json!("turn_too_large")), ("/error/ids", json!(["t1"]))],
     );
     assert!(max_chars > 300_000, "{max_chars}");
+    // Seed 000's characters bound no tokens, and the refusal counts none
+    // (it printed an unlimited token bound as 18446744073709551615).
+    let seed000 = Declaration::new("agent", "agent-compactor");
+    let (chars_bound, _) = foldline_core::budget::admissible_turn(&seed000);
+    g.add(
+        "admission-turn-too-large-chars",
+        "admission in character mode: a message larger than any compaction could take is refused (turn_too_large), its sizes in characters alone, since the budget bounds no tokens",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": v(&turns(1, 1, chars_bound as usize + 1)), "declaration": v(&seed000)}),
+        &[
+            ("/error/code", json!("turn_too_large")),
+            ("/error/message", json!(format!("events[0] measures {} characters, over the {chars_bound} characters one compaction can take under this declaration", chars_bound + 1))),
+        ],
+    );
     let mut broken = seed002.clone();
     broken.target_id = String::new();
     g.add(

@@ -256,6 +256,36 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A declaration refused because one compaction could not take an
+    /// ordinary turn names the fix: the largest amendment bound under which
+    /// it is accepted (one character more is refused again), or says that
+    /// none is.
+    #[test]
+    fn a_refusal_for_no_turn_names_the_largest_amendment_that_fits(d in crowded_declaration()) {
+        let turn_rule = |d: &foldline_core::declaration::Declaration| {
+            d.violations().into_iter().find(|e| e.message.starts_with("one compaction can take a turn"))
+        };
+        let Some(refusal) = turn_rule(&d) else { return Ok(()) };
+        prop_assume!(d.violations().len() == 1);
+        let with = |amendment: u64| foldline_core::declaration::Declaration { amendment_max_chars: amendment, ..d.clone() };
+        match refusal.message.split_once("declare amendmentMaxChars of at most ") {
+            Some((_, rest)) => {
+                let fits: u64 = rest.split_once(',').unwrap().0.parse().unwrap();
+                prop_assert!(fits < d.amendment_max_chars);
+                prop_assert!(with(fits).violations().is_empty(), "{} under {:?}", fits, with(fits).violations());
+                prop_assert!(turn_rule(&with(fits + 1)).is_some(), "{} is not the largest", fits);
+            }
+            None => {
+                prop_assert!(refusal.message.ends_with(&format!("even without amendments; raise {}", refusal.ids[0])), "{}", refusal.message);
+                prop_assert!(turn_rule(&with(0)).is_some());
+            }
+        }
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
@@ -345,6 +375,28 @@ fn declaration() -> impl Strategy<Value = foldline_core::declaration::Declaratio
             }
             d
         })
+}
+
+/// [`declaration`]s crowded toward the turn rule: amendment bounds up to
+/// 400,000 characters, prefix bounds from 1,000, token windows of at most
+/// ~9,000.
+fn crowded_declaration() -> impl Strategy<Value = foldline_core::declaration::Declaration> {
+    use foldline_core::declaration::Budget;
+    let crowd = (
+        1_000u64..400_000,
+        prop::option::of(1_000u64..60_000),
+        2_000u64..9_000,
+    );
+    (declaration(), crowd).prop_map(|(mut d, (amendment, prefix, small))| {
+        d.amendment_max_chars = amendment;
+        if let Some(p) = prefix {
+            d.prefix_bounds.max_chars = p;
+        }
+        if let Budget::Tokens { window, .. } = &mut d.budget {
+            *window = small;
+        }
+        d
+    })
 }
 
 fn d_trigger(d: &foldline_core::declaration::Declaration) -> u64 {

@@ -145,10 +145,15 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
                 .tokens
                 .unwrap_or_else(|| crate::records::turn::estimate_tokens(chars));
             if chars > max_chars || tokens > max_tokens {
+                // Character mode bounds no tokens: its sizes print without.
+                let counted = max_tokens != u64::MAX;
+                let size = crate::render::budget::size_text;
                 return Err(Error::new(
                     Code::TurnTooLarge,
                     format!(
-                        "events[{i}] measures {chars} characters ({tokens} tokens), over the {max_chars} characters ({max_tokens} tokens) one compaction can take under this declaration"
+                        "events[{i}] measures {}, over the {} one compaction can take under this declaration",
+                        size(chars, counted.then_some(tokens)),
+                        size(max_chars, counted.then_some(max_tokens)),
                     ),
                 )
                 .with_ids([turn_id.clone()]));

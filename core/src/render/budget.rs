@@ -98,6 +98,23 @@ pub fn summary_reserve(bounds: &SummaryBounds) -> (u64, u64) {
     (chars, tokens)
 }
 
+/// Whether one compaction can take an ordinary turn (at least
+/// [`MIN_TAIL_CHARS`] characters, [`MIN_TAIL_TOKENS`] tokens) beside an
+/// amendment bound of `amendment` characters.
+fn takes_a_turn(decl: &Declaration, amendment: u64) -> bool {
+    let (chars, tokens) = admissible_beside(decl, amendment);
+    chars >= MIN_TAIL_CHARS && tokens >= MIN_TAIL_TOKENS
+}
+
+/// A size as refusals print it: characters, and tokens where the budget
+/// counts them (`None` in character mode, whose token bound is unlimited).
+pub fn size_text(chars: u64, tokens: Option<u64>) -> String {
+    match tokens {
+        Some(tokens) => format!("{chars} characters ({tokens} tokens)"),
+        None => format!("{chars} characters"),
+    }
+}
+
 /// The largest message admission accepts under a declaration, in
 /// characters and tokens: one that a compaction could take alone, with the
 /// compactor's prompt and framing ([`PROMPT_HEADROOM_CHARS`]), the
@@ -108,6 +125,11 @@ pub fn summary_reserve(bounds: &SummaryBounds) -> (u64, u64) {
 /// compaction for good; the servers and the drivers' appends refuse it
 /// (`turn_too_large`). In character mode the token bound is unlimited.
 pub fn admissible_turn(decl: &Declaration) -> (u64, u64) {
+    admissible_beside(decl, decl.amendment_max_chars)
+}
+
+/// [`admissible_turn`] with an amendment bound of `amendment` characters.
+fn admissible_beside(decl: &Declaration, amendment: u64) -> (u64, u64) {
     let bounds = summary_bounds(decl);
     let instructions = decl
         .instructions
@@ -117,7 +139,7 @@ pub fn admissible_turn(decl: &Declaration) -> (u64, u64) {
         .saturating_add(instructions)
         .saturating_add(decl.documents.budget_chars)
         .saturating_add(bounds.max_chars)
-        .saturating_add(decl.amendment_max_chars);
+        .saturating_add(amendment);
     let chars = decl.prefix_bounds.max_chars.saturating_sub(beside);
     let tokens = match decl.budget {
         Budget::Tokens {
@@ -278,15 +300,35 @@ pub fn headroom_violations(decl: &Declaration) -> Vec<Error> {
     // One compaction must be able to take an ordinary turn beside the
     // compactor's prompt, the summary, the largest amendment and the
     // documents, or every message would be refused (`turn_too_large`).
-    let (chars, tokens) = admissible_turn(decl);
-    if chars < MIN_TAIL_CHARS || tokens < MIN_TAIL_TOKENS {
+    // The message says how large a turn fits, and the amendment bound that
+    // would admit an ordinary one (found by bisection: the room only shrinks
+    // as the bound grows), or that none would.
+    let amendment = decl.amendment_max_chars;
+    if !takes_a_turn(decl, amendment) {
+        let (chars, tokens) = admissible_turn(decl);
+        let field = if chars < MIN_TAIL_CHARS {
+            "prefixBounds.maxChars"
+        } else {
+            "budget.window"
+        };
+        let turn = size_text(chars, (tokens != u64::MAX).then_some(tokens));
+        let fix = if takes_a_turn(decl, 0) {
+            let (mut fits, mut over) = (0, amendment);
+            while over - fits > 1 {
+                let mid = fits + (over - fits) / 2;
+                if takes_a_turn(decl, mid) {
+                    fits = mid;
+                } else {
+                    over = mid;
+                }
+            }
+            format!("declare amendmentMaxChars of at most {fits}, or raise {field}")
+        } else {
+            format!("even without amendments; raise {field}")
+        };
         return bad(
-            if chars < MIN_TAIL_CHARS {
-                "prefixBounds.maxChars"
-            } else {
-                "budget.window"
-            },
-            "one compaction could not take a turn of 1,024 characters (256 tokens) beside its prompt, the summary and amendmentMaxChars".into(),
+            field,
+            format!("one compaction can take a turn of at most {turn} beside its prompt, the summary and amendmentMaxChars ({amendment}), under the least of 1,024 characters (256 tokens): {fix}"),
         );
     }
     Vec::new()
