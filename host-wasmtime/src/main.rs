@@ -521,6 +521,16 @@ fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode
     };
     let after = last_seq(d.journal(), conv)?;
     let events = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
+    // The append check first, as every other writer makes it: a message no
+    // compaction could take, a foreign route or a wrong content hash
+    // written here would leave the conversation unable to select.
+    d.check_events(conv, &events).map_err(|e| match e {
+        HostError::Core(e) => HostError::Core(foldline_core::Error {
+            message: format!("{}: {} (nothing imported)", file.display(), e.message),
+            ..e
+        }),
+        other => other,
+    })?;
     refuse_conflicts(d, conv, &events).map_err(named)?;
     let n = import_events(d, conv, events, compact)?;
     out!("imported {n} events into {conv}");

@@ -449,6 +449,76 @@ fn an_import_reusing_a_turn_id_with_other_content_is_refused() {
     );
 }
 
+/// `import` makes the append check every other writer makes: a message no
+/// compaction could take (accepted, every context after it was refused
+/// `tail_turn_too_large`, for good) and an event of another conversation
+/// are refused with their codes, naming the file, and nothing of the batch
+/// is written, with or without `--no-compact`.
+#[test]
+fn an_import_makes_the_append_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let program = |args: &[&str], file: &std::path::Path| {
+        bin()
+            .arg("--journal")
+            .arg(&db)
+            .args(args)
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    let file = write_conversation(dir.path(), 4);
+    assert!(program(&["import"], &file).status.success());
+    let j = SqliteJournal::open(&db).unwrap();
+    let stored = j.read_events("default", 0).unwrap().len();
+    let huge = dir.path().join("huge.json");
+    let messages = serde_json::json!([
+        {"role": "user", "content": "a short one first"},
+        {"role": "assistant", "content": "x".repeat(400_000)},
+    ]);
+    std::fs::write(&huge, messages.to_string()).unwrap();
+    let foreign = dir.path().join("foreign.jsonl");
+    let mut other = j.read_events("default", 0).unwrap().remove(0).event;
+    if let foldline_core::event::Event::Message(m) = &mut other {
+        m.conversation = "another".into();
+        m.turn_id = "elsewhere".into();
+        m.source_seq = 50;
+    }
+    std::fs::write(
+        &foreign,
+        format!("{}\n", serde_json::to_string(&other).unwrap()),
+    )
+    .unwrap();
+    for (file, code) in [(&huge, "turn_too_large"), (&foreign, "wrong_route")] {
+        for args in [&["import"][..], &["import", "--no-compact"]] {
+            let out = program(args, file);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains(&format!("{code}: {}", file.display())),
+                "{err}"
+            );
+            assert!(err.contains("nothing imported"), "{err}");
+            assert_eq!(
+                j.read_events("default", 0).unwrap().len(),
+                stored,
+                "nothing written"
+            );
+        }
+    }
+    let context = bin()
+        .arg("--journal")
+        .arg(&db)
+        .arg("context")
+        .output()
+        .unwrap();
+    assert!(
+        context.status.success(),
+        "{}",
+        String::from_utf8_lossy(&context.stderr)
+    );
+}
+
 /// A declaration that breaks a rule is refused when the driver is built,
 /// naming the rule (not "breaks 1 rule(s)"), and two drivers in one process
 /// never share a lease holder.

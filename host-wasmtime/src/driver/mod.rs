@@ -312,6 +312,28 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(())
     }
 
+    /// The check [`Driver::append`] makes of a batch before writing it,
+    /// as the servers make it: the events' route, each message's source
+    /// sequence and content hash, and that a compaction could take each
+    /// message under this driver's declaration (`turn_too_large`). A host
+    /// that writes events to the journal itself (the program's `import`)
+    /// checks them first, so nothing it writes leaves the conversation
+    /// unable to compact or select.
+    ///
+    /// # Errors
+    /// The append check's codes (`turn_too_large`, `wrong_route`,
+    /// `invalid_request`, `invalid_declaration`), naming the event.
+    pub fn check_events(&self, conversation: &str, events: &[Event]) -> Result<()> {
+        self.validate(ValidateRequest::Events(Box::new(
+            foldline_core::validate::EventsCheck {
+                route: (self.route_of)(conversation),
+                events: events.to_vec(),
+                declaration: Some(self.declaration.clone()),
+            },
+        )))?;
+        Ok(())
+    }
+
     fn validate(&self, r: ValidateRequest) -> Result<ValidateResponse> {
         self.foldline.validate(&r)
     }
@@ -376,13 +398,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             if events.is_empty() {
                 return Err(HostError::Input("no messages to append".into()));
             }
-            self.validate(ValidateRequest::Events(Box::new(
-                foldline_core::validate::EventsCheck {
-                    route: route.clone(),
-                    events: events.clone(),
-                    declaration: Some(self.declaration.clone()),
-                },
-            )))?;
+            self.check_events(conversation, &events)?;
             match self.journal.append_at(conversation, &events, head, None) {
                 Err(HostError::Conflict { .. }) => continue,
                 Ok(seq) => {
