@@ -503,9 +503,11 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     }
 }
 
-/// `foldline import FILE`: the file's messages or events, appended as one
-/// batch after the conversation's last turn, refused whole (naming the file)
-/// when any of them would not be accepted.
+/// `foldline import FILE`: the file's messages or events, appended after
+/// the conversation's last turn (one batch with `--no-compact`, else one by
+/// one with the driver after each), refused whole (naming the file) when
+/// any of them would not be accepted. Messages an earlier run of the file
+/// wrote are not written again (`import::resume`).
 fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode, HostError> {
     let (file, format, compact) = (&a.file, a.format, !a.no_compact);
     let read = if file.as_os_str() == "-" {
@@ -519,8 +521,26 @@ fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode
         HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
         other => other,
     };
-    let after = last_seq(d.journal(), conv)?;
-    let events = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
+    let stored: Vec<_> = (d.journal().read_events(conv, 0)?.into_iter())
+        .map(|s| s.event)
+        .collect();
+    let after = stored
+        .iter()
+        .filter_map(|e| e.turn_seq())
+        .max()
+        .unwrap_or(0);
+    let (mut events, raw) = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
+    let held = match raw {
+        false => import::resume::skip_imported(&mut events, &stored, &route(conv), after),
+        true => 0,
+    };
+    if events.is_empty() && held > 0 {
+        out!(
+            "nothing to import: {conv} holds the {held} messages of {} already",
+            file.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     // The append check first, as every other writer makes it: a message no
     // compaction could take, a foreign route or a wrong content hash
     // written here would leave the conversation unable to select.
@@ -531,9 +551,12 @@ fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode
         }),
         other => other,
     })?;
-    refuse_conflicts(d, conv, &events).map_err(named)?;
+    refuse_conflicts(d, stored, &events).map_err(named)?;
     let n = import_events(d, conv, events, compact)?;
-    out!("imported {n} events into {conv}");
+    match held {
+        0 => out!("imported {n} events into {conv}"),
+        _ => out!("imported {n} events into {conv} ({held} before them held already, from an earlier run)"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -654,29 +677,15 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn last_seq(j: &impl Journal, conv: &str) -> Result<u64, HostError> {
-    Ok(j.read_events(conv, 0)?
-        .iter()
-        .filter_map(|s| s.event.turn_seq())
-        .max()
-        .unwrap_or(0))
-}
-
 /// An import may carry raw foldline events with their own turn ids: before
 /// anything is written, the conversation with the import appended must still
 /// reconstruct (the core's rule: one turn id, one content), or the import is
 /// refused naming the turn — an append-only journal could never be repaired.
 fn refuse_conflicts(
     d: &Driver<AnyJournal, AnyModel>,
-    conv: &str,
+    mut all: Vec<foldline_core::event::Event>,
     events: &[foldline_core::event::Event],
 ) -> Result<(), HostError> {
-    let mut all: Vec<_> = d
-        .journal()
-        .read_events(conv, 0)?
-        .into_iter()
-        .map(|s| s.event)
-        .collect();
     all.extend_from_slice(events);
     // A page of no items: only whether the events reconstruct.
     match d.foldline().timeline(&foldline_core::TimelineRequest {

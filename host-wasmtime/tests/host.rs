@@ -519,6 +519,65 @@ fn an_import_makes_the_append_check() {
     );
 }
 
+/// An import run again writes only what the journal lacks: the same file
+/// twice (a command repeated), and a file whose first part an earlier run
+/// wrote (a run cut short, an export that grew). The journal then holds
+/// each message once, as one whole run writes them, and the chain verifies.
+#[test]
+fn an_import_run_again_writes_only_what_is_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = import::demo_conversation(240)
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect();
+    let (part, whole) = (
+        dir.path().join("part.jsonl"),
+        dir.path().join("whole.jsonl"),
+    );
+    std::fs::write(&part, lines[..100].concat()).unwrap();
+    std::fs::write(&whole, lines.concat()).unwrap();
+    let run = |db: &std::path::Path, args: &[&str]| {
+        let out = bin().arg("--journal").arg(db).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let messages = |db: &std::path::Path| -> Vec<foldline_core::event::Event> {
+        let j = SqliteJournal::open(db).unwrap();
+        let events = j
+            .read_events("default", 0)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event);
+        events
+            .filter(|e| matches!(e, foldline_core::event::Event::Message(_)))
+            .collect()
+    };
+    let once = dir.path().join("once.db");
+    run(&once, &["import", whole.to_str().unwrap()]);
+    let again = run(&once, &["import", whole.to_str().unwrap()]);
+    let held = format!(
+        "nothing to import: default holds the {} messages",
+        lines.len()
+    );
+    assert!(again.starts_with(&held), "{again}");
+    assert_eq!(messages(&once).len(), lines.len());
+
+    let resumed = dir.path().join("resumed.db");
+    run(&resumed, &["import", part.to_str().unwrap()]);
+    let rest = run(&resumed, &["import", whole.to_str().unwrap()]);
+    assert!(rest.contains("(100 before them held already"), "{rest}");
+    assert_eq!(
+        messages(&resumed),
+        messages(&once),
+        "each message once, as one run writes it"
+    );
+    assert!(run(&resumed, &["verify"]).starts_with("intact"));
+}
+
 /// A declaration that breaks a rule is refused when the driver is built,
 /// naming the rule (not "breaks 1 rule(s)"), and two drivers in one process
 /// never share a lease holder.

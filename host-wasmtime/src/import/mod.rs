@@ -9,6 +9,7 @@ mod ai_sdk;
 mod anthropic;
 mod js_json;
 mod responses;
+pub mod resume;
 
 use foldline_core::event::{Event, Message};
 use foldline_core::turn::{Part, Role, Route};
@@ -58,11 +59,12 @@ impl std::str::FromStr for Incoming {
 /// # Errors
 /// `invalid_input` naming the line (JSON Lines) or item (array) at fault.
 pub fn parse(text: &str, route: &Route, after_seq: u64) -> Result<Vec<Event>> {
-    parse_items(text, route, after_seq, Some(Incoming::OpenAi))
+    parse_items(text, route, after_seq, Some(Incoming::OpenAi)).map(|(events, _)| events)
 }
 
 /// [`parse`] of messages in the `incoming` shape (foldline events only with
-/// OpenAI chat messages).
+/// OpenAI chat messages), and whether any item was a raw foldline event
+/// (whose turn id is its own).
 ///
 /// # Errors
 /// As [`parse`].
@@ -71,7 +73,7 @@ pub fn parse_as(
     route: &Route,
     after_seq: u64,
     incoming: Incoming,
-) -> Result<Vec<Event>> {
+) -> Result<(Vec<Event>, bool)> {
     parse_items(text, route, after_seq, Some(incoming))
 }
 
@@ -99,16 +101,18 @@ pub fn parse_messages_as(
         Incoming::OpenAi => parse_items(text, route, after_seq, None),
         _ => parse_items(text, route, after_seq, Some(incoming)),
     }
+    .map(|(events, _)| events)
 }
 
-/// The items of `text`; `events_too`: the shape to read them in, foldline
-/// events taken beside OpenAI chat messages (`None`: chat messages only).
+/// The items of `text`, and whether any was a raw foldline event;
+/// `events_too`: the shape to read them in, foldline events taken beside
+/// OpenAI chat messages (`None`: chat messages only).
 fn parse_items(
     text: &str,
     route: &Route,
     after_seq: u64,
     events_too: Option<Incoming>,
-) -> Result<Vec<Event>> {
+) -> Result<(Vec<Event>, bool)> {
     let trimmed = text.trim_start();
     let items: Vec<(String, Value)> = if trimmed.starts_with('[') {
         let v: Vec<Value> = serde_json::from_str(text).map_err(|e| {
@@ -144,10 +148,12 @@ fn parse_items(
         return Ok((after_seq + 1..)
             .zip(drafts)
             .map(|(seq, (role, parts))| Event::Message(turn(route, seq, role, parts, None)))
-            .collect());
+            .collect::<Vec<_>>())
+        .map(|events| (events, false));
     }
     let events_too = events_too.is_some();
     let mut events = Vec::with_capacity(items.len());
+    let mut raw = false;
     let mut seq = after_seq;
     for (place, v) in items {
         if !v.is_object() {
@@ -164,12 +170,13 @@ fn parse_items(
             let e: Event = serde_json::from_value(v)
                 .map_err(|e| HostError::Input(format!("{place}: not a foldline event: {e}")))?;
             events.push(e);
+            raw = true;
             continue;
         }
         seq += 1;
         events.push(Event::Message(message(&place, &v, route, seq)?));
     }
-    Ok(events)
+    Ok((events, raw))
 }
 
 /// The items of `text` (already read as values) as their sender wrote
