@@ -1,5 +1,5 @@
 //! An import that can run again. Each message a file brings gets a turn id
-//! ending in `@import-<key>`, where the key hashes the file's messages up to
+//! ending in `:import-<key>`, where the key hashes the file's messages up to
 //! and including it (role and content hash, chained). The journal is
 //! append-only, so an import run twice — the same command again, a run cut
 //! short by Ctrl-C or a crash, or an export that has grown since — must not
@@ -12,8 +12,11 @@ use foldline_core::event::Event;
 use foldline_core::turn::{content_hash, Route};
 use sha2::{Digest, Sha256};
 
-/// What marks an imported message's turn id, before its key.
-const MARK: &str = "@import-";
+/// What marks an imported message's turn id, before its key. Not `@`: a
+/// turn id ending `@<key>` is an idempotency key's (the servers' and the
+/// JS driver's), and those are kept for the latest 4,096 keyed appends, so
+/// an import of thousands of messages would push a client's keys out.
+const MARK: &str = ":import-";
 
 /// The keys of a file's messages, in order: each the first 16 hex digits of
 /// SHA-256 over the key before it, the role and the content hash.
@@ -102,7 +105,9 @@ mod tests {
         let Event::Message(m) = &first[2] else {
             panic!()
         };
-        assert!(m.turn_id.starts_with("c-3@import-"), "{}", m.turn_id);
+        assert!(m.turn_id.starts_with("c-3:import-"), "{}", m.turn_id);
+        // Never read as an idempotency key (`@<key>`) by a server or driver.
+        assert!(!m.turn_id.contains('@'), "{}", m.turn_id);
 
         let mut again = file(&["a", "b", "c"]);
         assert_eq!(skip_imported(&mut again, &first, &route(), 3), 3);
@@ -124,7 +129,7 @@ mod tests {
             panic!()
         };
         assert!(
-            m.turn_id.starts_with("c-4@import-") && m.source_seq == 4,
+            m.turn_id.starts_with("c-4:import-") && m.source_seq == 4,
             "{m:?}"
         );
     }
