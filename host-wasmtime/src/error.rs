@@ -69,6 +69,10 @@ pub enum HostError {
         /// The stale fencing token.
         fence: u64,
     },
+    /// An append under an idempotency key already written with other
+    /// messages (`Driver::append_keyed`).
+    #[error("idempotency_key_reused: this idempotency key was used for other messages; nothing was written")]
+    IdempotencyKeyReused,
 }
 
 impl HostError {
@@ -90,6 +94,7 @@ impl HostError {
             HostError::Conflict { .. } => "conflict",
             HostError::Busy(_) => "busy",
             HostError::LeaseLost { .. } => "lease_lost",
+            HostError::IdempotencyKeyReused => "idempotency_key_reused",
         }
     }
 }

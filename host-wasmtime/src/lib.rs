@@ -47,6 +47,7 @@ pub mod error;
 pub mod import;
 pub mod journal;
 mod kept;
+pub mod keys;
 pub mod model;
 pub mod runtime;
 #[cfg(feature = "serve")]

@@ -320,6 +320,62 @@ fn an_import_reads_openai_responses_items_and_the_context_gives_them_back() {
     assert_eq!(stored_default(&db).len(), 6, "nothing written");
 }
 
+/// `Driver::append_keyed`, as the JS driver's `append` with an idempotency
+/// key: a retry writes nothing again and answers as the first time, also
+/// from another driver on the same journal (the key is read back from it);
+/// the key with other messages is refused, nothing written; a key of
+/// another form is refused before anything is read.
+#[test]
+fn a_keyed_append_is_written_once() {
+    let stored_of = |db: &std::path::Path, conv: &str| -> Vec<foldline_core::event::Event> {
+        let j = SqliteJournal::open(db).unwrap();
+        j.read_events(conv, 0)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event)
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = sqlite_driver(&db, small_decl());
+    let hello = r#"[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]"#;
+    let first = d
+        .append_keyed("c", Incoming::OpenAi, hello, Some("req-1"))
+        .unwrap();
+    assert_eq!((first.count, first.replayed), (2, false));
+    d.append("c", r#"{"role":"user","content":"and then"}"#)
+        .unwrap();
+    let stored = stored_of(&db, "c").len();
+    let again = d
+        .append_keyed("c", Incoming::OpenAi, hello, Some("req-1"))
+        .unwrap();
+    assert_eq!(
+        (again.seq, again.count, again.replayed),
+        (first.seq, 2, true)
+    );
+    // Another process on the same journal: the key is read back from it.
+    let other = sqlite_driver(&db, small_decl());
+    let replayed = other
+        .append_keyed("c", Incoming::OpenAi, hello, Some("req-1"))
+        .unwrap();
+    assert_eq!(replayed, again);
+    let reused = other.append_keyed(
+        "c",
+        Incoming::OpenAi,
+        r#"{"role":"user","content":"else"}"#,
+        Some("req-1"),
+    );
+    assert_eq!(reused.unwrap_err().code(), "idempotency_key_reused");
+    let bad = d.append_keyed("c", Incoming::OpenAi, hello, Some("not a key"));
+    assert_eq!(bad.unwrap_err().code(), "invalid_input");
+    assert_eq!(stored_of(&db, "c").len(), stored, "nothing written again");
+    // The key rides in the turn ids, as the JS driver and the servers write it.
+    let keyed = stored_of(&db, "c").into_iter().filter(
+        |e| matches!(e, foldline_core::event::Event::Message(m) if m.turn_id.ends_with("@req-1")),
+    );
+    assert_eq!(keyed.count(), 2);
+}
+
 /// `Driver::append_as` takes a response's output as it is and the context
 /// gives it back as the Responses API's input; a bad item writes nothing.
 #[test]

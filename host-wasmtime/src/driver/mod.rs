@@ -28,12 +28,13 @@ use foldline_core::turn::{Part, Route};
 use foldline_core::validate::{ValidateRequest, ValidateResponse};
 
 use crate::error::{HostError, Result};
-use crate::import::Incoming;
 use crate::journal::Journal;
 use crate::model::Model;
 use crate::runtime::{encode, Foldline};
 use crate::sync::lock;
 
+mod append;
+pub use append::Appended;
 mod kept;
 mod lease;
 mod outcome;
@@ -312,28 +313,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(())
     }
 
-    /// The check [`Driver::append`] makes of a batch before writing it,
-    /// as the servers make it: the events' route, each message's source
-    /// sequence and content hash, and that a compaction could take each
-    /// message under this driver's declaration (`turn_too_large`). A host
-    /// that writes events to the journal itself (the program's `import`)
-    /// checks them first, so nothing it writes leaves the conversation
-    /// unable to compact or select.
-    ///
-    /// # Errors
-    /// The append check's codes (`turn_too_large`, `wrong_route`,
-    /// `invalid_request`, `invalid_declaration`), naming the event.
-    pub fn check_events(&self, conversation: &str, events: &[Event]) -> Result<()> {
-        self.validate(ValidateRequest::Events(Box::new(
-            foldline_core::validate::EventsCheck {
-                route: (self.route_of)(conversation),
-                events: events.to_vec(),
-                declaration: Some(self.declaration.clone()),
-            },
-        )))?;
-        Ok(())
-    }
-
     fn validate(&self, r: ValidateRequest) -> Result<ValidateResponse> {
         self.foldline.validate(&r)
     }
@@ -352,62 +331,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
             r.retired_boundaries = c.verified.retired.iter().cloned().collect();
         }
         Ok(r)
-    }
-
-    /// Append OpenAI-style messages (`messages`: one message object or an
-    /// array, as the chat completions API takes them; tool calls and tool
-    /// results included) to `conversation`, numbered after its last turn,
-    /// and answer the last journal position. Each message is checked first
-    /// as the servers check theirs: the shapes, the route, and that a
-    /// compaction could take it under this driver's declaration
-    /// (`turn_too_large` otherwise); nothing is written on a refusal. The
-    /// append is compare-and-append at the position read, so a writer
-    /// appending meanwhile only renumbers this batch. Then call
-    /// [`Driver::on_message`].
-    ///
-    /// # Errors
-    /// `invalid_input` naming the item at fault (or an empty batch), the
-    /// append check's codes, `conflicting_turn`, storage failures.
-    pub fn append(&self, conversation: &str, messages: &str) -> Result<u64> {
-        self.append_as(conversation, Incoming::OpenAi, messages)
-    }
-
-    /// [`Driver::append`] of messages in the `incoming` shape: OpenAI chat
-    /// messages, OpenAI Responses API items (a request's `input`, a
-    /// response's `output` as it is; a reasoning item only with its
-    /// encrypted content, less its id), Anthropic
-    /// messages or AI SDK model messages (docs/formats.md).
-    ///
-    /// # Errors
-    /// As [`Driver::append`].
-    pub fn append_as(&self, conversation: &str, incoming: Incoming, messages: &str) -> Result<u64> {
-        let text = if messages.trim_start().starts_with('{') {
-            format!("[{messages}]")
-        } else {
-            messages.to_owned()
-        };
-        let route = (self.route_of)(conversation);
-        loop {
-            let (after, head) = {
-                let mut cache = lock(&self.cache);
-                let c = self.kept(&mut cache, conversation);
-                self.load_into(c, conversation, true)?;
-                (c.source_seq, c.seq)
-            };
-            let events = crate::import::parse_messages_as(&text, &route, after, incoming)?;
-            if events.is_empty() {
-                return Err(HostError::Input("no messages to append".into()));
-            }
-            self.check_events(conversation, &events)?;
-            match self.journal.append_at(conversation, &events, head, None) {
-                Err(HostError::Conflict { .. }) => continue,
-                Ok(seq) => {
-                    self.wrote(conversation, seq);
-                    return Ok(seq);
-                }
-                other => return other,
-            }
-        }
     }
 
     /// On a new message: compact if the budget says so.

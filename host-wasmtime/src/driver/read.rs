@@ -122,6 +122,9 @@ pub(super) struct Cached {
     /// The latest journal position this driver wrote: a cache read to an
     /// earlier one is read again before it is used.
     pub(super) written: u64,
+    /// The idempotency keys of the latest keyed appends, once a keyed
+    /// append asked for them (a driver that makes none keeps none).
+    pub(super) keys: Option<crate::keys::Keys>,
 }
 
 impl Cached {
@@ -134,6 +137,9 @@ impl Cached {
         for s in fresh {
             if let Some(turn) = s.event.turn_seq() {
                 self.source_seq = self.source_seq.max(turn);
+            }
+            if let Some(keys) = &mut self.keys {
+                keys.read(s.seq, &s.event);
             }
             if matches!(
                 s.event,

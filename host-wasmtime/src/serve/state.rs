@@ -14,10 +14,11 @@ use super::drawn::Drawn;
 use super::reply::ApiError;
 use super::store::Store;
 use super::{ServeConfig, ServeDriver};
-use crate::driver::Outcome;
+use crate::driver::{Appended, Outcome};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::kept::Kept;
+use crate::keys::{self, Keys};
 use crate::sync::lock;
 
 /// Where a conversation's journal and turn numbering stand.
@@ -27,33 +28,9 @@ pub struct Position {
     pub seq: u64,
     /// Highest source sequence of a turn.
     pub source_seq: u64,
-    /// The idempotency keys of the latest [`KEPT_KEYS`] keyed appends, read
-    /// back from the journal (a keyed message's turn id ends `@<key>`).
-    keys: BTreeMap<String, Keyed>,
-    /// Those keys, oldest first.
-    order: VecDeque<String>,
-}
-
-/// What one keyed append wrote.
-struct Keyed {
-    /// Journal position of its last event.
-    seq: u64,
-    /// Its messages' content hashes, in order.
-    hashes: Vec<String>,
-}
-
-/// How many keyed appends per conversation a retry is recognized for.
-pub const KEPT_KEYS: usize = 4_096;
-
-/// What [`App::append`] did.
-pub struct Appended {
-    /// Journal position of the batch's last event.
-    pub seq: u64,
-    /// Messages in it.
-    pub count: usize,
-    /// A retry of an append already written under its idempotency key:
-    /// nothing new was written, and this is the first answer again.
-    pub replayed: bool,
+    /// The idempotency keys of the latest keyed appends, read back from
+    /// the journal.
+    keys: Keys,
 }
 
 impl Position {
@@ -63,31 +40,7 @@ impl Position {
         if let Some(turn) = event.turn_seq() {
             self.source_seq = self.source_seq.max(turn);
         }
-        let (Event::Message(m) | Event::LateDelivery(m)) = event else {
-            return;
-        };
-        let Some((_, key)) = m.turn_id.rsplit_once('@') else {
-            return;
-        };
-        let hash = m.content_hash.clone().unwrap_or_default();
-        if let Some(k) = self.keys.get_mut(key) {
-            k.seq = seq;
-            k.hashes.push(hash);
-            return;
-        }
-        self.keys.insert(
-            key.to_owned(),
-            Keyed {
-                seq,
-                hashes: vec![hash],
-            },
-        );
-        self.order.push_back(key.to_owned());
-        if self.order.len() > KEPT_KEYS {
-            if let Some(old) = self.order.pop_front() {
-                self.keys.remove(&old);
-            }
-        }
+        self.keys.read(seq, event);
     }
 }
 
@@ -203,21 +156,15 @@ impl App {
             }
             let mut events = make(pos.source_seq)?;
             if let Some(key) = key {
-                let hashes: Vec<String> = events
-                    .iter()
-                    .filter_map(|e| match e {
-                        Event::Message(m) => Some(foldline_core::turn::content_hash(&m.parts)),
-                        _ => None,
-                    })
-                    .collect();
-                if let Some(done) = pos.keys.get(key) {
-                    if done.hashes != hashes {
-                        return Err(ApiError::new(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            "idempotency_key_reused",
-                            "this Idempotency-Key was used for other messages",
-                        ));
-                    }
+                let hashes = keys::hashes(&events);
+                let reused = |_| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "idempotency_key_reused",
+                        "this Idempotency-Key was used for other messages",
+                    )
+                };
+                if let Some(done) = pos.keys.written(key, &hashes).map_err(reused)? {
                     return Ok(Appended {
                         seq: done.seq,
                         count: done.hashes.len(),
@@ -226,14 +173,7 @@ impl App {
                 }
                 // Each keyed message carries its content hash, as the
                 // journal stores it: what a retry is compared against.
-                let messages = events.iter_mut().filter_map(|e| match e {
-                    Event::Message(m) => Some(m),
-                    _ => None,
-                });
-                for (m, hash) in messages.zip(hashes) {
-                    m.turn_id = format!("{}@{key}", m.turn_id);
-                    m.content_hash = Some(hash);
-                }
+                keys::stamp(&mut events, key, &hashes);
             }
             match self
                 .driver

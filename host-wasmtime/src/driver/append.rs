@@ -1,0 +1,186 @@
+//! Messages in: converted, checked as the servers check theirs, numbered
+//! after the journal's last turn and written with a compare-and-append,
+//! once per idempotency key (js/src/driver/append.ts is its twin).
+
+use foldline_core::event::Event;
+use foldline_core::validate::ValidateRequest;
+
+use super::read::Cached;
+use super::Driver;
+use crate::error::{HostError, Result};
+use crate::import::Incoming;
+use crate::journal::Journal;
+use crate::keys;
+use crate::model::Model;
+use crate::sync::lock;
+
+/// What an append did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Journal position of the batch's last event.
+    pub seq: u64,
+    /// Events in it.
+    pub count: usize,
+    /// A retry of an append already written under its idempotency key:
+    /// nothing new was written, and this is the first answer again.
+    pub replayed: bool,
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// Append OpenAI-style messages (`messages`: one message object or an
+    /// array, as the chat completions API takes them; tool calls and tool
+    /// results included) to `conversation`, numbered after its last turn,
+    /// and answer the last journal position. Each message is checked first
+    /// as the servers check theirs: the shapes, the route, and that a
+    /// compaction could take it under this driver's declaration
+    /// (`turn_too_large` otherwise); nothing is written on a refusal. The
+    /// append is compare-and-append at the position read, so a writer
+    /// appending meanwhile only renumbers this batch. Then call
+    /// [`Driver::on_message`].
+    ///
+    /// # Errors
+    /// `invalid_input` naming the item at fault (or an empty batch), the
+    /// append check's codes, `conflicting_turn`, storage failures.
+    pub fn append(&self, conversation: &str, messages: &str) -> Result<u64> {
+        self.append_as(conversation, Incoming::OpenAi, messages)
+    }
+
+    /// [`Driver::append`] of messages in the `incoming` shape: OpenAI chat
+    /// messages, OpenAI Responses API items (a request's `input`, a
+    /// response's `output` as it is; a reasoning item only with its
+    /// encrypted content, less its id), Anthropic
+    /// messages or AI SDK model messages (docs/formats.md).
+    ///
+    /// # Errors
+    /// As [`Driver::append`].
+    pub fn append_as(&self, conversation: &str, incoming: Incoming, messages: &str) -> Result<u64> {
+        self.append_keyed(conversation, incoming, messages, None)
+            .map(|a| a.seq)
+    }
+
+    /// [`Driver::append_as`] under an idempotency `key` (1 to 128 of
+    /// `A-Z a-z 0-9 . _ : -`), as the JS driver's `append` takes one and
+    /// the servers' `Idempotency-Key`: the key is written with the batch in
+    /// the same atomic append (each message's turn id ends `@<key>`), so a
+    /// retry — after a lost answer, a timeout, a restart, from another
+    /// process on the same journal — writes nothing again and answers as
+    /// the first time (`replayed`). Keys are recognized for the latest
+    /// [`KEPT_KEYS`](crate::keys::KEPT_KEYS) keyed appends of a
+    /// conversation, read back from the journal. `None` appends as
+    /// [`Driver::append_as`].
+    ///
+    /// # Errors
+    /// As [`Driver::append`]; `invalid_input` for a key of another form,
+    /// `idempotency_key_reused` when the key was written with other
+    /// messages (nothing is written).
+    pub fn append_keyed(
+        &self,
+        conversation: &str,
+        incoming: Incoming,
+        messages: &str,
+        key: Option<&str>,
+    ) -> Result<Appended> {
+        if key.is_some_and(|k| !keys::valid(k)) {
+            return Err(HostError::Input(
+                "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -".into(),
+            ));
+        }
+        let text = if messages.trim_start().starts_with('{') {
+            format!("[{messages}]")
+        } else {
+            messages.to_owned()
+        };
+        let route = (self.route_of)(conversation);
+        // Parsed once (a retry of the loop only numbers them again); the
+        // content hashes do not depend on the numbering.
+        let parsed = crate::import::parse_messages_as(&text, &route, 0, incoming)?;
+        if parsed.is_empty() {
+            return Err(HostError::Input("no messages to append".into()));
+        }
+        let keyed = key.map(|k| (k, keys::hashes(&parsed)));
+        loop {
+            // The numbering, the position and the keys, read together.
+            let (after, head, done) = {
+                let mut cache = lock(&self.cache);
+                let c = self.kept(&mut cache, conversation);
+                self.load_into(c, conversation, true)?;
+                let done = match &keyed {
+                    Some((key, hashes)) => self.written_under(c, conversation, key, hashes)?,
+                    None => None,
+                };
+                (c.source_seq, c.seq, done)
+            };
+            if let Some(done) = done {
+                return Ok(Appended {
+                    seq: done.seq,
+                    count: done.hashes.len(),
+                    replayed: true,
+                });
+            }
+            let mut events = parsed.clone();
+            crate::import::renumber(&mut events, &route, after);
+            self.check_events(conversation, &events)?;
+            if let Some((key, hashes)) = &keyed {
+                keys::stamp(&mut events, key, hashes);
+            }
+            match self.journal.append_at(conversation, &events, head, None) {
+                Err(HostError::Conflict { .. }) => continue,
+                Ok(seq) => {
+                    self.wrote(conversation, seq);
+                    return Ok(Appended {
+                        seq,
+                        count: events.len(),
+                        replayed: false,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// What an append under `key` of messages with `hashes` wrote before,
+    /// as `c` has read the journal. The first keyed append of a
+    /// conversation reads its keys from the journal's start to the
+    /// position `c` has read.
+    fn written_under(
+        &self,
+        c: &mut Cached,
+        conversation: &str,
+        key: &str,
+        hashes: &[String],
+    ) -> Result<Option<keys::Keyed>> {
+        if c.keys.is_none() {
+            let mut read = keys::Keys::default();
+            for s in self.journal.read_events(conversation, 0)? {
+                if s.seq <= c.seq {
+                    read.read(s.seq, &s.event);
+                }
+            }
+            c.keys = Some(read);
+        }
+        let known = c.keys.as_ref().map(|k| k.written(key, hashes));
+        Ok(known.transpose()?.flatten().cloned())
+    }
+
+    /// The check [`Driver::append`] makes of a batch before writing it,
+    /// as the servers make it: the events' route, each message's source
+    /// sequence and content hash, and that a compaction could take each
+    /// message under this driver's declaration (`turn_too_large`). A host
+    /// that writes events to the journal itself (the program's `import`)
+    /// checks them first, so nothing it writes leaves the conversation
+    /// unable to compact or select.
+    ///
+    /// # Errors
+    /// The append check's codes (`turn_too_large`, `wrong_route`,
+    /// `invalid_request`, `invalid_declaration`), naming the event.
+    pub fn check_events(&self, conversation: &str, events: &[Event]) -> Result<()> {
+        self.validate(ValidateRequest::Events(Box::new(
+            foldline_core::validate::EventsCheck {
+                route: (self.route_of)(conversation),
+                events: events.to_vec(),
+                declaration: Some(self.declaration.clone()),
+            },
+        )))?;
+        Ok(())
+    }
+}
