@@ -74,14 +74,6 @@ impl Keys {
     }
 }
 
-/// Whether `key` may be an idempotency key: 1 to 128 of `A-Z a-z 0-9 . _ : -`.
-pub fn valid(key: &str) -> bool {
-    (1..=128).contains(&key.len())
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
-}
-
 /// Write `key` into `events`' messages (each turn id ends `@<key>`) with
 /// their content hashes, `hashes` in order: what a retry is compared
 /// against.

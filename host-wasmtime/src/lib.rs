@@ -44,6 +44,7 @@ pub mod bound;
 pub mod builder;
 pub mod driver;
 pub mod error;
+pub mod ids;
 pub mod import;
 pub mod journal;
 mod kept;

@@ -575,6 +575,65 @@ fn an_import_makes_the_append_check() {
     );
 }
 
+/// `import` starts no conversation `foldline serve` could not serve (an
+/// empty id, a space, a slash): refused, nothing written. A conversation
+/// that exists under such an id (written before, or by another host) still
+/// takes more.
+#[test]
+fn an_import_starts_only_conversations_the_server_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 4);
+    let import = |conv: &str| {
+        let out = bin()
+            .arg("--journal")
+            .arg(&db)
+            .args(["--conversation", conv, "import"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(import("trip-2026").0, Some(0));
+    let j = SqliteJournal::open(&db).unwrap();
+    for conv in ["", "a b", "a/b", ".."] {
+        let (code, err) = import(conv);
+        assert_eq!(code, Some(2), "{conv:?}: {err}");
+        assert!(err.contains("a new conversation's id is 1 to 128"), "{err}");
+        assert!(
+            j.read_events(conv, 0).unwrap().is_empty(),
+            "{conv:?}: nothing written"
+        );
+    }
+    let route = foldline_core::turn::Route {
+        conversation: "a b".into(),
+        ..Default::default()
+    };
+    j.append(
+        "a b",
+        &import::parse(&std::fs::read_to_string(&file).unwrap(), &route, 0).unwrap(),
+    )
+    .unwrap();
+    let before = j.read_events("a b", 0).unwrap().len();
+    let more = write_conversation(&dir.path().join(""), 6);
+    let out = bin()
+        .arg("--journal")
+        .arg(&db)
+        .args(["--conversation", "a b", "import", "--no-compact"])
+        .arg(&more)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(j.read_events("a b", 0).unwrap().len() > before);
+}
+
 /// An import run again writes only what the journal lacks: the same file
 /// twice (a command repeated), and a file whose first part an earlier run
 /// wrote (a run cut short, an export that grew). The journal then holds

@@ -80,7 +80,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         messages: &str,
         key: Option<&str>,
     ) -> Result<Appended> {
-        if key.is_some_and(|k| !keys::valid(k)) {
+        if key.is_some_and(|k| !crate::ids::is_key(k)) {
             return Err(HostError::Input(
                 "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -".into(),
             ));

@@ -70,14 +70,7 @@ impl FromRequestParts<Arc<App>> for Caller {
 /// A conversation id: 1 to 128 of `A-Z a-z 0-9 . _ : -`, and not `.` or
 /// `..` (browsers and curl normalize those path segments away).
 pub fn check_id(id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id != "."
-        && id != ".."
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
-    if ok {
+    if crate::ids::is_conversation(id) {
         Ok(())
     } else {
         Err(ApiError::new(

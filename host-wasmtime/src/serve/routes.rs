@@ -244,11 +244,7 @@ fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, Ap
         return Ok(None);
     };
     let k = v.to_str().unwrap_or("");
-    let ok = !k.is_empty()
-        && k.len() <= 128
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
-    if !ok {
+    if !crate::ids::is_key(k) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_input",
