@@ -14,6 +14,20 @@ pub fn is_conversation(s: &str) -> bool {
     is_key(s) && s != "." && s != ".."
 }
 
+/// A conversation a writer starts (the program's `import`): its id must be
+/// one the servers serve, or the conversation could never be reached there.
+///
+/// # Errors
+/// `invalid_input`, naming the id.
+pub fn check_new_conversation(id: &str) -> crate::error::Result<()> {
+    if is_conversation(id) {
+        return Ok(());
+    }
+    Err(crate::error::HostError::Input(format!(
+        "conversation id {id:?}: a new conversation's id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and .. (the ids `foldline serve` serves); nothing imported"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -524,10 +524,8 @@ fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode
     let stored: Vec<_> = (d.journal().read_events(conv, 0)?.into_iter())
         .map(|s| s.event)
         .collect();
-    if stored.is_empty() && !foldline_wasmtime::ids::is_conversation(conv) {
-        return Err(HostError::Input(format!(
-            "conversation id {conv:?}: a new conversation's id is 1 to 128 of A-Z a-z 0-9 . _ : -, other than . and .. (the ids `foldline serve` serves); nothing imported"
-        )));
+    if stored.is_empty() {
+        foldline_wasmtime::ids::check_new_conversation(conv)?;
     }
     let after = stored
         .iter()

@@ -20,6 +20,21 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_foldline"))
 }
 
+/// The program on the journal at `db`.
+fn on_journal(db: &std::path::Path) -> Command {
+    let mut c = bin();
+    c.arg("--journal").arg(db);
+    c
+}
+
+/// The program run by `c`, asserted to have succeeded: its output.
+fn succeeded(c: &mut Command) -> std::process::Output {
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    out
+}
+
 /// The events of the program's default conversation in the SQLite file `db`.
 fn stored_default(db: &std::path::Path) -> Vec<foldline_wasmtime::journal::StoredEvent> {
     SqliteJournal::open(db)
@@ -515,13 +530,7 @@ fn an_import_makes_the_append_check() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
     let program = |args: &[&str], file: &std::path::Path| {
-        bin()
-            .arg("--journal")
-            .arg(&db)
-            .args(args)
-            .arg(file)
-            .output()
-            .unwrap()
+        on_journal(&db).args(args).arg(file).output().unwrap()
     };
     let file = write_conversation(dir.path(), 4);
     assert!(program(&["import"], &file).status.success());
@@ -562,17 +571,7 @@ fn an_import_makes_the_append_check() {
             );
         }
     }
-    let context = bin()
-        .arg("--journal")
-        .arg(&db)
-        .arg("context")
-        .output()
-        .unwrap();
-    assert!(
-        context.status.success(),
-        "{}",
-        String::from_utf8_lossy(&context.stderr)
-    );
+    succeeded(on_journal(&db).arg("context"));
 }
 
 /// `import` starts no conversation `foldline serve` could not serve (an
@@ -585,13 +584,8 @@ fn an_import_starts_only_conversations_the_server_serves() {
     let db = dir.path().join("j.db");
     let file = write_conversation(dir.path(), 4);
     let import = |conv: &str| {
-        let out = bin()
-            .arg("--journal")
-            .arg(&db)
-            .args(["--conversation", conv, "import"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let args = ["--conversation", conv, "import"];
+        let out = on_journal(&db).args(args).arg(&file).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -619,18 +613,8 @@ fn an_import_starts_only_conversations_the_server_serves() {
     .unwrap();
     let before = j.read_events("a b", 0).unwrap().len();
     let more = write_conversation(&dir.path().join(""), 6);
-    let out = bin()
-        .arg("--journal")
-        .arg(&db)
-        .args(["--conversation", "a b", "import", "--no-compact"])
-        .arg(&more)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = ["--conversation", "a b", "import", "--no-compact"];
+    succeeded(on_journal(&db).args(args).arg(&more));
     assert!(j.read_events("a b", 0).unwrap().len() > before);
 }
 
@@ -652,12 +636,7 @@ fn an_import_run_again_writes_only_what_is_new() {
     std::fs::write(&part, lines[..100].concat()).unwrap();
     std::fs::write(&whole, lines.concat()).unwrap();
     let run = |db: &std::path::Path, args: &[&str]| {
-        let out = bin().arg("--journal").arg(db).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = succeeded(on_journal(db).args(args));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let messages = |db: &std::path::Path| -> Vec<foldline_core::event::Event> {
