@@ -54,7 +54,7 @@ pub fn skip_imported(
     route: &Route,
     after: u64,
 ) -> usize {
-    let held: BTreeSet<&str> = stored
+    let imported: Vec<&str> = stored
         .iter()
         .filter_map(|e| match e {
             Event::Message(m) | Event::LateDelivery(m) => m.turn_id.rsplit_once(MARK),
@@ -62,11 +62,18 @@ pub fn skip_imported(
         })
         .map(|(_, key)| key)
         .collect();
+    let held: BTreeSet<&str> = imported.iter().copied().collect();
     let keys = keys(events);
-    let skipped = keys
+    let mut skipped = keys
         .iter()
         .take_while(|k| held.contains(k.as_str()))
         .count();
+    // Only a file that goes on from the last message an import wrote is
+    // the same history run again: another file that merely opens with the
+    // same messages (a system prompt, a greeting) is imported whole.
+    if skipped > 0 && imported.last() != Some(&keys[skipped - 1].as_str()) {
+        skipped = 0;
+    }
     events.drain(..skipped);
     super::renumber(events, route, after);
     for (e, key) in events.iter_mut().zip(&keys[skipped..]) {
@@ -132,6 +139,23 @@ mod tests {
             m.turn_id.starts_with("c-4:import-") && m.source_seq == 4,
             "{m:?}"
         );
+    }
+
+    /// Another file that opens with the same messages as the last import
+    /// but goes another way is imported whole: only a file that goes on
+    /// from the last message an import wrote is that history run again.
+    #[test]
+    fn a_file_that_only_opens_alike_is_imported_whole() {
+        let mut first = file(&["hi", "plan a trip"]);
+        skip_imported(&mut first, &[], &route(), 0);
+        let mut other = file(&["hi", "fix my build"]);
+        assert_eq!(skip_imported(&mut other, &first, &route(), 2), 0);
+        assert_eq!(other.len(), 2, "its own greeting too");
+        // ... and the first file grown after it is no longer its
+        // continuation: imported whole again, never a part left out.
+        first.extend(other);
+        let mut grown = file(&["hi", "plan a trip", "to Porto"]);
+        assert_eq!(skip_imported(&mut grown, &first, &route(), 4), 0);
     }
 
     /// The key is the file's history up to the message: the same words at
