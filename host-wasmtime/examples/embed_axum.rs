@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::{routing::get, Router};
 use foldline_core::declaration::Declaration;
@@ -303,10 +304,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         let base = format!("http://{}", listener.local_addr()?);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
+            // `axum::serve` with a header timeout (it installs none).
+            let stop = async {
+                let _ = rx.await;
+            };
+            foldline_wasmtime::serve::listen::run(listener, app, Duration::from_secs(30), stop)
                 .await;
         });
         Ok::<_, std::io::Error>((base, tx))

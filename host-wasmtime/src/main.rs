@@ -239,7 +239,8 @@ struct Serve {
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = defaults::BODY_LIMIT_BYTES as usize)]
     body_limit: usize,
-    /// Longest a request may take, in seconds (task event streams excepted).
+    /// Longest a request may take, in seconds, its body included (task event streams
+    /// excepted), and a connection's wait for a request's head before it is closed.
     #[arg(long, default_value_t = 30)]
     request_timeout: u64,
     /// Manual compactions a member may start per minute.

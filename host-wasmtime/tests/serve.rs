@@ -1210,7 +1210,12 @@ fn in_process_with(
     let base = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, server.router()).await });
+        tokio::spawn(foldline_wasmtime::serve::listen::run(
+            listener,
+            server.router(),
+            Duration::from_secs(30),
+            std::future::pending(),
+        ));
         base
     });
     (rt, base)
@@ -1385,4 +1390,94 @@ fn a_retry_is_recognized_after_its_conversation_was_let_go() {
         2
     );
     drop(rt);
+}
+
+/// Read `c` until the server ends the connection (or answers `want`):
+/// what it sent. Panics if it is still open after ten seconds.
+fn read_until_let_go(c: &mut std::net::TcpStream, want: &str, what: &str) -> String {
+    use std::io::Read;
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (started, mut got, mut buf) = (Instant::now(), Vec::new(), [0u8; 4096]);
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("{what}: still held after {:?} ({e})", started.elapsed()),
+        }
+        if !want.is_empty() && String::from_utf8_lossy(&got).contains(want) {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A client that connects and sends nothing, or half a request's head, is
+/// let go once the request timeout has passed, and so is one whose body
+/// never ends: `408 timeout`, nothing written, the conversation never
+/// created. (axum's own `serve` installs no timer, so hyper's header
+/// timeout never ran, and an append's deadline began only after its body:
+/// all three were held for good, each with its file, and enough of them
+/// left the server accepting no one.) Meanwhile others are served; and the
+/// server, started with a soft limit of 256 open files, has raised it to
+/// the hard one.
+#[test]
+fn a_client_that_sends_too_slowly_is_let_go() {
+    use std::io::Write;
+    let s = Setup::new();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"ulimit -Sn 256 && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_foldline"))
+        .arg("--journal")
+        .arg(s.journal())
+        .arg("--declaration")
+        .arg(s.dir.path().join("decl.json"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--request-timeout", "1"])
+        .arg("--members")
+        .arg(s.dir.path().join("members.json"));
+    let srv = support::server::start(cmd);
+
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", srv.child.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(f[3], f[4], "the soft limit raised to the hard one: {line}");
+
+    let addr = srv.base.strip_prefix("http://").unwrap();
+    let open = || std::net::TcpStream::connect(addr).unwrap();
+    let mut idle = open();
+    let mut half = open();
+    half.write_all(b"GET /api/conversations/slow/verify HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut slow = open();
+    let head = format!(
+        "POST /api/conversations/slow/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n["
+    );
+    slow.write_all(head.as_bytes()).unwrap();
+
+    let (status, _) = call(
+        "POST",
+        &format!("{}/api/conversations/ok/messages", srv.base),
+        Some(ALICE),
+        Some(r#"{"role":"user","content":"served while three clients stall"}"#),
+    );
+    assert_eq!(status, 201, "others are served meanwhile");
+
+    read_until_let_go(&mut idle, "", "a connection that sent nothing");
+    read_until_let_go(&mut half, "", "a connection that sent half a head");
+    let answer = read_until_let_go(&mut slow, "\"timeout\"", "a body that never ends");
+    assert!(
+        answer.starts_with("HTTP/1.1 408") && answer.contains("nothing was written"),
+        "{answer}"
+    );
+    let (status, body) = call(
+        "GET",
+        &format!("{}/api/conversations/slow/verify", srv.base),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!((status, code(&body)), (404, "not_found"), "{body}");
 }

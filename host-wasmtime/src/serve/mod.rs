@@ -22,6 +22,7 @@ mod access;
 mod compression;
 mod drawn;
 mod feed;
+pub mod listen;
 pub mod members;
 mod reply;
 mod routes;
@@ -108,7 +109,9 @@ impl ServeConfig {
 /// before your runtime starts, or on `spawn_blocking`), merge
 /// [`Server::router`] into your router, and call [`Server::shutdown`] when
 /// you stop serving. [`serve`] is this with a runtime and listener of its
-/// own. `config.listen` is not used here: your listener is.
+/// own. `config.listen` is not used here: your listener is. Serve it with
+/// [`listen::run`] rather than `axum::serve`, which installs no timer and so
+/// keeps a client that never sends a request's head for good.
 pub struct Server {
     app: Arc<state::App>,
 }
@@ -157,6 +160,7 @@ pub fn serve(
     // Blocking storage calls run before the runtime starts, or on its
     // blocking pool, never on its async workers.
     let listen = config.listen;
+    listen::raise_open_files_limit();
     let server = Arc::new(Server::open(driver, config)?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -168,17 +172,17 @@ pub fn serve(
         let addr = listener.local_addr()?;
         ready(addr);
         let (stopping, tracker) = (server.app.stopping.clone(), server.app.tracker.clone());
-        let served = axum::serve(listener, server.router())
-            .with_graceful_shutdown(async move {
-                stop.await;
-                // Streams of running tasks go on until their terminal event.
-                stopping.cancel();
-                tracker.close();
-            })
-            .await;
+        let stopped = async move {
+            stop.await;
+            // Streams of running tasks go on until their terminal event.
+            stopping.cancel();
+            tracker.close();
+        };
+        let header = server.app.config.request_timeout;
+        listen::run(listener, server.router(), header, stopped).await;
         // No new requests: let the running tasks end with their terminal events.
         server.shutdown().await;
-        served.map_err(HostError::Io)
+        Ok::<(), HostError>(())
     });
     // The storage clients (the Postgres client blocks on drop) are dropped
     // here, after the runtime, never on one of its async workers.

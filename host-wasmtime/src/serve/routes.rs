@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -156,21 +155,31 @@ fn admit_messages(
     Ok((route, messages))
 }
 
+/// An append past its deadline: `408 timeout`, nothing written.
+fn timed_out() -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "timeout",
+        "the request took longer than the server's limit; nothing was written",
+    )
+}
+
 /// `POST …/messages[?format=openai-responses|anthropic|ai-sdk]`: one
 /// OpenAI-style message, or an array of them; with a format, OpenAI
 /// Responses API items, Anthropic messages or AI SDK model messages.
 ///
-/// The request timeout is a deadline checked before the conversation is
-/// claimed or written: past it the answer is `408 timeout` and nothing was
-/// written; once writing began it completes and answers `201`, however
-/// late — never a timeout for a write that happened.
+/// The request timeout is a deadline, for reading the body too, checked
+/// before the conversation is claimed or written: past it the answer is
+/// `408 timeout` and nothing was written; once writing began it completes
+/// and answers `201`, however late — never a timeout for a write that
+/// happened.
 async fn append(
     State(app): Shared,
     Caller(member): Caller,
     Path(id): Path<String>,
     Params(q): Params,
     headers: axum::http::HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     let deadline = std::time::Instant::now() + app.config.request_timeout;
     check_id(&id)?;
@@ -179,6 +188,11 @@ async fn append(
         Some(name) => name.parse::<Incoming>()?,
     };
     let key = idempotency_key(&headers)?;
+    // The body is read under the deadline too: one sent a byte at a time
+    // held its connection and up to `--body-limit` bytes for good.
+    let body = tokio::time::timeout_at(deadline.into(), Bytes::from_request(request, &()))
+        .await
+        .map_err(|_| timed_out())?;
     let text = body_text(body)?;
     // An Anthropic body may come in a request's shape, `{system, messages}`.
     let (text, system) = match incoming {
@@ -199,11 +213,7 @@ async fn append(
         let (route, messages) =
             admit_messages(&a, &conv, (&text, incoming, system.as_ref()), &member)?;
         if std::time::Instant::now() > deadline {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "timeout",
-                "the request took longer than the server's limit; nothing was written",
-            ));
+            return Err(timed_out());
         }
         if a.store.claim(&conv, &member)? != member && !a.store.in_room(&conv, &member)? {
             return Err(ApiError::new(
