@@ -27,6 +27,43 @@ fn the_journal_contract_holds_on_sqlite_and_postgres() {
     contract::check_progress(&PgJournal::open(&pg.database("progress")).unwrap(), true);
 }
 
+/// A database that cannot be reached is refused at once with the client's
+/// reason, and the URL shown without its password. (The pool reported it
+/// only after its 10-second timeout, as "timed out waiting for connection:
+/// error connecting to server", whatever the reason.)
+#[test]
+fn a_database_that_cannot_be_reached_is_refused_at_once_with_the_reason() {
+    let pg = Pg::start();
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port() // closed again: nothing listens there
+    };
+    for (url, reason) in [
+        (
+            format!("postgres://foldline:s3cret@127.0.0.1:{refused}/db"),
+            "Connection refused",
+        ),
+        (
+            pg.url("no_such_db"),
+            "database \"no_such_db\" does not exist",
+        ),
+    ] {
+        let started = Instant::now();
+        let Err(e) = PgJournal::open(&url) else {
+            panic!("{url} opened")
+        };
+        let message = e.to_string();
+        assert_eq!(e.code(), "journal", "{message}");
+        assert!(message.contains(reason), "{message}");
+        assert!(!message.contains("s3cret"), "{message}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{message} after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 /// A journal written before turn claims were kept learns the claims of the
 /// messages it already holds when it is opened, so a reused turn id is
 /// refused there too.

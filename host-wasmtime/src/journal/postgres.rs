@@ -86,6 +86,61 @@ fn applied(c: &mut postgres::Client, version: &str) -> Result<bool> {
     .is_some())
 }
 
+/// How long opening a connection may take, unless the URL says
+/// (`connect_timeout`); and how long the pool waits for a free one.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A database that could not be reached, with every reason the client gave
+/// (`Connection refused`, `password authentication failed for user …`,
+/// `database "…" does not exist`), and where: the URL without its password.
+fn unreachable(url: &str, e: &postgres::Error) -> HostError {
+    let mut reason = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !reason.ends_with(&more) {
+            reason = format!("{reason}: {more}");
+        }
+        cause = c.source();
+    }
+    HostError::Storage(format!("{}: {reason}", without_password(url)))
+}
+
+/// `url` as it may be printed: a password in it (`user:secret@`,
+/// `password=secret` as a query parameter or a key-value pair) shown as
+/// `***`.
+fn without_password(url: &str) -> String {
+    let mut shown = String::with_capacity(url.len());
+    let mut rest = url;
+    if let Some(after) = url.find("://").map(|i| i + 3) {
+        let authority = url[after..]
+            .find(['/', '?', '#'])
+            .map_or(url.len(), |i| after + i);
+        if let Some(at) = url[after..authority].rfind('@').map(|i| after + i) {
+            if let Some(colon) = url[after..at].find(':').map(|i| after + i) {
+                shown.push_str(&url[..=colon]);
+                shown.push_str("***");
+                rest = &url[at..];
+            }
+        }
+    }
+    for word in rest.split_inclusive(['&', ' ', '?']) {
+        match word.strip_prefix("password=") {
+            Some(value) => {
+                shown.push_str("password=***");
+                shown.extend(
+                    value
+                        .chars()
+                        .last()
+                        .filter(|c| matches!(c, '&' | ' ' | '?')),
+                );
+            }
+            None => shown.push_str(word),
+        }
+    }
+    shown
+}
+
 /// Connect a pool to `url` (`postgres://user@host:port/db`) with the
 /// [`SESSION_OPTIONS`], and apply the schema unless this version is already
 /// applied (checked without a lock first, so a replica starting beside a
@@ -96,18 +151,30 @@ fn applied(c: &mut postgres::Client, version: &str) -> Result<bool> {
 /// # Errors
 /// `journal` when the database cannot be reached or the schema not applied.
 pub(crate) fn connect(url: &str) -> Result<PgPool> {
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e| HostError::Input(format!("{url}: not a postgres URL: {e}")))?;
+    let mut config: postgres::Config = url.parse().map_err(|e| {
+        HostError::Input(format!(
+            "{}: not a postgres URL: {e}",
+            without_password(url)
+        ))
+    })?;
     let options = match config.get_options() {
         Some(o) if !o.is_empty() => format!("{o} {SESSION_OPTIONS}"),
         _ => SESSION_OPTIONS.to_owned(),
     };
     config.options(&options);
+    if config.get_connect_timeout().is_none() {
+        // A host that never answers would otherwise wait out TCP's minutes.
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    let manager = Manager::new(config);
+    // One connection first, outside the pool: the pool reports a database
+    // it cannot reach only once its whole timeout has passed, and as
+    // "timed out waiting for connection" without the reason.
+    drop(r2d2::ManageConnection::connect(&manager).map_err(|e| unreachable(url, &e))?);
     let pool = r2d2::Pool::builder()
         .max_size(8)
-        .connection_timeout(std::time::Duration::from_secs(10))
-        .build(Manager::new(config))
+        .connection_timeout(CONNECT_TIMEOUT)
+        .build(manager)
         .map_err(pool_error)?;
     let mut c = pool.get().map_err(pool_error)?;
     let version = schema_version();
@@ -350,5 +417,40 @@ impl Journal for PgJournal {
                 })
             })
             .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_password;
+
+    #[test]
+    fn a_url_is_printed_without_its_password() {
+        for (url, shown) in [
+            (
+                "postgres://u:s3cret@h:5432/db",
+                "postgres://u:***@h:5432/db",
+            ),
+            ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),
+            ("postgres://u@h/db", "postgres://u@h/db"),
+            (
+                "postgres://h/db?password=s3cret&sslmode=disable",
+                "postgres://h/db?password=***&sslmode=disable",
+            ),
+            (
+                "postgres://h/db?user=u&password=s3cret",
+                "postgres://h/db?user=u&password=***",
+            ),
+            (
+                "host=h user=u password=s3cret dbname=db",
+                "host=h user=u password=*** dbname=db",
+            ),
+            (
+                "postgres://u:a@h/db?password=b",
+                "postgres://u:***@h/db?password=***",
+            ),
+        ] {
+            assert_eq!(without_password(url), shown, "{url}");
+        }
     }
 }

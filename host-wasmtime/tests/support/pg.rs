@@ -153,6 +153,11 @@ impl Pg {
     }
 
     /// The URL of a new, empty database on this server.
+    /// The URL of database `name` on this server, created or not.
+    pub fn url(&self, name: &str) -> String {
+        format!("postgres://foldline@127.0.0.1:{}/{name}", self.port)
+    }
+
     pub fn database(&self, name: &str) -> String {
         let mut c = postgres::Client::connect(
             &format!("postgres://foldline@127.0.0.1:{}/postgres", self.port),
@@ -161,7 +166,7 @@ impl Pg {
         .expect("connect");
         c.batch_execute(&format!("CREATE DATABASE {name}"))
             .expect("create database");
-        format!("postgres://foldline@127.0.0.1:{}/{name}", self.port)
+        self.url(name)
     }
 }
 
