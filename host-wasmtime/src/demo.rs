@@ -9,7 +9,8 @@ use foldline_wasmtime::journal::Journal;
 use foldline_wasmtime::serve::Location;
 use foldline_wasmtime::{import, HostError};
 
-use crate::{driver, import_events, print_timeline, route, Cli, ProgramDriver};
+use crate::import_cmd::import_events;
+use crate::{driver, print_timeline, route, Cli, ProgramDriver};
 
 pub(crate) fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
     let (at, conv) = demo_journal(&cli.journal);

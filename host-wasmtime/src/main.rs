@@ -257,6 +257,15 @@ struct Serve {
     /// `/#token=<token>&conversation=<id>`).
     #[arg(long)]
     web: bool,
+    /// Let pages of this origin call from a browser (CORS), e.g.
+    /// `https://app.example.com` or `http://localhost:5173`; repeat it, or
+    /// `*` for any [default: none, pages of the server's own origin only].
+    #[arg(
+        long = "allow-origin",
+        env = "FOLDLINE_ALLOW_ORIGIN",
+        value_delimiter = ','
+    )]
+    allow_origin: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -276,7 +285,9 @@ macro_rules! out {
 }
 
 mod demo;
+mod import_cmd;
 use demo::demo;
+use import_cmd::import_file;
 
 fn emit(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
@@ -504,66 +515,6 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     }
 }
 
-/// `foldline import FILE`: the file's messages or events, appended after
-/// the conversation's last turn (one batch with `--no-compact`, else one by
-/// one with the driver after each), refused whole (naming the file) when
-/// any of them would not be accepted. Messages an earlier run of the file
-/// wrote are not written again (`import::resume`).
-fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode, HostError> {
-    let (file, format, compact) = (&a.file, a.format, !a.no_compact);
-    let read = if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(file)
-    };
-    let text = read.map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
-    let named = |e: HostError| match e {
-        HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
-        other => other,
-    };
-    let stored: Vec<_> = (d.journal().read_events(conv, 0)?.into_iter())
-        .map(|s| s.event)
-        .collect();
-    if stored.is_empty() {
-        foldline_wasmtime::ids::check_new_conversation(conv)?;
-    }
-    let after = stored
-        .iter()
-        .filter_map(|e| e.turn_seq())
-        .max()
-        .unwrap_or(0);
-    let (mut events, raw) = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
-    let held = match raw {
-        false => import::resume::skip_imported(&mut events, &stored, &route(conv), after),
-        true => 0,
-    };
-    if events.is_empty() && held > 0 {
-        out!(
-            "nothing to import: {conv} holds the {held} messages of {} already",
-            file.display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    // The append check first, as every other writer makes it: a message no
-    // compaction could take, a foreign route or a wrong content hash
-    // written here would leave the conversation unable to select.
-    d.check_events(conv, &events).map_err(|e| match e {
-        HostError::Core(e) => HostError::Core(foldline_core::Error {
-            message: format!("{}: {} (nothing imported)", file.display(), e.message),
-            ..e
-        }),
-        other => other,
-    })?;
-    refuse_conflicts(d, stored, &events).map_err(named)?;
-    let n = import_events(d, conv, events, compact)?;
-    match held {
-        0 => out!("imported {n} events into {conv}"),
-        _ => out!("imported {n} events into {conv} ({held} before them held already, from an earlier run)"),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// The member state `foldline context --opt-in …` stands for: none unless
 /// the member-compression surface is available.
 fn member_input(opt_in: &[OptIn], compression: &CompressionFlags) -> Option<MemberInput> {
@@ -661,6 +612,7 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.condense_per_minute = o.condense_per_minute;
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
     config.web = o.web;
+    config.allow_origins = o.allow_origin.clone();
     config.compression = cli.compression.availability();
     let web = o.web;
     let d = builder(cli, Location::parse(&cli.journal))?
@@ -679,74 +631,6 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     )?;
     eprintln!("foldline serve: stopped; every task it ran has its terminal event");
     Ok(ExitCode::SUCCESS)
-}
-
-/// An import may carry raw foldline events with their own turn ids: before
-/// anything is written, the conversation with the import appended must still
-/// reconstruct (the core's rule: one turn id, one content), or the import is
-/// refused naming the turn — an append-only journal could never be repaired.
-fn refuse_conflicts(
-    d: &Driver<AnyJournal, AnyModel>,
-    mut all: Vec<foldline_core::event::Event>,
-    events: &[foldline_core::event::Event],
-) -> Result<(), HostError> {
-    all.extend_from_slice(events);
-    // A page of no items: only whether the events reconstruct.
-    match d.foldline().timeline(&foldline_core::TimelineRequest {
-        events: all,
-        accepted: None,
-        retired: Vec::new(),
-        limit: Some(0),
-        before: None,
-    }) {
-        Err(HostError::Core(e)) if e.code == foldline_core::Code::ConflictingTurn => {
-            Err(HostError::Input(format!(
-                "conflicting_turn: {} (nothing imported)",
-                e.message
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn import_events(
-    d: &Driver<AnyJournal, AnyModel>,
-    conv: &str,
-    events: Vec<foldline_core::event::Event>,
-    compact: bool,
-) -> Result<usize, HostError> {
-    let n = events.len();
-    if !compact {
-        d.journal().append(conv, &events)?;
-        return Ok(n);
-    }
-    let bar = indicatif::ProgressBar::new(n as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} events, {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let mut boundaries = 0;
-    for e in events {
-        let is_message = matches!(e, foldline_core::event::Event::Message(_));
-        d.journal().append(conv, std::slice::from_ref(&e))?;
-        if is_message {
-            match d.on_message(conv)? {
-                Outcome::Compacted(_) => {
-                    boundaries += 1;
-                    bar.set_message(format!("{boundaries} compactions"));
-                }
-                // Between messages, as a live conversation would: the
-                // compaction that is due later uses the prepared summary.
-                Outcome::Warm(_) => {
-                    d.prepare_warm(conv)?;
-                }
-                _ => {}
-            }
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(n)
 }
 
 fn report(o: Outcome) -> Result<ExitCode, HostError> {

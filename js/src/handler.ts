@@ -10,9 +10,10 @@
 import { createCompactor } from "./driver.js";
 import { checkMembers, checkOptions } from "./options.js";
 import { ANSWER_LEASE_MS, BODY_LIMIT_BYTES, CONDENSE_PER_MINUTE, POLL_MS } from "./defaults.js";
-import { MemoryCompression, MemoryOwners, type Handler, type HandlerOptions } from "./handler/api.js";
+import { MemoryCompression, MemoryOwners, type ExecutionContext, type Handler, type HandlerOptions } from "./handler/api.js";
 import { failure } from "./handler/reply.js";
 import { route } from "./handler/routes.js";
+import { corsOf, withCors } from "./handler/cors.js";
 import type { App } from "./handler/state.js";
 
 export { MemoryCompression, MemoryOwners, passKey } from "./handler/api.js";
@@ -51,7 +52,7 @@ export function createHandler(o: HandlerOptions): Handler {
     wakers: new Set(),
     drawn: new Map(),
   };
-  return async (req, ctx) => {
+  const answer = async (req: Request, ctx?: ExecutionContext): Promise<Response> => {
     // HEAD is GET without the body, as foldline serve (axum) answers it.
     if (req.method !== "HEAD") return route(app, req, ctx).catch(failure);
     const r = await route(app, new Request(req, { method: "GET" }), ctx).catch(failure);
@@ -60,4 +61,6 @@ export function createHandler(o: HandlerOptions): Handler {
     r.body?.cancel().catch(() => undefined);
     return new Response(null, { status: r.status, headers: r.headers });
   };
+  const cors = corsOf(o.allowOrigins);
+  return cors ? (req, ctx) => withCors(cors, req, () => answer(req, ctx)) : answer;
 }

@@ -100,6 +100,56 @@ test("the HTTP status of every code is the shared table's", async () => {
   if (f.httpStatusOf("a_code_nobody_knows") !== table.default) throw new Error("the default differs");
 });
 
+// Allowed origins (CORS) are checked as the Rust server checks them
+// (tests/http/origins.json; serve/cors.rs is tested against the same table),
+// and a page of an allowed origin gets what a browser needs to call: a
+// preflight answered before any route, its origin named on every answer (a
+// refusal too) and the ETag readable; another origin's page is named on
+// none. (The two servers' headers are compared in test/servers/run.mjs, and
+// a real browser calls across origins in test/chat/run.mjs.)
+test("allowed origins: the shared table, preflights and the headers a page reads", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const table = JSON.parse(await readFile(new URL("../../tests/http/origins.json", import.meta.url), "utf8"));
+  const base = { journal: new f.MemoryJournal(), model: f.modelFromFunction(async () => "S."), declaration: { targetId: "a", compactorId: "a-c" }, members: [] };
+  for (const given of table.refused) {
+    assert.throws(() => f.createHandler({ ...base, allowOrigins: [given] }), (e) => e.code === "invalid_request", given);
+    assert.throws(() => f.createHandler({ ...base, allowOrigins: ["*", given] }), (e) => e.code === "invalid_request", given);
+  }
+  const token = "cors-token";
+  const members = [{ id: "alice", tokenSha256: createHash("sha256").update(token).digest("hex") }];
+  for (const [given, taken] of Object.entries(table.accepted)) {
+    const h = f.createHandler({ ...base, members, allowOrigins: [given] });
+    const pre = await h(new Request("http://local/api/conversations/c/messages", {
+      method: "OPTIONS", headers: { origin: taken, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" },
+    }));
+    assert.equal(pre.status, 200, given);
+    assert.equal(pre.headers.get("access-control-allow-origin"), taken, given);
+    assert.match(pre.headers.get("access-control-allow-headers"), /authorization.*content-type.*idempotency-key/);
+  }
+  const h = f.createHandler({ ...base, members, allowOrigins: ["https://app.example"] });
+  const call = (origin, path, init = {}) => h(new Request(`http://local${path}`, { ...init, headers: { ...(init.headers ?? {}), ...(origin ? { origin } : {}) } }));
+  const refused = await call("https://app.example", "/api/conversations/c/timeline", { headers: { authorization: "Bearer wrong" } });
+  assert.equal(refused.status, 401);
+  assert.equal(refused.headers.get("access-control-allow-origin"), "https://app.example");
+  const posted = await call("https://app.example", "/api/conversations/c/messages", {
+    method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ role: "user", content: "hi" }),
+  });
+  assert.equal(posted.status, 201);
+  const page = await call("https://app.example", "/api/conversations/c/timeline", { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(page.headers.get("access-control-allow-origin"), "https://app.example");
+  assert.ok(page.headers.get("etag"));
+  assert.match(page.headers.get("access-control-expose-headers"), /etag/);
+  const stranger = await call("https://evil.example", "/api/conversations/c/timeline", { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(stranger.headers.get("access-control-allow-origin"), null);
+  const strangersPreflight = await call("https://evil.example", "/api/conversations/c/timeline", { method: "OPTIONS", headers: { "access-control-request-method": "GET" } });
+  assert.equal(strangersPreflight.headers.get("access-control-allow-origin"), null);
+  // Without allowed origins: no CORS header, and OPTIONS is a method no route takes.
+  const plain = f.createHandler({ ...base, members });
+  const none = await plain(new Request("http://local/api/conversations/c/timeline", { method: "OPTIONS", headers: { origin: "https://app.example" } }));
+  assert.equal(none.status, 405);
+  assert.equal(none.headers.get("access-control-allow-origin"), null);
+});
+
 // Pages following one conversation (a room's members, a member's tabs) all
 // wake on a write: they share one drawing of the timeline instead of one each.
 test("pages following one conversation share one drawing per write", async () => {

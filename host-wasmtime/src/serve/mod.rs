@@ -20,6 +20,7 @@
 
 mod access;
 mod compression;
+pub mod cors;
 mod drawn;
 mod feed;
 pub mod listen;
@@ -81,6 +82,10 @@ pub struct ServeConfig {
     /// contexts carry no member state and the member routes answer
     /// `not_available`.
     pub compression: Availability,
+    /// The origins whose pages may call from a browser (CORS): each
+    /// `scheme://host[:port]`, or `*` for any; none (the default): pages of
+    /// the server's own origin only ([`cors`]).
+    pub allow_origins: Vec<String>,
 }
 
 impl ServeConfig {
@@ -100,6 +105,7 @@ impl ServeConfig {
             poll: Duration::from_millis(defaults::POLL_MS),
             web: false,
             compression: Availability::default(),
+            allow_origins: Vec::new(),
         }
     }
 }

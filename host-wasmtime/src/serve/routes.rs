@@ -70,7 +70,7 @@ pub fn router(app: Arc<App>) -> Router {
     } else {
         Router::new()
     };
-    Router::new()
+    let routes = Router::new()
         .merge(web)
         .route(
             "/api/conversations/{id}/tasks/{task}/events",
@@ -90,8 +90,14 @@ pub fn router(app: Arc<App>) -> Router {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
         .layer(DefaultBodyLimit::max(app.config.body_limit))
-        .layer(axum::middleware::map_response(super::reply::one_shape))
-        .with_state(app)
+        .layer(axum::middleware::map_response(super::reply::one_shape));
+    // Outermost: a preflight is answered before any route, and every answer
+    // (a refusal too) names the page's origin when it may call.
+    let routes = match app.cors.clone() {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    };
+    routes.with_state(app)
 }
 
 /// The reference chat page (`js/examples/chat`, built by

@@ -64,6 +64,8 @@ pub struct App {
     pub written: tokio::sync::watch::Sender<u64>,
     /// The timeline pages drawn last, shared by the requests that follow them.
     pub drawn: Drawn,
+    /// The answers to pages of other origins, when some may call.
+    pub cors: Option<tower_http::cors::CorsLayer>,
 }
 
 impl App {
@@ -72,6 +74,7 @@ impl App {
         driver.owner = None;
         // Plans keep room for the fragments the members' contexts carry.
         driver.compression = config.compression;
+        let cors = super::cors::layer(&config.allow_origins)?;
         let store = Store::open(&config.journal)?;
         Ok(App {
             driver,
@@ -84,6 +87,7 @@ impl App {
             stopping: CancellationToken::new(),
             written: tokio::sync::watch::channel(0).0,
             drawn: Drawn::default(),
+            cors,
         })
     }
 

@@ -127,6 +127,13 @@ export interface HandlerOptions {
   compression?: Availability;
   /** Where opt-ins and pass records live (default: in memory). */
   compressionStore?: CompressionStore;
+  /**
+   * The origins whose pages may call from a browser (CORS), each
+   * `scheme://host[:port]` (`https://app.example.com`), or `"*"` for any;
+   * default none: pages of the handler's own origin only. The same answers
+   * as `foldline serve --allow-origin`.
+   */
+  allowOrigins?: string[];
 }
 
 /** What edge runtimes pass beside the request: work that outlives the response. */

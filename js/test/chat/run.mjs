@@ -7,13 +7,14 @@
 // server killed mid-task shows the generic failed divider once it is back;
 // the room member's `/compact` and a stranger get the member-facing refusals;
 // a long conversation opens on its latest page, earlier pages on request, and
-// an idle page fetches nothing (its long poll answers only a write). Screenshots
+// an idle page fetches nothing (its long poll answers only a write); an app on
+// another origin calls the server once it lets that origin in. Screenshots
 // go to js/test/chat/out/.
 //   node test/chat/run.mjs [path/to/foldline]
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launchChromium } from "../static.mjs";
@@ -39,10 +40,26 @@ const provider = createServer((req, res) => {
 await new Promise((r) => provider.listen(0, "127.0.0.1", r));
 const model = `http://127.0.0.1:${provider.address().port}/v1`;
 
+// Pages of two other origins: an app the server lets call (`--allow-origin`)
+// and one it does not. Each serves a blank page and the package's
+// `foldline/client`, which the page calls the server with.
+const clientJs = readFileSync(join(js, "dist", "client.js"));
+const elsewhere = async () => {
+  const s = createServer((req, res) => {
+    if (req.url === "/client.js") res.writeHead(200, { "content-type": "text/javascript" }).end(clientJs);
+    else res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>another app</title>");
+  });
+  await new Promise((r) => s.listen(0, "127.0.0.1", r));
+  return { s, origin: `http://127.0.0.1:${s.address().port}` };
+};
+const app = await elsewhere();
+const otherApp = await elsewhere();
+
 let port = 0;
 function start() {
   const child = spawn(bin, ["--journal", join(dir, "chat.db"), "--declaration", join(dir, "decl.json"), "--openai-base-url", model,
-    "serve", "--listen", `127.0.0.1:${port}`, "--members", join(dir, "members.json"), "--web", "--lease-ms", "1500"], { stdio: ["ignore", "ignore", "pipe"] });
+    "serve", "--listen", `127.0.0.1:${port}`, "--members", join(dir, "members.json"), "--web", "--lease-ms", "1500",
+    "--allow-origin", app.origin], { stdio: ["ignore", "ignore", "pipe"] });
   return new Promise((resolve, reject) => {
     let err = "";
     child.stderr.on("data", (d) => {
@@ -223,6 +240,35 @@ try {
     await page.screenshot({ path: join(out, "5-long.png") });
   });
 
+  await check("an app on another origin calls the server through foldline/client, once the server lets its origin in", async () => {
+    const use = async (origin) => {
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(`${origin}/`);
+      return page.evaluate(async (server) => {
+        const { createClient } = await import("/client.js");
+        const client = createClient({ baseUrl: server, token: "alice-token", conversation: "elsewhere", storage: null });
+        try {
+          const sent = await client.send("Written from a page of another origin.");
+          const first = await client.timeline();
+          const again = await client.timeline();
+          const synced = await client.sync();
+          const refused = await client.send("/compact").then(() => "accepted", (e) => e.code);
+          return { sent: sent.kind, items: first.items.length, unchanged: again.unchanged === true, synced: synced > 0, refused };
+        } catch (e) {
+          return { error: String(e) };
+        }
+      }, server.base);
+    };
+    // A message sent (a preflight, then the POST), the timeline drawn and
+    // asked again with its ETag (readable only when exposed: `unchanged`),
+    // the events route, and a refusal read with its code.
+    const allowed = await use(app.origin);
+    const want = { sent: "message", items: 1, unchanged: true, synced: true, refused: "nothing_to_fold" };
+    if (JSON.stringify(allowed) !== JSON.stringify(want)) throw new Error(`the allowed app got ${JSON.stringify(allowed)}, not ${JSON.stringify(want)}`);
+    const other = await use(otherApp.origin);
+    if (!/Failed to fetch/.test(other.error ?? "")) throw new Error(`an app the server does not let in got ${JSON.stringify(other)}`);
+  });
+
   await check("the page works with the keyboard and raised no script errors", async () => {
     await alice.reload();
     const path = [];
@@ -240,6 +286,8 @@ try {
   await browser.close();
   server.child.kill("SIGTERM");
   provider.close();
+  app.s.close();
+  otherApp.s.close();
   rmSync(dir, { recursive: true, force: true });
 }
 console.log(`chat page: ${failed ? `${failed} failed` : "all passed"} (screenshots in ${out})`);

@@ -27,12 +27,15 @@ const f = await import(join(js, "dist", "node.js"));
 await f.init();
 
 const ALICE = "alice-token", BOB = "bob-token", CAROL = "carol-token";
+// The one origin whose pages both servers let call from a browser.
+const APP = "http://app.example";
 const sha = (t) => createHash("sha256").update(t).digest("hex");
 const members = [{ id: "alice", tokenSha256: sha(ALICE) }, { id: "bob", tokenSha256: sha(BOB) }, { id: "carol", tokenSha256: sha(CAROL) }];
 
 const handler = f.createHandler({
   journal: new f.MemoryJournal(), model: f.modelFromFunction(async () => "Summary."),
   declaration: { targetId: "assistant", compactorId: "assistant-compactor" }, members,
+  allowOrigins: [APP],
 });
 const edge = createServer(async (req, res) => {
   const chunks = [];
@@ -65,7 +68,7 @@ await new Promise((r) => stub.listen(0, "127.0.0.1", r));
 
 const dir = mkdtempSync(join(tmpdir(), "foldline-servers-"));
 writeFileSync(join(dir, "members.json"), JSON.stringify({ members }));
-const rust = spawn(bin, ["--journal", join(dir, "j.db"), "serve", "--members", join(dir, "members.json"), "--listen", "127.0.0.1:0", "--openai-base-url", `http://127.0.0.1:${stub.address().port}/v1`], {
+const rust = spawn(bin, ["--journal", join(dir, "j.db"), "serve", "--members", join(dir, "members.json"), "--listen", "127.0.0.1:0", "--allow-origin", APP, "--openai-base-url", `http://127.0.0.1:${stub.address().port}/v1`], {
   stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, FOLDLINE_API_KEY: "stub" },
 });
 const rustBase = await new Promise((resolve, reject) => {
@@ -92,10 +95,19 @@ async function call(base, [method, path, body, token = ALICE, headers = {}], ans
   }
   let code = "";
   try { code = JSON.parse(text).error?.code ?? ""; } catch { /* not an error body */ }
-  return `${r.status}${code ? ` ${code}` : ""}`;
+  // A request from a page (an Origin header): the CORS headers as well.
+  const cors = headers.origin === undefined ? "" : ` {${[...r.headers].filter(([k]) => k.startsWith("access-control-") || k === "vary").sort().map(([k, v]) => `${k}=${v}`).join(" ")}}`;
+  return `${r.status}${code ? ` ${code}` : ""}${cors}`;
 }
 
 const c = "/api/conversations/c";
+// The CORS headers both servers answer (tower-http's CorsLayer in foldline serve).
+const PREFLIGHT = { "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type,idempotency-key" };
+const ALLOW_HEADERS = "access-control-allow-headers=authorization,content-type,idempotency-key,if-none-match,last-event-id";
+const ALLOW_METHODS = "access-control-allow-methods=GET,POST,PUT,DELETE";
+const MAX_AGE = "access-control-max-age=600";
+const EXPOSE = "access-control-expose-headers=etag,idempotent-replayed,retry-after";
+const VARY = "vary=origin, access-control-request-method, access-control-request-headers";
 const msg = (m) => JSON.stringify(m);
 // [request, expected]; a request is [method, path, body, token, headers].
 const cases = [
@@ -163,6 +175,16 @@ const cases = [
   [["POST", `${c}/condense`], "409 nothing_to_fold"],
   [["GET", `${c}/verify`], "200"],
   [["GET", "/api/nothing"], "404 not_found"],
+  // Pages of other origins (CORS): a preflight answered before any route,
+  // for any path; the allowed origin named on every answer, a refusal too,
+  // and no other origin ever; what a page may send and read.
+  [["OPTIONS", `${c}/messages`, undefined, null, { origin: APP, ...PREFLIGHT }], `200 {${ALLOW_HEADERS} ${ALLOW_METHODS} access-control-allow-origin=${APP} ${MAX_AGE} ${VARY}}`],
+  [["OPTIONS", `${c}/messages`, undefined, null, { origin: "http://evil.example", ...PREFLIGHT }], `200 {${ALLOW_HEADERS} ${ALLOW_METHODS} ${MAX_AGE} ${VARY}}`],
+  [["OPTIONS", "/api/nothing", undefined, null, { origin: APP, ...PREFLIGHT }], `200 {${ALLOW_HEADERS} ${ALLOW_METHODS} access-control-allow-origin=${APP} ${MAX_AGE} ${VARY}}`],
+  [["GET", `${c}/timeline`, undefined, "wrong", { origin: APP }], `401 unauthorized {access-control-allow-origin=${APP} ${EXPOSE} ${VARY}}`],
+  [["GET", `${c}/timeline`, undefined, ALICE, { origin: APP }], `200 {access-control-allow-origin=${APP} ${EXPOSE} ${VARY}}`],
+  [["GET", `${c}/timeline`, undefined, ALICE, { origin: "http://App.Example" }], `200 {${EXPOSE} ${VARY}}`],
+  [["POST", `${c}/messages`, msg({ role: "user", content: "from a page elsewhere" }), ALICE, { origin: "http://evil.example" }], `201 {${EXPOSE} ${VARY}}`],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "bad key!" }], "400 invalid_input"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],

@@ -1,0 +1,142 @@
+//! `foldline import FILE`: a file's messages or events into a conversation,
+//! checked whole before anything is written.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use foldline_wasmtime::driver::Outcome;
+use foldline_wasmtime::journal::Journal;
+use foldline_wasmtime::{import, HostError};
+
+use crate::{route, ImportArgs, ProgramDriver};
+
+/// `foldline import FILE`: the file's messages or events, appended after
+/// the conversation's last turn (one batch with `--no-compact`, else one by
+/// one with the driver after each), refused whole (naming the file) when
+/// any of them would not be accepted. Messages an earlier run of the file
+/// wrote are not written again (`import::resume`).
+pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<ExitCode, HostError> {
+    let (file, format, compact) = (&a.file, a.format, !a.no_compact);
+    let read = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(file)
+    };
+    let text = read.map_err(|e| HostError::Input(format!("{}: {e}", file.display())))?;
+    let named = |e: HostError| match e {
+        HostError::Input(m) => HostError::Input(format!("{}: {m}", file.display())),
+        other => other,
+    };
+    let stored: Vec<_> = (d.journal().read_events(conv, 0)?.into_iter())
+        .map(|s| s.event)
+        .collect();
+    if stored.is_empty() {
+        foldline_wasmtime::ids::check_new_conversation(conv)?;
+    }
+    let after = stored
+        .iter()
+        .filter_map(|e| e.turn_seq())
+        .max()
+        .unwrap_or(0);
+    let (mut events, raw) = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
+    let held = match raw {
+        false => import::resume::skip_imported(&mut events, &stored, &route(conv), after),
+        true => 0,
+    };
+    if events.is_empty() && held > 0 {
+        out!(
+            "nothing to import: {conv} holds the {held} messages of {} already",
+            file.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The append check first, as every other writer makes it: a message no
+    // compaction could take, a foreign route or a wrong content hash
+    // written here would leave the conversation unable to select.
+    d.check_events(conv, &events).map_err(|e| match e {
+        HostError::Core(e) => HostError::Core(foldline_core::Error {
+            message: format!("{}: {} (nothing imported)", file.display(), e.message),
+            ..e
+        }),
+        other => other,
+    })?;
+    refuse_conflicts(d, stored, &events).map_err(named)?;
+    let n = import_events(d, conv, events, compact)?;
+    match held {
+        0 => out!("imported {n} events into {conv}"),
+        _ => out!("imported {n} events into {conv} ({held} before them held already, from an earlier run)"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An import may carry raw foldline events with their own turn ids: before
+/// anything is written, the conversation with the import appended must still
+/// reconstruct (the core's rule: one turn id, one content), or the import is
+/// refused naming the turn — an append-only journal could never be repaired.
+fn refuse_conflicts(
+    d: &ProgramDriver,
+    mut all: Vec<foldline_core::event::Event>,
+    events: &[foldline_core::event::Event],
+) -> Result<(), HostError> {
+    all.extend_from_slice(events);
+    // A page of no items: only whether the events reconstruct.
+    match d.foldline().timeline(&foldline_core::TimelineRequest {
+        events: all,
+        accepted: None,
+        retired: Vec::new(),
+        limit: Some(0),
+        before: None,
+    }) {
+        Err(HostError::Core(e)) if e.code == foldline_core::Code::ConflictingTurn => {
+            Err(HostError::Input(format!(
+                "conflicting_turn: {} (nothing imported)",
+                e.message
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Append `events` to `conv`: in one batch, or (`compact`) one by one with
+/// the driver after each message, as a live conversation would, with a
+/// progress bar.
+pub fn import_events(
+    d: &ProgramDriver,
+    conv: &str,
+    events: Vec<foldline_core::event::Event>,
+    compact: bool,
+) -> Result<usize, HostError> {
+    let n = events.len();
+    if !compact {
+        d.journal().append(conv, &events)?;
+        return Ok(n);
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} events, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut boundaries = 0;
+    for e in events {
+        let is_message = matches!(e, foldline_core::event::Event::Message(_));
+        d.journal().append(conv, std::slice::from_ref(&e))?;
+        if is_message {
+            match d.on_message(conv)? {
+                Outcome::Compacted(_) => {
+                    boundaries += 1;
+                    bar.set_message(format!("{boundaries} compactions"));
+                }
+                // Between messages, as a live conversation would: the
+                // compaction that is due later uses the prepared summary.
+                Outcome::Warm(_) => {
+                    d.prepare_warm(conv)?;
+                }
+                _ => {}
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(n)
+}
