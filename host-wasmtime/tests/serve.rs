@@ -1481,3 +1481,50 @@ fn a_client_that_sends_too_slowly_is_let_go() {
     );
     assert_eq!((status, code(&body)), (404, "not_found"), "{body}");
 }
+
+/// A stop does not wait out the long polls: a chat page's timeline poll
+/// (`wait`, up to 25 s) and a client's events poll are answered at once
+/// (`304`, and the page with nothing new), the page polls again and meets
+/// the next server, and the server exits. (They held the stop for their
+/// whole wait: 24 s for one SIGTERM.)
+#[test]
+fn a_stop_answers_the_long_polls_at_once() {
+    let setup = Setup::new();
+    let mut srv = setup.start(&[]);
+    let conv = format!("{}/api/conversations/polled", srv.base);
+    let (s, _) = call(
+        "POST",
+        &format!("{conv}/messages"),
+        Some(ALICE),
+        Some(r#"{"role":"user","content":"something to follow"}"#),
+    );
+    assert_eq!(s, 201);
+    setup.settle("polled");
+    let (_, tag, _) = get_tagged(&format!("{conv}/timeline"), ALICE, None);
+    let page = {
+        let url = format!("{conv}/timeline?wait=25000");
+        std::thread::spawn(move || get_tagged(&url, ALICE, Some(&tag)))
+    };
+    let feed = {
+        let url = format!("{conv}/events?after=1000&wait=25000");
+        std::thread::spawn(move || call("GET", &url, Some(ALICE), None))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped = Instant::now();
+    let term = Command::new("kill")
+        .args(["-TERM", &srv.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let (status, _, _) = page.join().unwrap();
+    assert_eq!(status, 304);
+    let (status, body) = feed.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["events"], serde_json::json!([]), "{body}");
+    assert!(srv.child.wait().unwrap().success());
+    assert!(
+        stopped.elapsed() < Duration::from_secs(10),
+        "stopped after {:?}",
+        stopped.elapsed()
+    );
+}

@@ -65,13 +65,24 @@ pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, A
 }
 
 /// Wait for a write, at most until `deadline`: woken by this process's
-/// writes; another replica's are seen at the next poll.
+/// writes and by the server stopping; another replica's are seen at the
+/// next poll.
 pub async fn nap(app: &App, written: &mut watch::Receiver<u64>, deadline: Instant) {
-    let _ = tokio::time::timeout_at(
+    let woken = tokio::time::timeout_at(
         deadline.min(Instant::now() + app.config.poll),
         written.changed(),
-    )
-    .await;
+    );
+    tokio::select! {
+        _ = woken => {}
+        () = app.stopping.cancelled() => {}
+    }
+}
+
+/// Whether a long poll answers now with what it has: its wait is up, or the
+/// server is stopping (a page polls again, and meets the next server,
+/// instead of holding a stop up for up to 25 seconds).
+pub fn due(app: &App, deadline: Instant) -> bool {
+    Instant::now() >= deadline || app.stopping.is_cancelled()
 }
 
 /// The route.
@@ -92,7 +103,7 @@ pub async fn events(
         let (a, c) = (app.clone(), id.clone());
         let found =
             blocking(move || Ok(a.driver.journal().read_events_page(&c, after, limit)?)).await?;
-        if !found.is_empty() || Instant::now() >= deadline {
+        if !found.is_empty() || due(&app, deadline) {
             let last = found.last().map_or(after, |s| s.seq);
             let more = found.len() == limit;
             let events: Vec<_> = found

@@ -18,11 +18,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use foldline_core::defaults::TIMELINE_KEPT_BYTES;
 use sha2::Digest as _;
-use tokio::time::Instant;
 
 use super::access::{admitted, blocking, Caller, Params};
 use super::drawn::Answer;
-use super::feed::{nap, number, wait_deadline};
+use super::feed::{due, nap, number, wait_deadline};
 use super::reply::ApiError;
 use super::state::App;
 use crate::driver::Page;
@@ -55,7 +54,7 @@ pub async fn timeline(
             if !matches(&known, &now) {
                 break;
             }
-            if Instant::now() >= deadline {
+            if due(&app, deadline) {
                 return Ok(tagged(StatusCode::NOT_MODIFIED.into_response(), &now));
             }
             nap(&app, &mut written, deadline).await;
