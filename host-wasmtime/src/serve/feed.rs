@@ -57,7 +57,9 @@ pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, A
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "invalid_input",
-                    format!("{name} must be a whole number"),
+                    format!(
+                        "{name} must be a whole number of decimal digits, at most 9007199254740991 (2^53 - 1)"
+                    ),
                 )
             })
             .map(Some)

@@ -51,7 +51,7 @@ export function number(url: URL, name: string): number | undefined {
   const v = url.searchParams.get(name);
   if (v === null) return undefined;
   const n = safeWhole(v);
-  if (n === undefined) throw new ApiError(400, "invalid_input", `${name} must be a whole number`);
+  if (n === undefined) throw new ApiError(400, "invalid_input", `${name} must be a whole number of decimal digits, at most 9007199254740991 (2^53 - 1)`);
   return n;
 }
 
