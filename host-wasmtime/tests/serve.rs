@@ -1528,3 +1528,72 @@ fn a_stop_answers_the_long_polls_at_once() {
         stopped.elapsed()
     );
 }
+
+/// A client that stops reading its answer is let go once a write has made
+/// no progress for the request timeout: the answer is cut short and the
+/// connection closed, where hyper (which has no write timeout) kept both
+/// for as long as the client liked. Others are served meanwhile.
+#[test]
+fn a_client_that_stops_reading_is_let_go() {
+    use std::io::{Read, Write};
+    let s = Setup::new();
+    let srv = s.start(&["--request-timeout", "1"]);
+    let base = srv.base.clone();
+    // A timeline of about 7 MB: more than the server's socket can hold
+    // (Linux lets a send buffer grow to 4 MiB), so its writes stall.
+    for batch in 0..8 {
+        let messages: Vec<Value> = (0..150)
+            .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("{batch}-{i} {}", "a long line of the trip plan. ".repeat(200))}))
+            .collect();
+        post_messages(&format!("{base}/api/conversations/slow"), messages);
+    }
+    s.settle("slow");
+
+    // Room for 4 KiB at a time on the client's side: the server's writes
+    // stall once its own buffers are full.
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let addr: std::net::SocketAddr = base.strip_prefix("http://").unwrap().parse().unwrap();
+    sock.connect(&addr.into()).unwrap();
+    let mut c: std::net::TcpStream = sock.into();
+    write!(
+        c,
+        "GET /api/conversations/slow/timeline HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = [0u8; 1024];
+    let n = c.read(&mut head).unwrap();
+    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+    let head_len = head.find("\r\n\r\n").unwrap() + 4;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    assert!(length > 6_000_000, "a timeline of {length} bytes");
+    std::thread::sleep(Duration::from_secs(4));
+
+    let (status, _) = call(
+        "GET",
+        &format!("{base}/api/conversations/slow/verify"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(status, 200, "others are served meanwhile");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut got, mut buf) = (n, [0u8; 65536]);
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("still held after the stall ({e}), {got} bytes read"),
+        }
+    }
+    let whole = head_len + length;
+    assert!(
+        got < whole,
+        "the whole answer came ({got} of {whole} bytes): the stalled connection was kept"
+    );
+}

@@ -7,9 +7,12 @@
 //! connects and sends nothing, or half a request line, held its connection,
 //! task and file descriptor for as long as it liked — enough of them and
 //! the server accepts no one (`accept` fails with `EMFILE`). Here a
-//! connection has `header` to send each request's head, the idle wait
-//! between keep-alive requests included, and is closed past it. The body
-//! is the routes' business: each is read under the request's deadline.
+//! connection has `timeout` to send each request's head, the idle wait
+//! between keep-alive requests included, and is closed past it; and one
+//! whose client stops reading its answer is closed once a write has made
+//! no progress for `timeout` (hyper has no write timeout: the answer, and
+//! the connection, stayed for good). The body is the routes' business:
+//! each is read under the request's deadline.
 
 use std::future::Future;
 use std::time::Duration;
@@ -20,15 +23,16 @@ use hyper_util::service::TowerToHyperService;
 
 /// Serve `router` on `listener` until `stop` resolves, then stop accepting
 /// and wait for every open connection to finish its request (idle ones are
-/// closed at once); a request's head must arrive within `header`.
+/// closed at once); a request's head must arrive within `timeout`, and a
+/// write to a client that does not read may stall no longer than it.
 pub async fn run(
     listener: tokio::net::TcpListener,
     router: axum::Router,
-    header: Duration,
+    timeout: Duration,
     stop: impl Future<Output = ()>,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(header);
+    http.timer(TokioTimer::new()).header_read_timeout(timeout);
     let graceful = GracefulShutdown::new();
     let mut stop = std::pin::pin!(stop);
     loop {
@@ -42,10 +46,10 @@ pub async fn run(
             },
             () = &mut stop => break,
         };
-        let conn = http.serve_connection(
-            TokioIo::new(stream),
-            TowerToHyperService::new(router.clone()),
-        );
+        let mut io = tokio_io_timeout::TimeoutStream::new(stream);
+        io.set_write_timeout(Some(timeout));
+        let service = TowerToHyperService::new(router.clone());
+        let conn = http.serve_connection(TokioIo::new(Box::pin(io)), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             // A client gone, a head too slow or malformed: that connection's end.
