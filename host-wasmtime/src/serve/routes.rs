@@ -106,11 +106,21 @@ const CHAT_HTML: &str = include_str!("../../web/index.html");
 /// The page's one script (the npm package's `foldline/client` inside).
 const CHAT_JS: &str = include_str!("../../web/chat.js");
 
+/// What the chat page may load and do: its own script and inline style,
+/// calls to its own server and nothing else, never inside another site's
+/// frame (a page that takes a member's token and their `/compact` must not
+/// be overlaid by one).
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 fn page(content_type: &'static str, body: &'static str) -> axum::response::Response {
+    use axum::http::header;
     (
         [
-            (axum::http::header::CONTENT_TYPE, content_type),
-            (axum::http::header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_SECURITY_POLICY, PAGE_POLICY),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
         ],
         body,
     )

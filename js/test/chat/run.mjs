@@ -100,6 +100,8 @@ try {
   const alice = await (await browser.newContext()).newPage();
   const errors = [];
   alice.on("pageerror", (e) => errors.push(String(e)));
+  // The page runs under its Content-Security-Policy: anything it blocks is an error here.
+  alice.on("console", (m) => /Content Security Policy/.test(m.text()) && errors.push(m.text()));
   const open = async (page, token) => {
     const seen = [];
     page.on("requestfailed", (r) => seen.push(`failed ${r.url()} ${r.failure()?.errorText}`));
@@ -267,6 +269,22 @@ try {
     if (JSON.stringify(allowed) !== JSON.stringify(want)) throw new Error(`the allowed app got ${JSON.stringify(allowed)}, not ${JSON.stringify(want)}`);
     const other = await use(otherApp.origin);
     if (!/Failed to fetch/.test(other.error ?? "")) throw new Error(`an app the server does not let in got ${JSON.stringify(other)}`);
+  });
+
+  await check("the chat page will not load inside another site's frame", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${app.origin}/`);
+    await page.evaluate((src) => new Promise((r) => {
+      const frame = document.createElement("iframe");
+      frame.src = src;
+      frame.onload = r;
+      document.body.append(frame);
+      setTimeout(r, 5000);
+    }), `${server.base}/#token=alice-token&conversation=trip`);
+    const framed = page.frames().find((f) => f !== page.mainFrame());
+    if (!framed) throw new Error("no frame");
+    const shown = await framed.locator("#text").count().catch(() => 0);
+    if (shown !== 0) throw new Error("the chat page loaded inside another site's frame");
   });
 
   await check("the page works with the keyboard and raised no script errors", async () => {
