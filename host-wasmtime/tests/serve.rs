@@ -1597,3 +1597,26 @@ fn a_client_that_stops_reading_is_let_go() {
         "the whole answer came ({got} of {whole} bytes): the stalled connection was kept"
     );
 }
+
+/// An address already taken is refused naming it (`io: listening on
+/// 127.0.0.1:PORT: Address already in use`, where the error said only the
+/// last part).
+#[test]
+fn a_taken_address_is_named() {
+    let s = Setup::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_foldline"))
+        .arg("--journal")
+        .arg(s.journal())
+        .args(["serve", "--listen", &addr, "--members"])
+        .arg(s.dir.path().join("members.json"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("io: listening on {addr}: ")),
+        "{said}"
+    );
+}

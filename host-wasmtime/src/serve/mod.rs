@@ -174,7 +174,10 @@ pub fn serve(
     let inner = server.clone();
     let result = rt.block_on(async move {
         let server = inner;
-        let listener = tokio::net::TcpListener::bind(listen).await?;
+        // The address named: "Address already in use" alone does not say which.
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| std::io::Error::new(e.kind(), format!("listening on {listen}: {e}")))?;
         let addr = listener.local_addr()?;
         ready(addr);
         let (stopping, tracker) = (server.app.stopping.clone(), server.app.tracker.clone());
