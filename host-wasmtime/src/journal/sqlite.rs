@@ -109,8 +109,15 @@ fn connect(path: impl AsRef<Path>) -> Result<Connection> {
 
 /// Open (or create) a SQLite file and apply `schema` to it.
 pub(crate) fn open_with(path: impl AsRef<Path>, schema: &str) -> Result<Mutex<Connection>> {
-    let conn = connect(path)?;
-    conn.execute_batch(schema)?;
+    let conn = connect(&path)?;
+    // The file named: "file is not a database" alone does not say which.
+    conn.execute_batch(schema)
+        .map_err(|e| match HostError::from(e) {
+            HostError::Storage(m) => {
+                HostError::Storage(format!("{m}: {}", path.as_ref().display()))
+            }
+            other => other,
+        })?;
     Ok(Mutex::new(conn))
 }
 
@@ -348,5 +355,31 @@ impl Journal for SqliteJournal {
             })
         })
         .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SqliteJournal;
+
+    /// A file that is not a SQLite database is refused naming it.
+    #[test]
+    fn a_file_that_is_not_a_journal_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(
+            &path,
+            "hello, not a database, but long enough to have a header",
+        )
+        .unwrap();
+        let Err(e) = SqliteJournal::open(&path) else {
+            panic!("opened")
+        };
+        assert_eq!(e.code(), "journal");
+        let said = e.to_string();
+        assert!(
+            said.contains("not a database") && said.contains("notes.txt"),
+            "{said}"
+        );
     }
 }
