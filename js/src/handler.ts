@@ -24,7 +24,8 @@ export { httpStatusOf } from "./handler/reply.js";
  * A `fetch` handler with the routes of `foldline serve`: append, condense (a
  * durable task answered `202` once its `requested` event is written),
  * Server-Sent Events of a task resumable with `Last-Event-ID`, answers that
- * hold the session, context, timeline and verify — every route behind a
+ * hold the session, context, timeline and verify — every route but
+ * `/api/health` (a load balancer's probe) behind a
  * member's bearer token and owner-scoped.
  */
 export function createHandler(o: HandlerOptions): Handler {

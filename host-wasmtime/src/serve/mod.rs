@@ -11,9 +11,10 @@
 //! | `GET …/members`, `PUT`/`DELETE …/members/{member}` | the conversation's room: who may read and post beside its owner |
 //! | `GET`/`PUT /api/members/me/compression`, `GET …/compression/stats` | the caller's member-compression opt-ins and their recorded passes (`serve/compression.rs`) |
 //! | `GET …/settings` | the settings projection the model would see for the caller |
+//! | `GET /api/health` | `{"ok": true}` once the journal answers a read: a load balancer's probe, no token |
 //! | `GET …/events?after=N[&wait=ms]` | the member-visible events after position `N` (long poll), for a client projecting its timeline locally (`serve/feed.rs`) |
 //!
-//! Every route needs `Authorization: Bearer <token>` of a member
+//! Every route but `/api/health` needs `Authorization: Bearer <token>` of a member
 //! ([`members`]); a conversation belongs to the member who first appended
 //! to it; the members it lets into its room read, post and answer, and
 //! only the owner condenses; no one else can read it.
@@ -187,8 +188,8 @@ pub fn serve(
             stopping.cancel();
             tracker.close();
         };
-        let header = server.app.config.request_timeout;
-        listen::run(listener, server.router(), header, stopped).await;
+        let timeout = server.app.config.request_timeout;
+        listen::run(listener, server.router(), timeout, stopped).await;
         // No new requests: let the running tasks end with their terminal events.
         server.shutdown().await;
         Ok::<(), HostError>(())

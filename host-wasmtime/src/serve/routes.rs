@@ -39,6 +39,7 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/api/conversations/{id}/context", get(context))
         .route("/api/conversations/{id}/verify", get(verify))
+        .route("/api/health", get(health))
         .route("/api/conversations/{id}/members", get(room))
         .route(
             "/api/conversations/{id}/settings",
@@ -169,6 +170,14 @@ fn admit_messages(
         }
     }
     Ok((route, messages))
+}
+
+/// `GET /api/health`: `{"ok": true}` once the journal answers a read — a
+/// load balancer's or an orchestrator's probe, so no token; a journal that
+/// does not answer is the `journal` error (`500`).
+async fn health(State(app): Shared) -> Result<Response, ApiError> {
+    blocking(move || Ok(app.driver.journal().read_events_page("health", 0, 1)?)).await?;
+    Ok(Json(json!({"ok": true})).into_response())
 }
 
 /// An append past its deadline: `408 timeout`, nothing written.

@@ -9,7 +9,7 @@ import type { Format } from "../types.js";
 import { FORMATS } from "../defaults.js";
 import { admitted, body, caller, checkId, decode, onceEach, owned } from "./access.js";
 import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
-import { feed } from "./feed.js";
+import { feed, readSome } from "./feed.js";
 import { timelineRoute } from "./timeline.js";
 import { ApiError, json } from "./reply.js";
 import { answering, letLapsedGo, schedule, wrote, type App } from "./state.js";
@@ -21,13 +21,15 @@ const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
 const ANSWER = /^\/api\/conversations\/([^/]*)\/answer\/([^/]+)$/;
 const MEMBERS = /^\/api\/conversations\/([^/]*)\/members(?:\/([^/]+))?$/;
 const EVENTS = /^\/api\/conversations\/([^/]*)\/tasks\/([^/]+)\/events$/;
+/** A load balancer's probe: no token. */
+const HEALTH = "/api/health";
 
 /** A path that names an endpoint, with a method it does not take: 405, as foldline serve answers. */
 const wrongMethod = () => new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
 
 /** The methods the endpoint a path names takes; undefined when it names none. */
 function methodsOf(path: string): string[] | undefined {
-  if (EVENTS.test(path)) return ["GET"];
+  if (path === HEALTH || EVENTS.test(path)) return ["GET"];
   const members = MEMBERS.exec(path);
   if (members) return members[2] === undefined ? ["GET"] : ["PUT", "DELETE"];
   if (ANSWER.test(path)) return ["DELETE"];
@@ -45,6 +47,11 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
   const methods = methodsOf(url.pathname);
   if (methods === undefined) throw new ApiError(404, "not_found", "no such endpoint");
   if (!methods.includes(req.method)) throw wrongMethod();
+  if (url.pathname === HEALTH) {
+    // `{"ok": true}` once the journal answers a read, as foldline serve answers it.
+    await readSome(app.o.journal, "health", 0, 1);
+    return json(200, { ok: true });
+  }
   const member = await caller(app, req);
   // From here on the method is one the path's endpoint takes (methodsOf).
   let m = EVENTS.exec(url.pathname);

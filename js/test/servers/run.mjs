@@ -175,6 +175,10 @@ const cases = [
   [["POST", `${c}/condense`], "409 nothing_to_fold"],
   [["GET", `${c}/verify`], "200"],
   [["GET", "/api/nothing"], "404 not_found"],
+  // A load balancer's probe: no token; other methods refused.
+  [["GET", "/api/health", undefined, null], "200"],
+  [["HEAD", "/api/health", undefined, null], "200"],
+  [["POST", "/api/health", undefined, null], "405 method_not_allowed"],
   // Pages of other origins (CORS): a preflight answered before any route,
   // for any path; the allowed origin named on every answer, a refusal too,
   // and no other origin ever; what a page may send and read.
