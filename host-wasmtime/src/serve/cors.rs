@@ -1,7 +1,6 @@
 //! Calls from pages of other origins (`--allow-origin`): a chat client
-//! served from elsewhere (`foldline/client` given the server's `baseUrl`, the
-//! reference page opened with `server=` in its address) sends each request
-//! with a bearer token, so the browser asks first (a preflight `OPTIONS`)
+//! served from elsewhere (`foldline/client` given the server's `baseUrl`)
+//! sends each request with a bearer token, so the browser asks first (a preflight `OPTIONS`)
 //! and reads an answer only when it names the page's origin. tower-http's
 //! `CorsLayer` over every route, with the origins the server was given;
 //! given none, no CORS header at all: pages of the server's own origin only,

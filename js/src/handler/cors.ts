@@ -36,7 +36,8 @@ export function corsOf(origins: readonly string[] | undefined): Cors | undefined
   const list = new Set<string>();
   for (const o of origins) {
     if (o === "*") continue;
-    const lower = String(o).replace(/[A-Z]/g, (c: string) => c.toLowerCase());
+    // ASCII only, as the Rust server: `toLowerCase` maps some non-ASCII letters (the Kelvin sign) to ASCII ones.
+    const lower = o.replace(/[A-Z]/g, (c: string) => c.toLowerCase());
     if (!ORIGIN.test(lower) || lower.endsWith(":")) {
       throw new FoldlineError({
         code: "invalid_request",
