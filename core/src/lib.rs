@@ -41,7 +41,7 @@ pub use records::{amendment, boundary, declaration, event, frontier, link, packe
 
 pub use render::{budget, compactor, envelope, format};
 
-pub use history::{amend, reconstruct, standing};
+pub use history::{amend, reconstruct, speakers, standing};
 
 pub use entry::{api, held};
 pub use ops::{member, plan, resolve, run, select, settle, stream, timeline, validate};

@@ -646,12 +646,12 @@ fn gen_plan() -> Vec<Value> {
     }
     g.add(
         "collaborative-room",
-        "the route binds the room: turns of several members of one chat compact together",
+        "the route binds the room: turns of several members of one chat compact together; each member's turn counts the label that names its sender (21 turns folded where 20 would be without)",
         "plan",
         plan_req(&d, room, true),
         &[
             ("/ok/outcome", json!("compact")),
-            ("/ok/packet/input/turnCount", json!(20)),
+            ("/ok/packet/input/turnCount", json!(21)),
         ],
     );
     let mut conflict = turns(1, 3, 10);
@@ -1417,6 +1417,57 @@ fn gen_select() -> Vec<Value> {
             "/ok/messages/messages",
             json!([{"content": [{"text": "Hi", "type": "text"}, {"text": "Hello?", "type": "text"}], "role": "user"}]),
         )],
+    );
+    // A room of two members: the model is told who said what; a turn
+    // without a sender (imported before the room) and the assistant's are
+    // sent as they are.
+    let said = |seq: u64, id: &str, sender: &str, body: &str| {
+        let mut m = message(seq, 0, id, Role::User, text(body));
+        m.sender = sender.into();
+        Event::Message(m)
+    };
+    let room = vec![
+        said(1, "u0", "", "Plans for May?"),
+        said(2, "u1", "alice", "I vote for Lisbon."),
+        said(3, "u2", "bob", "I vote for Porto."),
+        msg(4, "a1", Role::Assistant, "Two votes, one each."),
+    ];
+    g.select_in_formats(
+        "room-speakers",
+        "a room of several members: each member's turn names its sender ([alice] ) in every format, counted in the sizes; a turn without a sender and the assistant's are sent as they are",
+        &d,
+        &room,
+        &[
+            (
+                "openai",
+                "/ok/messages",
+                json!([
+                    {"content": "Plans for May?", "role": "user"},
+                    {"content": "[alice] I vote for Lisbon.", "role": "user"},
+                    {"content": "[bob] I vote for Porto.", "role": "user"},
+                    {"content": "Two votes, one each.", "role": "assistant"},
+                ]),
+            ),
+            (
+                "anthropic",
+                "/ok/messages/messages/0/content",
+                json!([
+                    {"text": "Plans for May?", "type": "text"},
+                    {"text": "[alice] I vote for Lisbon.", "type": "text"},
+                    {"text": "[bob] I vote for Porto.", "type": "text"},
+                ]),
+            ),
+            (
+                "aiSdk",
+                "/ok/manifest/sizes/tail",
+                json!(14 + 26 + 23 + 20),
+            ),
+            (
+                "foldline",
+                "/ok/messages/2/parts",
+                json!([{"text": "[bob] I vote for Porto.", "type": "text"}]),
+            ),
+        ],
     );
     // Reasoning as the providers returned it: an Anthropic thinking block
     // and an AI SDK reasoning part, in an assistant turn that calls a tool.
@@ -2310,7 +2361,10 @@ fn gen_contract() -> Vec<Value> {
     seed002.budget = Budget::default_tokens();
     let (max_chars, max_tokens) = foldline_core::budget::admissible_turn(&seed002);
     assert!((3_000..4_000).contains(&max_tokens), "{max_tokens}");
-    let fits = turns(1, 1, (max_tokens as usize - 4) * 4);
+    // The message's sender's label counts: once the room has several
+    // speakers, the model sees it (history/speakers.rs).
+    let (label_chars, label_tokens) = foldline_core::speakers::label_size(&route().sender);
+    let fits = turns(1, 1, (max_tokens - 4 - label_tokens) as usize * 4);
     g.add(
         "admission-turn-fits",
         "admission: a message a compaction could take alone is accepted",
@@ -2334,10 +2388,10 @@ fn gen_contract() -> Vec<Value> {
         "admission-turn-too-large-chars",
         "admission in character mode: a message larger than any compaction could take is refused (turn_too_large), its sizes in characters alone, since the budget bounds no tokens",
         "validate",
-        json!({"kind": "events", "route": v(&route()), "events": v(&turns(1, 1, chars_bound as usize + 1)), "declaration": v(&seed000)}),
+        json!({"kind": "events", "route": v(&route()), "events": v(&turns(1, 1, (chars_bound - label_chars) as usize + 1)), "declaration": v(&seed000)}),
         &[
             ("/error/code", json!("turn_too_large")),
-            ("/error/message", json!(format!("events[0] measures {} characters, over the {chars_bound} characters one compaction can take under this declaration", chars_bound + 1))),
+            ("/error/message", json!(format!("events[0] measures {} characters with its room label [member-1], over the {chars_bound} characters one compaction can take under this declaration", chars_bound + 1))),
         ],
     );
     let mut broken = seed002.clone();

@@ -109,6 +109,7 @@ mod tests {
             metadata_only: false,
             meta_calls: Vec::new(),
             meta_results: Vec::new(),
+            attributed: false,
         }
     }
 

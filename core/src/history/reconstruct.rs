@@ -144,6 +144,7 @@ pub fn reconstruct(events: &[Event]) -> Result<Reconstruction> {
         }
     }
     crate::order::sort_by(&mut turns, |a, b| a.key().cmp(&b.key()));
+    crate::history::speakers::attribute(&mut turns);
 
     let mut tasks: Vec<TaskEvent> = k.tasks.into_iter().cloned().collect();
     crate::order::sort_by(&mut tasks, |a, b| {
@@ -204,6 +205,7 @@ fn message_turn(m: &Message, late: bool, fix: Option<&Correction>) -> Turn {
         metadata_only: false,
         meta_calls: Vec::new(),
         meta_results: Vec::new(),
+        attributed: false,
     }
 }
 
@@ -246,6 +248,7 @@ fn meta_turn(t: &TurnMeta) -> Turn {
         metadata_only: true,
         meta_calls: t.tool_calls.clone(),
         meta_results: t.tool_results.clone(),
+        attributed: false,
     }
 }
 

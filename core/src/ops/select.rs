@@ -17,6 +17,7 @@ use crate::canonical;
 use crate::error::{self, Code, Error, Result};
 use crate::history::group;
 use crate::history::reconstruct::{given_or, Reconstruction};
+use crate::history::speakers;
 use crate::history::standing;
 use crate::ops::member::seams::{self, MemberInput, MemberManifest, Shaped};
 use crate::records::amendment::Amendment;
@@ -519,8 +520,9 @@ fn assemble<'a>(
     // turns; the others lead the context.
     let in_place = |t: &Turn| tail.first().is_some_and(|first| t.key() > first.key());
     let push_pinned = |t: &'a Turn, messages: &mut Vec<Outgoing<'a>>, fold: &mut Vec<String>| {
-        fold.push(format!("pinned:{}:{}", t.role.as_str(), t.content_hash));
-        messages.push(turn_message(Kind::Pinned, t));
+        let (message, hash) = sent(Kind::Pinned, t, None);
+        fold.push(format!("pinned:{}:{hash}", t.role.as_str()));
+        messages.push(message);
     };
     for t in pinned.iter().filter(|t| !in_place(t)) {
         push_pinned(t, &mut messages, &mut fold);
@@ -556,23 +558,9 @@ fn assemble<'a>(
         while let Some(p) = later.next_if(|p| p.key() < t.key()) {
             push_pinned(p, &mut messages, &mut fold);
         }
-        match shaped.tail.get_mut(i).and_then(Option::take) {
-            Some(parts) => {
-                fold.push(format!(
-                    "turn:{}:{}",
-                    t.role.as_str(),
-                    crate::records::turn::content_hash(&parts)
-                ));
-                messages.push(Outgoing {
-                    parts: Cow::Owned(parts),
-                    ..turn_message(Kind::Turn, t)
-                });
-            }
-            None => {
-                fold.push(format!("turn:{}:{}", t.role.as_str(), t.content_hash));
-                messages.push(turn_message(Kind::Turn, t));
-            }
-        }
+        let (message, hash) = sent(Kind::Turn, t, shaped.tail.get_mut(i).and_then(Option::take));
+        fold.push(format!("turn:{}:{hash}", t.role.as_str()));
+        messages.push(message);
     }
     for p in later {
         push_pinned(p, &mut messages, &mut fold);
@@ -602,6 +590,31 @@ fn turn_message<'a>(kind: Kind, t: &'a Turn) -> Outgoing<'a> {
         role: t.role,
         turn_id: Some(&t.turn_id),
         parts: Cow::Borrowed(&t.parts),
+    }
+}
+
+/// A turn as sent, with the role and hash its `renderedHash` entry folds:
+/// its own parts, or `parts` when a member seam reshaped them; a room
+/// member's turn names its sender after either (history/speakers.rs).
+fn sent<'a>(kind: Kind, t: &'a Turn, parts: Option<Vec<Part>>) -> (Outgoing<'a>, Cow<'a, str>) {
+    let parts = match (parts, t.attributed) {
+        (Some(parts), true) => Some(speakers::labeled(&t.sender, &parts)),
+        (None, true) => Some(speakers::labeled(&t.sender, &t.parts)),
+        (parts, false) => parts,
+    };
+    match parts {
+        Some(parts) => {
+            let hash = Cow::Owned(crate::records::turn::content_hash(&parts));
+            let message = Outgoing {
+                parts: Cow::Owned(parts),
+                ..turn_message(kind, t)
+            };
+            (message, hash)
+        }
+        None => (
+            turn_message(kind, t),
+            Cow::Borrowed(t.content_hash.as_str()),
+        ),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::ops::stream::{
 use crate::records::boundary::Boundary;
 use crate::records::declaration::Declaration;
 use crate::records::event::Event;
-use crate::records::turn::Route;
+use crate::records::turn::{Role, Route};
 
 /// Target and compactor declarations to compare.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Encode, Decode)]
@@ -100,6 +100,31 @@ pub enum ValidateResponse {
 /// and the next one still exists.
 pub const MAX_SOURCE_SEQ: u64 = (1 << 53) - 1;
 
+/// A message's size as the append check measures it: its parts, and for a
+/// member's message the label it carries once its room has several
+/// speakers (history/speakers.rs), so a message accepted alone still fits
+/// then; with the words a refusal adds for that label.
+fn admitted_size(m: &crate::records::event::Message) -> (u64, u64, String) {
+    use crate::history::speakers;
+    let chars = crate::records::turn::parts_chars(&m.parts);
+    let tokens = m
+        .tokens
+        .unwrap_or_else(|| crate::records::turn::estimate_tokens(chars));
+    if m.role != Role::User || m.sender.is_empty() {
+        return (chars, tokens, String::new());
+    }
+    let (label_chars, label_tokens) = speakers::label_size(&m.sender);
+    let words = format!(
+        " with its room label {}",
+        speakers::label(&m.sender).trim_end()
+    );
+    (
+        chars.saturating_add(label_chars),
+        tokens.saturating_add(label_tokens),
+        words,
+    )
+}
+
 /// The journal contract's append check: every event decodes (the decoder
 /// names the offending path, `events[3].role`), every turn is on the route,
 /// its source sequence can still advance (at most [`MAX_SOURCE_SEQ`]), and a
@@ -140,10 +165,7 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
             .with_ids([turn_id.clone()]));
         }
         if let Some((max_chars, max_tokens)) = admissible {
-            let chars = crate::records::turn::parts_chars(parts);
-            let tokens = m
-                .tokens
-                .unwrap_or_else(|| crate::records::turn::estimate_tokens(chars));
+            let (chars, tokens, label) = admitted_size(m);
             if chars > max_chars || tokens > max_tokens {
                 // Character mode bounds no tokens: its sizes print without.
                 let counted = max_tokens != u64::MAX;
@@ -151,7 +173,7 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
                 return Err(Error::new(
                     Code::TurnTooLarge,
                     format!(
-                        "events[{i}] measures {}, over the {} one compaction can take under this declaration",
+                        "events[{i}] measures {}{label}, over the {} one compaction can take under this declaration",
                         size(chars, counted.then_some(tokens)),
                         size(max_chars, counted.then_some(max_tokens)),
                     ),

@@ -298,6 +298,11 @@ pub struct Turn {
     /// Tool-result ids of a metadata-only turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub meta_results: Vec<String>,
+    /// Said by a member of a room whose turns come from several: the
+    /// model-visible copy names the sender, and `chars` and `tokens` count
+    /// the label (`history/speakers.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub attributed: bool,
 }
 
 impl Turn {

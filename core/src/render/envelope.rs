@@ -65,8 +65,11 @@ pub fn amendment_text(a: &Amendment) -> String {
 
 /// One transcript line of a turn, as the compactor sees it.
 pub fn transcript_line(t: &Turn) -> String {
+    // An agent's turn names its agent; a room member's, its sender
+    // (history/speakers.rs).
     let who = match &t.author_agent {
         Some(a) => format!("{} {}", t.role.as_str(), a),
+        None if t.attributed => format!("{} {}", t.role.as_str(), t.sender),
         None => t.role.as_str().to_owned(),
     };
     format!(

@@ -233,7 +233,7 @@ const cases = [
 // manual compactions are the only ones she starts, so the burst meets her
 // rate limit at the same request on both), an answer holding the session,
 // a manual compaction and its event stream resumed from ids the server
-// never sent, bob let in. A step is [what, (state) => request, expected];
+// never sent, bob let in, bob's message named in the context. A step is [what, (state) => request, expected];
 // `state` holds the answer and the task the server gave.
 const r = "/api/conversations/r";
 const steps = [
@@ -260,6 +260,11 @@ const steps = [
   ["bob follows it", (st) => ["GET", st.events, undefined, BOB], "200 [requested completed]"],
   ["bob reads", () => ["GET", `${r}/timeline?limit=2`, undefined, BOB], "200"],
   ["bob writes", () => ["POST", `${r}/messages`, msg({ role: "user", content: "from bob" }), BOB], "201"],
+  // Since the compaction bob alone has written: one voice, no labels.
+  ["who said the last two turns, in the context bob reads", () => "speakers", "200 (none) (none)"],
+  ["carol writes", () => ["POST", `${r}/messages`, msg({ role: "user", content: "from carol" }), CAROL], "201"],
+  // Two members have written since: the context names who said each turn.
+  ["… and now", () => "speakers", "200 bob carol"],
   ["bob compacts", () => ["POST", `${r}/condense`, undefined, BOB], "403 not_owner"],
   ["bob lets someone in", () => ["PUT", `${r}/members/alice`, undefined, BOB], "403 not_owner"],
   ["bob lets himself out", () => ["DELETE", `${r}/members/bob`, undefined, BOB], "403 not_owner"],
@@ -310,6 +315,12 @@ async function room(base) {
     if (request === "idle") {
       st.tag = await idle(base);
       got.push("idle");
+      continue;
+    }
+    if (request === "speakers") {
+      const res = await fetch(`${base}${r}/context?format=openai&messages=true`, { headers: { authorization: `Bearer ${BOB}` } });
+      const users = (await res.json()).filter((m) => m.role === "user").slice(-2);
+      got.push(`${res.status} ${users.map((m) => /^\[(\w+)\] /.exec(m.content)?.[1] ?? "(none)").join(" ")}`);
       continue;
     }
     const [method, path, body, token = ALICE, headers = {}] = request;

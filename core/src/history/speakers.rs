@@ -1,0 +1,82 @@
+//! Who said what in a room: the model-visible copy of a member's turn names
+//! its sender when the turns come from more than one member.
+//!
+//! A room's members all speak as `user` (each turn keeps its own `sender`
+//! in the journal; the route binds the room, not the speaker). Sent as
+//! they are, "I vote for Lisbon" and "I vote for Porto" reach the model and
+//! the compactor as the same voice. So once the user turns of a
+//! reconstruction come from two or more senders, each user turn with a
+//! sender is *attributed*: the context sends it with the label
+//! `[alice] ` before its text, and the compactor's transcript line reads
+//! `[source 3 · user alice]`. A conversation of one member is sent as
+//! before, byte for byte.
+//!
+//! The label is counted where the turn is measured: an attributed turn's
+//! `chars` and `tokens` grow by the label's ([`label_size`]), so `plan`,
+//! `select` and every budget rule see the room's context as the model will.
+//! Snapshots and amendments compare content hashes, which the label never
+//! touches, so a member joining later changes no boundary. The append check
+//! counts a label for any user message with a sender
+//! ([`crate::validate`]), so a turn accepted alone still fits once its room
+//! fills.
+
+use crate::records::turn::{Part, Role, Turn};
+
+/// Mark the user turns of a room of several senders as attributed and add
+/// their labels to their sizes. Nothing changes when the user turns come
+/// from one sender or none.
+pub fn attribute(turns: &mut [Turn]) {
+    let mut senders = turns
+        .iter()
+        .filter(|t| t.role == Role::User && !t.sender.is_empty())
+        .map(|t| t.sender.as_str());
+    let Some(first) = senders.next() else {
+        return;
+    };
+    if senders.all(|s| s == first) {
+        return;
+    }
+    for t in turns
+        .iter_mut()
+        .filter(|t| t.role == Role::User && !t.sender.is_empty())
+    {
+        let (chars, tokens) = label_size(&t.sender);
+        t.attributed = true;
+        t.chars = t.chars.saturating_add(chars);
+        t.tokens = t.tokens.saturating_add(tokens);
+    }
+}
+
+/// The label that names a sender before their turn's text: `[alice] `.
+pub fn label(sender: &str) -> String {
+    format!("[{sender}] ")
+}
+
+/// Characters and tokens a sender's label adds to a turn: the label's
+/// characters, and one token per four of them, rounded up.
+pub fn label_size(sender: &str) -> (u64, u64) {
+    let chars = foldline_json::char_count(sender) as u64 + 3;
+    (chars, chars.div_ceil(4))
+}
+
+/// An attributed turn's parts as the model sees them: the label joins the
+/// first part when it is text, else comes first as a text part of its own
+/// (one character shorter than counted: the label's space).
+pub fn labeled(sender: &str, parts: &[Part]) -> Vec<Part> {
+    let mut out = Vec::with_capacity(parts.len() + 1);
+    match parts.first() {
+        Some(Part::Text { text }) => {
+            out.push(Part::Text {
+                text: label(sender) + text,
+            });
+            out.extend_from_slice(&parts[1..]);
+        }
+        _ => {
+            out.push(Part::Text {
+                text: format!("[{sender}]"),
+            });
+            out.extend_from_slice(parts);
+        }
+    }
+    out
+}
