@@ -1469,6 +1469,17 @@ fn gen_select() -> Vec<Value> {
             ),
         ],
     );
+    g.select_in_formats(
+        "anthropic-without-system",
+        "Anthropic refuses an empty system prompt (\"system: text content blocks must be non-empty\"): a context without system text sends no system field",
+        &d,
+        &[msg(1, "u1", Role::User, "Hi")],
+        &[(
+            "anthropic",
+            "/ok/messages",
+            json!({"messages": [{"content": [{"text": "Hi", "type": "text"}], "role": "user"}]}),
+        )],
+    );
     // Reasoning as the providers returned it: an Anthropic thinking block
     // and an AI SDK reasoning part, in an assistant turn that calls a tool.
     let thinking = json!({"type": "thinking", "thinking": "Porto first.", "signature": "sig-1"});

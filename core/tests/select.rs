@@ -164,7 +164,9 @@ fn envelope_is_user_role_and_a_hostile_summary_stays_inside_verbatim() {
             "verbatim in {format:?}"
         );
         if format == Format::Anthropic {
-            assert!(!v["system"].as_str().unwrap().contains("developer mode"));
+            // No system text here, so no system field (Anthropic refuses
+            // an empty one); the summary is never in it.
+            assert_eq!(v.get("system"), None);
         }
     }
     assert!(envelope::summary_text(hostile).starts_with("[untrusted-history-summary]\n"));

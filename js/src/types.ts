@@ -421,9 +421,12 @@ export type OpenAiResponsesItem =
   | { type: "function_call_output"; call_id: string; output: string }
   | { type: "custom_tool_call_output"; call_id: string; output: string };
 
-/** Anthropic messages as rendered: the system text apart, then the turns. */
+/**
+ * Anthropic messages as rendered: the system text apart (absent when the
+ * context has none: the API refuses an empty system prompt), then the turns.
+ */
 export interface AnthropicRendered {
-  system: string;
+  system?: string;
   messages: Array<{
     role: "user" | "assistant";
     content: string | Array<

@@ -477,13 +477,17 @@ fn anthropic(messages: &[Outgoing<'_>]) -> Value {
             ),
         );
     }
-    json!({
-        "system": system.join("\n\n"),
-        "messages": out
-            .into_iter()
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect::<Vec<_>>(),
-    })
+    let messages: Vec<Value> = out
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    // Anthropic refuses an empty system prompt ("system: text content
+    // blocks must be non-empty"): a context without system text has none.
+    let system = system.join("\n\n");
+    match system.trim().is_empty() {
+        true => json!({ "messages": messages }),
+        false => json!({ "system": system, "messages": messages }),
+    }
 }
 
 fn ai_sdk(m: &Outgoing<'_>) -> Option<Value> {

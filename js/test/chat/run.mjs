@@ -123,11 +123,13 @@ try {
   };
 
   // `/compact` typed in a page until its task runs (the pending divider):
-  // first something older than the exact tail for it to fold (under the
-  // automatic trigger); then, as a member would, asked again while an
-  // automatic compaction is running (the page says so).
+  // first something older than the exact tail (2,000 characters) for it to
+  // fold, kept under the automatic trigger (6,000, with the summary and
+  // the room's labeled turns already in view: ~2,000 characters of notes);
+  // then, as a member would, asked again while an automatic compaction is
+  // running (the page says so).
   const compactNow = async (page) => {
-    for (let i = 0; i < 3; i++) await post(`A longer note ${i}: ${"the itinerary in detail, hotel by hotel. ".repeat(24)}`);
+    for (let i = 0; i < 3; i++) await post(`A longer note ${i}: ${"the itinerary in detail, hotel by hotel. ".repeat(16)}`);
     await until("the pending divider", async () => {
       if ((await dividers(page, ".pending")) > 0) return true;
       const said = await page.locator("#status").textContent();

@@ -8,7 +8,8 @@
 // (the recording server refuses, as the API does, a tool cycle whose last
 // assistant message lacks its thinking block), and a summarizer built on
 // the same client; a system prompt of the SDK's `TextBlockParam`s (prompt
-// caching's form). Compiled with `tsc --strict` against the line's own
+// caching's form), and a conversation without one (no empty `system`,
+// which the API refuses). Compiled with `tsc --strict` against the line's own
 // types (no casts on foldline's side), then run; prints one JSON line that
 // run.mjs judges.
 import { createServer } from "node:http";
@@ -21,8 +22,13 @@ type Block = { type: string; text?: string; id?: string; name?: string; input?: 
 type Block2 = Block & { thinking?: string; signature?: string };
 type Body = { model: string; system?: string; thinking?: { type: string }; messages: Array<{ role: string; content: string | Block2[] }> };
 
-/** The API's refusal with thinking on: the last assistant message calls a tool and does not open with its thinking. */
+/**
+ * The API's refusals this run can meet: an empty system prompt, and with
+ * thinking on, a last assistant message that calls a tool and does not
+ * open with its thinking.
+ */
 function refusal(body: Body): string | undefined {
+  if (typeof body.system === "string" && body.system.trim() === "") return "system: text content blocks must be non-empty";
   if (body.thinking?.type !== "enabled") return undefined;
   const last = body.messages.filter((m) => m.role === "assistant").at(-1);
   const content = Array.isArray(last?.content) ? last.content : [];
@@ -171,6 +177,17 @@ await c.append("cached", { format: "anthropic", system: cached, messages: [{ rol
 const ctx5 = await c.context("cached", { format: "anthropic" });
 await client.messages.create({ model: "cached", max_tokens: 1024, system: ctx5.messages.system, messages: ctx5.messages.messages });
 const cachedSent = bodies.at(-1)!;
+
+// 6. A conversation without a system prompt: its context has no system
+// field to send (the API refuses an empty one).
+await c.append("plain", { format: "anthropic", messages: [{ role: "user", content: "Just a question." }] });
+const ctx6 = await c.context("plain", { format: "anthropic" });
+let plainRefused = "";
+try {
+  await client.messages.create({ model: "plain", max_tokens: 1024, system: ctx6.messages.system, messages: ctx6.messages.messages });
+} catch (e) {
+  plainRefused = String(e);
+}
 server.close();
 
 const blocks = (m: Body["messages"][number] | undefined): Block2[] => (Array.isArray(m?.content) ? m.content : []);
@@ -194,4 +211,5 @@ console.log(JSON.stringify({
     && uncovered === 0,
   systemBlocks: typeof cachedSent.system === "string" && cachedSent.system.startsWith(SYSTEM) && cachedSent.system.endsWith("Refunds within 14 days.")
     && cachedSent.messages.length === 1 && cachedSent.messages[0]?.role === "user",
+  noSystemNoField: plainRefused === "" && ctx6.messages.system === undefined && bodies.at(-1)?.model === "plain" && !("system" in bodies.at(-1)!),
 }));

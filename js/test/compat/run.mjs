@@ -40,7 +40,9 @@
 //           left out unsummarized, and the manifest counting the earlier
 //           steps' thinking it left out; a system prompt of the SDK's
 //           `TextBlockParam`s (with `cache_control`) goes back as the
-//           request's system prompt.
+//           request's system prompt; a conversation without one sends no
+//           `system` (the recording server refuses an empty one, as the
+//           API does).
 //   node test/compat/run.mjs           (every line)
 //   node test/compat/run.mjs ai@6      (one line)
 import { execFileSync } from "node:child_process";
@@ -71,7 +73,7 @@ const expected = {
   }),
   anthropic: () => ({
     systemApart: true, responseAsItIs: true, thinkingInItsCycle: true, thinkingNotAfter: true, resultsAnswerCalls: true, errorArrives: true,
-    summarizerInstructions: true, systemAfterCompaction: true, longThinkingLoopGoesOn: true, systemBlocks: true,
+    summarizerInstructions: true, systemAfterCompaction: true, longThinkingLoopGoesOn: true, systemBlocks: true, noSystemNoField: true,
   }),
   openai: () => ({
     systemFirst: true, customKept: true, pairsInOrder: true, errorArrives: true, summarizerInstructions: true, systemAfterCompaction: true,

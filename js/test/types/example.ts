@@ -84,7 +84,9 @@ export const loadAtTheEdge = (): Promise<void> => init(wasmModule);
 // packages' own types without casts; a type argument that is not a format
 // does not compile.
 import type { ModelMessage } from "ai";
-export async function typedFormats(model: Model): Promise<[ModelMessage[], string, number]> {
+// Anthropic's `system` is absent when the context has no system text (the
+// API refuses an empty one).
+export async function typedFormats(model: Model): Promise<[ModelMessage[], string | undefined, number]> {
   const compactor = createCompactor({ journal: new MemoryJournal(), model, declaration });
   // Rendered unless `render: false`: `messages` is there, no `?? []`.
   const ai: ModelMessage[] = (await compactor.context("c", { format: "ai-sdk" })).messages;
