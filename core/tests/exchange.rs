@@ -81,12 +81,21 @@ fn openai_refuses(messages: &Value) -> Option<String> {
     (!waiting.is_empty()).then(|| format!("calls {waiting:?} unanswered at the end"))
 }
 
-/// What Anthropic's messages API refuses: a first message that is not the
-/// member's, two messages of one role in a row, a message without content, a text block of whitespace alone, a
-/// `tool_use` without its `tool_result` in the next message, a
-/// `tool_result` whose `tool_use` is not in the message before, an id used
-/// twice.
+/// What Anthropic's messages API refuses: an empty system prompt, a first
+/// message that is not the member's, two messages of one role in a row, a
+/// message without content, a text block of whitespace alone, a `tool_use`
+/// without its `tool_result` in the next message, a message after
+/// `tool_use` blocks that does not begin with their `tool_result` blocks
+/// ("Messages following `tool_use` blocks must begin with a matching
+/// number of `tool_result` blocks"), a `tool_result` whose `tool_use` is
+/// not in the message before, an id used twice.
 fn anthropic_refuses(rendered: &Value) -> Option<String> {
+    if rendered
+        .get("system")
+        .is_some_and(|s| s.as_str().is_none_or(|s| s.trim().is_empty()))
+    {
+        return Some("an empty system prompt".into());
+    }
     let messages = rendered["messages"].as_array()?;
     let blocks = |i: usize, kind: &str, key: &str| -> Vec<String> {
         messages[i]["content"]
@@ -132,6 +141,21 @@ fn anthropic_refuses(rendered: &Value) -> Option<String> {
             return Some(format!(
                 "message {i}: tool_use {id} without its tool_result"
             ));
+        }
+        if !uses.is_empty() {
+            let opening = messages[i + 1]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .take_while(|b| b["type"] == "tool_result")
+                .count();
+            if opening < uses.len() {
+                return Some(format!(
+                    "message {}: does not begin with the {} tool_result block(s) of message {i}",
+                    i + 1,
+                    uses.len()
+                ));
+            }
         }
         let before: Vec<String> = if i > 0 {
             blocks(i - 1, "tool_use", "id")
