@@ -391,6 +391,47 @@ fn a_keyed_append_is_written_once() {
     assert_eq!(keyed.count(), 2);
 }
 
+/// `Driver::append_from`, a room member's batch: the sender is written on
+/// each message; while one member has written the context is as before,
+/// and once a second has, each member's turn names its sender
+/// (docs/formats.md); the assistant's does not.
+#[test]
+fn a_room_s_context_names_who_said_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = sqlite_driver(&dir.path().join("j.db"), small_decl());
+    let say = |who: &str, text: &str| {
+        let m = serde_json::json!({"role": "user", "content": text}).to_string();
+        d.append_from("room", who, Incoming::OpenAi, &m, None)
+            .unwrap();
+    };
+    let sent = || {
+        let o = ContextOptions {
+            format: foldline_core::format::Format::Openai,
+            ..ContextOptions::default()
+        };
+        d.context("room", o).unwrap().messages.unwrap().to_value()
+    };
+    say("alice", "I vote for Lisbon.");
+    d.append("room", r#"{"role":"assistant","content":"Noted."}"#)
+        .unwrap();
+    assert_eq!(
+        sent(),
+        serde_json::json!([
+            {"role": "user", "content": "I vote for Lisbon."},
+            {"role": "assistant", "content": "Noted."}
+        ])
+    );
+    say("bob", "I vote for Porto.");
+    assert_eq!(
+        sent(),
+        serde_json::json!([
+            {"role": "user", "content": "[alice] I vote for Lisbon."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "[bob] I vote for Porto."}
+        ])
+    );
+}
+
 /// `Driver::append_as` takes a response's output as it is and the context
 /// gives it back as the Responses API's input; a bad item writes nothing.
 #[test]

@@ -80,6 +80,26 @@ impl<J: Journal, M: Model> Driver<J, M> {
         messages: &str,
         key: Option<&str>,
     ) -> Result<Appended> {
+        self.append_from(conversation, "", incoming, messages, key)
+    }
+
+    /// [`Driver::append_keyed`] of a room member's batch: each message is
+    /// written with `sender` as its `sender` (the JS driver's
+    /// `append(id, messages, { sender })`; `foldline serve` writes the
+    /// authenticated member), so once a conversation's turns come from
+    /// more than one member its context names who said each
+    /// (`[alice] …`, docs/formats.md). An empty `sender` writes none.
+    ///
+    /// # Errors
+    /// As [`Driver::append_keyed`].
+    pub fn append_from(
+        &self,
+        conversation: &str,
+        sender: &str,
+        incoming: Incoming,
+        messages: &str,
+        key: Option<&str>,
+    ) -> Result<Appended> {
         if key.is_some_and(|k| !crate::ids::is_key(k)) {
             return Err(HostError::Input(
                 "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -".into(),
@@ -93,9 +113,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let route = (self.route_of)(conversation);
         // Parsed once (a retry of the loop only numbers them again); the
         // content hashes do not depend on the numbering.
-        let parsed = crate::import::parse_messages_as(&text, &route, 0, incoming)?;
+        let mut parsed = crate::import::parse_messages_as(&text, &route, 0, incoming)?;
         if parsed.is_empty() {
             return Err(HostError::Input("no messages to append".into()));
+        }
+        if !sender.is_empty() {
+            for e in &mut parsed {
+                if let Event::Message(m) = e {
+                    m.sender = sender.to_owned();
+                }
+            }
         }
         let keyed = key.map(|k| (k, keys::hashes(&parsed)));
         loop {
