@@ -2902,6 +2902,9 @@ fn shared_import_cases(file: &str, field: &str, incoming: Incoming, at_least: us
                         if let Some(a) = &m.author_agent {
                             d["authorAgent"] = a.as_str().into();
                         }
+                        if !m.sender.is_empty() {
+                            d["sender"] = m.sender.as_str().into();
+                        }
                         d
                     })
                     .collect();

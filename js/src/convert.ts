@@ -92,7 +92,7 @@ export interface AiSdkPart {
 }
 
 /** A message on its way in: its parts in foldline's form, before numbering. */
-interface Draft { role: Role; parts: Part[]; authorAgent?: string }
+interface Draft { role: Role; parts: Part[]; authorAgent?: string; sender?: string }
 
 const ROLES = new Set<Role>(["system", "developer", "user", "assistant", "tool"]);
 
@@ -133,6 +133,7 @@ function number(drafts: Draft[], o: { conversation: string; afterSeq?: number })
     return {
       type: "message", conversation: o.conversation, sourceSeq: seq, turnId: turnIdOf(o.conversation, seq), role: d.role, parts: d.parts,
       ...(d.authorAgent === undefined ? {} : { authorAgent: d.authorAgent }),
+      ...(d.sender === undefined ? {} : { sender: d.sender }),
     } satisfies Event;
   });
 }
@@ -226,7 +227,13 @@ function openAiDrafts(messages: readonly unknown[]): Draft[] {
       if (typeof m.refusal === "string" && m.refusal) parts.push({ type: "text", text: m.refusal });
       parts.push(...openAiCalls(place, m.tool_calls));
     }
-    return { role, parts, ...(role === "assistant" && typeof m.name === "string" ? { authorAgent: m.name } : {}) };
+    // A member's `name` names the participant: who of a room sent it (the
+    // handler and the driver's `sender` option write over it).
+    return {
+      role, parts,
+      ...(role === "assistant" && typeof m.name === "string" ? { authorAgent: m.name } : {}),
+      ...(role === "user" && typeof m.name === "string" && m.name ? { sender: m.name } : {}),
+    };
   });
 }
 

@@ -658,7 +658,7 @@ test("OpenAI messages import as the shared cases say, as in the Rust host", asyn
     assert.equal(c.refused, undefined, `${c.name}: accepted`);
     // The journal's canonical form: `isError` and `custom` only when true.
     const canonical = (p) => Object.fromEntries(Object.entries(p).filter(([k, v]) => !((k === "isError" || k === "custom") && v === false)));
-    const drafts = events.map((e) => ({ role: e.role, ...(e.authorAgent ? { authorAgent: e.authorAgent } : {}), parts: e.parts.map(canonical) }));
+    const drafts = events.map((e) => ({ role: e.role, ...(e.authorAgent ? { authorAgent: e.authorAgent } : {}), ...(e.sender ? { sender: e.sender } : {}), parts: e.parts.map(canonical) }));
     assert.deepEqual(drafts, c.drafts, c.name);
   }
 });

@@ -546,7 +546,14 @@ fn message(place: &str, v: &Value, route: &Route, seq: u64) -> Result<Message> {
         }
     }
     let author = name.filter(|_| role == Role::Assistant).map(str::to_owned);
-    Ok(turn(route, seq, role, parts, author))
+    let mut m = turn(route, seq, role, parts, author);
+    // A member's `name` names the participant ("to differentiate between
+    // participants of the same role"): who of a room sent it. The servers
+    // write the authenticated member over it.
+    if let Some(sender) = name.filter(|n| role == Role::User && !n.is_empty()) {
+        m.sender = sender.to_owned();
+    }
+    Ok(m)
 }
 
 /// An imported turn of `route`, numbered `seq`.
