@@ -397,12 +397,15 @@ test("a compactor given member compression's availability leaves every member's 
 // (3 tokens of framing per message and 3 to prime the reply) and must leave
 // the reserved output free in the 8,192-token window. Without the framing
 // the short chat reached 8,422 tokens while the manifest said 4,210.
-test("real tokenizers: the context as the provider counts it fits the window", async () => {
+test("real tokenizers: the context as the provider counts it fits the window, also a room's with its labels", async () => {
   const { getEncoding } = await import("js-tiktoken");
   const { encode } = await import("gpt-tokenizer");
   const cl100k = getEncoding("cl100k_base");
   const tokenizers = { "js-tiktoken cl100k": (t) => cl100k.encode(t).length, "gpt-tokenizer o200k": (t) => encode(t).length };
-  for (const [name, count] of Object.entries(tokenizers)) {
+  // A room of two members whose ids tokenize badly: each member's turn is
+  // sent as `[u_83f2a9c1] …`, a label the host's count never saw.
+  const rooms = [undefined, ["alice", "u_83f2a9c1"]];
+  for (const [name, count] of Object.entries(tokenizers)) for (const room of rooms) {
     const c = f.createCompactor({
       journal: new f.MemoryJournal(), model: fakeModel(), countTokens: count,
       declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192, mode: "lazy", retrievalShare: 0 } },
@@ -413,17 +416,19 @@ test("real tokenizers: the context as the provider counts it fits the window", a
     for (let n = 1; n <= 1500; n++) {
       const long = n > 1400 && n % 2 === 0;
       const text = n % 2 ? `Q${n}: next?` : long ? `Answer ${n}: ${"The plan keeps the budget and the dates as agreed. ".repeat(120)}` : `A${n}: ok.`;
-      await c.append("c1", { role: n % 2 ? "user" : "assistant", content: text });
+      const sender = room && n % 2 ? { sender: room[(n >> 1) % 2] } : {};
+      await c.append("c1", { role: n % 2 ? "user" : "assistant", content: text }, sender);
       if ((await c.onMessage("c1")).status === "compacted") compacted++;
       if (n % 10 === 0 || long) {
         const ctx = await c.context("c1", { format: "openai" });
         const real = provider(ctx.messages);
         most = Math.max(most, real);
-        assert.ok(real <= 8192 - 1024, `${name}, message ${n}: ${real} tokens as the provider counts them (manifest ${ctx.manifest.total} of ${ctx.manifest.limit})`);
+        assert.ok(real <= 8192 - 1024, `${name}${room ? " in a room" : ""}, message ${n}: ${real} tokens as the provider counts them (manifest ${ctx.manifest.total} of ${ctx.manifest.limit})`);
+        if (room) assert.ok(ctx.messages.some((m) => m.content?.startsWith("[u_83f2a9c1] ")), `message ${n}: the room's labels are sent`);
       }
     }
     assert.ok(compacted >= 1, `${name}: the chat never compacted`);
-    console.log(`# ${name}: at most ${most} tokens sent as the provider counts them, ${compacted} compactions`);
+    console.log(`# ${name}${room ? " in a room" : ""}: at most ${most} tokens sent as the provider counts them, ${compacted} compactions`);
   }
 });
 

@@ -12,7 +12,8 @@
 //! before, byte for byte.
 //!
 //! The label is counted where the turn is measured: an attributed turn's
-//! `chars` and `tokens` grow by the label's ([`label_size`]), so `plan`,
+//! `chars` and `tokens` grow by the label's ([`label_size`]: a token per
+//! character, which no tokenizer exceeds on ordinary ids), so `plan`,
 //! `select` and every budget rule see the room's context as the model will.
 //! Snapshots and amendments compare content hashes, which the label never
 //! touches, so a member joining later changes no boundary. The append check
@@ -53,10 +54,13 @@ pub fn label(sender: &str) -> String {
 }
 
 /// Characters and tokens a sender's label adds to a turn: the label's
-/// characters, and one token per four of them, rounded up.
+/// characters, and as many tokens. Not the estimate's one per four: member
+/// ids tokenize badly (o200k: `[alice] ` is 3 tokens, `[u_83f2a9c1] ` 10
+/// of its 13 characters), and a host that counts real tokens counts the
+/// message without its label, so the label's count must not fall short.
 pub fn label_size(sender: &str) -> (u64, u64) {
     let chars = foldline_json::char_count(sender) as u64 + 3;
-    (chars, chars.div_ceil(4))
+    (chars, chars)
 }
 
 /// An attributed turn's parts as the model sees them: the label joins the
