@@ -103,25 +103,20 @@ pub const MAX_SOURCE_SEQ: u64 = (1 << 53) - 1;
 /// A message's size as the append check measures it: its parts, and for a
 /// member's message the label it carries once its room has several
 /// speakers (history/speakers.rs), so a message accepted alone still fits
-/// then; with the words a refusal adds for that label.
-fn admitted_size(m: &crate::records::event::Message) -> (u64, u64, String) {
-    use crate::history::speakers;
+/// then; and whether that label was counted.
+fn admitted_size(m: &crate::records::event::Message) -> (u64, u64, bool) {
     let chars = crate::records::turn::parts_chars(&m.parts);
     let tokens = m
         .tokens
         .unwrap_or_else(|| crate::records::turn::estimate_tokens(chars));
     if m.role != Role::User || m.sender.is_empty() {
-        return (chars, tokens, String::new());
+        return (chars, tokens, false);
     }
-    let (label_chars, label_tokens) = speakers::label_size(&m.sender);
-    let words = format!(
-        " with its room label {}",
-        speakers::label(&m.sender).trim_end()
-    );
+    let (label_chars, label_tokens) = crate::history::speakers::label_size(&m.sender);
     (
         chars.saturating_add(label_chars),
         tokens.saturating_add(label_tokens),
-        words,
+        true,
     )
 }
 
@@ -165,8 +160,15 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
             .with_ids([turn_id.clone()]));
         }
         if let Some((max_chars, max_tokens)) = admissible {
-            let (chars, tokens, label) = admitted_size(m);
+            let (chars, tokens, labeled) = admitted_size(m);
             if chars > max_chars || tokens > max_tokens {
+                let label = match labeled {
+                    true => format!(
+                        " with its room label {}",
+                        crate::history::speakers::label(&m.sender).trim_end()
+                    ),
+                    false => String::new(),
+                };
                 // Character mode bounds no tokens: its sizes print without.
                 let counted = max_tokens != u64::MAX;
                 let size = crate::render::budget::size_text;
