@@ -259,7 +259,10 @@ const steps = [
   ["… twice", () => ["PUT", `${r}/members/bob`, undefined, CAROL], "204"],
   ["bob follows it", (st) => ["GET", st.events, undefined, BOB], "200 [requested completed]"],
   ["bob reads", () => ["GET", `${r}/timeline?limit=2`, undefined, BOB], "200"],
-  ["bob writes", () => ["POST", `${r}/messages`, msg({ role: "user", content: "from bob" }), BOB], "201"],
+  // Bob's body names carol as its participant: the server writes bob, the
+  // authenticated member, over it (the "… and now" step below would find
+  // one voice, no labels, if carol's name had been stored).
+  ["bob writes", () => ["POST", `${r}/messages`, msg({ role: "user", name: "carol", content: "from bob" }), BOB], "201"],
   // Since the compaction bob alone has written: one voice, no labels.
   ["who said the last two turns, in the context bob reads", () => "speakers", "200 (none) (none)"],
   ["carol writes", () => ["POST", `${r}/messages`, msg({ role: "user", content: "from carol" }), CAROL], "201"],
