@@ -567,10 +567,13 @@ export function eventsOf(
  * take on every line: the pinned system text as `system` (ai 5 and 6) and as
  * `instructions` (ai 7, which refuses system messages inside `messages`),
  * the turns as `messages`. Spread it: `streamText({ model, ...aiSdkPrompt(m) })`.
+ * Without system text neither is set: the SDK would send `""` as a system
+ * message, which Anthropic refuses ("system: text content blocks must be
+ * non-empty").
  */
 export function aiSdkPrompt(messages: readonly AiSdkRendered[]): {
-  system: string;
-  instructions: string;
+  system?: string;
+  instructions?: string;
   messages: Array<Exclude<AiSdkRendered, { role: "system" }>>;
 } {
   const system: string[] = [];
@@ -580,5 +583,5 @@ export function aiSdkPrompt(messages: readonly AiSdkRendered[]): {
     else rest.push(m);
   }
   const text = system.join("\n\n");
-  return { system: text, instructions: text, messages: rest };
+  return text.trim() === "" ? { messages: rest } : { system: text, instructions: text, messages: rest };
 }

@@ -193,6 +193,15 @@ test("an AI SDK context goes straight into streamText through aiSdkPrompt", asyn
   for await (const t of r.textStream) text += t;
   check(text === "ok", text);
   check(model.doStreamCalls[0].prompt.at(-1).role === "user", JSON.stringify(model.doStreamCalls[0].prompt));
+  // Without system text there is none to pass: the SDK would send `""` as a
+  // system message, which Anthropic refuses ("system: text content blocks
+  // must be non-empty").
+  await c.append("c2", { role: "user", content: "Hello?" });
+  const bare = f.aiSdkPrompt((await c.context("c2", { format: "ai-sdk" })).messages);
+  check(!("system" in bare) && !("instructions" in bare), JSON.stringify(bare));
+  for await (const _ of streamText({ model, ...bare }).textStream) void _;
+  const sent = model.doStreamCalls[1].prompt;
+  check(!sent.some((m) => m.role === "system"), JSON.stringify(sent));
 });
 
 // Node 20's V8 aborted the process ("unreachable code" in
