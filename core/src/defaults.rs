@@ -38,6 +38,10 @@ pub const POLL_MS: u64 = 250;
 /// The longest the servers hold a long poll (`wait` of `…/events` and
 /// `…/timeline`), in milliseconds.
 pub const LONG_POLL_MS: u64 = 25_000;
+/// The most long polls one member holds waiting on one server at a time
+/// (each costs a journal read per write to its conversation and per poll
+/// interval); one more is refused with `rate_limited`.
+pub const WAITS_PER_MEMBER: u64 = 16;
 /// The most events one answer of the servers' `…/events` holds.
 pub const FEED_PAGE_EVENTS: u64 = 1_000;
 /// The largest timeline answer the servers keep for the pages that wake on
@@ -62,7 +66,7 @@ pub const TIMELINE_TEXT_CHARS: u64 = 16 * 1024 * 1024;
 pub const REASONING_ROOM_TOKENS: u64 = 8_192;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 18] = [
+pub const ALL: [(&str, u64, &str); 19] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
@@ -75,6 +79,7 @@ pub const ALL: [(&str, u64, &str); 18] = [
     ("ANSWER_LEASE_MS", ANSWER_LEASE_MS, "How long an answer holds a conversation's session unless given back, in milliseconds."),
     ("POLL_MS", POLL_MS, "How often a task's event stream looks for another writer's events, in milliseconds."),
     ("LONG_POLL_MS", LONG_POLL_MS, "The longest the servers hold a long poll (`wait` of `…/events` and `…/timeline`), in milliseconds."),
+    ("WAITS_PER_MEMBER", WAITS_PER_MEMBER, "The most long polls one member holds waiting on one server at a time (each costs a journal read per write to its conversation and per poll interval); one more is refused with `rate_limited`."),
     ("FEED_PAGE_EVENTS", FEED_PAGE_EVENTS, "The most events one answer of the servers' `…/events` holds."),
     ("TIMELINE_KEPT_BYTES", TIMELINE_KEPT_BYTES, "The largest timeline answer the servers keep for the pages that wake on the same write (a longer one is drawn anew)."),
     ("TIMELINE_SLOTS", TIMELINE_SLOTS, "Timeline slots (conversation and page) the servers keep before those no request is using are let go."),

@@ -37,6 +37,9 @@ export const POLL_MS = 250;
 /** The longest the servers hold a long poll (`wait` of `…/events` and `…/timeline`), in milliseconds. */
 export const LONG_POLL_MS = 25000;
 
+/** The most long polls one member holds waiting on one server at a time (each costs a journal read per write to its conversation and per poll interval); one more is refused with `rate_limited`. */
+export const WAITS_PER_MEMBER = 16;
+
 /** The most events one answer of the servers' `…/events` holds. */
 export const FEED_PAGE_EVENTS = 1000;
 

@@ -50,7 +50,8 @@ export function createHandler(o: HandlerOptions): Handler {
     rate: new Map(),
     running: new Set(),
     taskStarts: new Map(),
-    wakers: new Set(),
+    wakers: new Map(),
+    waiting: new Map(),
     drawn: new Map(),
   };
   const answer = async (req: Request, ctx?: ExecutionContext): Promise<Response> => {

@@ -20,12 +20,12 @@ use axum::Json;
 use foldline_core::defaults::{FEED_PAGE_EVENTS, LONG_POLL_MS};
 use foldline_core::event::Event;
 use serde_json::json;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::access::{admitted, blocking, Caller, Params};
 use super::reply::ApiError;
 use super::state::App;
+use super::wakes::Waiter;
 use crate::journal::StoredEvent;
 
 /// An event as a member may see it.
@@ -67,9 +67,9 @@ pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, A
 }
 
 /// Wait for a write, at most until `deadline`: woken by this process's
-/// writes and by the server stopping; another replica's are seen at the
-/// next poll.
-pub async fn nap(app: &App, written: &mut watch::Receiver<u64>, deadline: Instant) {
+/// writes to the conversation and by the server stopping; another
+/// replica's are seen at the next poll.
+pub async fn nap(app: &App, written: &mut Waiter, deadline: Instant) {
     let woken = tokio::time::timeout_at(
         deadline.min(Instant::now() + app.config.poll),
         written.changed(),
@@ -98,9 +98,9 @@ pub async fn events(
     let limit =
         number(&q, "limit")?.map_or(FEED_PAGE_EVENTS, |l| l.clamp(1, FEED_PAGE_EVENTS)) as usize;
     let deadline = wait_deadline(&q)?;
-    let mut written = app.written.subscribe();
-    let (a, c) = (app.clone(), id.clone());
-    blocking(move || admitted(&a, &c, &member)).await?;
+    let (a, c, m) = (app.clone(), id.clone(), member.clone());
+    blocking(move || admitted(&a, &c, &m)).await?;
+    let mut written = waiter(&app, &id, &member, deadline)?;
     loop {
         let (a, c) = (app.clone(), id.clone());
         let found =
@@ -132,6 +132,16 @@ pub async fn events(
             .into_response());
         }
         nap(&app, &mut written, deadline).await;
+    }
+}
+
+/// What a request waits on: a long poll (a deadline still to come) counts
+/// against its member's [`WAITS_PER_MEMBER`](foldline_core::defaults::WAITS_PER_MEMBER).
+pub fn waiter(app: &App, id: &str, member: &str, deadline: Instant) -> Result<Waiter, ApiError> {
+    if deadline > Instant::now() {
+        app.wakes.wait(id, member)
+    } else {
+        Ok(app.wakes.follow(id))
     }
 }
 

@@ -32,6 +32,7 @@ mod state;
 pub mod store;
 mod tasks;
 mod timeline;
+mod wakes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -266,7 +266,7 @@ async fn append(
         );
         return Ok(r);
     }
-    app.wrote();
+    app.wrote(&id);
     // The automatic check runs after the answer, off the request's path.
     app.schedule(&id);
     Ok(r)

@@ -13,6 +13,7 @@ use tokio_util::task::TaskTracker;
 use super::drawn::Drawn;
 use super::reply::ApiError;
 use super::store::Store;
+use super::wakes::Wakes;
 use super::{ServeConfig, ServeDriver};
 use crate::driver::{Appended, Outcome};
 use crate::error::{HostError, Result};
@@ -60,8 +61,9 @@ pub struct App {
     pub tracker: TaskTracker,
     /// Cancelled when the server stops accepting requests.
     pub stopping: CancellationToken,
-    /// Bumped on every write this process makes; wakes event streams.
-    pub written: tokio::sync::watch::Sender<u64>,
+    /// The long polls and task streams waiting on each conversation, woken
+    /// by this process's writes to it.
+    pub wakes: Wakes,
     /// The timeline pages drawn last, shared by the requests that follow them.
     pub drawn: Drawn,
     /// The answers to pages of other origins, when some may call.
@@ -85,15 +87,15 @@ impl App {
             rate: Mutex::default(),
             tracker: TaskTracker::new(),
             stopping: CancellationToken::new(),
-            written: tokio::sync::watch::channel(0).0,
+            wakes: Wakes::default(),
             drawn: Drawn::default(),
             cors,
         })
     }
 
-    /// Wake the event streams.
-    pub fn wrote(&self) {
-        self.written.send_modify(|n| *n += 1);
+    /// Wake the event streams of `conversation`.
+    pub fn wrote(&self, conversation: &str) {
+        self.wakes.wrote(conversation);
     }
 
     /// A task or answer id unique across replicas: 122 random bits (a UUID
@@ -221,7 +223,7 @@ impl App {
         let conversation = conversation.to_owned();
         self.tracker.spawn_blocking(move || loop {
             match app.driver.on_message(&conversation) {
-                Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => app.wrote(),
+                Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => app.wrote(&conversation),
                 Ok(Outcome::Warm(_)) => {
                     if let Err(e) = app.driver.prepare_warm(&conversation) {
                         eprintln!("foldline serve: warm candidate of {conversation}: {e}");

@@ -119,7 +119,7 @@ fn run_task(
     };
     let mut accepted = |seq: u64| {
         let _ = a.store.set_task(conv, task, "accepted", Some(seq));
-        a.wrote();
+        a.wrote(conv);
         send(Ok(seq));
     };
     // An automatic check of this conversation may be running on this
@@ -139,7 +139,7 @@ fn run_task(
     match outcome {
         Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => {
             let _ = a.store.set_task(conv, task, "done", None);
-            a.wrote();
+            a.wrote(conv);
         }
         Ok(Outcome::Refused(e)) => refused(HostError::Core(e).into()),
         Ok(Outcome::Busy) => refused(busy()),
@@ -155,7 +155,7 @@ fn run_task(
             if matches!(a.driver.end_interrupted(conv), Ok(true)) {
                 let _ = a.store.set_task(conv, task, "done", None);
             }
-            a.wrote();
+            a.wrote(conv);
             refused(e.into());
         }
     }
@@ -218,7 +218,7 @@ async fn produce(
     (mut since, sent): (u64, u64),
     tx: tokio::sync::mpsc::Sender<Sse>,
 ) {
-    let mut written = app.written.subscribe();
+    let mut written = app.wakes.follow(&conv);
     loop {
         let (a, c) = (app.clone(), conv.clone());
         // A page at a time: a task followed long after it ended reads up to
@@ -285,7 +285,7 @@ async fn produce(
             return;
         }
         tokio::select! {
-            _ = written.changed() => {},
+            () = written.changed() => {},
             _ = tokio::time::sleep(app.config.poll) => {},
             _ = tx.closed() => return,
         }

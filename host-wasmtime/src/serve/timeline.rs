@@ -21,7 +21,7 @@ use sha2::Digest as _;
 
 use super::access::{admitted, blocking, Caller, Params};
 use super::drawn::Answer;
-use super::feed::{due, nap, number, wait_deadline};
+use super::feed::{due, nap, number, wait_deadline, waiter};
 use super::reply::ApiError;
 use super::state::App;
 use crate::driver::Page;
@@ -44,10 +44,10 @@ pub async fn timeline(
         .get(IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let mut written = app.written.subscribe();
-    let (a, c) = (app.clone(), id.clone());
-    blocking(move || admitted(&a, &c, &member)).await?;
+    let (a, c, m) = (app.clone(), id.clone(), member.clone());
+    blocking(move || admitted(&a, &c, &m)).await?;
     if let Some(known) = known {
+        let mut written = waiter(&app, &id, &member, deadline)?;
         loop {
             let (a, c) = (app.clone(), id.clone());
             let now = blocking(move || Ok(tag(&a, a.driver.position(&c)?))).await?;

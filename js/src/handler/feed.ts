@@ -6,7 +6,7 @@ import { FEED_PAGE_EVENTS, LONG_POLL_MS } from "../defaults.js";
 import { FoldlineError } from "../error.js";
 import { json, ApiError } from "./reply.js";
 import type { Journal, StoredEvent } from "../journal/journal.js";
-import type { App } from "./state.js";
+import { holding, napOn, type App } from "./state.js";
 
 /**
  * `…/events?after=N[&limit=L][&wait=ms]`: the member-visible events after
@@ -14,10 +14,14 @@ import type { App } from "./state.js";
  * and at most `FEED_PAGE_EVENTS` (`more`: the page was full), for a client
  * that projects its timeline locally; with `wait` (at most 25 s) a long poll.
  */
-export async function feed(app: App, id: string, url: URL): Promise<Response> {
+export async function feed(app: App, id: string, url: URL, member: string): Promise<Response> {
   const after = number(url, "after") ?? 0;
   const limit = Math.min(Math.max(number(url, "limit") ?? FEED_PAGE_EVENTS, 1), FEED_PAGE_EVENTS);
   const deadline = waitDeadline(url);
+  return holding(app, member, deadline, () => poll(app, id, after, limit, deadline));
+}
+
+async function poll(app: App, id: string, after: number, limit: number, deadline: number): Promise<Response> {
   for (;;) {
     const found = (await readSome(app.o.journal, id, after, limit)).slice(0, limit);
     if (found.length > 0 || Date.now() >= deadline) {
@@ -33,7 +37,7 @@ export async function feed(app: App, id: string, url: URL): Promise<Response> {
       }
       return json(200, { events, last: found.at(-1)?.seq ?? after, more: found.length === limit, accepted, retired });
     }
-    await nap(app, deadline);
+    await nap(app, id, deadline);
   }
 }
 
@@ -70,11 +74,7 @@ export function waitDeadline(url: URL): number {
   return Date.now() + Math.min(number(url, "wait") ?? 0, LONG_POLL_MS);
 }
 
-/** Wait for a write, at most until `deadline`: woken by this handler's writes, another's seen at the next poll. */
-export function nap(app: App, deadline: number): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => { clearTimeout(t); app.wakers.delete(done); resolve(); };
-    const t = setTimeout(done, Math.max(1, Math.min(app.pollMs, deadline - Date.now())));
-    app.wakers.add(done);
-  });
+/** Wait for a write to `id`, at most until `deadline`: woken by this handler's writes to it, another's seen at the next poll. */
+export function nap(app: App, id: string, deadline: number): Promise<void> {
+  return napOn(app, id, Math.min(app.pollMs, deadline - Date.now()));
 }

@@ -82,11 +82,11 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
     case "GET events":
       onceEach(url);
       await admitted(app, id, member);
-      return feed(app, id, url);
+      return feed(app, id, url, member);
     case "GET timeline":
       onceEach(url);
       await admitted(app, id, member);
-      return timelineRoute(app, req, id, url);
+      return timelineRoute(app, req, id, url, member);
     case "GET verify": return verify(app, id, member);
     default:
       throw wrongMethod();
@@ -166,7 +166,7 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   if (key !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(key)) throw new ApiError(400, "invalid_input", "an Idempotency-Key is 1 to 128 of A-Z a-z 0-9 . _ : -");
   const r = await app.compactor.append(id, spec, { idempotencyKey: key, sender: member });
   if (r.replayed) return json(201, { seq: r.seq, appended: r.count }, { "idempotent-replayed": "true" });
-  wrote(app);
+  wrote(app, id);
   schedule(app, id, ctx);
   return json(201, { seq: r.seq, appended: r.count });
 }

@@ -5,6 +5,7 @@
 
 import type { Compactor } from "../driver/api.js";
 import type { Availability, Preferences } from "../types.js";
+import { WAITS_PER_MEMBER } from "../defaults.js";
 import { ApiError } from "./reply.js";
 import type { CompressionStore, ExecutionContext, HandlerOptions, Owners } from "./api.js";
 
@@ -36,13 +37,58 @@ export interface App {
   running: Set<string>;
   /** Where each task's `requested` event is (`conversation\ntask`), for the tasks started or followed here; the least recently used let go past `TASK_STARTS`. */
   taskStarts: Map<string, number>;
-  /** Event streams waiting for a write. */
-  wakers: Set<() => void>;
+  /** Event streams waiting for a write, by conversation (none kept for a conversation nobody waits on). */
+  wakers: Map<string, Set<() => void>>;
+  /** The long polls each member has waiting (at most `WAITS_PER_MEMBER`). */
+  waiting: Map<string, number>;
 }
 
-/** Wake every event stream: something was written. */
-export function wrote(app: App): void {
-  for (const w of [...app.wakers]) w();
+/**
+ * Wake the event streams of conversation `id`: something was written to it.
+ * Only its own: with hundreds of pages open, waking them all on every write
+ * made each append cost a journal read per page (the Rust server's wakes.rs).
+ */
+export function wrote(app: App, id: string): void {
+  for (const w of [...(app.wakers.get(id) ?? [])]) w();
+}
+
+/** Wait for a write to conversation `id`, at most `ms`: woken by this handler's writes, another's seen after `ms`. */
+export function napOn(app: App, id: string, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let waiting = app.wakers.get(id);
+    if (!waiting) app.wakers.set(id, (waiting = new Set()));
+    const set = waiting;
+    const done = () => {
+      clearTimeout(t);
+      set.delete(done);
+      if (set.size === 0 && app.wakers.get(id) === set) app.wakers.delete(id);
+      resolve();
+    };
+    const t = setTimeout(done, Math.max(1, ms));
+    set.add(done);
+  });
+}
+
+/**
+ * Run `poll`, a long poll of `member` (when its `deadline` is still to
+ * come), holding one of the member's `WAITS_PER_MEMBER` places meanwhile;
+ * one more is refused with `rate_limited` (each costs a journal read per
+ * write to its conversation and per poll interval).
+ */
+export async function holding<T>(app: App, member: string, deadline: number, poll: () => Promise<T>): Promise<T> {
+  if (deadline <= Date.now()) return poll();
+  const held = app.waiting.get(member) ?? 0;
+  if (held >= WAITS_PER_MEMBER) {
+    throw new ApiError(429, "rate_limited", `${member} already has ${WAITS_PER_MEMBER} long polls waiting on this server; ask again when one has answered`, 1);
+  }
+  app.waiting.set(member, held + 1);
+  try {
+    return await poll();
+  } finally {
+    const left = (app.waiting.get(member) ?? 1) - 1;
+    if (left === 0) app.waiting.delete(member);
+    else app.waiting.set(member, left);
+  }
 }
 
 /** Work that outlives the response: logged if it fails, kept alive on edge runtimes. */
@@ -79,7 +125,7 @@ export function schedule(app: App, id: string, ctx?: ExecutionContext): void {
     try {
       for (;;) {
         const r = await app.compactor.onMessage(id);
-        if (r.status === "compacted" || r.status === "failed") wrote(app);
+        if (r.status === "compacted" || r.status === "failed") wrote(app, id);
         if (!app.checks.get(id)) break;
         app.checks.set(id, false);
       }

@@ -9,7 +9,7 @@ import type { Event } from "../types.js";
 import { owned } from "./access.js";
 import { readSome, safeWhole } from "./feed.js";
 import { ApiError, httpStatusOf, json } from "./reply.js";
-import { answering, later, takeCondense, wrote, type App } from "./state.js";
+import { answering, later, napOn, takeCondense, wrote, type App } from "./state.js";
 import type { ExecutionContext } from "./api.js";
 
 export async function condense(app: App, id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
@@ -26,8 +26,8 @@ export async function condense(app: App, id: string, member: string, ctx?: Execu
   const key = `${id}\n${task}`;
   app.running.add(key);
   // `owned` found the member to be the owner: the task carries it, as foldline serve's.
-  const work = app.compactor.compactTask(id, { id: task, actor: member, owner: member, onAccepted: (seq) => { remember(app, key, seq); wrote(app); settle({ seq }); } })
-    .then((result) => { wrote(app); settle({ result }); }, (error) => { wrote(app); settle({ error }); })
+  const work = app.compactor.compactTask(id, { id: task, actor: member, owner: member, onAccepted: (seq) => { remember(app, key, seq); wrote(app, id); settle({ seq }); } })
+    .then((result) => { wrote(app, id); settle({ result }); }, (error) => { wrote(app, id); settle({ error }); })
     .finally(() => app.running.delete(key));
   later(work, ctx);
   const f = await first;
@@ -109,11 +109,7 @@ export async function events(app: App, req: Request, id: string, task: string): 
           if (page.length >= FEED_PAGE_EVENTS) continue; // more written already: read on
           // Not running here: a writer that stopped mid-task is ended once its lease lapses.
           if (!app.running.has(`${id}\n${task}`) && (await app.compactor.endInterrupted(id))) continue;
-          await new Promise<void>((resolve) => {
-            const done = () => { clearTimeout(t); app.wakers.delete(done); resolve(); };
-            const t = setTimeout(done, app.pollMs);
-            app.wakers.add(done);
-          });
+          await napOn(app, id, app.pollMs);
         }
       } catch (e) {
         console.error("foldline handler: task events:", e);

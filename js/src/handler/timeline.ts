@@ -8,20 +8,23 @@ import { TIMELINE_KEPT_BYTES, TIMELINE_SLOTS } from "../defaults.js";
 import { canonical } from "../hash.js";
 import { sha256Hex } from "./access.js";
 import { nap, number, waitDeadline } from "./feed.js";
-import type { App, TimelineSlot } from "./state.js";
+import { holding, type App, type TimelineSlot } from "./state.js";
 
 /** The timeline route, for an admitted member. */
-export async function timelineRoute(app: App, req: Request, id: string, url: URL): Promise<Response> {
+export async function timelineRoute(app: App, req: Request, id: string, url: URL, member: string): Promise<Response> {
   const page = { limit: number(url, "limit"), before: number(url, "before") };
   const deadline = waitDeadline(url);
   const known = req.headers.get("if-none-match");
   if (known !== null) {
-    for (;;) {
-      const now = await tag(app, await app.compactor.position(id));
-      if (!matches(known, now)) break;
-      if (Date.now() >= deadline) return tagged(new Response(null, { status: 304 }), now);
-      await nap(app, deadline);
-    }
+    const unchanged = await holding(app, member, deadline, async () => {
+      for (;;) {
+        const now = await tag(app, await app.compactor.position(id));
+        if (!matches(known, now)) return undefined;
+        if (Date.now() >= deadline) return tagged(new Response(null, { status: 304 }), now);
+        await nap(app, id, deadline);
+      }
+    });
+    if (unchanged) return unchanged;
   }
   // One drawing per page and write: requests for the same page take turns
   // on its slot; the first draws, the others answer from what it kept.

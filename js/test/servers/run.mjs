@@ -17,7 +17,7 @@
 import { createServer } from "node:http";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -25,6 +25,8 @@ const js = new URL("../..", import.meta.url).pathname;
 const bin = process.argv[2] ?? join(js, "..", "target", "debug", "foldline");
 const f = await import(join(js, "dist", "node.js"));
 await f.init();
+// The servers' shared default (written from core/src/defaults.rs).
+const WAITS_PER_MEMBER = Number(/WAITS_PER_MEMBER = (\d+)/.exec(readFileSync(join(js, "src", "defaults.ts"), "utf8"))[1]);
 
 const ALICE = "alice-token", BOB = "bob-token", CAROL = "carol-token";
 // The one origin whose pages both servers let call from a browser.
@@ -468,6 +470,27 @@ try {
       while (at < e.length && e[at] === ru[at]) at++;
       console.log(`not ok - the context as ${format} differs at ${at}:\n  edge ${e.slice(Math.max(0, at - 100), at + 200)}\n  rust ${ru.slice(Math.max(0, at - 100), at + 200)}`);
     }
+  }
+  // A member's long polls: at most WAITS_PER_MEMBER wait at once on a
+  // server; one more is refused with Retry-After, another member's is not,
+  // and once a write answers them the member may wait again.
+  const polls = "/api/conversations/polls";
+  for (const base of [bases.edge, bases.rust]) {
+    cases.push(`a member's long polls past ${WAITS_PER_MEMBER}, on ${base === bases.rust ? "foldline serve" : "the edge handler"}`);
+    const opened = await call(base, ["POST", `${polls}/messages`, msg({ role: "user", content: "opened" }), BOB]);
+    const after = (await (await fetch(`${base}${polls}/events?after=0`, { headers: { authorization: `Bearer ${BOB}` } })).json()).last;
+    const wait = (token = BOB) => fetch(`${base}${polls}/events?after=${after}&wait=20000`, { headers: { authorization: `Bearer ${token}` } });
+    const waiting = Array.from({ length: WAITS_PER_MEMBER }, () => wait());
+    await new Promise((ok) => setTimeout(ok, 500)); // all of them waiting
+    const over = await wait();
+    const overCode = `${over.status} ${(await over.json()).error?.code} retry-after=${over.headers.get("retry-after")}`;
+    const stranger = await call(base, ["GET", `${polls}/events?after=0&wait=20000`, undefined, ALICE]);
+    const wrote = await call(base, ["POST", `${polls}/messages`, msg({ role: "user", content: "news" }), BOB]);
+    const answered = await Promise.all(waiting.map(async (p) => { const r = await p; return `${r.status} ${(await r.json()).events?.length}`; }));
+    const again = await call(base, ["GET", `${polls}/events?after=${after}&wait=20000`, undefined, BOB]);
+    const got = [opened, overCode, stranger, wrote, [...new Set(answered)].join(","), again].join(" | ");
+    const expected = `201 | 429 rate_limited retry-after=1 | 403 not_owner | 201 | 200 1 | 200`;
+    if (got !== expected) { failed++; console.log(`not ok - long polls past the cap on ${base}: ${got}, expected ${expected}`); }
   }
   const rooms = await Promise.all([room(bases.edge), room(bases.rust)]);
   steps.forEach(([what, , expected], i) => {
