@@ -21,6 +21,7 @@ fn request(history: u64, tail: u64) -> SelectRequest {
         amendment: None,
         events: p.events,
         prompt: None,
+        prompt_sender: None,
         format: Format::Openai,
         limit: Some(u64::MAX / 4),
         render: true,

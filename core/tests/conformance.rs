@@ -1469,6 +1469,64 @@ fn gen_select() -> Vec<Value> {
             ),
         ],
     );
+    // The prompt (the newest message, not yet in the journal) with its
+    // sender: labeled as a stored turn of theirs would be.
+    let alone = vec![
+        said(1, "u1", "alice", "I vote for Lisbon."),
+        msg(2, "a1", Role::Assistant, "Noted."),
+    ];
+    let with_prompt = |events: &[Event], sender: &str| {
+        json!({"declaration": v(&d), "route": v(&route()), "events": v(&events), "frontier": null,
+               "format": "openai", "prompt": [{"type": "text", "text": "And I vote for Porto."}], "promptSender": sender})
+    };
+    g.add(
+        "room-prompt-new-voice",
+        "a prompt whose sender is a new voice beside one member's turns makes them a room's: every member's turn and the prompt name their sender, the prompt's label counted in its size",
+        "select",
+        with_prompt(&alone, "bob"),
+        &[
+            (
+                "/ok/messages",
+                json!([
+                    {"content": "[alice] I vote for Lisbon.", "role": "user"},
+                    {"content": "Noted.", "role": "assistant"},
+                    {"content": "[bob] And I vote for Porto.", "role": "user"},
+                ]),
+            ),
+            ("/ok/manifest/sizes/prompt", json!(21 + 6)),
+            ("/ok/manifest/sizes/tail", json!(26 + 6)),
+        ],
+    );
+    g.add(
+        "room-prompt-same-voice",
+        "a prompt of the member who wrote every turn in view is one voice: nothing is labeled",
+        "select",
+        with_prompt(&alone, "alice"),
+        &[
+            (
+                "/ok/messages",
+                json!([
+                    {"content": "I vote for Lisbon.", "role": "user"},
+                    {"content": "Noted.", "role": "assistant"},
+                    {"content": "And I vote for Porto.", "role": "user"},
+                ]),
+            ),
+            ("/ok/manifest/sizes/prompt", json!(21)),
+        ],
+    );
+    g.add(
+        "room-prompt-in-room",
+        "in a room the prompt names its sender, whoever wrote the turns before it",
+        "select",
+        with_prompt(&room, "alice"),
+        &[
+            (
+                "/ok/messages/4",
+                json!({"content": "[alice] And I vote for Porto.", "role": "user"}),
+            ),
+            ("/ok/manifest/sizes/prompt", json!(21 + 8)),
+        ],
+    );
     g.select_in_formats(
         "anthropic-without-system",
         "Anthropic refuses an empty system prompt (\"system: text content blocks must be non-empty\"): a context without system text sends no system field",

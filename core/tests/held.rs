@@ -158,7 +158,14 @@ fn a_held_view_answers_as_the_plain_call() {
             "carried": r.get("carried"),
         });
         let mut options = serde_json::Map::new();
-        for k in ["prompt", "format", "limit", "render", "member"] {
+        for k in [
+            "prompt",
+            "promptSender",
+            "format",
+            "limit",
+            "render",
+            "member",
+        ] {
             if let Some(x) = r.get(k) {
                 options.insert(k.into(), x.clone());
             }

@@ -158,7 +158,7 @@ proptest! {
         let turns = reconstruct(&events).unwrap().turns;
         let req = SelectRequest {
             declaration: d, route: route(), frontier: None, head: None, amendment: None,
-            events, prompt: None, format: Format::Openai, limit: Some(limit), render: true, member: None, carried: None,
+            events, prompt: None, prompt_sender: None, format: Format::Openai, limit: Some(limit), render: true, member: None, carried: None,
         };
         match select(&req) {
             Ok(sel) => {
@@ -246,7 +246,7 @@ proptest! {
         let r = s.resolve().unwrap();
         let sel = select(&SelectRequest {
             declaration: d.clone(), route: route(), frontier: r.frontier, head: r.head, amendment: r.amendment,
-            events: s.events.clone(), prompt: None, format: Format::Foldline, limit: None, render: true, member: None, carried: None,
+            events: s.events.clone(), prompt: None, prompt_sender: None, format: Format::Foldline, limit: None, render: true, member: None, carried: None,
         }).unwrap();
         prop_assert!(sel.manifest.sizes.total <= th.limit);
         prop_assert_eq!(sel.manifest.included.last().cloned(), Some(format!("t{}", s.next_seq - 1)));

@@ -421,6 +421,30 @@ fn a_room_s_context_names_who_said_what() {
             {"role": "assistant", "content": "Noted."}
         ])
     );
+    // Bob's prompt, before it is appended: a new voice, so every member's
+    // turn and the prompt are named; alice's own prompt names no one.
+    let prompted = |who: &str| {
+        let o = ContextOptions {
+            format: foldline_core::format::Format::Openai,
+            prompt: Some(vec![foldline_core::turn::Part::Text {
+                text: "I vote for Porto.".into(),
+            }]),
+            prompt_sender: Some(who.into()),
+            ..ContextOptions::default()
+        };
+        d.context("room", o).unwrap().messages.unwrap().to_value()
+    };
+    assert_eq!(
+        prompted("bob"),
+        serde_json::json!([
+            {"role": "user", "content": "[alice] I vote for Lisbon."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "[bob] I vote for Porto."}
+        ])
+    );
+    assert_eq!(prompted("alice")[2]["content"], "I vote for Porto.");
+    // The driver's held view is not changed by a prompt's labels.
+    assert_eq!(sent()[0]["content"], "I vote for Lisbon.");
     say("bob", "I vote for Porto.");
     assert_eq!(
         sent(),
@@ -1358,6 +1382,7 @@ fn host_context_matches_the_native_core_byte_for_byte() {
         amendment: res.amendment,
         events,
         prompt: None,
+        prompt_sender: None,
         format: Default::default(),
         limit: None,
         render: true,
@@ -2241,6 +2266,7 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
         amendment: at_once.amendment.clone(),
         events: events.clone(),
         prompt: None,
+        prompt_sender: None,
         format: Default::default(),
         limit: None,
         render: true,

@@ -102,7 +102,7 @@ async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, 
   // `messages` is there unless `render: false` (the second overload).
   return selectHeld<RenderedSelection<MessagesOf[F]>>(s.held, {
     declaration: view.declaration, route, frontier: view.frontier, head: view.head,
-    amendment: view.amendment, events, prompt: opts.prompt ?? null, format,
+    amendment: view.amendment, events, prompt: opts.prompt ?? null, promptSender: opts.promptSender ?? null, format,
     limit: opts.limit ?? null, render: opts.render ?? true, member: opts.member ?? null,
     carried: view.carried,
   }, { key: viewKey(s, route, owner), view });

@@ -166,7 +166,7 @@ export function stepHeld<T>(slot: Slot, request: StepRequest, key: string): T {
  * the same key (the driver's `chainView`), whichever call holds it first.
  */
 export function selectHeld<T>(slot: Slot, request: SelectRequest, view: HeldView): T {
-  const { events, prompt, format, limit, render, member } = request;
+  const { events, prompt, promptSender, format, limit, render, member } = request;
   const held = prepare(slot, events, undefined, view);
-  return held ? through<T>(slot, held, "context", { prompt, format, limit, render, member: member ?? null }) : call<T>("select", request);
+  return held ? through<T>(slot, held, "context", { prompt, promptSender: promptSender ?? null, format, limit, render, member: member ?? null }) : call<T>("select", request);
 }

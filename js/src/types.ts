@@ -366,7 +366,10 @@ export type Format = "foldline" | "openai" | "openaiResponses" | "openai-respons
 
 export interface SelectRequest {
   declaration: Declaration; route: Route; frontier?: Frontier | null; head?: ChainHead | null;
-  amendment?: Amendment | null; events: Event[]; prompt?: Part[] | null; format?: Format;
+  amendment?: Amendment | null; events: Event[]; prompt?: Part[] | null;
+  /** Who wrote `prompt`, in a shared room: sent with the member's label once the user turns in view and the prompt come from more than one member. */
+  promptSender?: string | null;
+  format?: Format;
   limit?: number | null; render?: boolean;
   /** The member's compression state, captured when the run started (see `MemberInput`). */
   member?: MemberInput | null;

@@ -447,6 +447,21 @@ test("real tokenizers: the context as the provider counts it fits the window, al
 // SDK messages (text, tool calls with object or JSON-text input, every
 // tool-result output kind, approvals and their answers) and OpenAI
 // messages (text, function and custom tool calls, tool results).
+test("a room member's prompt, not yet appended, names its sender as their stored turns would", async () => {
+  const c = f.createCompactor({ journal: new f.MemoryJournal(), model: f.modelFromFunction(async () => "Summary."), declaration: { targetId: "a", compactorId: "b" } });
+  await c.append("room", { role: "user", content: "I vote for Lisbon." }, { sender: "alice" });
+  await c.append("room", { role: "assistant", content: "Noted." });
+  const prompt = [{ type: "text", text: "I vote for Porto." }];
+  const sent = async (o) => (await c.context("room", { format: "openai", ...o })).messages.map((m) => m.content);
+  // Bob is a new voice: his prompt and alice's turn are named.
+  assert.deepEqual(await sent({ prompt, promptSender: "bob" }), ["[alice] I vote for Lisbon.", "Noted.", "[bob] I vote for Porto."]);
+  const bob = await c.context("room", { prompt, promptSender: "bob", render: false });
+  assert.equal(bob.manifest.sizes.prompt, 17 + "[bob] ".length);
+  // Alice's own prompt, or one without a sender, is one voice: nothing named, nothing held over.
+  assert.deepEqual(await sent({ prompt, promptSender: "alice" }), ["I vote for Lisbon.", "Noted.", "I vote for Porto."]);
+  assert.deepEqual(await sent({ prompt }), ["I vote for Lisbon.", "Noted.", "I vote for Porto."]);
+});
+
 test("property: random messages come back from context in the format they went in, unchanged in meaning", async () => {
   const seeded = (seed) => () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
   const words = ["plan", "Lisbon", "ünïcode", "😀", "budget", "\"quoted\"", "line\nbreak", "tab\there", "42", "<tag>"];

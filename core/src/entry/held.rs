@@ -77,6 +77,9 @@ pub struct ContextRequest {
     #[serde(default)]
     pub prompt: Option<Vec<Part>>,
     /// As `select`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_sender: Option<String>,
+    /// As `select`'s.
     #[serde(default)]
     pub format: Format,
     /// As `select`'s.
@@ -167,6 +170,7 @@ pub fn call(held: &mut Held, entry: &str, input: &[u8]) -> Vec<u8> {
                 amendment: v.amendment.clone(),
                 events: Vec::new(),
                 prompt: c.prompt,
+                prompt_sender: c.prompt_sender,
                 format: c.format,
                 limit: c.limit,
                 render: c.render,

@@ -37,6 +37,30 @@ pub fn attribute(turns: &mut [Turn]) {
     if senders.all(|s| s == first) {
         return;
     }
+    label_all(turns);
+}
+
+/// Whether the prompt of `sender` (the newest message, not yet in the
+/// journal) is sent with its label: when the turns in view are already a
+/// room's, or when its sender is a new voice beside theirs — then `turns`
+/// (a copy, when the reconstruction is held between calls) are attributed
+/// too, before they are measured. `None` when the turns need that copy.
+pub fn prompt_labeled(turns: &[Turn], sender: &str) -> Option<bool> {
+    if sender.is_empty() {
+        return Some(false);
+    }
+    let mut senders = turns
+        .iter()
+        .filter(|t| t.role == Role::User && !t.sender.is_empty());
+    match senders.next() {
+        Some(t) if t.attributed => Some(true),
+        Some(t) if t.sender != sender => None,
+        _ => Some(false),
+    }
+}
+
+/// Attribute every user turn with a sender (the turns of a room).
+pub fn label_all(turns: &mut [Turn]) {
     for t in turns
         .iter_mut()
         .filter(|t| t.role == Role::User && !t.sender.is_empty())
@@ -77,7 +101,7 @@ pub fn labeled(sender: &str, parts: &[Part]) -> Vec<Part> {
         }
         _ => {
             out.push(Part::Text {
-                text: format!("[{sender}]"),
+                text: label(sender).trim_end().to_owned(),
             });
             out.extend_from_slice(parts);
         }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::canonical;
 use crate::error::{self, Code, Error, Result};
 use crate::history::group;
-use crate::history::reconstruct::{given_or, Reconstruction};
+use crate::history::reconstruct::{given_or, reconstruct, Reconstruction};
 use crate::history::speakers;
 use crate::history::standing;
 use crate::ops::member::seams::{self, MemberInput, MemberManifest, Shaped};
@@ -54,6 +54,12 @@ pub struct SelectRequest {
     /// The current prompt, when it is not yet in the journal.
     #[serde(default)]
     pub prompt: Option<Vec<Part>>,
+    /// Who wrote the prompt, in a shared room: it is sent with the member's
+    /// label, as a stored turn of theirs would be, once the user turns in
+    /// view and the prompt come from more than one member
+    /// (history/speakers.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_sender: Option<String>,
     /// Output format.
     #[serde(default)]
     pub format: Format,
@@ -239,14 +245,16 @@ pub(crate) fn select_from(
     check_inputs(req)?;
     let mut built = None;
     let recon = given_or(recon, &req.events, &mut built)?;
+    let mut joined = None;
+    let (turns, prompt_label) = with_prompt_sender(&recon.turns, req, &mut joined)?;
     let th = Thresholds::of(decl);
     let metric = th.metric;
     let limit = req.limit.unwrap_or(th.limit);
     let start = req.frontier.as_ref().map(|f| f.start_seq).unwrap_or(0);
     let covered = req.head.as_ref().map(|h| h.covered_through_seq);
 
-    let pinned = standing::pinned(decl, &recon.turns);
-    let eligible = standing::eligible(decl, &recon.turns, start, covered);
+    let pinned = standing::pinned(decl, turns);
+    let eligible = standing::eligible(decl, turns, start, covered);
     let candidates = eligible.admitted;
     let mut omitted = omissions(&eligible.refused, OmitReason::NotAdmitted);
 
@@ -267,7 +275,11 @@ pub(crate) fn select_from(
         prompt: req
             .prompt
             .as_deref()
-            .map(|p| text_size(metric, parts_chars(p)))
+            .map(|p| {
+                // A label counts as many tokens as characters.
+                let label = prompt_label.map_or(0, |s| speakers::label_size(s).0);
+                text_size(metric, parts_chars(p)).saturating_add(label)
+            })
             .unwrap_or(0),
         member: seams::fragments_size(metric, &fragments),
         reasoning: 0,
@@ -333,7 +345,7 @@ pub(crate) fn select_from(
             amendment: amendment_text,
         },
         tail,
-        req.prompt.as_ref(),
+        req.prompt.as_ref().map(|p| (p, prompt_label)),
         &mut shaped,
     );
     let manifest = Manifest {
@@ -365,6 +377,29 @@ pub(crate) fn select_from(
         messages,
         manifest,
         answer: shaped.answer,
+    })
+}
+
+/// The turns in view and, when the prompt is sent with its sender's label,
+/// that sender: a prompt of a new voice beside one member's turns makes
+/// them a room's, attributed on a reconstruction of their own (`joined`:
+/// the one given may be held between calls).
+fn with_prompt_sender<'a>(
+    turns: &'a [Turn],
+    req: &'a SelectRequest,
+    joined: &'a mut Option<Reconstruction>,
+) -> Result<(&'a [Turn], Option<&'a str>)> {
+    let Some(sender) = req.prompt.as_ref().and(req.prompt_sender.as_deref()) else {
+        return Ok((turns, None));
+    };
+    Ok(match speakers::prompt_labeled(turns, sender) {
+        Some(true) => (turns, Some(sender)),
+        Some(false) => (turns, None),
+        None => {
+            let r = joined.insert(reconstruct(&req.events)?);
+            speakers::label_all(&mut r.turns);
+            (&r.turns, Some(sender))
+        }
     })
 }
 
@@ -509,7 +544,7 @@ fn assemble<'a>(
     pinned: &[&'a Turn],
     texts: Envelopes,
     tail: &[&'a Turn],
-    prompt: Option<&'a Vec<Part>>,
+    prompt: Option<(&'a Vec<Part>, Option<&str>)>,
     shaped: &mut Shaped,
 ) -> (Vec<Outgoing<'a>>, Vec<String>) {
     let mut messages: Vec<Outgoing<'a>> =
@@ -565,10 +600,14 @@ fn assemble<'a>(
     for p in later {
         push_pinned(p, &mut messages, &mut fold);
     }
-    if let Some(p) = prompt {
+    if let Some((p, sender)) = prompt {
         let parts: Cow<'a, [Part]> = match shaped.prompt.take() {
             Some(trimmed) => Cow::Owned(trimmed),
             None => Cow::Borrowed(p.as_slice()),
+        };
+        let parts = match sender {
+            Some(s) => Cow::Owned(speakers::labeled(s, &parts)),
+            None => parts,
         };
         fold.push(format!(
             "prompt:user:{}",

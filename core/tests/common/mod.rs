@@ -65,6 +65,7 @@ pub fn select_request(
         amendment: None,
         events,
         prompt: None,
+        prompt_sender: None,
         format: foldline_core::format::Format::Foldline,
         limit: None,
         render: true,

@@ -83,6 +83,9 @@ pub struct ContextOptions {
     pub format: Format,
     /// The current prompt, when not in the journal.
     pub prompt: Option<Vec<Part>>,
+    /// Who wrote the prompt, in a shared room: sent with the member's label
+    /// once the turns in view and the prompt come from more than one member.
+    pub prompt_sender: Option<String>,
     /// Budget override.
     pub limit: Option<u64>,
     /// The member's compression state at the start of this run (see
@@ -484,6 +487,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 amendment: res.amendment,
                 events,
                 prompt: o.prompt,
+                prompt_sender: o.prompt_sender,
                 format: o.format,
                 limit: o.limit,
                 render: true,

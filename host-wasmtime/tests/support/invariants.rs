@@ -63,6 +63,7 @@ pub fn check<J: Journal, M: Model>(
         amendment: r.amendment.clone(),
         events: stored.iter().map(|s| s.event.clone()).collect(),
         prompt: None,
+        prompt_sender: None,
         format: Default::default(),
         limit: None,
         render: true,

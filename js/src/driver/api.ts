@@ -117,6 +117,13 @@ export interface ContextOptions {
   format?: Format;
   /** The member's current prompt, rendered last and reserved first. */
   prompt?: Part[];
+  /**
+   * Who wrote `prompt`, in a shared room (the member id `append` takes as
+   * `sender`): the prompt is sent with the member's label, as a stored turn
+   * of theirs would be, once the user turns in view and the prompt come from
+   * more than one member.
+   */
+  promptSender?: string;
   /** A smaller budget than the declaration's for this context, in its unit (characters or tokens). */
   limit?: number;
   /** `false`: the manifest only, no messages rendered (what would be sent, cheaply). */
