@@ -10,8 +10,6 @@ write share one drawing). The server's CPU time (user + system, from
     python3 tests/bench/idle_pages.py FOLDLINE [--quick]
 """
 import json
-import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -20,14 +18,11 @@ import time
 import urllib.error
 import urllib.request
 
+from serving import cpu_ms, start
+
 binary, quick = sys.argv[1], "--quick" in sys.argv
 messages, pages, seconds = (2000, 5, 10.0) if quick else (5000, 10, 20.0)
 TOKEN = "bench-token"
-
-
-def ticks(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])
 
 
 def call(url, body=None, headers=None):
@@ -44,16 +39,9 @@ def call(url, body=None, headers=None):
 with tempfile.TemporaryDirectory() as d:
     entry = subprocess.run([binary, "hash-token", "alice"], input=TOKEN, capture_output=True, text=True, check=True).stdout.strip()
     open(f"{d}/members.json", "w").write(f'{{"members":[{entry}]}}')
-    server = subprocess.Popen([binary, "--journal", f"{d}/j.db", "serve", "--members", f"{d}/members.json", "--listen", "127.0.0.1:0"],
-                              stderr=subprocess.PIPE, text=True)
+    server, address = start(binary, f"{d}/j.db", f"{d}/members.json")
     try:
-        line = ""
-        while "listening on" not in line:
-            line = server.stderr.readline()
-            if not line and server.poll() is not None:
-                sys.exit("foldline serve did not start")
-        base = re.search(r"listening on (http://\S+)", line).group(1) + "/api/conversations/idle"
-        threading.Thread(target=server.stderr.read, daemon=True).start()
+        base = address + "/api/conversations/idle"
         for start in range(0, messages, 100):
             batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"Message {i}: " + "about the plan " * 12}
                      for i in range(start, min(start + 100, messages))]
@@ -72,12 +60,12 @@ with tempfile.TemporaryDirectory() as d:
             stop = time.time() + seconds
             sent = [0, 0]
             threads = [threading.Thread(target=page, args=(stop, sent)) for _ in range(pages)]
-            t0 = ticks(server.pid)
+            t0 = cpu_ms(server.pid)
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            return (ticks(server.pid) - t0) * 1000 / os.sysconf("SC_CLK_TCK"), sent
+            return cpu_ms(server.pid) - t0, sent
 
         def polling(stop, sent):
             while time.time() < stop:

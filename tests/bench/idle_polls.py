@@ -9,7 +9,6 @@ object.
     python3 tests/bench/idle_polls.py FOLDLINE [N] [--quick]
 """
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+from serving import cpu_ms, start
 
 binary = sys.argv[1]
 numbers = [a for a in sys.argv[2:] if a.isdigit()]
@@ -36,27 +37,15 @@ def call(url, token, body=None, timeout=60):
         return e.code, e.read()
 
 
-def ticks(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])
-
-
 def run(waiting):
     """Appends per second and the server's CPU per append with `waiting` polls open."""
     with tempfile.TemporaryDirectory() as d:
         members = [subprocess.run([binary, "hash-token", f"m{i}"], input=f"t{i}", capture_output=True,
                                   text=True, check=True).stdout.strip() for i in range(waiting + 1)]
         open(f"{d}/members.json", "w").write('{"members":[' + ",".join(members) + "]}")
-        server = subprocess.Popen([binary, "--journal", f"{d}/j.db", "serve", "--members", f"{d}/members.json",
-                                   "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+        server, address = start(binary, f"{d}/j.db", f"{d}/members.json")
         try:
-            line = ""
-            while "listening on" not in line:
-                line = server.stderr.readline()
-                if not line and server.poll() is not None:
-                    sys.exit("foldline serve did not start")
-            base = re.search(r"listening on (http://\S+)", line).group(1) + "/api/conversations/"
-            threading.Thread(target=server.stderr.read, daemon=True).start()
+            base = address + "/api/conversations/"
             stop, answered, ready = threading.Event(), [0], threading.Barrier(waiting + 1)
 
             def follow(i):
@@ -91,13 +80,13 @@ def run(waiting):
                                         json.dumps({"role": "user", "content": f"message {i}"}).encode())
                     assert status == 201, (status, body)
 
-            t0, c0 = time.perf_counter(), ticks(server.pid)
+            t0, c0 = time.perf_counter(), cpu_ms(server.pid)
             ws = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
             for t in ws:
                 t.start()
             for t in ws:
                 t.join()
-            seconds, cpu = time.perf_counter() - t0, (ticks(server.pid) - c0) * 10
+            seconds, cpu = time.perf_counter() - t0, cpu_ms(server.pid) - c0
             stop.set()
             return writers * appends / seconds, cpu / (writers * appends), answered[0]
         finally:
