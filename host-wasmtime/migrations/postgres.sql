@@ -101,6 +101,11 @@ BEGIN
   INSERT INTO foldline_events (conversation, seq, type, body, chain_slot)
     SELECT p_conversation, head + e.i, e.type, e.body, e.slot
       FROM unnest(p_types, p_bodies, p_slots) WITH ORDINALITY AS e(type, body, slot, i);
+  -- Whoever watches the journal hears of the write when it commits (a
+  -- server's long polls: PgWatch); an id too long for a notification's
+  -- payload is heard as a write somewhere ('').
+  PERFORM pg_notify('foldline_events',
+    CASE WHEN octet_length(p_conversation) < 7900 THEN p_conversation ELSE '' END);
   RETURN head + n;
 END $$;
 

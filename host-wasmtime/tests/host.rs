@@ -3163,3 +3163,29 @@ fn a_driver_keeps_a_bounded_number_of_conversations_and_answers_the_same() {
     }
     assert_eq!(unbounded.remembered(), 6);
 }
+
+/// The SQLite file journal keeps a watch of its writes, by any connection
+/// to the file; an in-memory one, which no other connection sees, keeps
+/// none (a server then has its waiting requests read again each interval).
+#[test]
+fn the_sqlite_file_journal_watches_its_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let j = SqliteJournal::open(&db).unwrap();
+    foldline_wasmtime::journal::contract::check_watch(&j, true);
+    // Another connection to the file (another process, `foldline import`).
+    let mut w = j.watch().unwrap().unwrap();
+    let other = SqliteJournal::open(&db).unwrap();
+    other
+        .append("elsewhere", &demo_events("elsewhere", 1))
+        .unwrap();
+    assert_eq!(
+        w.next(Duration::from_millis(10)).unwrap(),
+        foldline_wasmtime::journal::Written::These(vec!["elsewhere".into()])
+    );
+    assert!(SqliteJournal::in_memory()
+        .unwrap()
+        .watch()
+        .unwrap()
+        .is_none());
+}

@@ -25,6 +25,8 @@ fn the_journal_contract_holds_on_sqlite_and_postgres() {
     // Both keep the progress watermark.
     contract::check_progress(&SqliteJournal::in_memory().unwrap(), true);
     contract::check_progress(&PgJournal::open(&pg.database("progress")).unwrap(), true);
+    // PostgreSQL keeps a watch: every append notifies.
+    contract::check_watch(&PgJournal::open(&pg.database("watch")).unwrap(), true);
 }
 
 /// A database that cannot be reached is refused at once with the client's
@@ -582,4 +584,60 @@ fn simultaneous_condense_and_answers_on_three_replicas_never_collide() {
         None,
     );
     assert_eq!((s, &v["ok"]), (200, &serde_json::json!(true)), "{v}");
+}
+
+/// A long poll waiting on one replica is answered by a write on another:
+/// the append notifies, and the first replica's watch of the journal wakes
+/// the requests waiting on that conversation (their wait, 20 s, is far
+/// from up when the answer comes with the event).
+#[test]
+fn a_write_on_one_replica_answers_a_long_poll_on_another() {
+    let pg = Pg::start();
+    let url = pg.database("watched");
+    let dir = replica_files();
+    let (r1, r2) = (
+        replica(&url, dir.path(), "r1", &[]),
+        replica(&url, dir.path(), "r2", &[]),
+    );
+    let turns = foldline_wasmtime::import::demo_conversation(2);
+    let conv = |r: &Server| format!("{}/api/conversations/w", r.base);
+    let (s, v) = call(
+        "POST",
+        &format!("{}/messages", conv(&r1)),
+        Some(&turns[0].to_string()),
+    );
+    assert_eq!(s, 201, "{v}");
+    // Where the conversation stands once its automatic check wrote.
+    let mut last = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let (_, v) = call("GET", &format!("{}/events?after=0", conv(&r1)), None);
+        let now = v["last"].as_u64().unwrap();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let url = format!("{}/events?after={last}&wait=20000", conv(&r1));
+    let started = Instant::now();
+    let poll = std::thread::spawn(move || call("GET", &url, None));
+    std::thread::sleep(Duration::from_millis(500));
+    let (s, v) = call(
+        "POST",
+        &format!("{}/messages", conv(&r2)),
+        Some(&turns[1].to_string()),
+    );
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = poll.join().unwrap();
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["event"]["type"] == "message")),
+        "the poll was answered without the other replica's message: {v}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "answered only when its wait was up"
+    );
 }

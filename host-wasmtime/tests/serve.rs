@@ -1105,6 +1105,67 @@ fn the_timeline_route_answers_pages_and_304_while_nothing_is_written() {
     assert_eq!((s, code(&v)), (403, "not_owner"));
 }
 
+/// A long poll waiting on a conversation nobody writes to reads it once,
+/// however long it waits (each read again every 250 ms before); a write by
+/// another connection to the file — another process, `foldline import` —
+/// still answers it at once, through the server's watch of the journal.
+#[test]
+fn an_idle_long_poll_reads_nothing_and_another_process_s_write_answers_it() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let journal = support::intercept::Intercept::counting(SqliteJournal::open(&db).unwrap());
+    let reads = journal.reads.clone();
+    let (_rt, base) = in_process(
+        Box::new(journal),
+        db.clone(),
+        foldline_core::declaration::Declaration::new("assistant", "assistant-compactor"),
+        |b| b,
+    );
+    let conv = format!("{base}/api/conversations/quiet");
+    append_turns(&base, "quiet", 0..2);
+    // Where the conversation stands once its automatic check wrote.
+    let mut last = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let (_, v) = call("GET", &format!("{conv}/events?after=0"), Some(ALICE), None);
+        let now = v["last"].as_u64().unwrap();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let url = format!("{conv}/events?after={last}&wait=20000");
+    let started = Instant::now();
+    let poll = std::thread::spawn(move || call("GET", &url, Some(ALICE), None));
+    std::thread::sleep(Duration::from_millis(500));
+    let before = reads.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(2_000));
+    // At most one: the watch may yet tell of the conversation's own last
+    // write (before: one read every 250 ms, eight here).
+    let idle = reads.load(Ordering::SeqCst) - before;
+    assert!(
+        idle <= 1,
+        "an idle long poll read its conversation {idle} times in 2 s"
+    );
+    let other = SqliteJournal::open(&db).unwrap();
+    let seen = other.read_events("quiet", 0).unwrap().len();
+    let mut note = support::fixtures::demo_events("quiet", 1);
+    for (i, e) in note.iter_mut().enumerate() {
+        if let Event::Message(m) = e {
+            m.turn_id = format!("written-elsewhere-{i}");
+        }
+    }
+    other.append("quiet", &note).unwrap();
+    let (s, v) = poll.join().unwrap();
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["last"].as_u64(), Some((seen + note.len()) as u64), "{v}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "answered only when its wait was up"
+    );
+}
+
 /// The pages following one conversation all wake on a write and share one
 /// drawing of their page (in-process, so the journal's whole reads — one
 /// per drawing — can be counted).

@@ -2,7 +2,8 @@
 appends. N members each follow a conversation of their own with a long
 poll of `GET …/events?wait=` (a chat page per member, nobody writing there)
 while 4 clients append to 4 other conversations; the appends per second
-with the N polls waiting vs with none, each on a fresh server, in one run.
+with the N polls waiting vs with none, each on a fresh server, in one run;
+and the server's CPU per second while the polls wait and nobody writes.
 A write should wake the polls of its own conversation only. Prints one JSON
 object.
 
@@ -24,6 +25,7 @@ numbers = [a for a in sys.argv[2:] if a.isdigit()]
 quick = "--quick" in sys.argv
 pollers = int(numbers[0]) if numbers else (100 if quick else 300)
 writers, appends = 4, (60 if quick else 150)
+IDLE_S = 2.0
 
 
 def call(url, token, body=None, timeout=60):
@@ -72,6 +74,10 @@ def run(waiting):
                 t.start()
             ready.wait()
             time.sleep(1.0)  # every poll waiting
+            # The server's CPU while the polls wait and nobody writes.
+            c0 = cpu_ms(server.pid)
+            time.sleep(IDLE_S)
+            idle = (cpu_ms(server.pid) - c0) / IDLE_S
             token = f"t{waiting}"
 
             def write(w):
@@ -88,7 +94,7 @@ def run(waiting):
                 t.join()
             seconds, cpu = time.perf_counter() - t0, cpu_ms(server.pid) - c0
             stop.set()
-            return writers * appends / seconds, cpu / (writers * appends), answered[0]
+            return writers * appends / seconds, cpu / (writers * appends), answered[0], idle
         finally:
             server.terminate()
             server.wait()
@@ -102,6 +108,10 @@ print(json.dumps({
     "appends_per_s_polling": round(many[0], 1),
     "server_cpu_ms_per_append_none": round(none[1], 2),
     "server_cpu_ms_per_append_polling": round(many[1], 2),
+    # The server's CPU per second while the polls wait and nobody writes:
+    # what following conversations costs when nothing happens.
+    "server_cpu_ms_per_s_idle_none": round(none[3], 1),
+    "server_cpu_ms_per_s_idle_polling": round(many[3], 1),
     # Polls answered while the others wrote: none should be (nobody wrote to theirs).
     "polls_answered_meanwhile": many[2],
 }))

@@ -9,8 +9,8 @@
 //! entry, pages of a read, appenders racing on one conversation (and on its first position),
 //! the fenced writer lease, one boundary per chain slot (through a
 //! real compaction by a [`Driver`]), packets by id, a chain that verifies,
-//! and the progress watermark when the journal keeps one (the trait's
-//! default keeps none).
+//! the progress watermark when the journal keeps one (the trait's
+//! default keeps none), and its watch of writes when it keeps one.
 
 #![allow(clippy::missing_panics_doc, clippy::unwrap_used)]
 
@@ -72,6 +72,7 @@ pub fn check<J: Journal>(journal: J) {
     stores_packets_by_id(j);
     d.resolve("c").expect("the chain verifies");
     check_progress(j, false);
+    check_watch(j, false);
 }
 
 /// Rule 1: checked at append — a forged content hash or another route is refused, nothing written.
@@ -298,4 +299,35 @@ pub fn check_progress<J: Journal + ?Sized>(j: &J, required: bool) {
         None => assert!(!required, "the progress watermark is not kept"),
     }
     assert_eq!(j.read_events("p", 0).unwrap(), Vec::new());
+}
+
+/// A watch, when the journal keeps one, names each conversation written
+/// after it was made, once the write is committed, and nothing when
+/// nothing more was written (`required`: the journal must keep one).
+pub fn check_watch<J: Journal + ?Sized>(j: &J, required: bool) {
+    use std::time::{Duration, Instant};
+    let Some(mut w) = j.watch().unwrap() else {
+        assert!(!required, "the journal keeps no watch");
+        return;
+    };
+    j.append("watched-b", &demo_events("watched-b", 1)).unwrap();
+    j.append("watched-a", &demo_events("watched-a", 1)).unwrap();
+    let mut heard = std::collections::BTreeSet::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    while heard.len() < 2 && Instant::now() < until {
+        match w.next(Duration::from_millis(100)).unwrap() {
+            super::Written::These(c) => heard.extend(c),
+            super::Written::Unknown => panic!("the watch could not place a write"),
+        }
+    }
+    assert_eq!(
+        heard.into_iter().collect::<Vec<_>>(),
+        ["watched-a", "watched-b"],
+        "the watch names what was written"
+    );
+    assert_eq!(
+        w.next(Duration::from_millis(100)).unwrap(),
+        super::Written::These(Vec::new()),
+        "nothing more written, nothing more heard"
+    );
 }

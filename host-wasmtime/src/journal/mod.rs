@@ -19,13 +19,17 @@ pub(crate) mod pg_notes;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg_pool;
 #[cfg(feature = "postgres")]
+pub(crate) mod pg_watch;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
+pub mod watch;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PgJournal;
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::SqliteJournal;
+pub use self::watch::{Watch, Written};
 
 /// An event with its journal position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +155,17 @@ pub trait Journal: Send + Sync {
     /// Storage failures.
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
         let _ = conversation;
+        Ok(None)
+    }
+
+    /// A [`Watch`] of the writes to this journal, by any process, when it
+    /// can keep one (the SQLite file and PostgreSQL journals do; the
+    /// default, and an in-memory SQLite journal, answer `None`: a server
+    /// then has its waiting requests read again every poll interval).
+    ///
+    /// # Errors
+    /// Storage failures (the server tries again).
+    fn watch(&self) -> Result<Option<Box<dyn Watch>>> {
         Ok(None)
     }
 }
@@ -365,5 +380,8 @@ impl<T: Journal + ?Sized> Journal for Box<T> {
     }
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
         (**self).progress(conversation)
+    }
+    fn watch(&self) -> Result<Option<Box<dyn Watch>>> {
+        (**self).watch()
     }
 }

@@ -13,9 +13,10 @@ use foldline_core::plan::SkipRecord;
 use super::pg_notes::Notes;
 pub(crate) use super::pg_pool::PgPool;
 use super::pg_pool::{pool_error, Manager};
+use super::pg_watch::PgWatch;
 use super::{
     backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
-    Journal, Progress, StoredEvent,
+    Journal, Progress, StoredEvent, Watch,
 };
 use crate::error::{HostError, Result};
 
@@ -28,6 +29,8 @@ pub const MIGRATION: &str = include_str!("../../migrations/postgres.sql");
 pub struct PgJournal {
     pool: PgPool,
     notes: Notes,
+    /// How the pool connects: a [`Watch`] listens on a connection of its own.
+    config: postgres::Config,
 }
 
 /// Session settings of every connection, so that no paused process can
@@ -151,6 +154,23 @@ fn without_password(url: &str) -> String {
 /// # Errors
 /// `journal` when the database cannot be reached or the schema not applied.
 pub(crate) fn connect(url: &str) -> Result<PgPool> {
+    let manager = Manager::new(session_config(url)?);
+    // One connection first, outside the pool: the pool reports a database
+    // it cannot reach only once its whole timeout has passed, and as
+    // "timed out waiting for connection" without the reason.
+    drop(r2d2::ManageConnection::connect(&manager).map_err(|e| unreachable(url, &e))?);
+    let pool = r2d2::Pool::builder()
+        .max_size(8)
+        .connection_timeout(CONNECT_TIMEOUT)
+        .build(manager)
+        .map_err(pool_error)?;
+    migrate(&pool)?;
+    Ok(pool)
+}
+
+/// How foldline connects to `url`: its settings, with [`SESSION_OPTIONS`]
+/// and a connect timeout unless the URL sets one.
+fn session_config(url: &str) -> Result<postgres::Config> {
     let mut config: postgres::Config = url.parse().map_err(|e| {
         HostError::Input(format!(
             "{}: not a postgres URL: {e}",
@@ -166,20 +186,16 @@ pub(crate) fn connect(url: &str) -> Result<PgPool> {
         // A host that never answers would otherwise wait out TCP's minutes.
         config.connect_timeout(CONNECT_TIMEOUT);
     }
-    let manager = Manager::new(config);
-    // One connection first, outside the pool: the pool reports a database
-    // it cannot reach only once its whole timeout has passed, and as
-    // "timed out waiting for connection" without the reason.
-    drop(r2d2::ManageConnection::connect(&manager).map_err(|e| unreachable(url, &e))?);
-    let pool = r2d2::Pool::builder()
-        .max_size(8)
-        .connection_timeout(CONNECT_TIMEOUT)
-        .build(manager)
-        .map_err(pool_error)?;
+    Ok(config)
+}
+
+/// Apply the schema unless this version is (under an advisory lock, so
+/// replicas starting together do not race).
+fn migrate(pool: &PgPool) -> Result<()> {
     let mut c = pool.get().map_err(pool_error)?;
     let version = schema_version();
     if applied(&mut c, &version)? {
-        return Ok(pool);
+        return Ok(());
     }
     let mut tx = c.transaction()?;
     // Waiting for the events table behind a stalled replica is no use here.
@@ -215,7 +231,7 @@ pub(crate) fn connect(url: &str) -> Result<PgPool> {
         &[&version],
     )?;
     tx.commit()?;
-    Ok(pool)
+    Ok(())
 }
 
 impl PgJournal {
@@ -232,6 +248,7 @@ impl PgJournal {
         Ok(PgJournal {
             notes: Notes::start(pool.clone())?,
             pool,
+            config: session_config(url)?,
         })
     }
 
@@ -402,6 +419,10 @@ impl Journal for PgJournal {
     fn note_skipped(&self, conversation: &str, record: &SkipRecord) -> Result<()> {
         self.notes.note(conversation, record)
     }
+    fn watch(&self) -> Result<Option<Box<dyn Watch>>> {
+        Ok(Some(Box::new(PgWatch::open(&self.config)?)))
+    }
+
     fn progress(&self, conversation: &str) -> Result<Option<Progress>> {
         self.notes.flush()?;
         self.conn()?

@@ -1,7 +1,8 @@
 //! The embedded default journal: one SQLite file (the `sqlite` feature).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
@@ -10,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::{
     backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
-    Journal, Progress, StoredEvent,
+    Journal, Progress, StoredEvent, Watch, Written,
 };
 use crate::error::{HostError, Result};
 use crate::sync::lock;
@@ -33,6 +34,9 @@ pub struct SqliteJournal {
     /// keeps the file consistent either way.) `None` in memory, where both
     /// use `conn`.
     meta: Option<Mutex<Connection>>,
+    /// The file, for a [`Watch`] on a connection of its own (`None` in
+    /// memory, which no other connection can see).
+    path: Option<PathBuf>,
 }
 
 const SCHEMA: &str = "
@@ -134,6 +138,7 @@ impl SqliteJournal {
         Ok(SqliteJournal {
             conn,
             meta: Some(Mutex::new(meta)),
+            path: Some(path.as_ref().to_owned()),
         })
     }
 
@@ -149,6 +154,7 @@ impl SqliteJournal {
         Ok(SqliteJournal {
             conn: Mutex::new(conn),
             meta: None,
+            path: None,
         })
     }
 
@@ -355,6 +361,58 @@ impl Journal for SqliteJournal {
             })
         })
         .transpose()
+    }
+    fn watch(&self) -> Result<Option<Box<dyn Watch>>> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let conn = connect(path)?;
+        conn.execute_batch("PRAGMA busy_timeout = 10000;")?;
+        let seen = conn.query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |r| {
+            r.get(0)
+        })?;
+        Ok(Some(Box::new(RowWatch { conn, seen })))
+    }
+}
+
+/// The conversations written past a row id, and the last row id: one
+/// statement, so both are read at one moment of the file.
+const WRITTEN_SINCE: &str =
+    "SELECT conversation, max(rowid) FROM events WHERE rowid > ?1 GROUP BY conversation
+ UNION ALL SELECT NULL, coalesce(max(rowid), 0) FROM events";
+
+/// The SQLite journal's [`Watch`]: events are never updated or deleted and
+/// SQLite commits one writer at a time, so the rows past the last row id
+/// seen are exactly what was written since, by any connection to the file.
+/// One read per call, after the call's wait.
+struct RowWatch {
+    conn: Connection,
+    seen: i64,
+}
+
+impl Watch for RowWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Written> {
+        std::thread::sleep(timeout);
+        let mut st = self.conn.prepare_cached(WRITTEN_SINCE)?;
+        let rows = st.query_map(params![self.seen], |r| {
+            Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))
+        })?;
+        let (mut written, mut last) = (Vec::new(), 0);
+        for row in rows {
+            match row? {
+                (Some(conversation), _) => written.push(conversation),
+                (None, max) => last = max,
+            }
+        }
+        // Row ids renumbered (a VACUUM of the file): start from here, and
+        // let every waiting request look.
+        let renumbered = last < self.seen;
+        self.seen = last;
+        if renumbered {
+            return Ok(Written::Unknown);
+        }
+        written.sort_unstable();
+        Ok(Written::These(written))
     }
 }
 

@@ -67,13 +67,11 @@ pub fn number(q: &BTreeMap<String, String>, name: &str) -> Result<Option<u64>, A
 }
 
 /// Wait for a write, at most until `deadline`: woken by this process's
-/// writes to the conversation and by the server stopping; another
-/// replica's are seen at the next poll.
+/// writes to the conversation, by another process's once the server's
+/// watch of the journal sees them (`watcher.rs`), and by the server
+/// stopping. An idle wait reads nothing.
 pub async fn nap(app: &App, written: &mut Waiter, deadline: Instant) {
-    let woken = tokio::time::timeout_at(
-        deadline.min(Instant::now() + app.config.poll),
-        written.changed(),
-    );
+    let woken = tokio::time::timeout_at(deadline, written.changed());
     tokio::select! {
         _ = woken => {}
         () = app.stopping.cancelled() => {}

@@ -33,6 +33,7 @@ pub mod store;
 mod tasks;
 mod timeline;
 mod wakes;
+mod watcher;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -74,8 +75,10 @@ pub struct ServeConfig {
     pub condense_per_minute: u32,
     /// How long an answer holds the session unless given back.
     pub answer_lease: Duration,
-    /// How often a task's event stream looks at the journal for events
-    /// written by another process (this process's writes wake it at once).
+    /// How often the journal is looked at for what another process wrote:
+    /// the server's watch of the journal each interval (`serve/watcher.rs`;
+    /// a journal that keeps no watch: every waiting long poll reads again),
+    /// and a task's event stream. This process's writes wake at once.
     pub poll: Duration,
     /// Serve the reference chat page at `/` (and its script at `/chat.js`).
     pub web: bool,
@@ -133,6 +136,7 @@ impl Server {
     pub fn open(driver: ServeDriver, config: ServeConfig) -> Result<Server> {
         let app = Arc::new(state::App::open(driver, config)?);
         app.recover();
+        watcher::start(&app);
         Ok(Server { app })
     }
 

@@ -24,7 +24,7 @@ struct Waiting {
 }
 
 /// The waiters of one server.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Wakes(Arc<Mutex<Waiting>>);
 
 impl Wakes {
@@ -77,6 +77,14 @@ impl Wakes {
     /// Wake whoever waits on `conversation`.
     pub fn wrote(&self, conversation: &str) {
         if let Some(tx) = lock(&self.0).conversations.get(conversation) {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Wake whoever waits, on any conversation: a write the server could
+    /// not place (`watcher.rs`).
+    pub fn wrote_all(&self) {
+        for tx in lock(&self.0).conversations.values() {
             tx.send_modify(|n| *n += 1);
         }
     }

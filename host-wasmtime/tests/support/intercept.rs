@@ -26,8 +26,8 @@ pub struct Intercept<J> {
     pub inner: J,
     /// Whether the write crashes.
     pub crash: Box<dyn Fn(Write<'_>) -> bool + Send + Sync>,
-    /// Reads of events so far.
-    pub reads: std::sync::atomic::AtomicUsize,
+    /// Reads of events so far (shared, as `whole_reads`).
+    pub reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Reads of a whole conversation (from position 0) so far (shared: a
     /// test keeps a handle on it after the journal moved into a driver).
     pub whole_reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -126,5 +126,8 @@ impl<J: Journal> Journal for Intercept<J> {
     }
     fn progress(&self, c: &str) -> Result<Option<foldline_wasmtime::journal::Progress>> {
         self.inner.progress(c)
+    }
+    fn watch(&self) -> Result<Option<Box<dyn foldline_wasmtime::journal::Watch>>> {
+        self.inner.watch()
     }
 }
