@@ -599,11 +599,59 @@ fn a_write_on_one_replica_answers_a_long_poll_on_another() {
         replica(&url, dir.path(), "r1", &[]),
         replica(&url, dir.path(), "r2", &[]),
     );
+    answered_across(&r1, &r2, "w");
+}
+
+/// A replica whose watch of the journal was cut (its connection ended by
+/// the database: a restart, an administrator) listens again on a new
+/// connection, and meanwhile its waiting requests still see what the
+/// other replicas write.
+#[test]
+fn a_replica_whose_watch_was_cut_watches_again() {
+    let pg = Pg::start();
+    let url = pg.database("rewatched");
+    let dir = replica_files();
+    let (r1, r2) = (
+        replica(&url, dir.path(), "r1", &[]),
+        replica(&url, dir.path(), "r2", &[]),
+    );
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let watching = |admin: &mut postgres::Client| {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let n: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'foldline watch' AND datname = current_database()",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if n == 2 || Instant::now() > until {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(watching(&mut admin), 2, "each replica watches the journal");
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'foldline watch' AND datname = current_database()",
+            &[],
+        )
+        .unwrap();
+    answered_across(&r1, &r2, "cut");
+    assert_eq!(watching(&mut admin), 2, "each replica watches again");
+    answered_across(&r2, &r1, "rewatched");
+}
+
+/// A long poll on `waiting` for conversation `conv` (a new one) is answered
+/// with the message then written through `writing`.
+fn answered_across(waiting: &Server, writing: &Server, conv: &str) {
     let turns = foldline_wasmtime::import::demo_conversation(2);
-    let conv = |r: &Server| format!("{}/api/conversations/w", r.base);
+    let on = |r: &Server| format!("{}/api/conversations/{conv}", r.base);
     let (s, v) = call(
         "POST",
-        &format!("{}/messages", conv(&r1)),
+        &format!("{}/messages", on(waiting)),
         Some(&turns[0].to_string()),
     );
     assert_eq!(s, 201, "{v}");
@@ -611,20 +659,20 @@ fn a_write_on_one_replica_answers_a_long_poll_on_another() {
     let mut last = 0;
     loop {
         std::thread::sleep(Duration::from_millis(300));
-        let (_, v) = call("GET", &format!("{}/events?after=0", conv(&r1)), None);
+        let (_, v) = call("GET", &format!("{}/events?after=0", on(waiting)), None);
         let now = v["last"].as_u64().unwrap();
         if now == last {
             break;
         }
         last = now;
     }
-    let url = format!("{}/events?after={last}&wait=20000", conv(&r1));
+    let url = format!("{}/events?after={last}&wait=20000", on(waiting));
     let started = Instant::now();
     let poll = std::thread::spawn(move || call("GET", &url, None));
     std::thread::sleep(Duration::from_millis(500));
     let (s, v) = call(
         "POST",
-        &format!("{}/messages", conv(&r2)),
+        &format!("{}/messages", on(writing)),
         Some(&turns[1].to_string()),
     );
     assert_eq!(s, 201, "{v}");

@@ -42,9 +42,9 @@ pub fn attribute(turns: &mut [Turn]) {
 
 /// Whether the prompt of `sender` (the newest message, not yet in the
 /// journal) is sent with its label: when the turns in view are already a
-/// room's, or when its sender is a new voice beside theirs — then `turns`
-/// (a copy, when the reconstruction is held between calls) are attributed
-/// too, before they are measured. `None` when the turns need that copy.
+/// room's, or when its sender is a new voice beside theirs — then the
+/// turns are attributed too, before they are measured, on a reconstruction
+/// of their own (one held between calls stays as it is): `None` says so.
 pub fn prompt_labeled(turns: &[Turn], sender: &str) -> Option<bool> {
     if sender.is_empty() {
         return Some(false);

@@ -10,13 +10,18 @@
 //! waiting request each poll interval instead, and each reads again.
 
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use super::state::App;
 use super::wakes::Wakes;
 use crate::journal::{Journal as _, Watch, Written};
+
+/// How long after a watch could not be opened the server tries again
+/// (right away once one was lost: a database restart is over by then, or
+/// the next try waits this long).
+const REOPEN_AFTER: Duration = Duration::from_secs(5);
 
 /// Start following `app`'s journal; the thread ends when the server stops
 /// or is dropped.
@@ -46,27 +51,31 @@ struct Follower {
 
 impl Follower {
     fn run(&self) {
-        // `false` once the journal said it keeps no watch; `failing` while
-        // opening one fails (said once, not every interval).
-        let (mut watchable, mut failing) = (true, false);
+        // `false` once the journal said it keeps no watch.
+        let mut watchable = true;
         let mut watch: Option<Box<dyn Watch>> = None;
+        // When to try opening a watch again, and the failure last said (a
+        // failure is said when it changes, not every try).
+        let (mut open_at, mut said) = (Instant::now(), None::<String>);
         while !self.stopping.is_cancelled() {
-            if watch.is_none() && watchable {
+            if watch.is_none() && watchable && Instant::now() >= open_at {
                 let Some(app) = self.app.upgrade() else {
                     return;
                 };
                 match app.driver.journal().watch() {
                     Ok(w) => {
-                        if failing {
+                        if said.take().is_some() {
                             eprintln!("foldline serve: watching the journal again");
                         }
-                        (watchable, failing, watch) = (w.is_some(), false, w);
+                        (watchable, watch) = (w.is_some(), w);
                     }
-                    Err(e) if !failing => {
-                        failing = true;
-                        eprintln!("foldline serve: cannot watch the journal ({e}); every waiting request reads again each {} ms until it can", self.poll.as_millis());
+                    Err(e) => {
+                        let e = e.to_string();
+                        if said.as_ref() != Some(&e) {
+                            eprintln!("foldline serve: cannot watch the journal ({e}); every waiting request reads again each {} ms until it can", self.poll.as_millis());
+                        }
+                        (said, open_at) = (Some(e), Instant::now() + REOPEN_AFTER);
                     }
-                    Err(_) => {}
                 }
                 // Whatever was written while nothing watched.
                 self.wakes.wrote_all();
@@ -79,12 +88,12 @@ impl Follower {
                 }
                 Some(Ok(Written::Unknown)) => self.wakes.wrote_all(),
                 Some(Err(e)) => {
+                    let e = e.to_string();
                     eprintln!(
                         "foldline serve: the journal's watch was lost ({e}); opening another"
                     );
-                    (watch, failing) = (None, true);
+                    (watch, said) = (None, Some(e));
                     self.wakes.wrote_all();
-                    std::thread::sleep(self.poll);
                 }
                 None => {
                     std::thread::sleep(self.poll);
