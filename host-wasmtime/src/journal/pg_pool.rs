@@ -101,9 +101,13 @@ impl r2d2::ManageConnection for Manager {
     type Connection = Conn;
     type Error = postgres::Error;
 
+    /// A new connection, with the journal's session settings
+    /// ([`SESSION_SETTINGS`](super::postgres::SESSION_SETTINGS)).
     fn connect(&self) -> Result<Conn, postgres::Error> {
+        let mut client = self.0.connect()?;
+        client.batch_execute(super::postgres::SESSION_SETTINGS)?;
         Ok(Conn {
-            client: self.0.connect()?,
+            client,
             handed_out: Instant::now(),
             statements: HashMap::new(),
         })

@@ -37,9 +37,18 @@ pub struct PgJournal {
 /// stall another replica: a statement waits at most 2 s for a lock (then
 /// `busy`, rolled back, nothing written), and a session idle inside a
 /// transaction for 5 s (a process paused mid-write: a GC pause, a frozen
-/// VM, `SIGSTOP`) is ended by the server, which releases its locks.
+/// VM, `SIGSTOP`) is ended by the server, which releases its locks. As a
+/// startup `options` parameter, for a tool connecting beside the journal;
+/// the journal itself runs [`SESSION_SETTINGS`].
 pub const SESSION_OPTIONS: &str =
     "-c lock_timeout=2000 -c idle_in_transaction_session_timeout=5000";
+
+/// [`SESSION_OPTIONS`] as the statements the journal runs on each
+/// connection it opens: a pooler in front of the database (PgBouncer)
+/// refuses the `options` startup parameter (`unsupported startup
+/// parameter: options`), and keeps what a session sets in session mode.
+pub const SESSION_SETTINGS: &str =
+    "SET lock_timeout = 2000; SET idle_in_transaction_session_timeout = 5000";
 
 impl From<postgres::Error> for HostError {
     fn from(e: postgres::Error) -> HostError {
@@ -145,7 +154,7 @@ fn without_password(url: &str) -> String {
 }
 
 /// Connect a pool to `url` (`postgres://user@host:port/db`) with the
-/// [`SESSION_OPTIONS`], and apply the schema unless this version is already
+/// [`SESSION_SETTINGS`], and apply the schema unless this version is already
 /// applied (checked without a lock first, so a replica starting beside a
 /// stalled one never queues behind it on the events table; the migration
 /// itself runs under an advisory lock, so replicas starting together do not
@@ -168,8 +177,9 @@ pub(crate) fn connect(url: &str) -> Result<PgPool> {
     Ok(pool)
 }
 
-/// How foldline connects to `url`: its settings, with [`SESSION_OPTIONS`]
-/// and a connect timeout unless the URL sets one.
+/// How foldline connects to `url`: its settings, with a connect timeout
+/// unless the URL sets one (each pooled connection then runs
+/// [`SESSION_SETTINGS`]: `pg_pool.rs`).
 fn session_config(url: &str) -> Result<postgres::Config> {
     let mut config: postgres::Config = url.parse().map_err(|e| {
         HostError::Input(format!(
@@ -177,11 +187,6 @@ fn session_config(url: &str) -> Result<postgres::Config> {
             without_password(url)
         ))
     })?;
-    let options = match config.get_options() {
-        Some(o) if !o.is_empty() => format!("{o} {SESSION_OPTIONS}"),
-        _ => SESSION_OPTIONS.to_owned(),
-    };
-    config.options(&options);
     if config.get_connect_timeout().is_none() {
         // A host that never answers would otherwise wait out TCP's minutes.
         config.connect_timeout(CONNECT_TIMEOUT);
@@ -236,7 +241,7 @@ fn migrate(pool: &PgPool) -> Result<()> {
 
 impl PgJournal {
     /// Open the journal at `url`: a pool of connections, each with
-    /// [`SESSION_OPTIONS`], and the schema applied unless this version is
+    /// [`SESSION_SETTINGS`], and the schema applied unless this version is
     /// already (under an advisory lock, so replicas starting together do
     /// not race).
     ///
