@@ -644,6 +644,52 @@ fn a_replica_whose_watch_was_cut_watches_again() {
     answered_across(&r2, &r1, "rewatched");
 }
 
+/// Replicas connected through PgBouncer in session mode, as many
+/// deployments run them: they start (the journal's session settings are
+/// SET on each connection: PgBouncer refuses the `options` startup
+/// parameter), write, compact, and a long poll on one hears a write on the
+/// other (`LISTEN` works in session mode; the watch checks it hears).
+#[test]
+fn replicas_behind_pgbouncer_in_session_mode() {
+    let pg = Pg::start();
+    pg.database("bounced");
+    let bouncer = support::pg::Bouncer::start(&pg, "session");
+    let url = bouncer.url("bounced");
+    let dir = replica_files();
+    let (r1, r2) = (
+        replica(&url, dir.path(), "r1", &[]),
+        replica(&url, dir.path(), "r2", &[]),
+    );
+    answered_across(&r1, &r2, "b1");
+    answered_across(&r2, &r1, "b2");
+    // Past the trigger through both, in turn: the conversation compacts.
+    let turns = foldline_wasmtime::import::demo_conversation(200);
+    for (i, t) in turns.iter().enumerate() {
+        let r = [&r1, &r2][i % 2];
+        let (s, v) = call(
+            "POST",
+            &format!("{}/api/conversations/long/messages", r.base),
+            Some(&t.to_string()),
+        );
+        assert_eq!(s, 201, "{v}");
+    }
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (s, v) = call(
+            "GET",
+            &format!("{}/api/conversations/long/verify", r1.base),
+            None,
+        );
+        assert_eq!((s, &v["ok"]), (200, &serde_json::json!(true)), "{v}");
+        let accepted = v["resolution"]["accepted"].as_array().map_or(0, Vec::len);
+        if accepted > 0 || Instant::now() > until {
+            assert!(accepted > 0, "no boundary after 200 turns: {v}");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 /// A long poll on `waiting` for conversation `conv` (a new one) is answered
 /// with the message then written through `writing`.
 fn answered_across(waiting: &Server, writing: &Server, conv: &str) {

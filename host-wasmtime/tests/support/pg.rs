@@ -184,3 +184,65 @@ impl Drop for Pg {
         );
     }
 }
+
+/// PgBouncer in front of a [`Pg`] (Debian's `pgbouncer`, run as
+/// `postgres` when this process is root), in `mode` (`session` or
+/// `transaction`), on a loopback port of its own; stopped when dropped.
+/// (The tools that share this file start none.)
+#[allow(dead_code)]
+pub struct Bouncer {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+#[allow(dead_code)]
+impl Bouncer {
+    /// Start one before `pg`, for every database on it.
+    pub fn start(pg: &Pg, mode: &str) -> Bouncer {
+        let bin = Path::new("/usr/sbin/pgbouncer");
+        assert!(
+            bin.exists(),
+            "PgBouncer is needed for this test: apt-get install pgbouncer (scripts/setup does)"
+        );
+        let dir = tempfile::tempdir().expect("a folder for PgBouncer");
+        let d = dir.path().display();
+        for _ in 0..8 {
+            let port = free_port();
+            std::fs::write(
+                dir.path().join("bouncer.ini"),
+                format!(
+                    "[databases]\n* = host=127.0.0.1 port={}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nauth_type = trust\nauth_file = {d}/users.txt\npool_mode = {mode}\ndefault_pool_size = 100\nmax_client_conn = 1000\nunix_socket_dir = {d}\npidfile = {d}/bouncer.pid\nlogfile = {d}/bouncer.log\n",
+                    pg.port
+                ),
+            )
+            .expect("write bouncer.ini");
+            std::fs::write(dir.path().join("users.txt"), "\"foldline\" \"\"\n")
+                .expect("write users.txt");
+            if is_root() {
+                let status = Command::new("chown")
+                    .args(["-R", "postgres"])
+                    .arg(dir.path())
+                    .status()
+                    .expect("chown");
+                assert!(status.success());
+            }
+            if try_run(bin, &["-d".into(), format!("{d}/bouncer.ini")]) {
+                return Bouncer { dir, port };
+            }
+        }
+        panic!("PgBouncer found no free port in 8 tries")
+    }
+
+    /// The URL of database `name` through this pooler.
+    pub fn url(&self, name: &str) -> String {
+        format!("postgres://foldline@127.0.0.1:{}/{name}", self.port)
+    }
+}
+
+impl Drop for Bouncer {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(self.dir.path().join("bouncer.pid")) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+        }
+    }
+}
