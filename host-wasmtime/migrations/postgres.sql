@@ -27,6 +27,23 @@ DROP TRIGGER IF EXISTS foldline_events_no_truncate ON foldline_events;
 CREATE TRIGGER foldline_events_no_truncate BEFORE TRUNCATE ON foldline_events
   FOR EACH STATEMENT EXECUTE FUNCTION foldline_append_only();
 
+-- Whoever watches the journal hears of each write when it commits (a
+-- server's long polls: PgWatch): one notification per conversation a
+-- statement wrote; an id too long for a notification's payload is heard as
+-- a write somewhere (''). A trigger, not a line of foldline_append: a
+-- replica of an older foldline that applies its own foldline_append (a
+-- rolling deploy, a rollback) leaves it in place.
+CREATE OR REPLACE FUNCTION foldline_notify_written() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('foldline_events',
+      CASE WHEN octet_length(w.conversation) < 7900 THEN w.conversation ELSE '' END)
+    FROM (SELECT DISTINCT conversation FROM written) AS w;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS foldline_events_written ON foldline_events;
+CREATE TRIGGER foldline_events_written AFTER INSERT ON foldline_events
+  REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION foldline_notify_written();
+
 -- The last position of each conversation: its row lock orders appenders.
 CREATE TABLE IF NOT EXISTS foldline_heads (
   conversation TEXT PRIMARY KEY,
@@ -101,11 +118,6 @@ BEGIN
   INSERT INTO foldline_events (conversation, seq, type, body, chain_slot)
     SELECT p_conversation, head + e.i, e.type, e.body, e.slot
       FROM unnest(p_types, p_bodies, p_slots) WITH ORDINALITY AS e(type, body, slot, i);
-  -- Whoever watches the journal hears of the write when it commits (a
-  -- server's long polls: PgWatch); an id too long for a notification's
-  -- payload is heard as a write somewhere ('').
-  PERFORM pg_notify('foldline_events',
-    CASE WHEN octet_length(p_conversation) < 7900 THEN p_conversation ELSE '' END);
   RETURN head + n;
 END $$;
 

@@ -8,11 +8,12 @@ import sys
 import threading
 
 
-def start(binary, journal, members):
-    """`foldline serve` on `journal` for the members in the file `members`:
-    the process and its base URL; its log is read on so it never blocks."""
-    server = subprocess.Popen([binary, "--journal", journal, "serve", "--members", members, "--listen", "127.0.0.1:0"],
-                              stderr=subprocess.PIPE, text=True)
+def start(binary, journal, members, extra=()):
+    """`foldline serve` on `journal` for the members in the file `members`
+    (with the arguments `extra` too): the process and its base URL; its log
+    is read on so it never blocks."""
+    server = subprocess.Popen([binary, "--journal", journal, "serve", "--members", members, "--listen", "127.0.0.1:0",
+                               *extra], stderr=subprocess.PIPE, text=True)
     line = ""
     while "listening on" not in line:
         line = server.stderr.readline()

@@ -22,6 +22,14 @@ use std::time::{Duration, Instant};
 use postgres::{Client, NoTls, Statement};
 use r2d2_postgres::PostgresConnectionManager;
 
+/// The session settings of the journal's connections (`postgres.rs`'s
+/// `SESSION_OPTIONS`) as the statements each runs when it opens: a pooler
+/// in front of the database (PgBouncer) refuses the `options` startup
+/// parameter (`unsupported startup parameter: options`), and keeps what a
+/// session sets in session mode.
+pub const SESSION_SETTINGS: &str =
+    "SET lock_timeout = 2000; SET idle_in_transaction_session_timeout = 5000";
+
 /// How long a connection may rest in the pool before its next checkout
 /// checks it with an empty query.
 pub const RECHECK_AFTER: Duration = Duration::from_secs(1);
@@ -101,11 +109,10 @@ impl r2d2::ManageConnection for Manager {
     type Connection = Conn;
     type Error = postgres::Error;
 
-    /// A new connection, with the journal's session settings
-    /// ([`SESSION_SETTINGS`](super::postgres::SESSION_SETTINGS)).
+    /// A new connection, with the journal's [`SESSION_SETTINGS`].
     fn connect(&self) -> Result<Conn, postgres::Error> {
         let mut client = self.0.connect()?;
-        client.batch_execute(super::postgres::SESSION_SETTINGS)?;
+        client.batch_execute(SESSION_SETTINGS)?;
         Ok(Conn {
             client,
             handed_out: Instant::now(),

@@ -43,12 +43,7 @@ pub struct PgJournal {
 pub const SESSION_OPTIONS: &str =
     "-c lock_timeout=2000 -c idle_in_transaction_session_timeout=5000";
 
-/// [`SESSION_OPTIONS`] as the statements the journal runs on each
-/// connection it opens: a pooler in front of the database (PgBouncer)
-/// refuses the `options` startup parameter (`unsupported startup
-/// parameter: options`), and keeps what a session sets in session mode.
-pub const SESSION_SETTINGS: &str =
-    "SET lock_timeout = 2000; SET idle_in_transaction_session_timeout = 5000";
+pub use super::pg_pool::SESSION_SETTINGS;
 
 impl From<postgres::Error> for HostError {
     fn from(e: postgres::Error) -> HostError {
