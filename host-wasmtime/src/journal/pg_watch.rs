@@ -1,7 +1,9 @@
 //! The PostgreSQL journal's [`Watch`]: every append notifies the channel
-//! [`CHANNEL`] with its conversation (inside the migration's
-//! `foldline_append`, so the notification goes out when, and only if, the
-//! append commits, and costs no round trip of its own), and a watch listens
+//! [`CHANNEL`] with its conversation (the migration's statement trigger on
+//! `foldline_events`, so the notification goes out when, and only if, the
+//! append commits, costs no round trip of its own, and stays in place when
+//! a replica of an older foldline applies its own `foldline_append`), and a
+//! watch listens
 //! on a connection of its own, outside the pool, named [`APPLICATION`] in
 //! `pg_stat_activity`.
 //!
