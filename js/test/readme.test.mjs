@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import * as f from "../dist/node.js";
 import { check, say } from "./shared.mjs";
+import { sqliteD1 } from "./d1-sqlite.mjs";
 
 await f.init();
 const wasmModule = await WebAssembly.compile(await readFile(new URL("../pkg/foldline_bg.wasm", import.meta.url)));
@@ -111,11 +112,11 @@ test("README: the edge handler serves the HTTP API to a member", async () => {
   const [block] = (await blocks("../../README.md")).filter((b) => b.includes("createHandler"));
   const p = await provider();
   try {
-    const journal = new f.MemoryJournal();
-    const owners = new f.MemoryOwners();
-    const { __exported: worker } = await run(block, { foldline: f, "foldline/foldline_bg.wasm": { default: wasmModule } }, { myJournal: () => journal, myOwners: () => owners });
+    const { __exported: worker } = await run(block, { foldline: f, "foldline/foldline_bg.wasm": { default: wasmModule } }, {});
     const tokenSha256 = createHash("sha256").update("secret-1").digest("hex");
-    const env = { LLM_URL: p.url, LLM_KEY: "k", MEMBERS: JSON.stringify([{ id: "ana", tokenSha256 }]) };
+    // The worker's D1 binding, over Node's SQLite (real D1: test/workerd/run.mjs).
+    const DB = sqliteD1();
+    const env = { DB, LLM_URL: p.url, LLM_KEY: "k", MEMBERS: JSON.stringify([{ id: "ana", tokenSha256 }]) };
     const waits = [];
     const ctx = { waitUntil: (w) => waits.push(w), passThroughOnException() {} };
     const post = await worker.fetch(new Request("http://edge/api/conversations/trip/messages", {
@@ -128,6 +129,10 @@ test("README: the edge handler serves the HTTP API to a member", async () => {
     check(got.status === 200, `context: ${got.status}`);
     const denied = await worker.fetch(new Request("http://edge/api/conversations/trip/context", { headers: { authorization: "Bearer wrong" } }), env, ctx);
     check(denied.status === 401, `a stranger: ${denied.status}`);
+    // What the worker wrote is in the database: the message, and its owner.
+    const stored = await (await f.D1Journal.open(DB)).readEvents("trip");
+    check(stored.some((e) => e.event.type === "message" && e.event.parts[0].text === "Plan ten days in Portugal."), JSON.stringify(stored).slice(0, 300));
+    check((await (await f.D1Owners.open(DB)).get("trip")) === "ana", "the member owns the conversation");
   } finally {
     p.close();
   }

@@ -25,7 +25,7 @@ export interface Owners {
   dismiss(conversationId: string, member: string): Promise<boolean>;
 }
 
-/** Owners and rooms kept in memory (one isolate or process); a deployment with several uses a durable store. */
+/** Owners and rooms kept in memory (one isolate or process); a deployment with several uses a durable store (`D1Owners` on Cloudflare). */
 export class MemoryOwners implements Owners {
   private owners = new Map<string, string>();
   private rooms = new Map<string, Set<string>>();
@@ -64,7 +64,7 @@ export function passKey(p: Pass): string {
   return `${p.tool}:${p.turnId ?? "prompt"}:${p.callId ?? ""}`;
 }
 
-/** Compression preferences and stats kept in memory (one isolate or process); a deployment with several uses a durable store. */
+/** Compression preferences and stats kept in memory (one isolate or process); a deployment with several uses a durable store (`D1Compression` on Cloudflare). */
 export class MemoryCompression implements CompressionStore {
   private prefs = new Map<string, Preferences>();
   private passes = new Map<string, { member: string; pass: Pass }>();
