@@ -3,7 +3,7 @@
 // isolate of a worker (and every worker bound to the database) serves the
 // same conversations, rooms and opt-ins.
 
-import type { D1Like } from "../journal/d1.js";
+import { ensureSchema, type D1Like } from "../journal/d1.js";
 import type { Pass, Preferences } from "../types.js";
 import { passKey, type CompressionStore, type Owners, type PassStats } from "./api.js";
 
@@ -15,9 +15,9 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS foldline_member_passes (member TEXT NOT NULL, conversation TEXT NOT NULL, pass TEXT NOT NULL, tool TEXT NOT NULL, status TEXT NOT NULL, eligible_bytes INTEGER NOT NULL, delivered_bytes INTEGER NOT NULL, PRIMARY KEY (member, conversation, pass))`,
 ];
 
-/** Create the tables of the handler's D1 stores if they are missing (one batch). */
-async function ensure(db: D1Like): Promise<void> {
-  await db.batch(SCHEMA.map((s) => db.prepare(s)));
+/** Create the tables of the handler's D1 stores if they are missing. */
+function ensure(db: D1Like): Promise<void> {
+  return ensureSchema(db, SCHEMA);
 }
 
 /** The rows of a statement's answer. */

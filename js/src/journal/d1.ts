@@ -59,22 +59,44 @@ const SCHEMA = [
 /** D1 binds at most 100 values to one statement; rows are inserted in statements under it. */
 const MOST_BOUND = 100;
 
-/** Events read per statement: a long conversation is read in pages, so no one answer grows without bound. */
-const READ_PAGE = 500;
+/**
+ * Events read per statement: a long conversation is read in pages, so no
+ * one answer grows without bound, and in few statements (a cold read of
+ * 100,000 events is 20), since every statement counts toward a worker's
+ * queries per invocation (50 on Cloudflare's free plan).
+ */
+const READ_PAGE = 5_000;
 
 /**
- * The statements inserting `rows` into `into` for `conversationId` (bound
- * once, as `?1`), as many rows to a statement as D1's bound values allow.
+ * The statements that put `rows` through `into` for `conversationId`
+ * (bound once, as `?1`), as many rows to a statement as D1's bound values
+ * allow: `into` is given the statement's row source (`VALUES (k, ?2, …),
+ * …`, where `k` counts its rows from 1) and how many rows went before it,
+ * and answers the statement.
  */
-function inserts(db: D1Like, conversationId: string, into: string, columns: string, rows: unknown[][], tail = ""): D1StatementLike[] {
+function inserts(db: D1Like, conversationId: string, rows: unknown[][], into: (values: string, before: number) => string): D1StatementLike[] {
   const out: D1StatementLike[] = [];
   const per = Math.max(1, Math.floor((MOST_BOUND - 1) / Math.max(1, rows[0]?.length ?? 1)));
   for (let at = 0; at < rows.length; at += per) {
     const values: unknown[] = [conversationId];
-    const tuples = rows.slice(at, at + per).map((row) => `(?1, ${row.map((v) => `?${values.push(v)}`).join(", ")})`);
-    out.push(db.prepare(`INSERT INTO ${into} (${columns}) VALUES ${tuples.join(", ")}${tail}`).bind(...values));
+    const tuples = rows.slice(at, at + per).map((row, i) => `(${i + 1}, ${row.map((v) => `?${values.push(v)}`).join(", ")})`);
+    out.push(db.prepare(into(`VALUES ${tuples.join(", ")}`, at)).bind(...values));
   }
   return out;
+}
+
+/**
+ * Create `statements`' tables, views and triggers unless every one is there
+ * already: one statement on an isolate's first request, not the whole schema.
+ */
+export async function ensureSchema(db: D1Like, statements: string[]): Promise<void> {
+  const names = statements.map((s) => /IF NOT EXISTS (\w+)/.exec(s)?.[1] ?? "");
+  const { results = [] } = await db
+    .prepare(`SELECT COUNT(*) AS n FROM sqlite_master WHERE name IN (${names.map((_, i) => `?${i + 1}`).join(", ")})`)
+    .bind(...names)
+    .all();
+  if ((results[0] as { n: number } | undefined)?.n === names.length) return;
+  await db.batch(statements.map((s) => db.prepare(s)));
 }
 
 /** The refusal of a batch fenced by a stale token. */
@@ -106,7 +128,7 @@ export class D1Journal implements Journal {
    * isolate) and open the journal on `db`, a D1 binding.
    */
   static async open(db: D1Like, now: () => number = () => Date.now()): Promise<D1Journal> {
-    await db.batch(SCHEMA.map((s) => db.prepare(s)));
+    await ensureSchema(db, SCHEMA);
     return new D1Journal(db, now);
   }
 
@@ -133,6 +155,9 @@ export class D1Journal implements Journal {
 
   async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
     const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
+    if (options.expectedSeq !== undefined && !(Number.isSafeInteger(options.expectedSeq) && options.expectedSeq >= 0)) {
+      throw new FoldlineError({ code: "invalid_request", message: `expectedSeq must be a whole number from 0 to 2^53 - 1, not ${String(options.expectedSeq)}; nothing was written` });
+    }
     if (batch.length === 0) return this.nothing(conversationId, options);
     const claims = checkTurns(() => undefined, batch);
     const statements: D1StatementLike[] = [];
@@ -140,24 +165,20 @@ export class D1Journal implements Journal {
       statements.push(this.db.prepare("INSERT INTO foldline_fence (conversation, fence) VALUES (?1, ?2)").bind(conversationId, options.fence));
     }
     // The events before the turn claims: a compare-and-append that lost
-    // the race is a `conflict`, whatever else its batch says.
+    // the race is a `conflict`, whatever else its batch says. At the
+    // expected positions, the trigger refuses the first unless the head is
+    // there; without one, at the end, wherever it is when the batch
+    // commits (each statement counts the head inside itself).
     const rows = batch.map((e) => [e.type, JSON.stringify(e), chainSlot(e) ?? null]);
-    if (options.expectedSeq !== undefined) {
-      // At the expected positions: the trigger refuses the first unless the head is there.
-      const at = options.expectedSeq;
-      const placed = rows.map((r, i) => [at + i + 1, ...r]);
-      statements.push(...inserts(this.db, conversationId, "events", "conversation, seq, type, body, chain_slot", placed, " RETURNING seq"));
-    } else {
-      // At the end, wherever it is when the batch commits: each row's
-      // position is the head's, counted inside the statement.
-      for (const r of rows) {
-        statements.push(this.db.prepare(
-          "INSERT INTO events (conversation, seq, type, body, chain_slot) SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM events WHERE conversation = ?1 RETURNING seq",
-        ).bind(conversationId, ...r));
-      }
-    }
+    const expected = options.expectedSeq;
+    const head = (before: number) => expected === undefined
+      ? "(SELECT COALESCE(MAX(seq), 0) AS s FROM events WHERE conversation = ?1)"
+      : `(SELECT ${expected + before} AS s)`;
+    statements.push(...inserts(this.db, conversationId, rows, (values, before) =>
+      `INSERT INTO events (conversation, seq, type, body, chain_slot) SELECT ?1, head.s + v.column1, v.column2, v.column3, v.column4 FROM ${head(before)} AS head, (${values}) AS v ORDER BY v.column1 RETURNING seq`));
     const written = statements.length - 1;
-    statements.push(...inserts(this.db, conversationId, "foldline_turn_claims", "conversation, turn_id, claim", claims));
+    statements.push(...inserts(this.db, conversationId, claims, (values) =>
+      `INSERT INTO foldline_turn_claims (conversation, turn_id, claim) SELECT ?1, v.column2, v.column3 FROM (${values}) AS v`));
     let answers: Array<{ results?: unknown[] }>;
     try {
       answers = await this.db.batch(statements);

@@ -96,18 +96,57 @@ export function d1Checks(f, fresh) {
     ["D1: a long conversation is written in statements D1 takes and read whole, in pages", async () => {
       const db = fresh();
       const j = await f.D1Journal.open(db);
-      // 1,300 events in batches of 130 (each batch several statements: D1 binds at most 100 values to one).
-      for (let b = 0; b < 10; b++) {
+      // 5,200 events in batches of 130, at an expected position and at the
+      // end in turns (each batch several statements: D1 binds at most 100
+      // values to one), read back across a page of 5,000 rows.
+      for (let b = 0; b < 40; b++) {
         const batch = Array.from({ length: 130 }, (_, i) => say(b * 130 + i + 1, i % 2 ? "assistant" : "user", `m${b * 130 + i + 1}`));
-        equal(await j.append("c1", batch, { expectedSeq: b * 130 }), (b + 1) * 130);
+        equal(await j.append("c1", batch, b % 2 ? {} : { expectedSeq: b * 130 }), (b + 1) * 130);
       }
       const all = await j.readEvents("c1");
-      equal(all.length, 1300);
+      equal(all.length, 5200);
       check(all.every((e, i) => e.seq === i + 1 && e.event.turnId === `t${i + 1}`), "in order, each once");
-      const page = await j.readEventsPage("c1", 100, 700);
-      equal(page.length, 700, "a page past one statement's rows is whole");
-      equal([page[0].seq, page.at(-1).seq], [101, 800]);
-      equal((await j.readEvents("c1", 1299)).map((e) => e.seq), [1300]);
+      const page = await j.readEventsPage("c1", 100, 5050);
+      equal(page.length, 5050, "a page past one statement's rows is whole");
+      equal([page[0].seq, page.at(-1).seq], [101, 5150]);
+      equal((await j.readEvents("c1", 5199)).map((e) => e.seq), [5200]);
+      const bad = await refusal(() => j.append("c1", say(5201, "user", "x"), { expectedSeq: "0 AS s); DROP TABLE events; --" }));
+      equal(bad.code, "invalid_request", String(bad));
+      equal((await j.readEvents("c1", 5190)).length, 10, "nothing written, nothing dropped");
+    }],
+    ["D1: a message through the handler stays far within a worker's 50 queries per invocation", async () => {
+      // Every statement counted, as Cloudflare counts them (each of a batch too).
+      const db = fresh();
+      let statements = 0;
+      const counted = (st) => ({ bind: (...v) => counted(st.bind(...v)), all: () => (statements++, st.all()), run: () => (statements++, st.run()), inner: st });
+      const DB = { prepare: (sql) => counted(db.prepare(sql)), batch: (list) => ((statements += list.length), db.batch(list.map((s) => s.inner))) };
+      const members = [{ id: "ana", tokenSha256: "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b" }]; // "secret"
+      const open = async () => f.createHandler({
+        journal: await f.D1Journal.open(DB), owners: await f.D1Owners.open(DB), compressionStore: await f.D1Compression.open(DB),
+        model: f.modelFromFunction(async (p) => `Summary of ${p.input.turnCount} turns.`),
+        declaration: { targetId: "assistant", compactorId: "assistant-compactor", budget: { kind: "tokens", window: 8192 } }, members,
+      });
+      let handler = await open();
+      statements = 0;
+      handler = await open(); // another isolate, the tables there
+      equal(statements, 3, "the three stores open in one statement each");
+      const counts = [];
+      for (let i = 1; i <= 120; i++) {
+        if (i === 61) handler = await open(); // a cold isolate reads the conversation whole
+        const waits = [];
+        statements = 0;
+        const r = await handler(new Request("http://edge/api/conversations/trip/messages", {
+          method: "POST", headers: { authorization: "Bearer secret", "content-type": "application/json" },
+          body: JSON.stringify([{ role: i % 2 ? "user" : "assistant", content: `message ${i} ` + "about the trip ".repeat(40) }]),
+        }), { waitUntil: (w) => waits.push(w) });
+        equal(r.status, 201, await r.clone().text());
+        await Promise.all(waits);
+        counts.push(statements);
+      }
+      const verify = await handler(new Request("http://edge/api/conversations/trip/verify", { headers: { authorization: "Bearer secret" } }));
+      const v = await verify.json();
+      check(v.ok && v.resolution.accepted.length >= 3, `compacted: ${JSON.stringify(v).slice(0, 300)}`);
+      check(Math.max(...counts) <= 20, `statements per message: ${JSON.stringify(counts)}`);
     }],
     ["D1: owners and rooms, decided by the database across isolates", async () => {
       const db = fresh();
