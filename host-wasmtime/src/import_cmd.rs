@@ -4,8 +4,11 @@
 use std::io::Read;
 use std::process::ExitCode;
 
+use std::collections::BTreeMap;
+
+use foldline_core::event::Event;
 use foldline_wasmtime::driver::Outcome;
-use foldline_wasmtime::journal::Journal;
+use foldline_wasmtime::journal::{self, Journal};
 use foldline_wasmtime::{import, HostError};
 
 use crate::{route, ImportArgs, ProgramDriver};
@@ -40,6 +43,7 @@ pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<Exit
         .max()
         .unwrap_or(0);
     let (mut events, raw) = import::parse_as(&text, &route(conv), after, format).map_err(named)?;
+    drop(text);
     let held = match raw {
         false => import::resume::skip_imported(&mut events, &stored, &route(conv), after),
         true => 0,
@@ -61,7 +65,7 @@ pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<Exit
         }),
         other => other,
     })?;
-    refuse_conflicts(d, stored, &events).map_err(named)?;
+    refuse_conflicts(conv, &stored, &events).map_err(named)?;
     let n = import_events(d, conv, events, compact)?;
     match held {
         0 => out!("imported {n} events into {conv}"),
@@ -71,31 +75,30 @@ pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<Exit
 }
 
 /// An import may carry raw foldline events with their own turn ids: before
-/// anything is written, the conversation with the import appended must still
-/// reconstruct (the core's rule: one turn id, one content), or the import is
-/// refused naming the turn — an append-only journal could never be repaired.
-fn refuse_conflicts(
-    d: &ProgramDriver,
-    mut all: Vec<foldline_core::event::Event>,
-    events: &[foldline_core::event::Event],
-) -> Result<(), HostError> {
-    all.extend_from_slice(events);
-    // A page of no items: only whether the events reconstruct.
-    match d.foldline().timeline(&foldline_core::TimelineRequest {
-        events: all,
-        accepted: None,
-        retired: Vec::new(),
-        limit: Some(0),
-        before: None,
-    }) {
-        Err(HostError::Core(e)) if e.code == foldline_core::Code::ConflictingTurn => {
-            Err(HostError::Input(format!(
-                "conflicting_turn: {} (nothing imported)",
-                e.message
-            )))
+/// anything is written, no turn id may take other content than the
+/// conversation (or the import itself) gave it, or the import is refused
+/// naming the turn — an append-only journal could never be repaired. The
+/// rule is the journal's own ([`journal::turn_claims`], which it holds at
+/// each append), checked over the whole import first, so an import that
+/// compacts as it goes never stops half written; natively, so a long
+/// conversation costs no call of the core over all of it.
+fn refuse_conflicts(conv: &str, stored: &[Event], events: &[Event]) -> Result<(), HostError> {
+    let known: BTreeMap<String, String> = journal::turn_claims(stored)?.into_iter().collect();
+    let claims = journal::turn_claims(&journal::check_batch(conv, events)?);
+    let conflict = |turn: &str| {
+        HostError::Input(format!(
+            "conflicting_turn: turn {turn:?} is already in the journal with other content; a turn id names one message (nothing imported)"
+        ))
+    };
+    for (turn, claim) in claims.map_err(|e| match e {
+        HostError::Core(e) => conflict(e.ids.first().map_or("", String::as_str)),
+        other => other,
+    })? {
+        if known.get(&turn).is_some_and(|k| *k != claim) {
+            return Err(conflict(&turn));
         }
-        _ => Ok(()),
     }
+    Ok(())
 }
 
 /// Append `events` to `conv`: in one batch, or (`compact`) one by one with

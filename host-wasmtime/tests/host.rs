@@ -639,6 +639,59 @@ fn an_import_makes_the_append_check() {
     succeeded(on_journal(&db).arg("context"));
 }
 
+/// An import larger than one call of the core's check (8 MiB of events) is
+/// checked in parts, each inside a call's memory limit (a 264 MB export in
+/// one call was refused `memory_limit`): a refusal in a later part names the
+/// event by its index in the whole file, nothing is written, and the file
+/// without it imports whole.
+#[test]
+fn an_import_larger_than_one_check_call_is_checked_in_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    // 3,000 messages of ~3,100 bytes: 9.3 MB, past one call's 8 MiB.
+    let mut messages: Vec<_> = (0..3_000)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": format!("{i} {}", "words of the trip ".repeat(170))})
+        })
+        .collect();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, serde_json::to_string(&messages).unwrap()).unwrap();
+    messages.push(serde_json::json!({"role": "user", "content": "x".repeat(400_000)}));
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, serde_json::to_string(&messages).unwrap()).unwrap();
+    let import = |file: &std::path::Path| {
+        let out = on_journal(&db)
+            .args(["import", "--no-compact"])
+            .arg(file)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = import(&bad);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("turn_too_large") && err.contains("events[3000]"),
+        "{err}"
+    );
+    assert!(
+        !db.exists()
+            || SqliteJournal::open(&db)
+                .unwrap()
+                .read_events("default", 0)
+                .unwrap()
+                .is_empty(),
+        "nothing written"
+    );
+    let (code, err) = import(&good);
+    assert_eq!(code, Some(0), "{err}");
+    let j = SqliteJournal::open(&db).unwrap();
+    assert_eq!(j.read_events("default", 0).unwrap().len(), 3_000);
+}
+
 /// `import` starts no conversation `foldline serve` could not serve (an
 /// empty id, a space, a slash): refused, nothing written. A conversation
 /// that exists under such an id (written before, or by another host) still

@@ -200,14 +200,78 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// The append check's codes (`turn_too_large`, `wrong_route`,
     /// `invalid_request`, `invalid_declaration`), naming the event.
+    ///
+    /// A batch of any size is checked in calls of at most
+    /// [`CHECK_CALL_BYTES`] of events each (the check is one event at a
+    /// time, so the answer is the same), so an import of a 264 MB export
+    /// stays inside a call's memory limit; a refusal names the event by its
+    /// index in the whole batch.
     pub fn check_events(&self, conversation: &str, events: &[Event]) -> Result<()> {
-        self.validate(ValidateRequest::Events(Box::new(
-            foldline_core::validate::EventsCheck {
-                route: (self.route_of)(conversation),
-                events: events.to_vec(),
-                declaration: Some(self.declaration.clone()),
-            },
-        )))?;
+        let mut start = 0;
+        while start < events.len() {
+            let (mut end, mut bytes) = (start, 0);
+            while end < events.len() && (end == start || bytes < CHECK_CALL_BYTES) {
+                bytes += serde_json::to_vec(&events[end]).map_or(0, |b| b.len());
+                end += 1;
+            }
+            self.validate(ValidateRequest::Events(Box::new(
+                foldline_core::validate::EventsCheck {
+                    route: (self.route_of)(conversation),
+                    events: events[start..end].to_vec(),
+                    declaration: Some(self.declaration.clone()),
+                },
+            )))
+            .map_err(|e| match e {
+                HostError::Core(mut err) => {
+                    err.message = shifted(&err.message, start);
+                    HostError::Core(err)
+                }
+                other => other,
+            })?;
+            start = end;
+        }
         Ok(())
+    }
+}
+
+/// Events of a batch checked in one call of the core: a 264 MB import in
+/// one call needed more than the 512 MiB a call may use by default
+/// (`memory_limit`).
+pub const CHECK_CALL_BYTES: usize = 8 << 20;
+
+/// `message` with each `events[i]` it names moved `offset` on: the index in
+/// the whole batch of an event checked in a part of it.
+fn shifted(message: &str, offset: usize) -> String {
+    const AT: &str = "events[";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(AT) {
+        let (before, after) = rest.split_at(i + AT.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match after[..digits].parse::<usize>() {
+            Ok(n) if after[digits..].starts_with(']') => out.push_str(&(n + offset).to_string()),
+            _ => out.push_str(&after[..digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every `events[i]` of a refusal names the event in the whole batch;
+    /// nothing else of the message changes.
+    #[test]
+    fn a_refusal_names_the_event_in_the_whole_batch() {
+        assert_eq!(
+            super::shifted(
+                "events[3].role: unknown; events[0] and events[] stay events[x]",
+                40
+            ),
+            "events[43].role: unknown; events[40] and events[] stay events[x]"
+        );
+        assert_eq!(super::shifted("no event named", 7), "no event named");
     }
 }
