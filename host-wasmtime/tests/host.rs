@@ -692,6 +692,33 @@ fn an_import_larger_than_one_check_call_is_checked_in_parts() {
     assert_eq!(j.read_events("default", 0).unwrap().len(), 3_000);
 }
 
+/// A call over its memory limit says what to do: the limit to ask for, and
+/// the `compact` that folds a long history no summary covers (a 264 MB
+/// import with `--no-compact` needed 2 GiB for its first `compact`, then
+/// the default again).
+#[test]
+fn a_call_over_its_memory_limit_names_the_limit_to_ask_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let file = write_conversation(dir.path(), 4);
+    succeeded(on_journal(&db).args(["import", "--no-compact"]).arg(&file));
+    let out = on_journal(&db)
+        .args(["--memory-mib", "1", "context"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("memory_limit: the call exceeded its memory limit of 1048576 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("run it again with --memory-mib 2048 (now 1)")
+            && err.contains("`foldline --memory-mib 2048 compact` once"),
+        "{err}"
+    );
+}
+
 /// `import` starts no conversation `foldline serve` could not serve (an
 /// empty id, a space, a slash): refused, nothing written. A conversation
 /// that exists under such an id (written before, or by another host) still
