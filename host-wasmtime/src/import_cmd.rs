@@ -81,10 +81,29 @@ pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<Exit
 /// rule is the journal's own ([`journal::turn_claims`], which it holds at
 /// each append), checked over the whole import first, so an import that
 /// compacts as it goes never stops half written; natively, so a long
-/// conversation costs no call of the core over all of it.
+/// conversation costs no call of the core over all of it. Only turns whose
+/// id the journal holds already, or the import gives twice, can conflict,
+/// so only theirs are hashed (an import of new messages hashes none here;
+/// the journal hashes each once, when it writes it).
 fn refuse_conflicts(conv: &str, stored: &[Event], events: &[Event]) -> Result<(), HostError> {
-    let known: BTreeMap<String, String> = journal::turn_claims(stored)?.into_iter().collect();
-    let claims = journal::turn_claims(&journal::check_batch(conv, events)?);
+    let turn = |e: &Event| match e {
+        Event::Message(m) | Event::LateDelivery(m) => Some(m.turn_id.clone()),
+        _ => None,
+    };
+    let mut times: BTreeMap<String, usize> = BTreeMap::new();
+    for id in events.iter().filter_map(turn) {
+        *times.entry(id).or_default() += 1;
+    }
+    let held: Vec<Event> = (stored.iter())
+        .filter(|e| turn(e).is_some_and(|id| times.contains_key(&id)))
+        .cloned()
+        .collect();
+    let known: BTreeMap<String, String> = journal::turn_claims(&held)?.into_iter().collect();
+    let suspects: Vec<Event> = (events.iter())
+        .filter(|e| turn(e).is_some_and(|id| known.contains_key(&id) || times[&id] > 1))
+        .cloned()
+        .collect();
+    let claims = journal::turn_claims(&journal::check_batch(conv, &suspects)?);
     let conflict = |turn: &str| {
         HostError::Input(format!(
             "conflicting_turn: turn {turn:?} is already in the journal with other content; a turn id names one message (nothing imported)"

@@ -583,6 +583,39 @@ fn an_import_reusing_a_turn_id_with_other_content_is_refused() {
         stored.len(),
         "nothing written"
     );
+    // A new turn id the file itself gives two contents: refused before the
+    // first is written, also by the import that compacts as it goes.
+    let mut twice = first.clone();
+    twice.turn_id = "new-turn".into();
+    twice.source_seq = 100;
+    twice.content_hash = None;
+    let mut other = twice.clone();
+    other.parts = vec![foldline_core::turn::Part::Text {
+        text: "said otherwise".into(),
+    }];
+    let lines: Vec<String> = [twice, other]
+        .into_iter()
+        .map(|m| serde_json::to_string(&foldline_core::event::Event::Message(m)).unwrap())
+        .collect();
+    std::fs::write(&raw, lines.join("\n") + "\n").unwrap();
+    let out = bin()
+        .arg("--journal")
+        .arg(&db)
+        .arg("import")
+        .arg(&raw)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("conflicting_turn") && err.contains("new-turn"),
+        "{err}"
+    );
+    assert_eq!(
+        j.read_events("default", 0).unwrap().len(),
+        stored.len(),
+        "nothing written"
+    );
 }
 
 /// `import` makes the append check every other writer makes: a message no

@@ -36,8 +36,8 @@ export interface D1StatementLike {
  *   conversation's current writer lease token (`lease_lost`);
  * - `foldline_turn_claims` (a view): a turn id keeps the content it was
  *   first written with (`conflicting_turn`);
- * - the unique chain slot of the events table, as in the Rust journal
- *   (`fork`).
+ * - `events_slot`: a boundary's chain slot is taken once (`fork`; the
+ *   unique index of the Rust journal is there too).
  */
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS events (conversation TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, chain_slot TEXT, PRIMARY KEY (conversation, seq))`,
@@ -124,8 +124,8 @@ export class D1Journal implements Journal {
   private constructor(private readonly db: D1Like, private readonly now: () => number) {}
 
   /**
-   * Create the tables if they are missing (one batch; run it once per
-   * isolate) and open the journal on `db`, a D1 binding.
+   * Open the journal on `db`, a D1 binding, creating what of its schema is
+   * missing (one statement when nothing is; run it once per isolate).
    */
   static async open(db: D1Like, now: () => number = () => Date.now()): Promise<D1Journal> {
     await ensureSchema(db, SCHEMA);
@@ -154,10 +154,10 @@ export class D1Journal implements Journal {
   }
 
   async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
-    const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
     if (options.expectedSeq !== undefined && !(Number.isSafeInteger(options.expectedSeq) && options.expectedSeq >= 0)) {
       throw new FoldlineError({ code: "invalid_request", message: `expectedSeq must be a whole number from 0 to 2^53 - 1, not ${String(options.expectedSeq)}; nothing was written` });
     }
+    const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
     if (batch.length === 0) return this.nothing(conversationId, options);
     const claims = checkTurns(() => undefined, batch);
     const statements: D1StatementLike[] = [];
