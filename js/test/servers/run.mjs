@@ -478,7 +478,15 @@ try {
   for (const base of [bases.edge, bases.rust]) {
     cases.push(`a member's long polls past ${WAITS_PER_MEMBER}, on ${base === bases.rust ? "foldline serve" : "the edge handler"}`);
     const opened = await call(base, ["POST", `${polls}/messages`, msg({ role: "user", content: "opened" }), BOB]);
-    const after = (await (await fetch(`${base}${polls}/events?after=0`, { headers: { authorization: `Bearer ${BOB}` } })).json()).last;
+    // The first message's compaction check appends the activation
+    // frontier after the write is answered: wait for it, so no wait
+    // below finds it new and answers at once.
+    let after;
+    for (let tries = 0; after === undefined && tries < 200; tries++) {
+      const page = await (await fetch(`${base}${polls}/events?after=0`, { headers: { authorization: `Bearer ${BOB}` } })).json();
+      if (page.events?.some((e) => e.event?.type === "frontier")) after = page.last;
+      else await new Promise((r) => setTimeout(r, 50));
+    }
     const wait = () => fetch(`${base}${polls}/events?after=${after}&wait=20000`, { headers: { authorization: `Bearer ${BOB}` } });
     // One more than the cap, all at once: whichever reaches the server
     // last is refused at once, however late each arrives on a loaded
