@@ -10,14 +10,14 @@
 import { createCompactor } from "./driver.js";
 import { checkMembers, checkOptions } from "./options.js";
 import { ANSWER_LEASE_MS, BODY_LIMIT_BYTES, CONDENSE_PER_MINUTE, POLL_MS } from "./defaults.js";
-import { MemoryCompression, MemoryOwners, type ExecutionContext, type Handler, type HandlerOptions } from "./handler/api.js";
+import { answersOf, MemoryCompression, MemoryOwners, type ExecutionContext, type Handler, type HandlerOptions } from "./handler/api.js";
 import { failure } from "./handler/reply.js";
 import { route } from "./handler/routes.js";
 import { corsOf, withCors } from "./handler/cors.js";
 import type { App } from "./handler/state.js";
 
-export { MemoryCompression, MemoryOwners, passKey } from "./handler/api.js";
-export type { CompressionStore, ExecutionContext, Handler, HandlerOptions, Member, Owners, PassStats } from "./handler/api.js";
+export { MemoryAnswers, MemoryCompression, MemoryOwners, passKey } from "./handler/api.js";
+export type { AnswerHold, Answers, CompressionStore, ExecutionContext, Handler, HandlerOptions, Member, Owners, PassStats } from "./handler/api.js";
 export { httpStatusOf } from "./handler/reply.js";
 
 /**
@@ -31,9 +31,10 @@ export { httpStatusOf } from "./handler/reply.js";
 export function createHandler(o: HandlerOptions): Handler {
   checkOptions("createHandler", o);
   checkMembers(o.members);
+  const owners = o.owners ?? new MemoryOwners();
   const app: App = {
     o,
-    owners: o.owners ?? new MemoryOwners(),
+    owners,
     compactor: createCompactor({
       journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
       holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit, timelineTextChars: o.timelineTextChars, conversationsKept: o.conversationsKept,
@@ -44,7 +45,7 @@ export function createHandler(o: HandlerOptions): Handler {
     answerLeaseMs: o.answerLeaseMs ?? ANSWER_LEASE_MS,
     pollMs: o.pollMs ?? POLL_MS,
     checks: new Map(),
-    answers: new Map(),
+    answers: answersOf(owners),
     availability: o.compression ?? {},
     compression: o.compressionStore ?? new MemoryCompression(),
     rate: new Map(),

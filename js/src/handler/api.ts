@@ -23,6 +23,70 @@ export interface Owners {
   admit(conversationId: string, member: string): Promise<void>;
   /** Take `member` out of the room; whether they were in it. */
   dismiss(conversationId: string, member: string): Promise<boolean>;
+  /**
+   * The answers holding sessions ({@link Answers}), when the store keeps
+   * them too: give all three methods and every isolate sharing the store
+   * sees which answer holds a conversation (`D1Owners` does). Without
+   * them, each handler keeps its answers in its own memory.
+   */
+  startAnswer?: Answers["startAnswer"];
+  answer?: Answers["answer"];
+  endAnswer?: Answers["endAnswer"];
+}
+
+/** An answer holding a conversation's session: its id, when its lease ends (ms since the epoch) and the compression state it captured at its start. */
+export interface AnswerHold { id: string; until: number; preferences: Preferences }
+
+/**
+ * Which answer holds each conversation's session (`POST …/answer` until
+ * `DELETE …/answer/{answer}` or its lease ends). Kept where every handler
+ * serving the conversation reads it, so an answer started on one isolate
+ * is given back, seen busy, and runs with the state it captured on any.
+ */
+export interface Answers {
+  /** Record `hold` unless a live answer (one whose lease ends after `now`) holds the session; whether it was recorded. */
+  startAnswer(conversationId: string, hold: AnswerHold, now: number): Promise<boolean>;
+  /** The live answer holding the session at `now`, if any. */
+  answer(conversationId: string, now: number): Promise<AnswerHold | undefined>;
+  /** End `answer` (lapsed or not, unless already ended); whether it held the session. */
+  endAnswer(conversationId: string, answer: string): Promise<boolean>;
+}
+
+/**
+ * Ended or lapsed answers a {@link MemoryAnswers} keeps before letting
+ * them go, so a long-lived process does not keep one per conversation ever
+ * answered; a lapsed answer given back after that is `404 not_found`, as
+ * one that never held the session.
+ */
+const ANSWERS_KEPT = 1024;
+
+/** Answers kept in memory (one isolate or process): the handler's own when its `owners` keeps none. */
+export class MemoryAnswers implements Answers {
+  private holds = new Map<string, AnswerHold>();
+  async startAnswer(id: string, hold: AnswerHold, now: number): Promise<boolean> {
+    if ((this.holds.get(id)?.until ?? 0) > now) return false;
+    if (this.holds.size >= ANSWERS_KEPT) for (const [k, a] of this.holds) if (a.until <= now) this.holds.delete(k);
+    this.holds.set(id, { ...hold });
+    return true;
+  }
+  async answer(id: string, now: number): Promise<AnswerHold | undefined> {
+    const a = this.holds.get(id);
+    return a && a.until > now ? a : undefined;
+  }
+  async endAnswer(id: string, answer: string): Promise<boolean> {
+    if (this.holds.get(id)?.id !== answer) return false;
+    this.holds.delete(id);
+    return true;
+  }
+}
+
+/** Where a handler keeps its answers: in `owners` when it keeps them, else in memory. */
+export function answersOf(owners: Owners): Answers {
+  const { startAnswer, answer, endAnswer } = owners;
+  if (startAnswer && answer && endAnswer) {
+    return { startAnswer: startAnswer.bind(owners), answer: answer.bind(owners), endAnswer: endAnswer.bind(owners) };
+  }
+  return new MemoryAnswers();
 }
 
 /** Owners and rooms kept in memory (one isolate or process); a deployment with several uses a durable store (`D1Owners` on Cloudflare). */

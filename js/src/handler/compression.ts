@@ -28,8 +28,8 @@ export function surface(app: App): void {
 /** The state a run uses: what the answer holding the session captured at its start, else the member's current opt-ins. */
 export async function runState(app: App, id: string, member: string): Promise<MemberInput | undefined> {
   if (!app.availability.surface) return undefined;
-  const a = app.answers.get(id);
-  const preferences = a && a.until > Date.now() ? a.preferences : (await app.compression.preferences(member)) ?? {};
+  const a = await app.answers.answer(id, Date.now());
+  const preferences = a ? a.preferences : (await app.compression.preferences(member)) ?? {};
   return { availability: app.availability, preferences };
 }
 

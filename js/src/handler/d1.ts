@@ -1,16 +1,18 @@
-// The edge handler's durable stores on Cloudflare D1: owners and rooms,
-// member compression's opt-ins and pass records. With `D1Journal`, every
+// The edge handler's durable stores on Cloudflare D1: owners, rooms and
+// the answers holding sessions, member compression's opt-ins and pass
+// records. With `D1Journal`, every
 // isolate of a worker (and every worker bound to the database) serves the
 // same conversations, rooms and opt-ins.
 
 import { ensureSchema, type D1Like } from "../journal/d1.js";
 import type { Pass, Preferences } from "../types.js";
-import { passKey, type CompressionStore, type Owners, type PassStats } from "./api.js";
+import { passKey, type AnswerHold, type CompressionStore, type Owners, type PassStats } from "./api.js";
 
 /** Tables of {@link D1Owners} and {@link D1Compression} (created if missing). */
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS foldline_owners (conversation TEXT PRIMARY KEY, owner TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS foldline_rooms (conversation TEXT NOT NULL, member TEXT NOT NULL, PRIMARY KEY (conversation, member))`,
+  `CREATE TABLE IF NOT EXISTS foldline_answers (conversation TEXT PRIMARY KEY, answer TEXT NOT NULL, until_ms INTEGER NOT NULL, preferences TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS foldline_member_preferences (member TEXT PRIMARY KEY, body TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS foldline_member_passes (member TEXT NOT NULL, conversation TEXT NOT NULL, pass TEXT NOT NULL, tool TEXT NOT NULL, status TEXT NOT NULL, eligible_bytes INTEGER NOT NULL, delivered_bytes INTEGER NOT NULL, PRIMARY KEY (member, conversation, pass))`,
 ];
@@ -26,7 +28,12 @@ async function rows<T>(db: D1Like, sql: string, ...values: unknown[]): Promise<T
   return results as T[];
 }
 
-/** Owners and rooms on D1: the first member to append owns the conversation, decided by the database. */
+/**
+ * Owners, rooms and the answers holding sessions on D1: the first member to
+ * append owns the conversation, and one live answer holds a session,
+ * each decided by the database (an answer started on one isolate is given
+ * back, seen busy and runs with the state it captured on any).
+ */
 export class D1Owners implements Owners {
   private constructor(private readonly db: D1Like) {}
 
@@ -58,6 +65,27 @@ export class D1Owners implements Owners {
 
   async dismiss(conversationId: string, member: string): Promise<boolean> {
     return (await rows(this.db, "DELETE FROM foldline_rooms WHERE conversation = ?1 AND member = ?2 RETURNING member", conversationId, member)).length > 0;
+  }
+
+  async startAnswer(conversationId: string, hold: AnswerHold, now: number): Promise<boolean> {
+    // One statement: written unless a live answer holds the session.
+    return (await rows(this.db,
+      `INSERT INTO foldline_answers (conversation, answer, until_ms, preferences) VALUES (?1, ?2, ?3, ?4)
+       ON CONFLICT (conversation) DO UPDATE SET answer = excluded.answer, until_ms = excluded.until_ms, preferences = excluded.preferences
+       WHERE foldline_answers.until_ms <= ?5 RETURNING answer`,
+      conversationId, hold.id, hold.until, JSON.stringify(hold.preferences), now)).length > 0;
+  }
+
+  async answer(conversationId: string, now: number): Promise<AnswerHold | undefined> {
+    const [row] = await rows<{ answer: string; until_ms: number; preferences: string }>(this.db,
+      "SELECT answer, until_ms, preferences FROM foldline_answers WHERE conversation = ?1 AND until_ms > ?2", conversationId, now);
+    return row && { id: row.answer, until: row.until_ms, preferences: JSON.parse(row.preferences) as Preferences };
+  }
+
+  async endAnswer(conversationId: string, answer: string): Promise<boolean> {
+    return (await rows(this.db,
+      "UPDATE foldline_answers SET until_ms = 0 WHERE conversation = ?1 AND answer = ?2 AND until_ms > 0 RETURNING answer",
+      conversationId, answer)).length > 0;
   }
 }
 

@@ -12,7 +12,7 @@ import { preferencesOf, preferencesView, runState, surface } from "./compression
 import { feed, readSome } from "./feed.js";
 import { timelineRoute } from "./timeline.js";
 import { ApiError, json } from "./reply.js";
-import { answering, letLapsedGo, schedule, wrote, type App } from "./state.js";
+import { answering, schedule, wrote, type App } from "./state.js";
 import { condense, events } from "./tasks.js";
 import type { ExecutionContext } from "./api.js";
 
@@ -113,8 +113,7 @@ async function room(app: App, req: Request, id: string, who: string | undefined,
 /** `DELETE …/answer/{answer}`: the answer gives the session back; the automatic check runs. */
 async function answerEnd(app: App, id: string, answer: string, member: string, ctx?: ExecutionContext): Promise<Response> {
   await admitted(app, id, member);
-  if (app.answers.get(id)?.id !== answer) throw new ApiError(404, "not_found", `no answer ${JSON.stringify(answer)} holds this session`);
-  app.answers.delete(id);
+  if (!(await app.answers.endAnswer(id, answer))) throw new ApiError(404, "not_found", `no answer ${JSON.stringify(answer)} holds this session`);
   await app.o.journal.releaseLease(id, `answer:${answer}`);
   schedule(app, id, ctx);
   return new Response(null, { status: 204 });
@@ -199,15 +198,20 @@ function incoming(name: string | null): "openai" | "openai-responses" | "anthrop
 /** `POST …/answer`: an answer holds the session (and captures the member's compression state) until given back or its lease ends. */
 async function answerStart(app: App, id: string, member: string): Promise<Response> {
   await admitted(app, id, member);
-  if (answering(app, id)) throw new ApiError(409, "busy", "another answer holds the session");
+  if (await answering(app, id)) throw new ApiError(409, "busy", "another answer holds the session");
   const answer = `answer-${crypto.randomUUID().replaceAll("-", "")}`;
-  if ((await app.o.journal.acquireLease(id, `answer:${answer}`, app.answerLeaseMs)) === undefined) {
+  const holder = `answer:${answer}`;
+  if ((await app.o.journal.acquireLease(id, holder, app.answerLeaseMs)) === undefined) {
     throw new ApiError(409, "busy", "a compaction is running; ask again in a moment");
   }
   // The member's compression state enters the run once, here.
   const preferences = app.availability.surface ? (await app.compression.preferences(member)) ?? {} : {};
-  letLapsedGo(app);
-  app.answers.set(id, { id: answer, until: Date.now() + app.answerLeaseMs, preferences });
+  const now = Date.now();
+  if (!(await app.answers.startAnswer(id, { id: answer, until: now + app.answerLeaseMs, preferences }, now))) {
+    // Another handler's answer took the session since it was looked at.
+    await app.o.journal.releaseLease(id, holder);
+    throw new ApiError(409, "busy", "another answer holds the session");
+  }
   return json(201, { answer, expiresInMs: app.answerLeaseMs });
 }
 

@@ -4,10 +4,10 @@
 // Rust server's state.rs.
 
 import type { Compactor } from "../driver/api.js";
-import type { Availability, Preferences } from "../types.js";
+import type { Availability } from "../types.js";
 import { WAITS_PER_MEMBER } from "../defaults.js";
 import { ApiError } from "./reply.js";
-import type { CompressionStore, ExecutionContext, HandlerOptions, Owners } from "./api.js";
+import type { Answers, CompressionStore, ExecutionContext, HandlerOptions, Owners } from "./api.js";
 
 /** The slot of one conversation's timeline page: the last answer drawn and the turn to draw. */
 export interface TimelineSlot { kept?: { tag: string; body: Uint8Array<ArrayBuffer> }; turn: Promise<void>; users: number }
@@ -27,8 +27,8 @@ export interface App {
   declarationsHash?: Promise<string>;
   /** Conversations with an automatic check running (`true`: one more asked for meanwhile). */
   checks: Map<string, boolean>;
-  /** The answer holding each session, its lease and the compression state it captured. */
-  answers: Map<string, { id: string; until: number; preferences: Preferences }>;
+  /** The answer holding each session, its lease and the compression state it captured (in `owners` when it keeps them). */
+  answers: Answers;
   availability: Availability;
   compression: CompressionStore;
   /** Each member's condense requests of the last minute. */
@@ -97,24 +97,9 @@ export function later(p: Promise<unknown>, ctx?: ExecutionContext): void {
   ctx?.waitUntil(q);
 }
 
-/** Whether an answer holds the conversation's session now. */
-export function answering(app: App, id: string): boolean {
-  return (app.answers.get(id)?.until ?? 0) > Date.now();
-}
-
-/**
- * Answers whose lease lapsed without being given back (a client that went
- * away) are let go once the handler holds this many, so a long-lived process
- * does not keep one per conversation ever answered; a lapsed answer given
- * back after that is `404 not_found`, as one that never held the session.
- */
-const ANSWERS_KEPT = 1024;
-
-/** Let the lapsed answers go once `ANSWERS_KEPT` are held. */
-export function letLapsedGo(app: App): void {
-  if (app.answers.size < ANSWERS_KEPT) return;
-  const now = Date.now();
-  for (const [id, a] of app.answers) if (a.until <= now) app.answers.delete(id);
+/** Whether an answer holds the conversation's session now (on any handler sharing the store that keeps answers). */
+export async function answering(app: App, id: string): Promise<boolean> {
+  return (await app.answers.answer(id, Date.now())) !== undefined;
 }
 
 /** The automatic check, after the answer; checks of one conversation never overlap, one more runs if asked meanwhile. */

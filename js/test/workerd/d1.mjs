@@ -163,6 +163,43 @@ export function d1Checks(f, fresh) {
       equal(await a.dismiss("c1", "carol"), false);
       equal(await a.room("c1"), ["bob"]);
     }],
+    ["D1: an answer started on one isolate holds the session on every isolate", async () => {
+      const db = fresh();
+      const members = [{ id: "ana", tokenSha256: "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b" }]; // "secret"
+      const open = async () => f.createHandler({
+        journal: await f.D1Journal.open(db), owners: await f.D1Owners.open(db), compressionStore: await f.D1Compression.open(db),
+        model: f.modelFromFunction(async (p) => `Summary of ${p.input.turnCount} turns.`),
+        declaration: { targetId: "assistant", compactorId: "assistant-compactor", budget: { kind: "tokens", window: 8192 } }, members,
+        compression: { surface: true, promptTrim: true },
+      });
+      const [a, b] = [await open(), await open()];
+      const call = async (h, method, path, body) => {
+        const waits = [];
+        const r = await h(new Request(`http://edge${path}`, { method, headers: { authorization: "Bearer secret", "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }), { waitUntil: (w) => waits.push(w) });
+        const text = await r.text();
+        await Promise.all(waits); // the automatic check an append or a given-back answer starts
+        return { status: r.status, body: text ? JSON.parse(text) : undefined };
+      };
+      const c = "/api/conversations/trip";
+      equal((await call(a, "POST", `${c}/messages`, [{ role: "user", content: "Plan the trip." }])).status, 201);
+      equal((await call(a, "PUT", "/api/members/me/compression", { master: true, promptTrim: true })).status, 200);
+      const started = await call(a, "POST", `${c}/answer`);
+      equal(started.status, 201, JSON.stringify(started.body));
+      // Another isolate sees the session held.
+      const twice = await call(b, "POST", `${c}/answer`);
+      equal([twice.status, twice.body.error.code, twice.body.error.message], [409, "busy", "another answer holds the session"]);
+      equal((await call(b, "POST", `${c}/condense`)).body.error.code, "session_busy");
+      // Opt-ins changed meanwhile apply to runs started after: the run
+      // holding the session keeps what it captured, on every isolate.
+      equal((await call(b, "PUT", "/api/members/me/compression", {})).status, 200);
+      for (const h of [a, b]) equal((await call(h, "GET", `${c}/settings`)).body.state.promptTrim, { enabled: true }, "the answer's captured state");
+      // Given back on the other isolate; the session is free on both.
+      equal((await call(b, "DELETE", `${c}/answer/${started.body.answer}`)).status, 204);
+      equal((await call(a, "DELETE", `${c}/answer/${started.body.answer}`)).status, 404, "given back once");
+      for (const h of [a, b]) equal((await call(h, "GET", `${c}/settings`)).body.state.promptTrim, { enabled: false, offReason: "masterOff" }, "after the answer: the opt-ins of now");
+      const again = await call(a, "POST", `${c}/answer`);
+      equal(again.status, 201, JSON.stringify(again.body));
+    }],
     ["D1: compression opt-ins and stats as MemoryCompression keeps them", async () => {
       const db = fresh();
       const d1 = await f.D1Compression.open(db);
