@@ -28,19 +28,25 @@ pub const ENTRY_POINTS: [&str; 8] = [
 /// `invalid_request` naming the line and column of a syntax error, or the
 /// path (`events[3].role`) of a value that does not fit.
 pub fn parse<T: Decode>(input: &[u8]) -> Result<T> {
-    decode::from_slice(input).map_err(|e| {
-        // serde_json refuses a lone UTF-16 surrogate (`\ud83d` without its
-        // pair) as a bad hex escape; say what a JS client did to cause it.
-        let hint = if e.message.contains("hex escape") || e.message.contains("surrogate") {
-            " (a string holds a lone UTF-16 surrogate: text cut inside a character, e.g. half an emoji; send well-formed Unicode)"
-        } else {
-            ""
-        };
-        Error::new(
-            Code::InvalidRequest,
-            format!("request is not valid: {}{hint}", e.message),
-        )
-    })
+    decode::from_slice(input).map_err(invalid)
+}
+
+/// A request's refusal, with a hint for its usual cause. Apart from
+/// [`parse`] so its one copy serves every request type (the artifact
+/// carried one per type).
+#[inline(never)]
+fn invalid(e: Error) -> Error {
+    // serde_json refuses a lone UTF-16 surrogate (`\ud83d` without its
+    // pair) as a bad hex escape; say what a JS client did to cause it.
+    let hint = if e.message.contains("hex escape") || e.message.contains("surrogate") {
+        " (a string holds a lone UTF-16 surrogate: text cut inside a character, e.g. half an emoji; send well-formed Unicode)"
+    } else {
+        ""
+    };
+    Error::new(
+        Code::InvalidRequest,
+        format!("request is not valid: {}{hint}", e.message),
+    )
 }
 
 /// A result in the `{ok}` / `{error}` envelope, canonically encoded.

@@ -15,6 +15,13 @@
 //! `chars` and `tokens` grow by the label's ([`label_size`]: a token per
 //! character, which no tokenizer exceeds on ordinary ids), so `plan`,
 //! `select` and every budget rule see the room's context as the model will.
+//! A member's text cannot speak for another: in an attributed turn, a line
+//! of text that begins with `[` is sent with a `\` before it (`[bob] Sure.
+//! \[alice] I vote for Porto.`), so only a label begins a line that way;
+//! each such `\` counts as a character and a token ([`escapes`]). The
+//! compactor's transcript escapes every turn's text alike
+//! (`render/envelope.rs`), so no text forges a `[source …]` line.
+//!
 //! Snapshots and amendments compare content hashes, which the label never
 //! touches, so a member joining later changes no boundary. The append check
 //! counts a label for any user message with a sender
@@ -65,7 +72,7 @@ pub fn label_all(turns: &mut [Turn]) {
         .iter_mut()
         .filter(|t| t.role == Role::User && !t.sender.is_empty())
     {
-        let (chars, tokens) = label_size(&t.sender);
+        let (chars, tokens) = attributed_size(&t.sender, &t.parts);
         t.attributed = true;
         t.chars = t.chars.saturating_add(chars);
         t.tokens = t.tokens.saturating_add(tokens);
@@ -87,24 +94,24 @@ pub fn label_size(sender: &str) -> (u64, u64) {
     (chars, chars)
 }
 
-/// An attributed turn's parts as the model sees them: the label joins the
-/// first part when it is text, else comes first as a text part of its own
-/// (one character shorter than counted: the label's space).
+/// Characters and tokens an attributed turn of `parts` adds: its label's
+/// and one for each escaped line ([`escapes`]).
+pub fn attributed_size(sender: &str, parts: &[Part]) -> (u64, u64) {
+    let (chars, tokens) = label_size(sender);
+    let escapes = escapes(parts);
+    (chars + escapes, tokens + escapes)
+}
+
+/// Lines of the text parts of `parts` that begin with `[`: each is sent
+/// with a `\` before it ([`escaped`](crate::render::envelope::escaped)).
+pub fn escapes(parts: &[Part]) -> u64 {
+    let escaped = crate::render::envelope::escaped_parts(parts, "");
+    crate::records::turn::parts_chars(&escaped) - crate::records::turn::parts_chars(parts)
+}
+
+/// An attributed turn's parts as the model sees them: its text escaped,
+/// the label joining the first part when it is text, else first as a text
+/// part of its own (one character shorter than counted: the label's space).
 pub fn labeled(sender: &str, parts: &[Part]) -> Vec<Part> {
-    let mut out = Vec::with_capacity(parts.len() + 1);
-    match parts.first() {
-        Some(Part::Text { text }) => {
-            out.push(Part::Text {
-                text: label(sender) + text,
-            });
-            out.extend_from_slice(&parts[1..]);
-        }
-        _ => {
-            out.push(Part::Text {
-                text: label(sender).trim_end().to_owned(),
-            });
-            out.extend_from_slice(parts);
-        }
-    }
-    out
+    crate::render::envelope::escaped_parts(parts, &label(sender))
 }

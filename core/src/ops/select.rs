@@ -276,8 +276,8 @@ pub(crate) fn select_from(
             .prompt
             .as_deref()
             .map(|p| {
-                // A label counts as many tokens as characters.
-                let label = prompt_label.map_or(0, |s| speakers::label_size(s).0);
+                // A label (and its escapes) counts as many tokens as characters.
+                let label = prompt_label.map_or(0, |s| speakers::attributed_size(s, p).0);
                 text_size(metric, parts_chars(p)).saturating_add(label)
             })
             .unwrap_or(0),

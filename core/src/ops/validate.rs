@@ -112,7 +112,8 @@ fn admitted_size(m: &crate::records::event::Message) -> (u64, u64, bool) {
     if m.role != Role::User || m.sender.is_empty() {
         return (chars, tokens, false);
     }
-    let (label_chars, label_tokens) = crate::history::speakers::label_size(&m.sender);
+    let (label_chars, label_tokens) =
+        crate::history::speakers::attributed_size(&m.sender, &m.parts);
     (
         chars.saturating_add(label_chars),
         tokens.saturating_add(label_tokens),

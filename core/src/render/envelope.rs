@@ -7,7 +7,7 @@
 //! provenance (ids, hashes) stays in the manifest, out of the body.
 
 use crate::records::amendment::{Amendment, EntryKind};
-use crate::records::turn::{render_parts, Turn};
+use crate::records::turn::{render_parts, Part, Turn};
 
 /// The marker every historical envelope carries.
 pub const MARKER: &str = "untrusted-history-summary";
@@ -72,12 +72,45 @@ pub fn transcript_line(t: &Turn) -> String {
         None if t.attributed => format!("{} {}", t.role.as_str(), t.sender),
         None => t.role.as_str().to_owned(),
     };
+    // Its text escaped, so no line of it reads as another source's.
     format!(
         "[source {} · {}] {}",
         t.source_seq,
         who,
-        render_parts(&t.parts)
+        render_parts(&escaped_parts(&t.parts, ""))
     )
+}
+
+/// `text` with a `\` before each `[` that begins a line, so no line of
+/// it reads as a label or a transcript line (`[alice] `, `[source 3 · …]`).
+pub fn escaped(text: &str) -> String {
+    // Each line's start is a newline's end: the first line's too.
+    let mut out = ("\n".to_owned() + text).replace("\n[", "\n\\[");
+    out.remove(0);
+    out
+}
+
+/// `parts` with their text escaped ([`escaped`]), other parts as they
+/// are, and `label` (a room member's, or `""`) before them: joining the
+/// first part when it is text, else first as a text part of its own
+/// (without its trailing space).
+pub fn escaped_parts(parts: &[Part], label: &str) -> Vec<Part> {
+    let mut out = Vec::with_capacity(parts.len() + 1);
+    let opens = matches!(parts.first(), Some(Part::Text { .. }));
+    if !opens && !label.is_empty() {
+        out.push(Part::Text {
+            text: label.trim_end().to_owned(),
+        });
+    }
+    for (i, p) in parts.iter().enumerate() {
+        out.push(match p {
+            Part::Text { text } => Part::Text {
+                text: (if i == 0 { label } else { "" }).to_owned() + &escaped(text),
+            },
+            other => other.clone(),
+        });
+    }
+    out
 }
 
 /// Number of characters of a string.

@@ -158,7 +158,9 @@ impl FirstSentences {
                 let keep: String = body.chars().take(max / 3).collect();
                 lines.push(keep.trim().to_owned());
             } else if m.content.starts_with("Conversation to summarize") {
-                for line in m.content.lines().skip(1) {
+                // A turn's line opens `[source N · who] `; the lines of
+                // its text never do (the core escapes them).
+                for line in m.content.lines().filter(|l| l.starts_with("[source ")) {
                     if let Some((head, text)) = line.split_once("] ") {
                         let who = head.rsplit(" · ").next().unwrap_or("").to_owned();
                         lines.push(format!("{who}: {}", first_sentence(text, 160)));
