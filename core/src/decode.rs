@@ -361,7 +361,15 @@ impl<T: Decode> Decode for BTreeMap<String, T> {
 /// `invalid_request`: the JSON's line and column for a syntax error (or a
 /// duplicate key), the path for a value that does not fit.
 pub fn from_slice<T: Decode>(input: &[u8]) -> Result<T> {
-    T::decode(parse(input)?, &At::ROOT).map_err(|e| *e)
+    T::decode(parse(input)?, &At::ROOT).map_err(unboxed)
+}
+
+/// A decode error out of its box: one copy for every request type (the
+/// box is what the decoders answer, to keep their `Result`s small).
+#[allow(clippy::boxed_local)]
+#[inline(never)]
+fn unboxed(e: Box<Error>) -> Error {
+    *e
 }
 
 /// Parse JSON bytes into the decoder's tree, refusing duplicate keys.

@@ -2613,6 +2613,106 @@ fn a_timeline_after_a_write_reads_only_what_is_new() {
     assert!(compacted, "the conversation compacted on the way");
 }
 
+/// A page is drawn from the events it can reach (driver/text.rs), not the
+/// whole conversation: through compactions, a pinned system prompt, a late
+/// delivery and corrections, every page (0 to 12 items, from the end and
+/// from several `before`s) is the page the core draws from every event,
+/// `earlier` included.
+#[test]
+fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page() {
+    use foldline_core::event::Event;
+    use foldline_core::timeline::{timeline, TimelineRequest};
+    use foldline_wasmtime::driver::Page;
+    let dir = tempfile::tempdir().unwrap();
+    let d = sqlite_driver(&dir.path().join("j.db"), small_decl());
+    let event = |v: serde_json::Value| -> Event { serde_json::from_value(v).unwrap() };
+    let text = |t: &str| serde_json::json!([{"type": "text", "text": t}]);
+    d.journal()
+        .append(
+            "c",
+            &[event(
+                serde_json::json!({"type": "message", "conversation": "c", "sourceSeq": 0,
+                "turnId": "system", "role": "system", "parts": text("Answer in euros.")}),
+            )],
+        )
+        .unwrap();
+    let mut compacted = 0;
+    for (i, e) in demo_events("c", 160).iter().enumerate() {
+        d.journal().append("c", std::slice::from_ref(e)).unwrap();
+        compacted += usize::from(matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)));
+        if i == 120 {
+            // Late: it belongs at position 7, long folded, and at 117.
+            for at in [7, 117] {
+                d.journal()
+                    .append(
+                        "c",
+                        &[event(serde_json::json!({"type": "lateDelivery", "conversation": "c",
+                            "sourceSeq": at, "index": 9, "turnId": format!("late-{at}"), "role": "user",
+                            "parts": text("delivered late")}))],
+                    )
+                    .unwrap();
+            }
+        }
+    }
+    let stored: Vec<Event> = d
+        .journal()
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    let turns: Vec<&str> = stored
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) if m.role != foldline_core::turn::Role::System => {
+                Some(m.turn_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let corrected = |id: &str| {
+        event(serde_json::json!({"type": "correction",
+            "turnId": id, "correctionSeq": 1, "parts": text("corrected")}))
+    };
+    let fixes = [corrected(turns[3]), corrected(turns[turns.len() - 4])];
+    d.journal().append("c", &fixes).unwrap();
+    assert!(compacted >= 3, "compacted {compacted} times");
+    let all: Vec<Event> = d
+        .journal()
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    let r = d.resolve("c").unwrap();
+    for before in [None, Some(8), Some(60), Some(118), Some(158)] {
+        for limit in 0..=12 {
+            let (drawn, _) = d
+                .timeline_at(
+                    "c",
+                    Page {
+                        limit: Some(limit),
+                        before,
+                    },
+                )
+                .unwrap();
+            let whole = timeline(&TimelineRequest {
+                events: all.clone(),
+                accepted: Some(r.accepted.clone()),
+                retired: r.retired_boundaries.clone(),
+                limit: Some(limit),
+                before,
+            })
+            .unwrap();
+            assert_eq!(
+                serde_json::to_value(&drawn).unwrap(),
+                serde_json::to_value(&whole).unwrap(),
+                "limit {limit} before {before:?}"
+            );
+        }
+    }
+}
+
 /// After an upgrade, the retired chain costs a warm driver nothing per
 /// compaction: its packets are read once, on the first resolve under the
 /// new declaration, and never again (before, every resolve read and sent

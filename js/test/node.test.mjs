@@ -751,6 +751,31 @@ test("a request crosses into the core exactly as the glue would write it", async
   }
 });
 
+// A page is drawn from the events it can reach (driver/text.ts), not the
+// whole conversation: through compactions, a pinned system prompt, late
+// deliveries and corrections, every page (0 to 12 items, from the end and
+// from several `before`s) is the page the core draws from every event,
+// `earlier` included.
+test("a timeline page drawn from what it can reach is the whole conversation's page", async () => {
+  const journal = new f.MemoryJournal();
+  const c = f.createCompactor({ journal, model: fakeModel(), declaration });
+  await journal.append("c1", { ...say(0, "system", "Answer in euros."), turnId: "system" });
+  await chat(c, journal, 1, 120);
+  for (const at of [7, 117]) await journal.append("c1", { ...say(at, "user", "delivered late"), type: "lateDelivery", index: 9, turnId: `late-${at}` });
+  await chat(c, journal, 121, 160);
+  const fix = (turnId) => ({ type: "correction", turnId, correctionSeq: 1, parts: [{ type: "text", text: "corrected" }] });
+  await journal.append("c1", [fix("t3"), fix("t157")]);
+  const all = (await journal.readEvents("c1", 0)).map((e) => e.event);
+  const r = await c.resolve("c1");
+  assert.ok(r.accepted.length >= 3, "compacted");
+  for (const before of [undefined, 8, 60, 118, 158]) {
+    for (let limit = 0; limit <= 12; limit++) {
+      const whole = f.timeline(all, r.accepted, r.retiredBoundaries, { limit, before });
+      assert.deepEqual(await c.timeline("c1", { limit, before }), whole, `limit ${limit} before ${before}`);
+    }
+  }
+});
+
 // A timeline drawn after a write reads only what was written since the last
 // drawing (the compactor keeps the conversation's text between drawings),
 // draws what a compactor reading the journal afresh draws, and draws only as

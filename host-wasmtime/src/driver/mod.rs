@@ -537,7 +537,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             // drawings do not wait on this one's read.
             let mut kept = lock(&self.texts).take(conversation);
             kept.read_to(seq, |after| self.journal.read_events(conversation, after))?;
-            out.extend_from_slice(kept.through(seq));
+            kept.write_page(seq, page.limit, page.before, out);
             lock(&self.texts).put(conversation, kept);
             Ok(())
         })?;

@@ -9,8 +9,15 @@
 //! conversations together are bounded ([`KEPT_BYTES`]); the least recently
 //! drawn are let go first, and a conversation larger than the bound is read
 //! whole at each drawing, as before.
+//!
+//! A page (`limit` items) is drawn from the events it can reach, not the
+//! whole conversation: every event but the messages at positions below
+//! the page's reach ([`Text::write_page`]), so a page of a conversation of
+//! 50,000 messages costs the core its own messages, not every message.
 
 use std::collections::BTreeMap;
+
+use foldline_core::event::Event;
 
 use crate::error::{HostError, Result};
 use crate::journal::StoredEvent;
@@ -23,10 +30,35 @@ pub(crate) const KEPT_BYTES: usize = foldline_core::defaults::TIMELINE_TEXT_BYTE
 pub(super) struct Text {
     /// The encoded events.
     json: Vec<u8>,
-    /// Each event's journal position and where its text ends.
-    ends: Vec<(u64, usize)>,
+    /// Each event's journal position, where its text ends and its turn.
+    ends: Vec<End>,
+    /// Whether a `turnMeta` event is among them (a page is then drawn
+    /// from all of them: a turn's metadata and its message may disagree
+    /// on its position).
+    metas: bool,
     /// When it was last drawn from (a counter).
     used: u64,
+}
+
+/// Where one event's text ends, and what a page needs to know of it.
+struct End {
+    seq: u64,
+    end: usize,
+    /// A message's (or late delivery's) position, and whether the timeline
+    /// draws it (pinned turns are not drawn).
+    turn: Option<(u64, bool)>,
+}
+
+impl End {
+    fn of(seq: u64, end: usize, event: &Event) -> End {
+        let turn = match event {
+            Event::Message(m) | Event::LateDelivery(m) => {
+                Some((m.source_seq, !(m.pinned || m.role.always_pinned())))
+            }
+            _ => None,
+        };
+        End { seq, end, turn }
+    }
 }
 
 impl Text {
@@ -37,7 +69,7 @@ impl Text {
         seq: u64,
         read: impl FnOnce(u64) -> Result<Vec<StoredEvent>>,
     ) -> Result<()> {
-        let held = self.ends.last().map_or(0, |e| e.0);
+        let held = self.ends.last().map_or(0, |e| e.seq);
         if held >= seq {
             return Ok(());
         }
@@ -49,16 +81,75 @@ impl Text {
             }
             serde_json::to_writer(&mut self.json, &e.event)
                 .map_err(|e| HostError::Input(e.to_string()))?;
-            self.ends.push((e.seq, self.json.len()));
+            self.metas |= matches!(e.event, Event::TurnMeta(_));
+            self.ends.push(End::of(e.seq, self.json.len(), &e.event));
         }
         Ok(())
     }
 
     /// The text of the events up to `seq`.
     pub(super) fn through(&self, seq: u64) -> &[u8] {
-        let n = self.ends.partition_point(|e| e.0 <= seq);
-        &self.json[..n.checked_sub(1).map_or(0, |i| self.ends[i].1)]
+        let n = self.ends.partition_point(|e| e.seq <= seq);
+        &self.json[..n.checked_sub(1).map_or(0, |i| self.ends[i].end)]
     }
+
+    /// Write the text of the events up to `seq` that a page of the latest
+    /// `limit` items below `before` is drawn from: every event but the
+    /// messages below [`reach`]. The core draws the same page from
+    /// them as from every event, `earlier` included.
+    pub(super) fn write_page(
+        &self,
+        seq: u64,
+        limit: Option<u64>,
+        before: Option<u64>,
+        out: &mut Vec<u8>,
+    ) {
+        let n = self.ends.partition_point(|e| e.seq <= seq);
+        let from = match limit {
+            Some(limit) if !self.metas => reach(&self.ends[..n], limit, before),
+            _ => 0,
+        };
+        if from == 0 {
+            out.extend_from_slice(self.through(seq));
+            return;
+        }
+        let (mut start, mut first) = (0, true);
+        for e in &self.ends[..n] {
+            if e.turn.is_none_or(|(at, _)| at >= from) {
+                if !first {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&self.json[start..e.end]);
+                first = false;
+            }
+            start = e.end + 1;
+        }
+    }
+}
+
+/// The lowest position a page of the latest `limit` items below
+/// `before` can reach: the (`limit` + 1)-th latest position of a drawn
+/// message below `before` (0, everything, when there are fewer). A
+/// page spans at most `limit` positions (it is a run of the latest
+/// items, widened only within one position), so it lies above this
+/// position, and a drawn message at or above it is left before the
+/// page: the item just before the page, which names `earlier`, is at
+/// or above it too. Dividers are drawn from boundaries, tasks and
+/// failures, which are always sent.
+fn reach(ends: &[End], limit: u64, before: Option<u64>) -> u64 {
+    let mut at: Vec<u64> = ends
+        .iter()
+        .filter_map(|e| match e.turn {
+            Some((p, true)) if before.is_none_or(|b| p < b) => Some(p),
+            _ => None,
+        })
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    let wanted = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    at.len().checked_sub(wanted).map_or(0, |i| at[i])
 }
 
 /// The kept texts of every conversation.
@@ -151,7 +242,6 @@ pub(super) fn with_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foldline_core::event::Event;
 
     fn stored(seq: u64) -> StoredEvent {
         let event: Event = serde_json::from_value(serde_json::json!({
@@ -286,6 +376,27 @@ mod tests {
         texts.put("c", second);
         assert_eq!((texts.by.len(), texts.bytes), (1, b));
         assert!(a > b);
+    }
+
+    #[test]
+    fn a_page_is_written_from_the_messages_it_can_reach() {
+        let journal: Vec<StoredEvent> = (1..=100).map(stored).collect();
+        let mut text = Text::default();
+        text.read_to(100, |_| Ok((1..=100).map(stored).collect()))
+            .expect("read");
+        let page = |limit: Option<u64>, before: Option<u64>| {
+            let mut out = Vec::new();
+            text.write_page(100, limit, before, &mut out);
+            out
+        };
+        // The page's positions and one before it; nothing earlier.
+        assert_eq!(page(Some(5), None), whole(&journal[94..], 100));
+        assert_eq!(page(Some(5), Some(50)), whole(&journal[43..], 100));
+        assert_eq!(page(Some(0), None), whole(&journal[99..], 100));
+        // Without a limit, or with no more positions than the page: all.
+        assert_eq!(page(None, Some(50)), whole(&journal, 100));
+        assert_eq!(page(Some(100), None), whole(&journal, 100));
+        assert_eq!(page(Some(u64::MAX), None), whole(&journal, 100));
     }
 
     #[test]

@@ -6,7 +6,10 @@
 // request is the same, character for character, as one from a whole read).
 // All conversations' texts together stay within `timelineTextChars`; the
 // least recently drawn are let go first, and a conversation larger than the
-// bound is read whole at each drawing.
+// bound is read whole at each drawing. A page (`limit` items) is drawn from
+// the events it can reach: every event but the messages below the page's
+// reach (`reach`), so a page of a long conversation costs the core its own
+// messages, not every message.
 
 import { FoldlineError } from "../error.js";
 import { callText } from "../call.js";
@@ -21,6 +24,10 @@ interface Text {
   parts: string[];
   /** Each one's journal position. */
   seqs: number[];
+  /** Each message's (or late delivery's) position, when the timeline draws it (pinned turns are not drawn); -1 for every other event. */
+  turns: number[];
+  /** Whether a `turnMeta` event is among them (a page is then drawn from all of them: a turn's metadata and its message may disagree on its position). */
+  metas: boolean;
   /** Their length, with the commas between them. */
   chars: number;
   /** When it was last drawn from (a counter). */
@@ -34,10 +41,14 @@ export class Texts {
   private clock = 0;
   constructor(private readonly bound: number = TIMELINE_TEXT_CHARS) {}
 
-  /** The text of `id`'s events up to `seq`, reading (`read(after)`) only what it does not hold yet. */
-  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>): Promise<string> {
+  /**
+   * The text of `id`'s events up to `seq` that `page` is drawn from (all of
+   * them without a `limit`), reading (`read(after)`) only what it does not
+   * hold yet.
+   */
+  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>, page: TimelinePage = {}): Promise<string> {
     // Taken out while the journal is read: a drawing that overlaps this one reads for itself.
-    const t = this.by.get(id) ?? { parts: [], seqs: [], chars: 0, used: 0 };
+    const t = this.by.get(id) ?? { parts: [], seqs: [], turns: [], metas: false, chars: 0, used: 0 };
     this.by.delete(id);
     this.chars -= t.chars;
     const held = t.seqs.length ? t.seqs[t.seqs.length - 1] : 0;
@@ -45,14 +56,23 @@ export class Texts {
       for (const e of await read(held)) {
         if (e.seq <= held) continue; // a journal that answered more than was asked adds nothing twice
         const part = JSON.stringify(e.event);
+        const ev = e.event;
+        const drawn = (ev.type === "message" || ev.type === "lateDelivery") && !ev.pinned && !["system", "developer", "document"].includes(ev.role);
         t.parts.push(part);
         t.seqs.push(e.seq);
+        t.turns.push(drawn ? ev.sourceSeq : -1);
+        t.metas ||= ev.type === "turnMeta";
         t.chars += part.length + 1;
       }
     }
     let n = t.seqs.length;
     while (n > 0 && t.seqs[n - 1] > seq) n--;
-    const text = (n === t.parts.length ? t.parts : t.parts.slice(0, n)).join(",");
+    // Only a page the core takes is sliced (it refuses any other, naming it).
+    const whole = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
+    const paged = whole(page.limit) && (page.before === undefined || whole(page.before)) && !t.metas;
+    const from = paged ? reach(t.turns.slice(0, n), page.limit!, page.before) : 0;
+    const kept = from > 0 ? t.parts.slice(0, n).filter((_, i) => t.turns[i] < 0 || t.turns[i] >= from) : n === t.parts.length ? t.parts : t.parts.slice(0, n);
+    const text = kept.join(",");
     t.used = ++this.clock;
     this.keep(id, t);
     return text;
@@ -80,6 +100,23 @@ export class Texts {
 }
 
 /**
+ * The lowest position a page of the latest `limit` items below `before` can
+ * reach: the (`limit` + 1)-th latest position of a drawn message below
+ * `before` (0, everything, when there are fewer). A page spans at most
+ * `limit` positions (a run of the latest items, widened only within one
+ * position), so it lies above this position, and a drawn message at or
+ * above it is left before the page: the item just before the page, which
+ * names `earlier`, is at or above it too. Dividers are drawn from
+ * boundaries, tasks and failures, which are always sent (the Rust driver's
+ * `reach` in driver/text.rs).
+ */
+function reach(turns: number[], limit: number, before: number | undefined): number {
+  const at = [...new Set(turns.filter((p) => p >= 0 && (before === undefined || p < before)))].sort((a, b) => a - b);
+  const i = at.length - (limit + 1);
+  return i >= 0 ? at[i] : 0;
+}
+
+/**
  * The chat timeline of `id`, or one page of it, as far as its resolution
  * read the journal (a boundary another writer appends meanwhile draws with
  * the next resolution, not as one it refused), from the kept text and what
@@ -98,7 +135,7 @@ export async function drawTimeline(c: Ctx, texts: Texts, id: string, page: Timel
     if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
     seq = state(c, id).seq;
   }
-  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after));
+  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after), page);
   const { limit, before } = page;
   const rest = JSON.stringify({ accepted, ...(retired.length ? { retired } : {}), limit, before });
   return callText<Timeline>("timeline", `{"events":[${events}],${rest.slice(1)}`);
