@@ -95,8 +95,9 @@ impl Text {
 
     /// Write the text of the events up to `seq` that a page of the latest
     /// `limit` items below `before` is drawn from: every event but the
-    /// messages below [`reach`]. The core draws the same page from
-    /// them as from every event, `earlier` included.
+    /// messages below [`reach`] and those at or past `before` (no page
+    /// below it draws them). The core draws the same page from them as
+    /// from every event, `earlier` included.
     pub(super) fn write_page(
         &self,
         seq: u64,
@@ -106,16 +107,17 @@ impl Text {
     ) {
         let n = self.ends.partition_point(|e| e.seq <= seq);
         let from = match limit {
-            Some(limit) if !self.metas => reach(&self.ends[..n], limit, before),
-            _ => 0,
+            Some(limit) => reach(&self.ends[..n], limit, before),
+            None => 0,
         };
-        if from == 0 {
+        let past = before.unwrap_or(u64::MAX);
+        if self.metas || (from == 0 && past == u64::MAX) {
             out.extend_from_slice(self.through(seq));
             return;
         }
         let (mut start, mut first) = (0, true);
         for e in &self.ends[..n] {
-            if e.turn.is_none_or(|(at, _)| at >= from) {
+            if e.turn.is_none_or(|(at, _)| (from..past).contains(&at)) {
                 if !first {
                     out.push(b',');
                 }
@@ -391,10 +393,11 @@ mod tests {
         };
         // The page's positions and one before it; nothing earlier.
         assert_eq!(page(Some(5), None), whole(&journal[94..], 100));
-        assert_eq!(page(Some(5), Some(50)), whole(&journal[43..], 100));
+        assert_eq!(page(Some(5), Some(50)), whole(&journal[43..49], 100));
         assert_eq!(page(Some(0), None), whole(&journal[99..], 100));
-        // Without a limit, or with no more positions than the page: all.
-        assert_eq!(page(None, Some(50)), whole(&journal, 100));
+        // Without a limit: all below `before`.
+        assert_eq!(page(None, Some(50)), whole(&journal[..49], 100));
+        assert_eq!(page(None, None), whole(&journal, 100));
         assert_eq!(page(Some(100), None), whole(&journal, 100));
         assert_eq!(page(Some(u64::MAX), None), whole(&journal, 100));
     }

@@ -67,11 +67,16 @@ export class Texts {
     }
     let n = t.seqs.length;
     while (n > 0 && t.seqs[n - 1] > seq) n--;
-    // Only a page the core takes is sliced (it refuses any other, naming it).
+    // Only a page the core takes is sliced (it refuses any other, naming it):
+    // every event but the messages below the page's reach and those at or
+    // past `before` (no page below it draws them).
     const whole = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
-    const paged = whole(page.limit) && (page.before === undefined || whole(page.before)) && !t.metas;
-    const from = paged ? reach(t.turns.slice(0, n), page.limit!, page.before) : 0;
-    const kept = from > 0 ? t.parts.slice(0, n).filter((_, i) => t.turns[i] < 0 || t.turns[i] >= from) : n === t.parts.length ? t.parts : t.parts.slice(0, n);
+    const sliced = (page.limit === undefined || whole(page.limit)) && (page.before === undefined || whole(page.before)) && !t.metas;
+    const from = sliced && page.limit !== undefined ? reach(t.turns.slice(0, n), page.limit, page.before) : 0;
+    const past = sliced && page.before !== undefined ? page.before : Infinity;
+    const kept = from > 0 || past !== Infinity
+      ? t.parts.slice(0, n).filter((_, i) => t.turns[i] < 0 || (t.turns[i] >= from && t.turns[i] < past))
+      : n === t.parts.length ? t.parts : t.parts.slice(0, n);
     const text = kept.join(",");
     t.used = ++this.clock;
     this.keep(id, t);

@@ -5,7 +5,8 @@
 //     the .wasm copied beside it;
 //   - in Chromium, bundled by vite and by webpack (which emit the .wasm the
 //     browser entry names) and by esbuild (the .wasm copied, passed by URL);
-//   - in workerd, bundled by esbuild, the .wasm imported as a module;
+//   - in workerd, bundled by esbuild, the .wasm imported as a module, and
+//     the edge handler there on the package's D1 stores (miniflare's D1);
 // and each run (counting tokens with gpt-tokenizer, summarizing with the AI
 // SDK's mock model) must compact a 300-message chat and keep the newest
 // message verbatim within the limit. vite's build must not warn about Node
@@ -123,7 +124,7 @@ try {
     builds.esbuild = "/web/esbuild/index.html";
   });
 
-  await check("runs in workerd, bundled by esbuild (the .wasm a module import, as on Cloudflare)", async () => {
+  await check("runs in workerd, bundled by esbuild (the .wasm a module import, as on Cloudflare), and serves the edge handler on its D1 stores", async () => {
     const out = join(dir, "worker");
     sh(bin("esbuild"), ["out/worker-main.js", "--bundle", "--format=esm", "--platform=browser", "--conditions=workerd,worker", "--external:foldline/foldline_bg.wasm", `--outfile=${join(out, "worker.mjs")}`, "--log-level=warning"], dir);
     const mf = new Miniflare({
@@ -133,12 +134,19 @@ try {
       ],
       modulesRoot: "/w",
       compatibilityDate: "2025-01-01",
+      d1Databases: ["DB"],
     });
     try {
       const res = await mf.dispatchFetch("http://localhost/");
       const text = await res.text();
       if (!res.ok) throw new Error(text);
       judge(JSON.parse(text), "workerd");
+      // The edge handler on the package's D1 stores (miniflare's D1).
+      const edge = await mf.dispatchFetch("http://localhost/handler");
+      const got = await edge.text();
+      if (!edge.ok) throw new Error(got);
+      const { ok, boundaries, newest } = JSON.parse(got);
+      if (!ok || boundaries < 2 || !String(newest).startsWith("message 120 ")) throw new Error(`the handler on D1: ${got.slice(0, 300)}`);
     } finally {
       await mf.dispose();
     }
