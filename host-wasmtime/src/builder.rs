@@ -133,6 +133,15 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
         self
     }
 
+    /// The items of each core call when a whole timeline is drawn
+    /// (default 5,000: [`TIMELINE_PAGE_ITEMS`](crate::driver::TIMELINE_PAGE_ITEMS));
+    /// the pages, drawn from the latest back, make the whole timeline.
+    #[must_use]
+    pub fn timeline_page_items(mut self, items: u64) -> Self {
+        self.driver.draw_timeline_pages_of(items);
+        self
+    }
+
     /// The most conversations the driver keeps state for — the verified
     /// chain, the live events, a prepared warm candidate (default 1,024:
     /// `CONVERSATIONS_KEPT`): past it the least recently used is let go and

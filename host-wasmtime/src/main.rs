@@ -317,15 +317,14 @@ fn main() -> ExitCode {
 
 /// What to do about a call over its memory limit. A call takes what its
 /// command needs of the conversation whole — `context` and `compact` what
-/// no summary covers, `timeline` every message — so a long history no
+/// no summary covers (a timeline is drawn in pages) — so a long history no
 /// summary covers yet (an import of 200,000 messages with `--no-compact`)
-/// needs more for the `compact` that folds it, once, and a timeline of a
-/// very long conversation more every time.
+/// needs more for the `compact` that folds it, once.
 fn memory_hint(bytes: usize) -> String {
     let mib = bytes >> 20;
     let more = mib.saturating_mul(4).max(2048);
     format!(
-        "foldline: a call takes what the command needs of the conversation whole (context and compact: what no summary covers; timeline: every message); run it again with --memory-mib {more} (now {mib}); after an import with --no-compact, `foldline --memory-mib {more} compact` once folds it, and the default is enough again for context and compact"
+        "foldline: a call takes what the command needs of the conversation whole (context and compact: what no summary covers); run it again with --memory-mib {more} (now {mib}); after an import with --no-compact, `foldline --memory-mib {more} compact` once folds it, and the default is enough again for context and compact"
     )
 }
 

@@ -2613,6 +2613,15 @@ fn a_timeline_after_a_write_reads_only_what_is_new() {
     assert!(compacted, "the conversation compacted on the way");
 }
 
+/// Every event of `conversation` in `d`'s journal, in order.
+fn events_of<M: foldline_wasmtime::model::Model>(
+    d: &Driver<SqliteJournal, M>,
+    conversation: &str,
+) -> Vec<foldline_core::event::Event> {
+    let events = d.journal().read_events(conversation, 0).unwrap();
+    events.into_iter().map(|s| s.event).collect()
+}
+
 /// A page is drawn from the events it can reach (driver/text.rs), not the
 /// whole conversation: through compactions, a pinned system prompt, a late
 /// delivery and corrections, every page (0 to 12 items, from the end and
@@ -2654,13 +2663,7 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
             }
         }
     }
-    let stored: Vec<Event> = d
-        .journal()
-        .read_events("c", 0)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.event)
-        .collect();
+    let stored = events_of(&d, "c");
     let turns: Vec<&str> = stored
         .iter()
         .filter_map(|e| match e {
@@ -2677,13 +2680,7 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
     let fixes = [corrected(turns[3]), corrected(turns[turns.len() - 4])];
     d.journal().append("c", &fixes).unwrap();
     assert!(compacted >= 3, "compacted {compacted} times");
-    let all: Vec<Event> = d
-        .journal()
-        .read_events("c", 0)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.event)
-        .collect();
+    let all = events_of(&d, "c");
     let r = d.resolve("c").unwrap();
     for before in [None, Some(8), Some(60), Some(118), Some(158)] {
         for limit in 0..=12 {
@@ -2708,6 +2705,65 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
                 serde_json::to_value(&drawn).unwrap(),
                 serde_json::to_value(&whole).unwrap(),
                 "limit {limit} before {before:?}"
+            );
+        }
+    }
+}
+
+/// A whole timeline is drawn in pages from the latest back (at most
+/// `timeline_page_items` items a core call), and is the timeline the core
+/// draws from every event, with and without `before`.
+#[test]
+fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
+    use foldline_core::timeline::{timeline, TimelineRequest};
+    use foldline_wasmtime::driver::Page;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = sqlite_driver(&db, small_decl());
+    for e in &demo_events("c", 160) {
+        d.journal().append("c", std::slice::from_ref(e)).unwrap();
+        d.on_message("c").unwrap();
+    }
+    let all = events_of(&d, "c");
+    let r = d.resolve("c").unwrap();
+    assert!(r.accepted.len() >= 3, "compacted");
+    for items in [1, 7, 5_000] {
+        let paged = Driver::builder(
+            Foldline::embedded().unwrap(),
+            SqliteJournal::open(&db).unwrap(),
+            Extractive,
+        )
+        .declaration(small_decl())
+        .timeline_page_items(items)
+        .build()
+        .unwrap();
+        for before in [None, Some(60), Some(1)] {
+            let (drawn, _) = paged
+                .timeline_at(
+                    "c",
+                    Page {
+                        limit: None,
+                        before,
+                    },
+                )
+                .unwrap();
+            let whole = timeline(&TimelineRequest {
+                events: all.clone(),
+                accepted: Some(r.accepted.clone()),
+                retired: r.retired_boundaries.clone(),
+                limit: None,
+                before,
+            })
+            .unwrap();
+            assert!(
+                before == Some(1) || drawn.items.len() > 40,
+                "{}",
+                drawn.items.len()
+            );
+            assert_eq!(
+                serde_json::to_value(&drawn).unwrap(),
+                serde_json::to_value(&whole).unwrap(),
+                "pages of {items} before {before:?}"
             );
         }
     }

@@ -93,6 +93,11 @@ pub struct ContextOptions {
     pub member: Option<MemberInput>,
 }
 
+/// The items of each core call when a whole timeline is drawn (the
+/// builder's `timeline_page_items`): a call's memory stays bounded by a
+/// page, whatever the conversation's length.
+pub const TIMELINE_PAGE_ITEMS: u64 = 5_000;
+
 /// The driver over a journal and a model.
 pub struct Driver<J: Journal, M: Model> {
     /// The loaded core.
@@ -152,6 +157,8 @@ pub struct Driver<J: Journal, M: Model> {
     /// Each conversation's events as a timeline request's text, kept
     /// between drawings (bounded; see [`text`]).
     texts: std::sync::Mutex<text::Texts>,
+    /// The items of each core call when a whole timeline is drawn.
+    timeline_page_items: u64,
 }
 
 /// What one run of the loop is for.
@@ -236,6 +243,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             cache: std::sync::Mutex::new(kept::Kept::default()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             texts: std::sync::Mutex::new(text::Texts::default()),
+            timeline_page_items: TIMELINE_PAGE_ITEMS,
         }
     }
 
@@ -525,30 +533,89 @@ impl<J: Journal, M: Model> Driver<J, M> {
         // not as one it refused), from the text kept since the last drawing
         // and what was written after it.
         let seq = self.with_cache(conversation, |c| c.seq);
+        // Taken out while the journal is read: other conversations'
+        // drawings do not wait on this one's read.
+        let mut kept = lock(&self.texts).take(conversation);
+        let read = kept.read_to(seq, |after| self.journal.read_events(conversation, after));
+        let drawn = match (read, page.limit) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(_)) => {
+                let request = self.page_request(&kept, seq, &accepted, &retired, page);
+                lock(&self.texts).put(conversation, kept);
+                return Ok((self.draw(&request?)?, seq));
+            }
+            (Ok(()), None) => self.draw_in_pages(&kept, seq, &accepted, &retired, page.before),
+        };
+        lock(&self.texts).put(conversation, kept);
+        Ok((drawn?, seq))
+    }
+
+    /// The core's timeline request for `page`, its events written from `kept`.
+    fn page_request(
+        &self,
+        kept: &text::Text,
+        seq: u64,
+        accepted: &[String],
+        retired: &[String],
+        page: Page,
+    ) -> Result<Vec<u8>> {
         let request = encode(&TimelineRequest {
             events: Vec::new(),
-            accepted: Some(accepted),
-            retired,
+            accepted: Some(accepted.to_vec()),
+            retired: retired.to_vec(),
             limit: page.limit,
             before: page.before,
         })?;
-        let request = text::with_events(&request, |out| {
-            // Taken out while the journal is read: other conversations'
-            // drawings do not wait on this one's read.
-            let mut kept = lock(&self.texts).take(conversation);
-            kept.read_to(seq, |after| self.journal.read_events(conversation, after))?;
+        text::with_events(&request, |out| {
             kept.write_page(seq, page.limit, page.before, out);
-            lock(&self.texts).put(conversation, kept);
             Ok(())
-        })?;
-        let t = Foldline::answer(&self.foldline.call_raw("timeline", &request)?)?;
-        Ok((t, seq))
+        })
+    }
+
+    fn draw(&self, request: &[u8]) -> Result<Timeline> {
+        Foldline::answer(&self.foldline.call_raw("timeline", request)?)
+    }
+
+    /// Every item below `before` (all of them without), drawn in pages of
+    /// at most `timeline_page_items` from the latest back: no core call
+    /// takes the whole conversation (at 200,000 messages one call needed
+    /// 2 GiB), and the pages, each one's `earlier` the next one's `before`,
+    /// are the whole timeline's items in order.
+    fn draw_in_pages(
+        &self,
+        kept: &text::Text,
+        seq: u64,
+        accepted: &[String],
+        retired: &[String],
+        mut before: Option<u64>,
+    ) -> Result<Timeline> {
+        let mut pages = Vec::new();
+        loop {
+            let page = Page {
+                limit: Some(self.timeline_page_items),
+                before,
+            };
+            let t = self.draw(&self.page_request(kept, seq, accepted, retired, page)?)?;
+            pages.push(t.items);
+            match t.earlier {
+                Some(e) => before = Some(e),
+                None => break,
+            }
+        }
+        Ok(Timeline {
+            items: pages.into_iter().rev().flatten().collect(),
+            earlier: None,
+        })
     }
 
     /// Keep at most `bytes` of conversations' events as timeline text
     /// between drawings (the builder's `timeline_text_bytes`).
     pub(crate) fn keep_conversations(&mut self, conversations: usize) {
         self.cache = std::sync::Mutex::new(kept::Kept::within(conversations));
+    }
+
+    pub(crate) fn draw_timeline_pages_of(&mut self, items: u64) {
+        self.timeline_page_items = items.max(1);
     }
 
     pub(crate) fn keep_timeline_text(&mut self, bytes: usize) {
