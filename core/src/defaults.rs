@@ -59,6 +59,10 @@ pub const TIMELINE_TEXT_BYTES: u64 = 64 * 1024 * 1024;
 /// Workers), where a string of Latin text costs a byte a unit and of other
 /// text two.
 pub const TIMELINE_TEXT_CHARS: u64 = 16 * 1024 * 1024;
+/// The items of each core call when a host draws a whole timeline: it
+/// draws it in pages from the latest back, so no call takes a whole long
+/// conversation.
+pub const TIMELINE_PAGE_ITEMS: u64 = 5_000;
 /// Output tokens the OpenAI-compatible adapters add to a summary's cap once
 /// the endpoint asks for `max_completion_tokens` (OpenAI's reasoning models,
 /// which count their reasoning within the cap: at the summary's own cap they
@@ -66,7 +70,7 @@ pub const TIMELINE_TEXT_CHARS: u64 = 16 * 1024 * 1024;
 pub const REASONING_ROOM_TOKENS: u64 = 8_192;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 19] = [
+pub const ALL: [(&str, u64, &str); 20] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
@@ -85,5 +89,6 @@ pub const ALL: [(&str, u64, &str); 19] = [
     ("TIMELINE_SLOTS", TIMELINE_SLOTS, "Timeline slots (conversation and page) the servers keep before those no request is using are let go."),
     ("TIMELINE_TEXT_BYTES", TIMELINE_TEXT_BYTES, "The most text of conversations' events the Rust driver keeps between timeline drawings, all conversations together (a drawing after a write reads and encodes only what is new), in bytes."),
     ("TIMELINE_TEXT_CHARS", TIMELINE_TEXT_CHARS, "The same bound for the JS driver, in UTF-16 units: smaller, since it runs in browser tabs and edge isolates (128 MB on Cloudflare Workers)."),
+    ("TIMELINE_PAGE_ITEMS", TIMELINE_PAGE_ITEMS, "The items of each core call when a host draws a whole timeline: it draws it in pages from the latest back, so no call takes a whole long conversation."),
     ("REASONING_ROOM_TOKENS", REASONING_ROOM_TOKENS, "Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set."),
 ];

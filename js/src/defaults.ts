@@ -55,6 +55,9 @@ export const TIMELINE_TEXT_BYTES = 67108864;
 /** The same bound for the JS driver, in UTF-16 units: smaller, since it runs in browser tabs and edge isolates (128 MB on Cloudflare Workers). */
 export const TIMELINE_TEXT_CHARS = 16777216;
 
+/** The items of each core call when a host draws a whole timeline: it draws it in pages from the latest back, so no call takes a whole long conversation. */
+export const TIMELINE_PAGE_ITEMS = 5000;
+
 /** Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set. */
 export const REASONING_ROOM_TOKENS = 8192;
 

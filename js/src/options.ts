@@ -14,7 +14,7 @@ const FUNCTIONS = ["route", "owner", "audit", "countTokens"];
 const AVAILABILITY = ["surface", "toolResult", "plainSpeak", "promptTrim"];
 /** Options that are whole numbers, at least 0, when given. */
 const COUNTS = [
-  "leaseMs", "conversationsKept", "timelineTextChars", "modelTimeoutMs", "warmLeaseMs", "messageOverheadTokens",
+  "leaseMs", "conversationsKept", "timelineTextChars", "timelinePageItems", "modelTimeoutMs", "warmLeaseMs", "messageOverheadTokens",
   "bodyLimit", "condensePerMinute", "answerLeaseMs", "pollMs",
 ];
 

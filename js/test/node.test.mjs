@@ -776,6 +776,25 @@ test("a timeline page drawn from what it can reach is the whole conversation's p
   }
 });
 
+// A whole timeline is drawn in pages from the latest back (at most
+// `timelinePageItems` items a core call), and is the timeline the core
+// draws from every event, with and without `before`.
+test("a whole timeline is drawn in pages and is the whole timeline", async () => {
+  const journal = new f.MemoryJournal();
+  await chat(f.createCompactor({ journal, model: fakeModel(), declaration }), journal, 1, 160);
+  const all = (await journal.readEvents("c1", 0)).map((e) => e.event);
+  for (const timelinePageItems of [1, 7, 5000]) {
+    const c = f.createCompactor({ journal, model: fakeModel(), declaration, timelinePageItems });
+    const r = await c.resolve("c1");
+    assert.ok(r.accepted.length >= 3, "compacted");
+    for (const before of [undefined, 60, 1]) {
+      const drawn = await c.timeline("c1", before === undefined ? {} : { before });
+      assert.deepEqual(drawn, f.timeline(all, r.accepted, r.retiredBoundaries, before === undefined ? {} : { before }), `pages of ${timelinePageItems} before ${before}`);
+      assert.ok(before === 1 || drawn.items.length > 40);
+    }
+  }
+});
+
 // A timeline drawn after a write reads only what was written since the last
 // drawing (the compactor keeps the conversation's text between drawings),
 // draws what a compactor reading the journal afresh draws, and draws only as

@@ -96,7 +96,7 @@ pub struct ContextOptions {
 /// The items of each core call when a whole timeline is drawn (the
 /// builder's `timeline_page_items`): a call's memory stays bounded by a
 /// page, whatever the conversation's length.
-pub const TIMELINE_PAGE_ITEMS: u64 = 5_000;
+pub use foldline_core::defaults::TIMELINE_PAGE_ITEMS;
 
 /// The driver over a journal and a model.
 pub struct Driver<J: Journal, M: Model> {

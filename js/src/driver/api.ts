@@ -31,6 +31,12 @@ export interface CompactorOptions {
    */
   timelineTextChars?: number;
   /**
+   * The items of each core call when a whole timeline is drawn (default
+   * 5,000: `TIMELINE_PAGE_ITEMS`, as the Rust driver's): it is drawn in
+   * pages from the latest back, so no call takes a whole long conversation.
+   */
+  timelinePageItems?: number;
+  /**
    * The most conversations the compactor keeps state for — the verified
    * chain, the live events, a prepared warm candidate (default 256:
    * `CONVERSATIONS_KEPT_JS`): past it the least recently used that no call is

@@ -13,7 +13,7 @@
 
 import { FoldlineError } from "../error.js";
 import { callText } from "../call.js";
-import { TIMELINE_TEXT_CHARS } from "../defaults.js";
+import { TIMELINE_PAGE_ITEMS, TIMELINE_TEXT_CHARS } from "../defaults.js";
 import type { Timeline, TimelinePage } from "../types.js";
 import type { StoredEvent } from "../journal/journal.js";
 import { load, state, type Ctx } from "./read.js";
@@ -42,11 +42,11 @@ export class Texts {
   constructor(private readonly bound: number = TIMELINE_TEXT_CHARS) {}
 
   /**
-   * The text of `id`'s events up to `seq` that `page` is drawn from (all of
-   * them without a `limit`), reading (`read(after)`) only what it does not
-   * hold yet.
+   * Read `id`'s events up to `seq` (`read(after)` reads only what the text
+   * does not hold yet), and answer the text of those a page is drawn from
+   * (all of them without a `limit`): one read for any number of pages.
    */
-  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>, page: TimelinePage = {}): Promise<string> {
+  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>): Promise<(page: TimelinePage) => string> {
     // Taken out while the journal is read: a drawing that overlaps this one reads for itself.
     const t = this.by.get(id) ?? { parts: [], seqs: [], turns: [], metas: false, chars: 0, used: 0 };
     this.by.delete(id);
@@ -67,20 +67,22 @@ export class Texts {
     }
     let n = t.seqs.length;
     while (n > 0 && t.seqs[n - 1] > seq) n--;
-    // Only a page the core takes is sliced (it refuses any other, naming it):
-    // every event but the messages below the page's reach and those at or
-    // past `before` (no page below it draws them).
-    const whole = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
-    const sliced = (page.limit === undefined || whole(page.limit)) && (page.before === undefined || whole(page.before)) && !t.metas;
-    const from = sliced && page.limit !== undefined ? reach(t.turns.slice(0, n), page.limit, page.before) : 0;
-    const past = sliced && page.before !== undefined ? page.before : Infinity;
-    const kept = from > 0 || past !== Infinity
-      ? t.parts.slice(0, n).filter((_, i) => t.turns[i] < 0 || (t.turns[i] >= from && t.turns[i] < past))
-      : n === t.parts.length ? t.parts : t.parts.slice(0, n);
-    const text = kept.join(",");
     t.used = ++this.clock;
     this.keep(id, t);
-    return text;
+    // Events a later drawing adds go after the first `n`: never in these pages.
+    return (page) => {
+      // Only a page the core takes is sliced (it refuses any other, naming it):
+      // every event but the messages below the page's reach and those at or
+      // past `before` (no page below it draws them).
+      const whole = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
+      const sliced = (page.limit === undefined || whole(page.limit)) && (page.before === undefined || whole(page.before)) && !t.metas;
+      const from = sliced && page.limit !== undefined ? reach(t.turns.slice(0, n), page.limit, page.before) : 0;
+      const past = sliced && page.before !== undefined ? page.before : Infinity;
+      const kept = from > 0 || past !== Infinity
+        ? t.parts.slice(0, n).filter((_, i) => t.turns[i] < 0 || (t.turns[i] >= from && t.turns[i] < past))
+        : n === t.parts.length ? t.parts : t.parts.slice(0, n);
+      return kept.join(",");
+    };
   }
 
   /** Keep `t`, letting the least recently drawn go while the bound is passed (one larger than the bound is not kept). */
@@ -140,8 +142,21 @@ export async function drawTimeline(c: Ctx, texts: Texts, id: string, page: Timel
     if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
     seq = state(c, id).seq;
   }
-  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after), page);
-  const { limit, before } = page;
-  const rest = JSON.stringify({ accepted, ...(retired.length ? { retired } : {}), limit, before });
-  return callText<Timeline>("timeline", `{"events":[${events}],${rest.slice(1)}`);
+  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after));
+  const draw = (p: TimelinePage): Timeline => {
+    const rest = JSON.stringify({ accepted, ...(retired.length ? { retired } : {}), limit: p.limit, before: p.before });
+    return callText<Timeline>("timeline", `{"events":[${events(p)}],${rest.slice(1)}`);
+  };
+  if (page.limit !== undefined) return draw(page);
+  // A whole timeline, in pages from the latest back (each one's `earlier`
+  // the next one's `before`): no core call takes a whole long conversation.
+  const limit = Math.max(1, c.o.timelinePageItems ?? TIMELINE_PAGE_ITEMS);
+  const pages: Timeline["items"][] = [];
+  for (let before = page.before; ;) {
+    const t = draw({ limit, before });
+    pages.push(t.items);
+    if (t.earlier === undefined) break;
+    before = t.earlier;
+  }
+  return { items: pages.reverse().flat() };
 }
