@@ -2622,6 +2622,24 @@ fn events_of<M: foldline_wasmtime::model::Model>(
     events.into_iter().map(|s| s.event).collect()
 }
 
+/// The core's timeline of every event in `all` (the page `limit` and
+/// `before` ask for), under the chain `r` resolved, as JSON.
+fn core_timeline(
+    all: &[foldline_core::event::Event],
+    r: &foldline_core::resolve::Resolution,
+    limit: Option<u64>,
+    before: Option<u64>,
+) -> serde_json::Value {
+    let request = foldline_core::timeline::TimelineRequest {
+        events: all.to_vec(),
+        accepted: Some(r.accepted.clone()),
+        retired: r.retired_boundaries.clone(),
+        limit,
+        before,
+    };
+    serde_json::to_value(foldline_core::timeline::timeline(&request).unwrap()).unwrap()
+}
+
 /// A page is drawn from the events it can reach (driver/text.rs), not the
 /// whole conversation: through compactions, a pinned system prompt, a late
 /// delivery and corrections, every page (0 to 12 items, from the end and
@@ -2630,7 +2648,6 @@ fn events_of<M: foldline_wasmtime::model::Model>(
 #[test]
 fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page() {
     use foldline_core::event::Event;
-    use foldline_core::timeline::{timeline, TimelineRequest};
     use foldline_wasmtime::driver::Page;
     let dir = tempfile::tempdir().unwrap();
     let d = sqlite_driver(&dir.path().join("j.db"), small_decl());
@@ -2693,17 +2710,9 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
                     },
                 )
                 .unwrap();
-            let whole = timeline(&TimelineRequest {
-                events: all.clone(),
-                accepted: Some(r.accepted.clone()),
-                retired: r.retired_boundaries.clone(),
-                limit: Some(limit),
-                before,
-            })
-            .unwrap();
             assert_eq!(
                 serde_json::to_value(&drawn).unwrap(),
-                serde_json::to_value(&whole).unwrap(),
+                core_timeline(&all, &r, Some(limit), before),
                 "limit {limit} before {before:?}"
             );
         }
@@ -2715,7 +2724,6 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
 /// draws from every event, with and without `before`.
 #[test]
 fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
-    use foldline_core::timeline::{timeline, TimelineRequest};
     use foldline_wasmtime::driver::Page;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("j.db");
@@ -2747,14 +2755,7 @@ fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
                     },
                 )
                 .unwrap();
-            let whole = timeline(&TimelineRequest {
-                events: all.clone(),
-                accepted: Some(r.accepted.clone()),
-                retired: r.retired_boundaries.clone(),
-                limit: None,
-                before,
-            })
-            .unwrap();
+
             assert!(
                 before == Some(1) || drawn.items.len() > 40,
                 "{}",
@@ -2762,7 +2763,7 @@ fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
             );
             assert_eq!(
                 serde_json::to_value(&drawn).unwrap(),
-                serde_json::to_value(&whole).unwrap(),
+                core_timeline(&all, &r, None, before),
                 "pages of {items} before {before:?}"
             );
         }
