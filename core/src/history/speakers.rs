@@ -105,8 +105,17 @@ pub fn attributed_size(sender: &str, parts: &[Part]) -> (u64, u64) {
 /// Lines of the text parts of `parts` that begin with `[`: each is sent
 /// with a `\` before it ([`escaped`](crate::render::envelope::escaped)).
 pub fn escapes(parts: &[Part]) -> u64 {
-    let escaped = crate::render::envelope::escaped_parts(parts, "");
-    crate::records::turn::parts_chars(&escaped) - crate::records::turn::parts_chars(parts)
+    // Counted, not written: the append check measures every member's
+    // message. A line's start is the text's or a newline's end, as
+    // `escaped` finds them.
+    let lines = |t: &str| usize::from(t.starts_with('[')) + t.matches("\n[").count();
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => lines(text) as u64,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// An attributed turn's parts as the model sees them: its text escaped,

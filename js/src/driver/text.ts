@@ -13,7 +13,7 @@
 
 import { FoldlineError } from "../error.js";
 import { callText } from "../call.js";
-import { TIMELINE_PAGE_ITEMS, TIMELINE_TEXT_CHARS } from "../defaults.js";
+import { PINNED_ROLES, TIMELINE_PAGE_ITEMS, TIMELINE_TEXT_CHARS } from "../defaults.js";
 import type { Timeline, TimelinePage } from "../types.js";
 import type { StoredEvent } from "../journal/journal.js";
 import { load, state, type Ctx } from "./read.js";
@@ -57,7 +57,7 @@ export class Texts {
         if (e.seq <= held) continue; // a journal that answered more than was asked adds nothing twice
         const part = JSON.stringify(e.event);
         const ev = e.event;
-        const drawn = (ev.type === "message" || ev.type === "lateDelivery") && !ev.pinned && !["system", "developer", "document"].includes(ev.role);
+        const drawn = (ev.type === "message" || ev.type === "lateDelivery") && !ev.pinned && !PINNED_ROLES.has(ev.role);
         t.parts.push(part);
         t.seqs.push(e.seq);
         t.turns.push(drawn ? ev.sourceSeq : -1);
