@@ -50,15 +50,21 @@ CREATE TABLE IF NOT EXISTS foldline_heads (
   seq BIGINT NOT NULL
 );
 
--- What each message claims for its turn id (the SHA-256 of the message as
--- stored): a turn id names one message, so an append that would give a used
--- id other content is refused (conflicting_turn, nothing written).
+-- What each message claims for its turn id (the JSON array of the fields a
+-- redelivery must repeat, its content hash among them: journal/claims.rs,
+-- the JS journals' form): a turn id names one message, so an append that
+-- would give a used id other content is refused (conflicting_turn, nothing
+-- written).
 CREATE TABLE IF NOT EXISTS foldline_turns (
   conversation TEXT NOT NULL,
   turn_id TEXT NOT NULL,
   claim TEXT NOT NULL,
   PRIMARY KEY (conversation, turn_id)
 );
+-- Claims of the earlier form (a SHA-256 of the stored message, without the
+-- opening bracket): removed here, written again from the events by the
+-- migration that follows this script.
+DELETE FROM foldline_turns WHERE claim NOT LIKE '[%';
 
 -- The append, in one round trip: checked and written in one statement (its
 -- own transaction), all or nothing. Refusals are raised with foldline's own

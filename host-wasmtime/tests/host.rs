@@ -3459,3 +3459,67 @@ fn the_sqlite_file_journal_watches_its_writes() {
         .unwrap()
         .is_none());
 }
+
+/// What a message claims for its turn id is the JS journals' text, case for
+/// case (tests/journal/turn-claims.json, which js/test/node.test.mjs runs
+/// too): a database one kind of host wrote takes the other's redeliveries.
+#[test]
+fn turn_claims_are_the_shared_cases() {
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/journal/turn-claims.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 7, "{} cases", cases.len());
+    for case in cases {
+        let event: foldline_core::event::Event =
+            serde_json::from_value(case["event"].clone()).unwrap();
+        // The event is as a journal stores it: the check changes nothing.
+        let checked = foldline_wasmtime::journal::check_batch("c", std::slice::from_ref(&event));
+        assert_eq!(checked.unwrap(), vec![event.clone()], "{}", case["name"]);
+        let claims = foldline_wasmtime::journal::turn_claims(&[event]).unwrap();
+        let want = (
+            case["turnId"].as_str().unwrap().to_owned(),
+            case["claim"].as_str().unwrap().to_owned(),
+        );
+        assert_eq!(claims, vec![want], "{}", case["name"]);
+    }
+}
+
+/// A SQLite journal whose turn claims are of the earlier form (a SHA-256)
+/// takes redeliveries and refuses other content, once opened and when an
+/// older writer keeps such a claim later (`support::claims`).
+#[test]
+fn a_journal_of_earlier_claims_takes_redeliveries_and_refuses_other_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let db = || rusqlite::Connection::open(&path).unwrap();
+    support::claims::earlier_claims_are_taken_up(support::claims::Store {
+        open: &|| Box::new(SqliteJournal::open(&path).unwrap()),
+        earlier: &|migrated, which| {
+            let db = db();
+            for (turn, claim) in which {
+                db.execute(
+                    "UPDATE turns SET claim = ?1 WHERE conversation = 'c' AND turn_id = ?2",
+                    rusqlite::params![claim, turn],
+                )
+                .unwrap();
+            }
+            let version = if migrated { 2 } else { 1 };
+            db.execute_batch(&format!("PRAGMA user_version = {version}"))
+                .unwrap();
+        },
+        claims: &|| {
+            let db = db();
+            let mut st = db
+                .prepare("SELECT claim FROM turns WHERE conversation = 'c' ORDER BY turn_id")
+                .unwrap();
+            let rows = st.query_map([], |r| r.get(0)).unwrap();
+            rows.collect::<rusqlite::Result<_>>().unwrap()
+        },
+    });
+}

@@ -106,6 +106,41 @@ fn an_older_journal_learns_its_turn_claims_at_open() {
     assert_eq!(j.read_events("c", 0).unwrap().len(), 4);
 }
 
+/// A PostgreSQL journal whose turn claims are of the earlier form (a
+/// SHA-256) takes redeliveries and refuses other content, once migrated
+/// and when an older replica keeps such a claim later (`support::claims`).
+#[test]
+fn a_journal_of_earlier_claims_takes_redeliveries_and_refuses_other_content() {
+    let pg = Pg::start();
+    let url = pg.database("earlier");
+    let db = || postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    support::claims::earlier_claims_are_taken_up(support::claims::Store {
+        open: &|| Box::new(PgJournal::open(&url).unwrap()),
+        earlier: &|migrated, which| {
+            let mut db = db();
+            for (turn, claim) in which {
+                db.execute(
+                    "UPDATE foldline_turns SET claim = $1 WHERE conversation = 'c' AND turn_id = $2",
+                    &[claim, turn],
+                )
+                .unwrap();
+            }
+            if !migrated {
+                db.batch_execute("DELETE FROM foldline_schema").unwrap();
+            }
+        },
+        claims: &|| {
+            let rows = db()
+                .query(
+                    "SELECT claim FROM foldline_turns WHERE conversation = 'c' ORDER BY turn_id",
+                    &[],
+                )
+                .unwrap();
+            rows.iter().map(|r| r.get(0)).collect()
+        },
+    });
+}
+
 #[test]
 fn the_database_refuses_edits_of_the_journal() {
     let pg = Pg::start();

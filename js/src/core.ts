@@ -24,7 +24,7 @@ export { modelFromAiSdk } from "./model/aisdk.js";
 export type { AiSdkLanguageModel, AiSdkFunctions } from "./model/aisdk.js";
 export type { FunctionAnswer } from "./model/function.js";
 export type { Journal, StoredEvent, AppendOptions, Progress } from "./journal/journal.js";
-export { checkAppend } from "./journal/journal.js";
+export { checkAppend, checkTurns, turnClaims } from "./journal/journal.js";
 export { MemoryJournal } from "./journal/memory.js";
 export { IndexedDbJournal } from "./journal/indexeddb.js";
 export { D1Journal } from "./journal/d1.js";

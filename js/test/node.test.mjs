@@ -692,6 +692,24 @@ test("OpenAI messages import as the shared cases say, as in the Rust host", asyn
   }
 });
 
+// What a message claims for its turn id is the Rust journals' text, case
+// for case (tests/journal/turn-claims.json, which host-wasmtime's tests run
+// too); and a journal holds it: a redelivery is taken, other content refused.
+test("turn claims are the shared cases, as in the Rust journals", async () => {
+  const doc = JSON.parse(await readFile(new URL("../../tests/journal/turn-claims.json", import.meta.url), "utf8"));
+  assert.ok(doc.cases.length >= 7);
+  for (const c of doc.cases) {
+    assert.deepEqual(await f.checkAppend("c", [c.event]), [c.event], `${c.name}: stored as checked`);
+    assert.deepEqual(f.turnClaims([c.event]), [[c.turnId, c.claim]], c.name);
+  }
+  const [first, , , , , , other] = doc.cases.map((c) => c.event);
+  const journal = new f.MemoryJournal();
+  await journal.append("c", [first]);
+  await journal.append("c", [first]);
+  await assert.rejects(journal.append("c", [other]), (e) => e.code === "conflicting_turn" && e.ids[0] === first.turnId);
+  assert.equal((await journal.readEvents("c")).length, 2);
+});
+
 // Files, images and documents have no place in a journal of text: each
 // format leaves the same `[file <media type> <name>]` placeholder
 // (docs/formats.md), and the context sent back carries it in the place the

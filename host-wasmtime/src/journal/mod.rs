@@ -13,6 +13,7 @@ use foldline_core::plan::SkipRecord;
 
 use crate::error::{HostError, Result};
 
+mod claims;
 pub mod contract;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg_notes;
@@ -25,6 +26,9 @@ pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 pub mod watch;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use self::claims::{backfill_claims, is_legacy, legacy_claim};
+pub use self::claims::{turn_claim, turn_claims};
 #[cfg(feature = "postgres")]
 pub use self::postgres::PgJournal;
 #[cfg(feature = "sqlite")]
@@ -262,43 +266,6 @@ pub fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Event>> {
     Ok(out)
 }
 
-/// What each message (or late delivery) of a checked batch claims for its
-/// turn id: the SHA-256 of the message as the journal stores it (its content
-/// hash included, so every part counts) — what the core compares when one
-/// turn is delivered again. A journal keeps one claim per turn id and
-/// refuses a batch that would give a used id other content: such an event,
-/// once written, would leave the conversation unable to select or compact,
-/// for good. Repeats inside the batch are checked here.
-///
-/// # Errors
-/// `conflicting_turn` when the batch itself gives one turn id two contents.
-pub fn turn_claims(events: &[Event]) -> Result<Vec<(String, String)>> {
-    use sha2::Digest;
-    let mut out: Vec<(String, String)> = Vec::new();
-    // Where each turn id's claim is in `out`: a batch of 200,000 messages
-    // (an imported export) was a quadratic scan of `out` per message.
-    let mut at: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for e in events {
-        let (Event::Message(m) | Event::LateDelivery(m)) = e else {
-            continue;
-        };
-        let body = serde_json::to_vec(m).map_err(|err| HostError::Input(err.to_string()))?;
-        let claim: String = sha2::Sha256::digest(&body)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        match at.get(m.turn_id.as_str()) {
-            Some(&i) if out[i].1 != claim => return Err(conflicting_turn(&m.turn_id)),
-            Some(_) => {}
-            None => {
-                at.insert(&m.turn_id, out.len());
-                out.push((m.turn_id.clone(), claim));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The refusal of a turn id already used with other content.
 pub fn conflicting_turn(turn_id: &str) -> HostError {
     HostError::Core(
@@ -310,23 +277,6 @@ pub fn conflicting_turn(turn_id: &str) -> HostError {
         )
         .with_ids([turn_id.to_owned()]),
     )
-}
-
-/// Fill the turn-claims table of a journal written before it existed, from
-/// the message events `rows` (conversation, body) hold; the first claim of a
-/// turn id wins, as the core's first delivery does.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn backfill_claims(
-    rows: impl Iterator<Item = (String, String)>,
-    mut put: impl FnMut(&str, &str, &str) -> Result<()>,
-) -> Result<()> {
-    for (conversation, body) in rows {
-        let event: Event = decode(&body, "event")?;
-        for (turn_id, claim) in turn_claims(std::slice::from_ref(&event))? {
-            put(&conversation, &turn_id, &claim)?;
-        }
-    }
-    Ok(())
 }
 
 /// The refusal of a second boundary on one chain slot.

@@ -15,8 +15,8 @@ pub(crate) use super::pg_pool::PgPool;
 use super::pg_pool::{pool_error, Manager};
 use super::pg_watch::PgWatch;
 use super::{
-    backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
-    Journal, Progress, StoredEvent, Watch,
+    backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, legacy_claim,
+    turn_claims, type_of, Journal, Progress, StoredEvent, Watch,
 };
 use crate::error::{HostError, Result};
 
@@ -202,7 +202,8 @@ fn migrate(pool: &PgPool) -> Result<()> {
     tx.batch_execute("SET LOCAL lock_timeout = '30s'")?;
     tx.execute("SELECT pg_advisory_xact_lock(7261746564)", &[])?;
     tx.batch_execute(MIGRATION)?;
-    // The turn claims of messages written before foldline_turns existed.
+    // The turn claims of messages written before foldline_turns existed, or
+    // whose claims of the earlier form the script removed.
     let rows = tx.query(
         "SELECT e.conversation, e.body FROM foldline_events e
          WHERE e.type IN ('message', 'lateDelivery') AND NOT EXISTS (
@@ -254,6 +255,30 @@ impl PgJournal {
 
     fn conn(&self) -> Result<r2d2::PooledConnection<Manager>> {
         self.pool.get().map_err(pool_error)
+    }
+}
+
+impl PgJournal {
+    /// Whether `id`'s stored claim was of the earlier form (an older
+    /// replica kept it) and says what the batch's message says: then it is
+    /// taken up to this form, and the refused batch may be tried again.
+    fn heal_claim(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        turn_ids: &[String],
+        claims: &[String],
+        id: &str,
+    ) -> Result<bool> {
+        let at = turn_ids.iter().position(|t| t == id);
+        let (Some(at), Some(legacy)) = (at, legacy_claim(events, id)) else {
+            return Ok(false);
+        };
+        let healed = self.conn()?.rows(
+            "UPDATE foldline_turns SET claim = $3 WHERE conversation = $1 AND turn_id = $2 AND claim = $4 RETURNING 1",
+            &[&conversation, &id, &claims[at], &legacy],
+        )?;
+        Ok(!healed.is_empty())
     }
 }
 
@@ -309,46 +334,55 @@ impl Journal for PgJournal {
         let slots: Vec<Option<String>> = events.iter().map(chain_slot).collect();
         let expected = expected.map(|e| i64::try_from(e).unwrap_or(i64::MAX));
         let fenced = fence.map(|f| i64::try_from(f).unwrap_or(i64::MAX));
-        // One round trip: the migration's `foldline_append` checks the fence,
-        // the head and the turn claims and writes the batch, in one
-        // statement (its own transaction), all or nothing.
-        let rows = self.conn()?.rows(
-            "SELECT foldline_append($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
-                &conversation,
-                &expected,
-                &fenced,
-                &types,
-                &bodies,
-                &slots,
-                &turn_ids,
-                &claims,
-            ],
-        );
-        match rows {
-            Ok(r) => match r.first() {
-                Some(r) => Ok(r.get::<_, i64>(0) as u64),
-                None => Err(HostError::Storage(
-                    "postgres: foldline_append answered no row".into(),
-                )),
-            },
-            Err(err) => {
-                let Some(db) = err.as_db_error() else {
-                    return Err(err.into());
-                };
-                match db.code().code() {
-                    "FL001" => Err(HostError::LeaseLost {
-                        fence: fence.unwrap_or_default(),
-                    }),
-                    "FL002" => Err(HostError::Conflict {
-                        expected: expected.unwrap_or_default() as u64,
-                        found: db.message().parse().unwrap_or_default(),
-                    }),
-                    "FL003" => Err(conflicting_turn(db.message())),
-                    "23505" => Err(fork()),
-                    _ => Err(err.into()),
+        loop {
+            // One round trip: the migration's `foldline_append` checks the
+            // fence, the head and the turn claims and writes the batch, in
+            // one statement (its own transaction), all or nothing.
+            let err = match self.conn()?.rows(
+                "SELECT foldline_append($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[
+                    &conversation,
+                    &expected,
+                    &fenced,
+                    &types,
+                    &bodies,
+                    &slots,
+                    &turn_ids,
+                    &claims,
+                ],
+            ) {
+                Ok(r) => {
+                    return match r.first() {
+                        Some(r) => Ok(r.get::<_, i64>(0) as u64),
+                        None => Err(HostError::Storage(
+                            "postgres: foldline_append answered no row".into(),
+                        )),
+                    }
                 }
-            }
+                Err(err) => err,
+            };
+            let Some(db) = err.as_db_error() else {
+                return Err(err.into());
+            };
+            return match db.code().code() {
+                "FL001" => Err(HostError::LeaseLost {
+                    fence: fence.unwrap_or_default(),
+                }),
+                "FL002" => Err(HostError::Conflict {
+                    expected: expected.unwrap_or_default() as u64,
+                    found: db.message().parse().unwrap_or_default(),
+                }),
+                "FL003" => {
+                    let id = db.message().to_owned();
+                    // Healed: the batch is tried again (each turn at most once).
+                    if self.heal_claim(conversation, &events, &turn_ids, &claims, &id)? {
+                        continue;
+                    }
+                    Err(conflicting_turn(&id))
+                }
+                "23505" => Err(fork()),
+                _ => Err(err.into()),
+            };
         }
     }
 

@@ -10,8 +10,8 @@ use foldline_core::plan::SkipRecord;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::{
-    backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, turn_claims, type_of,
-    Journal, Progress, StoredEvent, Watch, Written,
+    backfill_claims, chain_slot, check_batch, conflicting_turn, decode, fork, is_legacy,
+    legacy_claim, turn_claims, type_of, Journal, Progress, StoredEvent, Watch, Written,
 };
 use crate::error::{HostError, Result};
 use crate::sync::lock;
@@ -68,8 +68,10 @@ const NOTE_SKIPPED: &str = "INSERT INTO foldline_progress (conversation, skipped
    last = CASE WHEN excluded.checked_through_seq >= foldline_progress.checked_through_seq THEN excluded.last ELSE foldline_progress.last END";
 
 /// The schema's version in `PRAGMA user_version`: 1 once the turn claims
-/// of events written before the `turns` table existed are filled in.
-const SQLITE_VERSION: i64 = 1;
+/// of events written before the `turns` table existed are filled in; 2
+/// once every claim is of the shared form (`claims.rs`), those of the
+/// earlier form written again from the events.
+const SQLITE_VERSION: i64 = 2;
 
 /// Bring a SQLite journal up to [`SQLITE_VERSION`] (once, in one transaction).
 fn migrate(conn: &mut Connection) -> Result<()> {
@@ -78,6 +80,7 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         return Ok(());
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute("DELETE FROM turns WHERE claim NOT LIKE '[%'", [])?;
     {
         let mut st = tx.prepare(
             "SELECT conversation, body FROM events WHERE type IN ('message', 'lateDelivery') ORDER BY conversation, seq",
@@ -245,8 +248,17 @@ impl Journal for SqliteJournal {
                     )?
                     .query_row(params![conversation, turn_id], |r| r.get(0))?;
                 if stored != *claim {
-                    // Dropping the transaction rolls the batch back.
-                    return Err(conflicting_turn(turn_id));
+                    // A claim of the earlier form an older writer kept: the
+                    // same message again takes the turn's claim up to this
+                    // form; other content is refused.
+                    if !is_legacy(&stored) || legacy_claim(&events, turn_id) != Some(stored) {
+                        // Dropping the transaction rolls the batch back.
+                        return Err(conflicting_turn(turn_id));
+                    }
+                    tx.prepare_cached(
+                        "UPDATE turns SET claim = ?3 WHERE conversation = ?1 AND turn_id = ?2",
+                    )?
+                    .execute(params![conversation, turn_id, claim])?;
                 }
             }
         }

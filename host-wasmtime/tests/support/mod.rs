@@ -1,5 +1,6 @@
 //! Test support shared by integration tests (each test binary uses part of it).
 #![allow(dead_code)]
+pub mod claims;
 pub mod fixtures;
 pub mod flaky;
 pub mod intercept;

@@ -129,11 +129,17 @@ export async function checkAppend(conversationId: string, events: Event[]): Prom
 }
 
 /**
- * What a message (or late delivery) claims for its turn id: everything the
- * core compares when the same turn is delivered again, defaults filled in.
- * A journal keeps one per turn id and refuses a batch that would give a
- * used id other content (`conflictingTurn`): such an event, once written,
- * would leave the conversation unable to select or compact, for good.
+ * What each message (or late delivery) of a checked batch (`checkAppend`:
+ * content hashes filled in) claims for its turn id: the JSON array of what
+ * the core compares when the same turn is delivered again — chat, sender,
+ * source, sourceSeq, index, role, authorAgent, contentHash, tokens, pinned,
+ * sensitive — defaults filled in. A journal keeps one per turn id and
+ * refuses a batch that would give a used id other content
+ * (`conflicting_turn`): such an event, once written, would leave the
+ * conversation unable to select or compact, for good. The Rust journals
+ * keep the same text (host-wasmtime/src/journal/claims.rs; both held to
+ * tests/journal/turn-claims.json), so a database written by one kind of
+ * host takes redeliveries from the other.
  */
 export function turnClaims(batch: Event[]): Array<[string, string]> {
   const out: Array<[string, string]> = [];

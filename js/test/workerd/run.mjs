@@ -150,8 +150,9 @@ export default {
       if ((await c.onMessage("trip")).status === "compacted") compactions++;
     }
     const context = await c.context("trip", { format: "openai" });
-    const boundaries = (await journal.readEvents("trip")).filter((e) => e.event.type === "boundary").length;
-    return Response.json({ compactions, boundaries, messages: context.messages });
+    const events = (await journal.readEvents("trip")).map((e) => e.event);
+    const boundaries = events.filter((e) => e.type === "boundary").length;
+    return Response.json({ compactions, boundaries, messages: context.messages, first: events.find((e) => e.type === "message") });
   },
 };`;
   const imf = new Miniflare({
@@ -183,6 +184,18 @@ export default {
     if (context.status !== 0) throw new Error(`foldline context exited ${context.status}: ${context.stderr}`);
     const x = JSON.stringify(JSON.parse(context.stdout)), y = JSON.stringify(sent.messages);
     if (x !== y) throw new Error(`the program's context differs from the worker's\n  program: ${x.slice(0, 400)}\n  worker:  ${y.slice(0, 400)}`);
+    // The program writes the worker's database too: a turn the worker
+    // wrote, delivered again, is taken (the claims are one text); the same
+    // turn id with other content is refused, nothing written.
+    const redeliver = (event) => {
+      writeFileSync(join(dir, "again.jsonl"), JSON.stringify(event) + "\n");
+      return run("import", "--no-compact", join(dir, "again.jsonl"));
+    };
+    const again = redeliver(sent.first);
+    if (again.status !== 0) throw new Error(`the program refused a redelivery of ${sent.first.turnId}: ${again.stderr}`);
+    const { contentHash: _, ...said } = sent.first;
+    const other = redeliver({ ...said, parts: [{ type: "text", text: "not what was said" }] });
+    if (other.status !== 2 || !other.stderr.includes("conflicting_turn")) throw new Error(`other content under ${sent.first.turnId}: exit ${other.status}: ${other.stderr}`);
   } finally {
     if (process.env.FOLDLINE_KEEP_D1) console.log(`# kept ${dir}`); else rmSync(dir, { recursive: true, force: true });
   }
