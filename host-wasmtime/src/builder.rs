@@ -125,8 +125,11 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
 
     /// The most text of conversations' events kept between timeline
     /// drawings, so a drawing after a write reads and encodes only what
-    /// is new (default 64 MiB, the least recently drawn let go first; 0
-    /// keeps none: every drawing reads its conversation whole).
+    /// is new (default 64 MiB, the least recently drawn let go first; a
+    /// conversation larger than it keeps where each event is and its
+    /// latest messages' text, half of it, and reads the others again when
+    /// a page reaches them; 0 keeps none: every drawing reads its
+    /// conversation whole).
     #[must_use]
     pub fn timeline_text_bytes(mut self, bytes: usize) -> Self {
         self.driver.keep_timeline_text(bytes);

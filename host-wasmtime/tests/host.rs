@@ -2699,22 +2699,40 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
     assert!(compacted >= 3, "compacted {compacted} times");
     let all = events_of(&d, "c");
     let r = d.resolve("c").unwrap();
-    for before in [None, Some(8), Some(60), Some(118), Some(158)] {
-        for limit in 0..=12 {
-            let (drawn, _) = d
-                .timeline_at(
-                    "c",
-                    Page {
-                        limit: Some(limit),
-                        before,
-                    },
-                )
-                .unwrap();
-            assert_eq!(
-                serde_json::to_value(&drawn).unwrap(),
-                core_timeline(&all, &r, Some(limit), before),
-                "limit {limit} before {before:?}"
-            );
+    // And a driver whose text bound is below the conversation's: it keeps
+    // its latest messages, and reads the others again when a page reaches
+    // them.
+    let bytes: usize = all
+        .iter()
+        .map(|e| serde_json::to_vec(e).unwrap().len())
+        .sum();
+    let small = Driver::builder(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        Extractive,
+    )
+    .declaration(small_decl())
+    .timeline_text_bytes(bytes - 1)
+    .build()
+    .unwrap();
+    for d in [&d, &small] {
+        for before in [None, Some(8), Some(60), Some(118), Some(158)] {
+            for limit in 0..=12 {
+                let (drawn, _) = d
+                    .timeline_at(
+                        "c",
+                        Page {
+                            limit: Some(limit),
+                            before,
+                        },
+                    )
+                    .unwrap();
+                assert_eq!(
+                    serde_json::to_value(&drawn).unwrap(),
+                    core_timeline(&all, &r, Some(limit), before),
+                    "limit {limit} before {before:?}"
+                );
+            }
         }
     }
 }
@@ -2735,7 +2753,14 @@ fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
     let all = events_of(&d, "c");
     let r = d.resolve("c").unwrap();
     assert!(r.accepted.len() >= 3, "compacted");
-    for items in [1, 7, 5_000] {
+    // A text bound below the conversation's too: the messages let go are
+    // read again once for a whole timeline.
+    let small: usize = all
+        .iter()
+        .map(|e| serde_json::to_vec(e).unwrap().len())
+        .sum::<usize>()
+        - 1;
+    for (items, bytes) in [(1, 64 << 20), (7, small), (5_000, 64 << 20), (5_000, small)] {
         let paged = Driver::builder(
             Foldline::embedded().unwrap(),
             SqliteJournal::open(&db).unwrap(),
@@ -2743,6 +2768,7 @@ fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
         )
         .declaration(small_decl())
         .timeline_page_items(items)
+        .timeline_text_bytes(bytes)
         .build()
         .unwrap();
         for before in [None, Some(60), Some(1)] {
@@ -2764,7 +2790,7 @@ fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
             assert_eq!(
                 serde_json::to_value(&drawn).unwrap(),
                 core_timeline(&all, &r, None, before),
-                "pages of {items} before {before:?}"
+                "pages of {items}, {bytes} B of text, before {before:?}"
             );
         }
     }

@@ -786,12 +786,28 @@ test("a timeline page drawn from what it can reach is the whole conversation's p
   const all = (await journal.readEvents("c1", 0)).map((e) => e.event);
   const r = await c.resolve("c1");
   assert.ok(r.accepted.length >= 3, "compacted");
-  for (const before of [undefined, 8, 60, 118, 158]) {
-    for (let limit = 0; limit <= 12; limit++) {
-      const whole = f.timeline(all, r.accepted, r.retiredBoundaries, { limit, before });
-      assert.deepEqual(await c.timeline("c1", { limit, before }), whole, `limit ${limit} before ${before}`);
+  // And a compactor whose text bound is far below the conversation's: it
+  // keeps its latest messages, and reads the others again when a page
+  // reaches them.
+  const reads = [];
+  const counted = Object.create(journal);
+  counted.readEvents = async (id, after = 0) => { reads.push(after); return journal.readEvents(id, after); };
+  const chars = all.reduce((n, e) => n + JSON.stringify(e).length + 1, 0);
+  const small = f.createCompactor({ journal: counted, model: fakeModel(), declaration, timelineTextChars: chars - 1 });
+  for (const d of [c, small]) {
+    for (const before of [undefined, 8, 60, 118, 158]) {
+      for (let limit = 0; limit <= 12; limit++) {
+        const whole = f.timeline(all, r.accepted, r.retiredBoundaries, { limit, before });
+        assert.deepEqual(await d.timeline("c1", { limit, before }), whole, `limit ${limit} before ${before}`);
+      }
     }
   }
+  // The latest pages read nothing again; one that reaches far back does.
+  reads.length = 0;
+  await small.timeline("c1", { limit: 5 });
+  assert.deepEqual(reads.filter((after) => after > 0 && after < all.length), []);
+  await small.timeline("c1", { limit: 5, before: 8 });
+  assert.ok(reads.some((after) => after > 0 && after < 20), JSON.stringify(reads));
 });
 
 // A whole timeline is drawn in pages from the latest back (at most
@@ -801,8 +817,11 @@ test("a whole timeline is drawn in pages and is the whole timeline", async () =>
   const journal = new f.MemoryJournal();
   await chat(f.createCompactor({ journal, model: fakeModel(), declaration }), journal, 1, 160);
   const all = (await journal.readEvents("c1", 0)).map((e) => e.event);
-  for (const timelinePageItems of [1, 7, 5000]) {
-    const c = f.createCompactor({ journal, model: fakeModel(), declaration, timelinePageItems });
+  // A text bound below the conversation's too: the messages let go are
+  // read again once for a whole timeline.
+  const chars = all.reduce((n, e) => n + JSON.stringify(e).length + 1, 0);
+  for (const [timelinePageItems, timelineTextChars] of [[1, undefined], [7, chars - 1], [5000, undefined], [5000, chars - 1]]) {
+    const c = f.createCompactor({ journal, model: fakeModel(), declaration, timelinePageItems, timelineTextChars });
     const r = await c.resolve("c1");
     assert.ok(r.accepted.length >= 3, "compacted");
     for (const before of [undefined, 60, 1]) {

@@ -540,19 +540,27 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let drawn = match (read, page.limit) {
             (Err(e), _) => Err(e),
             (Ok(()), Some(_)) => {
-                let request = self.page_request(&kept, seq, &accepted, &retired, page);
+                let request =
+                    self.page_request(conversation, &kept, seq, &accepted, &retired, page);
                 lock(&self.texts).put(conversation, kept);
                 return Ok((self.draw(&request?)?, seq));
             }
-            (Ok(()), None) => self.draw_in_pages(&kept, seq, &accepted, &retired, page.before),
+            // Every page at once: messages let go are read again, once.
+            (Ok(()), None) => kept
+                .restore(|after| self.journal.read_events(conversation, after))
+                .and_then(|()| {
+                    self.draw_in_pages(conversation, &kept, seq, &accepted, &retired, page.before)
+                }),
         };
         lock(&self.texts).put(conversation, kept);
         Ok((drawn?, seq))
     }
 
-    /// The core's timeline request for `page`, its events written from `kept`.
+    /// The core's timeline request for `page`, its events written from
+    /// `kept` (and, for messages it let go, from the journal).
     fn page_request(
         &self,
+        conversation: &str,
         kept: &text::Text,
         seq: u64,
         accepted: &[String],
@@ -567,8 +575,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             before: page.before,
         })?;
         text::with_events(&request, |out| {
-            kept.write_page(seq, page.limit, page.before, out);
-            Ok(())
+            let mut read = |after| self.journal.read_events(conversation, after);
+            kept.write_page(seq, page.limit, page.before, out, &mut read)
         })
     }
 
@@ -583,6 +591,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// are the whole timeline's items in order.
     fn draw_in_pages(
         &self,
+        conversation: &str,
         kept: &text::Text,
         seq: u64,
         accepted: &[String],
@@ -595,7 +604,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 limit: Some(self.timeline_page_items),
                 before,
             };
-            let t = self.draw(&self.page_request(kept, seq, accepted, retired, page)?)?;
+            let t =
+                self.draw(&self.page_request(conversation, kept, seq, accepted, retired, page)?)?;
             pages.push(t.items);
             match t.earlier {
                 Some(e) => before = Some(e),

@@ -7,8 +7,10 @@
 //! changes; the text is a cache, never a rule (a drawing from it is the
 //! same request, byte for byte, as one from a whole read). The texts of all
 //! conversations together are bounded ([`KEPT_BYTES`]); the least recently
-//! drawn are let go first, and a conversation larger than the bound is read
-//! whole at each drawing, as before.
+//! drawn are let go first. A conversation larger than the bound keeps the
+//! text of its latest messages (half the bound) and where every event is:
+//! a page that reaches a message let go reads the journal again from the
+//! first it reaches, and a whole timeline reads them all again once.
 //!
 //! A page (`limit` items) is drawn from the events it can reach, not the
 //! whole conversation: every event but the messages at positions below
@@ -16,6 +18,7 @@
 //! 50,000 messages costs the core its own messages, not every message.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use foldline_core::event::Event;
 
@@ -25,12 +28,15 @@ use crate::journal::StoredEvent;
 /// The most text kept for all conversations together.
 pub(crate) const KEPT_BYTES: usize = foldline_core::defaults::TIMELINE_TEXT_BYTES as usize;
 
-/// One conversation's events, each encoded, joined by commas.
+/// A reader of the journal: the events after a position.
+type Read<'a> = &'a mut dyn FnMut(u64) -> Result<Vec<StoredEvent>>;
+
+/// One conversation's events, each encoded.
 #[derive(Default)]
 pub(super) struct Text {
-    /// The encoded events.
+    /// The encoded events, one after another.
     json: Vec<u8>,
-    /// Each event's journal position, where its text ends and its turn.
+    /// Each event's journal position, where its text is and its turn.
     ends: Vec<End>,
     /// Whether a `turnMeta` event is among them (a page is then drawn
     /// from all of them: a turn's metadata and its message may disagree
@@ -40,24 +46,32 @@ pub(super) struct Text {
     used: u64,
 }
 
-/// Where one event's text ends, and what a page needs to know of it.
+/// One event of a text: where its encoding is, and what a page needs to
+/// know of it.
 struct End {
     seq: u64,
-    end: usize,
+    /// Where its encoding is in the text; `None` when it was let go (the
+    /// oldest messages of a conversation larger than its share of the
+    /// bound: [`Text::shed`]), to be read again if a page reaches it.
+    text: Option<Range<usize>>,
     /// A message's (or late delivery's) position, and whether the timeline
     /// draws it (pinned turns are not drawn).
     turn: Option<(u64, bool)>,
 }
 
 impl End {
-    fn of(seq: u64, end: usize, event: &Event) -> End {
+    fn of(seq: u64, text: Range<usize>, event: &Event) -> End {
         let turn = match event {
             Event::Message(m) | Event::LateDelivery(m) => {
                 Some((m.source_seq, !(m.pinned || m.role.always_pinned())))
             }
             _ => None,
         };
-        End { seq, end, turn }
+        End {
+            seq,
+            text: Some(text),
+            turn,
+        }
     }
 }
 
@@ -76,57 +90,133 @@ impl Text {
         // Only positions past what is held (a journal that answered more
         // than was asked adds nothing twice).
         for e in read(held)?.into_iter().filter(|e| e.seq > held) {
-            if !self.json.is_empty() {
-                self.json.push(b',');
-            }
+            let start = self.json.len();
             serde_json::to_writer(&mut self.json, &e.event)
                 .map_err(|e| HostError::Input(e.to_string()))?;
             self.metas |= matches!(e.event, Event::TurnMeta(_));
-            self.ends.push(End::of(e.seq, self.json.len(), &e.event));
+            self.ends
+                .push(End::of(e.seq, start..self.json.len(), &e.event));
         }
         Ok(())
     }
 
-    /// The text of the events up to `seq`.
-    pub(super) fn through(&self, seq: u64) -> &[u8] {
-        let n = self.ends.partition_point(|e| e.seq <= seq);
-        &self.json[..n.checked_sub(1).map_or(0, |i| self.ends[i].end)]
+    /// The memory it takes: its text and where each event is.
+    fn size(&self) -> usize {
+        self.json.len() + self.ends.len() * std::mem::size_of::<End>()
+    }
+
+    /// Let go of the text of the oldest messages until the text holds at
+    /// most `bytes` with its index (every other event's text stays):
+    /// a conversation larger than its share of the bound keeps its latest
+    /// messages, which the pages after a write draw, and the index of all
+    /// of them, from which a page finds its reach.
+    fn shed(&mut self, bytes: usize) {
+        let mut left = self.size();
+        for e in &mut self.ends {
+            if left <= bytes {
+                break;
+            }
+            if e.turn.is_some() {
+                if let Some(r) = e.text.take() {
+                    left -= r.len();
+                }
+            }
+        }
+        let mut json = Vec::with_capacity(left.saturating_sub(self.size() - self.json.len()));
+        for r in self.ends.iter_mut().filter_map(|e| e.text.as_mut()) {
+            let start = json.len();
+            json.extend_from_slice(&self.json[r.clone()]);
+            *r = start..json.len();
+        }
+        self.json = json;
+    }
+
+    /// Read again the events whose text was let go (once, for a drawing
+    /// of many pages: the whole timeline).
+    pub(super) fn restore(
+        &mut self,
+        read: impl FnOnce(u64) -> Result<Vec<StoredEvent>>,
+    ) -> Result<()> {
+        let Some(first) = self.ends.iter().find(|e| e.text.is_none()).map(|e| e.seq) else {
+            return Ok(());
+        };
+        let mut again = encoded(read(first - 1)?, |seq| seq >= first)?;
+        let mut json =
+            Vec::with_capacity(self.json.len() + again.values().map(Vec::len).sum::<usize>());
+        for e in &mut self.ends {
+            let start = json.len();
+            match &e.text {
+                Some(r) => json.extend_from_slice(&self.json[r.clone()]),
+                None => json.extend(again.remove(&e.seq).ok_or_else(|| gone(e.seq))?),
+            }
+            e.text = Some(start..json.len());
+        }
+        self.json = json;
+        Ok(())
     }
 
     /// Write the text of the events up to `seq` that a page of the latest
     /// `limit` items below `before` is drawn from: every event but the
     /// messages below [`reach`] and those at or past `before` (no page
     /// below it draws them). The core draws the same page from them as
-    /// from every event, `earlier` included.
+    /// from every event, `earlier` included. Events whose text was let go
+    /// are read again (`read`), from the first the page reaches.
     pub(super) fn write_page(
         &self,
         seq: u64,
         limit: Option<u64>,
         before: Option<u64>,
         out: &mut Vec<u8>,
-    ) {
+        read: Read<'_>,
+    ) -> Result<()> {
         let n = self.ends.partition_point(|e| e.seq <= seq);
+        let ends = &self.ends[..n];
         let from = match limit {
-            Some(limit) => reach(&self.ends[..n], limit, before),
+            Some(limit) => reach(ends, limit, before),
             None => 0,
         };
         let past = before.unwrap_or(u64::MAX);
-        if self.metas || (from == 0 && past == u64::MAX) {
-            out.extend_from_slice(self.through(seq));
-            return;
-        }
-        let (mut start, mut first) = (0, true);
-        for e in &self.ends[..n] {
-            if e.turn.is_none_or(|(at, _)| (from..past).contains(&at)) {
-                if !first {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&self.json[start..e.end]);
-                first = false;
+        let all = self.metas || (from == 0 && past == u64::MAX);
+        let wanted = |e: &End| all || e.turn.is_none_or(|(at, _)| (from..past).contains(&at));
+        let lacking: Vec<u64> = ends
+            .iter()
+            .filter(|e| e.text.is_none() && wanted(e))
+            .map(|e| e.seq)
+            .collect();
+        let again = match lacking.first() {
+            Some(&first) => encoded(read(first - 1)?, |seq| lacking.binary_search(&seq).is_ok())?,
+            None => BTreeMap::new(),
+        };
+        let mut first = true;
+        for e in ends.iter().filter(|e| wanted(e)) {
+            if !first {
+                out.push(b',');
             }
-            start = e.end + 1;
+            first = false;
+            match &e.text {
+                Some(r) => out.extend_from_slice(&self.json[r.clone()]),
+                None => out.extend_from_slice(again.get(&e.seq).ok_or_else(|| gone(e.seq))?),
+            }
         }
+        Ok(())
     }
+}
+
+/// The events of `read` at the positions `want` takes, each encoded.
+fn encoded(read: Vec<StoredEvent>, want: impl Fn(u64) -> bool) -> Result<BTreeMap<u64, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for e in read.into_iter().filter(|e| want(e.seq)) {
+        let text = serde_json::to_vec(&e.event).map_err(|e| HostError::Input(e.to_string()))?;
+        out.insert(e.seq, text);
+    }
+    Ok(out)
+}
+
+/// A journal that no longer answers a position it answered before.
+fn gone(seq: u64) -> HostError {
+    HostError::Storage(format!(
+        "the journal no longer answers the event at position {seq}, which it answered before"
+    ))
 }
 
 /// The lowest position a page of the latest `limit` items below
@@ -183,7 +273,7 @@ impl Texts {
     /// while it is read to and drawn from.
     pub(super) fn take(&mut self, conversation: &str) -> Text {
         let text = self.by.remove(conversation).unwrap_or_default();
-        self.bytes -= text.json.len();
+        self.bytes -= text.size();
         text
     }
 
@@ -195,17 +285,23 @@ impl Texts {
     }
 
     /// Keep `text`, letting the least recently drawn go while the bound is
-    /// passed (a text larger than the bound is not kept).
-    fn keep(&mut self, conversation: &str, text: Text) {
+    /// passed; a text larger than the bound first lets go of its oldest
+    /// messages ([`Text::shed`]) down to half of it, so it grows a while
+    /// before it sheds again. What cannot be let go of (every event but
+    /// the messages) past the bound is not kept.
+    fn keep(&mut self, conversation: &str, mut text: Text) {
         // Another drawing of the conversation, overlapping this one, may
         // have put its own back meanwhile: this one replaces it.
         if let Some(other) = self.by.remove(conversation) {
-            self.bytes -= other.json.len();
+            self.bytes -= other.size();
         }
-        if text.json.len() > self.bound {
+        if text.size() > self.bound {
+            text.shed(self.bound / 2);
+        }
+        if text.size() > self.bound {
             return;
         }
-        while self.bytes + text.json.len() > self.bound {
+        while self.bytes + text.size() > self.bound {
             let Some(oldest) = self
                 .by
                 .iter()
@@ -215,10 +311,10 @@ impl Texts {
                 break;
             };
             if let Some(t) = self.by.remove(&oldest) {
-                self.bytes -= t.json.len();
+                self.bytes -= t.size();
             }
         }
-        self.bytes += text.json.len();
+        self.bytes += text.size();
         self.by.insert(conversation.to_owned(), text);
     }
 }
@@ -293,7 +389,8 @@ mod tests {
     ) {
         let mut text = texts.take(c);
         text.read_to(seq, read).expect("read");
-        out.extend_from_slice(text.through(seq));
+        text.write_page(seq, None, None, out, &mut |_| panic!("nothing let go"))
+            .expect("written");
         texts.put(c, text);
     }
 
@@ -326,13 +423,18 @@ mod tests {
             .expect("read");
         text.read_to(6, |_| Ok((1..=6).map(stored).collect()))
             .expect("read");
-        assert_eq!(text.through(6), whole(&journal, 6).as_slice());
+        let mut out = Vec::new();
+        text.write_page(6, None, None, &mut out, &mut |_| panic!("nothing let go"))
+            .expect("written");
+        assert_eq!(out, whole(&journal, 6));
     }
 
     #[test]
     fn the_least_recently_drawn_text_goes_first_past_the_bound() {
         let journal: Vec<StoredEvent> = (1..=10).map(stored).collect();
-        let one = whole(&journal, 10).len();
+        let mut text = Text::default();
+        text.read_to(10, |_| Ok(journal.clone())).expect("read");
+        let one = text.size();
         let mut texts = Texts::within(3 * one);
         let mut asked = Vec::new();
         for c in ["a", "b", "c", "a", "d"] {
@@ -348,8 +450,8 @@ mod tests {
         // "b" was drawn least recently when "d" came; "a" was drawn again.
         let kept: Vec<&str> = texts.by.keys().map(String::as_str).collect();
         assert_eq!(kept, ["a", "c", "d"]);
-        // A text larger than the bound is not kept.
-        let mut small = Texts::within(one - 1);
+        // A text larger than the bound keeps half of it, its latest messages.
+        let mut small = Texts::within(one / 2);
         write(
             &mut small,
             "a",
@@ -357,7 +459,17 @@ mod tests {
             reader(&journal, 10, &mut asked),
             &mut Vec::new(),
         );
-        assert!(small.by.is_empty() && small.bytes == 0);
+        assert!(small.by.len() == 1 && small.bytes > 0 && small.bytes <= one / 4);
+        // Not even where its events are fits: nothing is kept.
+        let mut none = Texts::within(0);
+        write(
+            &mut none,
+            "a",
+            10,
+            reader(&journal, 10, &mut asked),
+            &mut Vec::new(),
+        );
+        assert!(none.by.is_empty() && none.bytes == 0);
     }
 
     #[test]
@@ -373,7 +485,7 @@ mod tests {
         second
             .read_to(3, reader(&journal, 3, &mut asked))
             .expect("read");
-        let (a, b) = (first.json.len(), second.json.len());
+        let (a, b) = (first.size(), second.size());
         texts.put("c", first);
         texts.put("c", second);
         assert_eq!((texts.by.len(), texts.bytes), (1, b));
@@ -388,7 +500,10 @@ mod tests {
             .expect("read");
         let page = |limit: Option<u64>, before: Option<u64>| {
             let mut out = Vec::new();
-            text.write_page(100, limit, before, &mut out);
+            text.write_page(100, limit, before, &mut out, &mut |_| {
+                panic!("nothing let go")
+            })
+            .expect("written");
             out
         };
         // The page's positions and one before it; nothing earlier.
@@ -400,6 +515,102 @@ mod tests {
         assert_eq!(page(None, None), whole(&journal, 100));
         assert_eq!(page(Some(100), None), whole(&journal, 100));
         assert_eq!(page(Some(u64::MAX), None), whole(&journal, 100));
+    }
+
+    /// A frontier among messages: an event a text never lets go of.
+    fn frontier_at(seq: u64) -> StoredEvent {
+        let event: Event = serde_json::from_value(serde_json::json!({
+            "type": "frontier", "activatingSeq": 1, "activatingTurnId": "t1", "compactorId": "a",
+            "declarationFingerprint": "sha256:00", "established": false, "historyAgents": [],
+            "id": format!("f{seq}"), "policy": {"kind": "chars", "retain": 10, "trigger": 20},
+            "route": {"chat": "", "conversation": "c", "sender": ""},
+            "rulesetVersion": "foldline-ruleset/2", "startSeq": 1, "targetId": "a"
+        }))
+        .expect("a frontier event");
+        StoredEvent { seq, event }
+    }
+
+    /// A conversation larger than the bound keeps its latest messages and
+    /// every other event: a page of the latest is drawn without a read; one
+    /// that reaches a message let go reads the journal once, from the first
+    /// it reaches; the whole text is read again once; every page is the
+    /// page of a whole read, byte for byte.
+    #[test]
+    fn a_text_past_the_bound_lets_go_of_its_oldest_messages_and_reads_them_again() {
+        let journal: Vec<StoredEvent> = (1..=100)
+            .map(|seq| {
+                if seq % 10 == 0 {
+                    frontier_at(seq)
+                } else {
+                    let mut e = stored(seq);
+                    if let Event::Message(m) = &mut e.event {
+                        m.parts = vec![foldline_core::turn::Part::Text {
+                            text: "a longer message ".repeat(20),
+                        }];
+                    }
+                    e
+                }
+            })
+            .collect();
+        let mut text = Text::default();
+        text.read_to(100, |_| Ok(journal.clone())).expect("read");
+        let all = text.size();
+        let mut texts = Texts::within(all / 2);
+        texts.put("c", text);
+        let text = texts.take("c");
+        assert!(
+            text.size() <= all / 4 && texts.bytes == 0,
+            "{}",
+            text.json.len()
+        );
+        let let_go: Vec<u64> = (text.ends.iter())
+            .filter(|e| e.text.is_none())
+            .map(|e| e.seq)
+            .collect();
+        assert!(
+            !let_go.is_empty() && let_go.iter().all(|s| s % 10 != 0),
+            "{let_go:?}"
+        );
+        let expected = |limit: Option<u64>, before: Option<u64>| {
+            let mut whole_text = Text::default();
+            whole_text
+                .read_to(100, |_| Ok(journal.clone()))
+                .expect("read");
+            let mut out = Vec::new();
+            (whole_text.write_page(100, limit, before, &mut out, &mut |_| panic!("whole")))
+                .expect("written");
+            out
+        };
+        let asked = std::cell::RefCell::new(Vec::new());
+        let page = |limit: Option<u64>, before: Option<u64>| {
+            let mut out = Vec::new();
+            let mut read = |after: u64| {
+                asked.borrow_mut().push(after);
+                Ok(journal.iter().filter(|e| e.seq > after).cloned().collect())
+            };
+            text.write_page(100, limit, before, &mut out, &mut read)
+                .expect("written");
+            out
+        };
+        assert_eq!(page(Some(5), None), expected(Some(5), None));
+        assert!(asked.borrow().is_empty(), "the latest page read {asked:?}");
+        assert_eq!(page(Some(5), Some(20)), expected(Some(5), Some(20)));
+        assert_eq!(page(None, None), expected(None, None));
+        // Each read from just before the first message the page reaches.
+        assert_eq!(*asked.borrow(), vec![13, let_go[0] - 1]);
+        let mut text = text;
+        let mut reads = 0;
+        text.restore(|after| {
+            reads += 1;
+            Ok(journal.iter().filter(|e| e.seq > after).cloned().collect())
+        })
+        .expect("read");
+        assert_eq!(reads, 1);
+        assert!(text.ends.iter().all(|e| e.text.is_some()));
+        let mut out = Vec::new();
+        text.write_page(100, None, None, &mut out, &mut |_| panic!("restored"))
+            .expect("written");
+        assert_eq!(out, expected(None, None));
     }
 
     #[test]

@@ -27,7 +27,9 @@ export interface CompactorOptions {
    * `TIMELINE_TEXT_CHARS`, smaller than the Rust driver's 64 MiB for browser
    * tabs and edge isolates): a drawing after a write reads and
    * encodes only what is new; the least recently drawn are let go first;
-   * 0 keeps none (every drawing reads its conversation whole).
+   * a conversation larger than it keeps where each event is and its latest
+   * messages' text (half of it), and reads the others again when a page
+   * reaches them; 0 keeps none (every drawing reads its conversation whole).
    */
   timelineTextChars?: number;
   /**

@@ -5,8 +5,11 @@
 // up to a position never changes: the text is a cache, never a rule (the
 // request is the same, character for character, as one from a whole read).
 // All conversations' texts together stay within `timelineTextChars`; the
-// least recently drawn are let go first, and a conversation larger than the
-// bound is read whole at each drawing. A page (`limit` items) is drawn from
+// least recently drawn are let go first. A conversation larger than the
+// bound keeps the text of its latest messages (half the bound) and where
+// every event is: a page that reaches a message let go reads the journal
+// again from the first it reaches, and a whole timeline reads them all again
+// once. A page (`limit` items) is drawn from
 // the events it can reach: every event but the messages below the page's
 // reach (`reach`), so a page of a long conversation costs the core its own
 // messages, not every message.
@@ -20,19 +23,22 @@ import { load, state, type Ctx } from "./read.js";
 
 /** One conversation's events, each encoded. */
 interface Text {
-  /** The encoded events, in journal order. */
-  parts: string[];
+  /** The encoded events, in journal order; `undefined` for a message whose text was let go (`shed`), read again when a page reaches it. */
+  parts: Array<string | undefined>;
   /** Each one's journal position. */
   seqs: number[];
   /** Each message's (or late delivery's) position, when the timeline draws it (pinned turns are not drawn); -1 for every other event. */
   turns: number[];
   /** Whether a `turnMeta` event is among them (a page is then drawn from all of them: a turn's metadata and its message may disagree on its position). */
   metas: boolean;
-  /** Their length, with the commas between them. */
+  /** The length of the parts kept, with a comma after each, and `INDEX_CHARS` for each event. */
   chars: number;
   /** When it was last drawn from (a counter). */
   used: number;
 }
+
+/** What knowing where one event is (its position and turn) counts against the bound, in UTF-16 units (16 bytes). */
+const INDEX_CHARS = 8;
 
 /** The kept texts of every conversation of a compactor. */
 export class Texts {
@@ -44,9 +50,11 @@ export class Texts {
   /**
    * Read `id`'s events up to `seq` (`read(after)` reads only what the text
    * does not hold yet), and answer the text of those a page is drawn from
-   * (all of them without a `limit`): one read for any number of pages.
+   * (all of them without a `limit`): one read for any number of pages
+   * (`whole`: every page of the timeline; messages let go are read again
+   * once, here).
    */
-  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>): Promise<(page: TimelinePage) => string> {
+  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>, whole = false): Promise<(page: TimelinePage) => Promise<string>> {
     // Taken out while the journal is read: a drawing that overlaps this one reads for itself.
     const t = this.by.get(id) ?? { parts: [], seqs: [], turns: [], metas: false, chars: 0, used: 0 };
     this.by.delete(id);
@@ -62,26 +70,40 @@ export class Texts {
         t.seqs.push(e.seq);
         t.turns.push(drawn ? ev.sourceSeq : -1);
         t.metas ||= ev.type === "turnMeta";
-        t.chars += part.length + 1;
+        t.chars += part.length + 1 + INDEX_CHARS;
       }
     }
     let n = t.seqs.length;
     while (n > 0 && t.seqs[n - 1] > seq) n--;
+    if (whole) await restore(t, read);
+    // Events a later drawing adds go after the first `n`: never in these
+    // pages; and the pages draw from these parts, whatever `keep` lets go.
+    const parts = t.parts.slice(0, n), seqs = t.seqs.slice(0, n), turns = t.turns.slice(0, n), metas = t.metas;
     t.used = ++this.clock;
     this.keep(id, t);
-    // Events a later drawing adds go after the first `n`: never in these pages.
-    return (page) => {
+    return async (page) => {
       // Only a page the core takes is sliced (it refuses any other, naming it):
       // every event but the messages below the page's reach and those at or
       // past `before` (no page below it draws them).
-      const whole = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
-      const sliced = (page.limit === undefined || whole(page.limit)) && (page.before === undefined || whole(page.before)) && !t.metas;
-      const from = sliced && page.limit !== undefined ? reach(t.turns.slice(0, n), page.limit, page.before) : 0;
+      const count = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
+      const sliced = (page.limit === undefined || count(page.limit)) && (page.before === undefined || count(page.before)) && !metas;
+      const from = sliced && page.limit !== undefined ? reach(turns, page.limit, page.before) : 0;
       const past = sliced && page.before !== undefined ? page.before : Infinity;
-      const kept = from > 0 || past !== Infinity
-        ? t.parts.slice(0, n).filter((_, i) => t.turns[i] < 0 || (t.turns[i] >= from && t.turns[i] < past))
-        : n === t.parts.length ? t.parts : t.parts.slice(0, n);
-      return kept.join(",");
+      const wanted = (i: number) => turns[i] < 0 || (turns[i] >= from && turns[i] < past);
+      // Messages let go that the page reaches: read again, from the first.
+      const lacking = new Set(seqs.filter((_, i) => parts[i] === undefined && wanted(i)));
+      const again = new Map<number, string>();
+      if (lacking.size) {
+        for (const e of await read(Math.min(...lacking) - 1)) if (lacking.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
+      }
+      const out: string[] = [];
+      for (let i = 0; i < n; i++) {
+        if (!wanted(i)) continue;
+        const part = parts[i] ?? again.get(seqs[i]);
+        if (part === undefined) throw gone(seqs[i]);
+        out.push(part);
+      }
+      return out.join(",");
     };
   }
 
@@ -93,6 +115,7 @@ export class Texts {
       this.by.delete(id);
       this.chars -= other.chars;
     }
+    if (t.chars > this.bound) shed(t, this.bound / 2);
     if (t.chars > this.bound) return;
     while (this.chars + t.chars > this.bound) {
       let oldest: [string, Text] | undefined;
@@ -104,6 +127,41 @@ export class Texts {
     this.chars += t.chars;
     this.by.set(id, t);
   }
+}
+
+/**
+ * Let go of the text of the oldest drawn messages until `t` holds at most
+ * `chars` (every other event stays): a conversation larger than its share
+ * of the bound keeps its latest messages, which the pages after a write
+ * draw, and where every event is, from which a page finds its reach.
+ */
+function shed(t: Text, chars: number): void {
+  for (let i = 0; i < t.parts.length && t.chars > chars; i++) {
+    const part = t.parts[i];
+    if (t.turns[i] < 0 || part === undefined) continue;
+    t.chars -= part.length + 1;
+    t.parts[i] = undefined;
+  }
+}
+
+/** Read again the messages `t` let go of (once, for a drawing of many pages). */
+async function restore(t: Text, read: (after: number) => Promise<StoredEvent[]>): Promise<void> {
+  const first = t.parts.findIndex((p) => p === undefined);
+  if (first < 0) return;
+  const again = new Map<number, string>();
+  for (const e of await read(t.seqs[first] - 1)) again.set(e.seq, JSON.stringify(e.event));
+  t.parts.forEach((p, i) => {
+    if (p !== undefined) return;
+    const part = again.get(t.seqs[i]);
+    if (part === undefined) throw gone(t.seqs[i]);
+    t.parts[i] = part;
+    t.chars += part.length + 1;
+  });
+}
+
+/** A journal that no longer answers a position it answered before (the journal's failure, as its own errors are). */
+function gone(seq: number): Error {
+  return new Error(`the journal no longer answers the event at position ${seq}, which it answered before`);
 }
 
 /**
@@ -142,10 +200,10 @@ export async function drawTimeline(c: Ctx, texts: Texts, id: string, page: Timel
     if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
     seq = state(c, id).seq;
   }
-  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after));
-  const draw = (p: TimelinePage): Timeline => {
+  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after), page.limit === undefined);
+  const draw = async (p: TimelinePage): Promise<Timeline> => {
     const rest = JSON.stringify({ accepted, ...(retired.length ? { retired } : {}), limit: p.limit, before: p.before });
-    return callText<Timeline>("timeline", `{"events":[${events(p)}],${rest.slice(1)}`);
+    return callText<Timeline>("timeline", `{"events":[${await events(p)}],${rest.slice(1)}`);
   };
   if (page.limit !== undefined) return draw(page);
   // A whole timeline, in pages from the latest back (each one's `earlier`
@@ -153,7 +211,7 @@ export async function drawTimeline(c: Ctx, texts: Texts, id: string, page: Timel
   const limit = Math.max(1, c.o.timelinePageItems ?? TIMELINE_PAGE_ITEMS);
   const pages: Timeline["items"][] = [];
   for (let before = page.before; ;) {
-    const t = draw({ limit, before });
+    const t = await draw({ limit, before });
     pages.push(t.items);
     if (t.earlier === undefined) break;
     before = t.earlier;
