@@ -93,8 +93,9 @@ export class Texts {
       // Messages let go that the page reaches: read again, from the first.
       const lacking = new Set(seqs.filter((_, i) => parts[i] === undefined && wanted(i)));
       const again = new Map<number, string>();
-      if (lacking.size) {
-        for (const e of await read(Math.min(...lacking) - 1)) if (lacking.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
+      const [first] = lacking; // in journal order: the first is the lowest
+      if (first !== undefined) {
+        for (const e of await read(first - 1)) if (lacking.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
       }
       const out: string[] = [];
       for (let i = 0; i < n; i++) {
