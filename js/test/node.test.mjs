@@ -792,6 +792,8 @@ test("a timeline page drawn from what it can reach is the whole conversation's p
   const reads = [];
   const counted = Object.create(journal);
   counted.readEvents = async (id, after = 0) => { reads.push(after); return journal.readEvents(id, after); };
+  const limits = [];
+  counted.readEventsPage = async (id, after, limit) => { reads.push(after); limits.push(limit); return journal.readEventsPage(id, after, limit); };
   const chars = all.reduce((n, e) => n + JSON.stringify(e).length + 1, 0);
   const small = f.createCompactor({ journal: counted, model: fakeModel(), declaration, timelineTextChars: chars - 1 });
   for (const d of [c, small]) {
@@ -808,6 +810,11 @@ test("a timeline page drawn from what it can reach is the whole conversation's p
   assert.deepEqual(reads.filter((after) => after > 0 && after < all.length), []);
   await small.timeline("c1", { limit: 5, before: 8 });
   assert.ok(reads.some((after) => after > 0 && after < 20), JSON.stringify(reads));
+  // Only as far as the last message it reaches (a late delivery belongs
+  // at 7: the read spans to it): a page, not the rest of the conversation.
+  limits.length = 0;
+  await small.timeline("c1", { limit: 5, before: 60 });
+  assert.ok(limits.length === 1 && limits[0] <= 12, JSON.stringify(limits));
 });
 
 // A whole timeline is drawn in pages from the latest back (at most

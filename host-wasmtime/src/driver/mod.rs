@@ -547,7 +547,9 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
             // Every page at once: messages let go are read again, once.
             (Ok(()), None) => kept
-                .restore(|after| self.journal.read_events(conversation, after))
+                .restore(&mut |after, limit| {
+                    self.journal.read_events_page(conversation, after, limit)
+                })
                 .and_then(|()| {
                     self.draw_in_pages(conversation, &kept, seq, &accepted, &retired, page.before)
                 }),
@@ -575,7 +577,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             before: page.before,
         })?;
         text::with_events(&request, |out| {
-            let mut read = |after| self.journal.read_events(conversation, after);
+            let mut read = |after, limit| self.journal.read_events_page(conversation, after, limit);
             kept.write_page(seq, page.limit, page.before, out, &mut read)
         })
     }

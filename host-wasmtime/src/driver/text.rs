@@ -10,7 +10,8 @@
 //! drawn are let go first. A conversation larger than the bound keeps the
 //! text of its latest messages (half the bound) and where every event is:
 //! a page that reaches a message let go reads the journal again from the
-//! first it reaches, and a whole timeline reads them all again once.
+//! first it reaches to the last (`Journal::read_events_page`), and a whole
+//! timeline reads them all again once.
 //!
 //! A page (`limit` items) is drawn from the events it can reach, not the
 //! whole conversation: every event but the messages at positions below
@@ -28,8 +29,18 @@ use crate::journal::StoredEvent;
 /// The most text kept for all conversations together.
 pub(crate) const KEPT_BYTES: usize = foldline_core::defaults::TIMELINE_TEXT_BYTES as usize;
 
-/// A reader of the journal: the events after a position.
-type Read<'a> = &'a mut dyn FnMut(u64) -> Result<Vec<StoredEvent>>;
+/// A reader of the journal: at most `limit` events after a position
+/// ([`Journal::read_events_page`](crate::journal::Journal::read_events_page)).
+type Read<'a> = &'a mut dyn FnMut(u64, usize) -> Result<Vec<StoredEvent>>;
+
+/// The events from `first` through `last` (positions are dense): what a
+/// reader is asked for them.
+fn span(first: u64, last: u64) -> (u64, usize) {
+    (
+        first - 1,
+        usize::try_from(last - first + 1).unwrap_or(usize::MAX),
+    )
+}
 
 /// One conversation's events, each encoded.
 #[derive(Default)]
@@ -133,14 +144,15 @@ impl Text {
 
     /// Read again the events whose text was let go (once, for a drawing
     /// of many pages: the whole timeline).
-    pub(super) fn restore(
-        &mut self,
-        read: impl FnOnce(u64) -> Result<Vec<StoredEvent>>,
-    ) -> Result<()> {
+    pub(super) fn restore(&mut self, read: Read<'_>) -> Result<()> {
         let Some(first) = self.ends.iter().find(|e| e.text.is_none()).map(|e| e.seq) else {
             return Ok(());
         };
-        let mut again = encoded(read(first - 1)?, |seq| seq >= first)?;
+        let last = (self.ends.iter().rev())
+            .find(|e| e.text.is_none())
+            .map_or(first, |e| e.seq);
+        let (after, limit) = span(first, last);
+        let mut again = encoded(read(after, limit)?, |seq| seq >= first)?;
         let mut json =
             Vec::with_capacity(self.json.len() + again.values().map(Vec::len).sum::<usize>());
         for e in &mut self.ends {
@@ -160,7 +172,8 @@ impl Text {
     /// messages below [`reach`] and those at or past `before` (no page
     /// below it draws them). The core draws the same page from them as
     /// from every event, `earlier` included. Events whose text was let go
-    /// are read again (`read`), from the first the page reaches.
+    /// are read again (`read`), from the first the page reaches to the
+    /// last.
     pub(super) fn write_page(
         &self,
         seq: u64,
@@ -184,7 +197,12 @@ impl Text {
             .map(|e| e.seq)
             .collect();
         let again = match lacking.first() {
-            Some(&first) => encoded(read(first - 1)?, |seq| lacking.binary_search(&seq).is_ok())?,
+            Some(&first) => {
+                let (after, limit) = span(first, lacking[lacking.len() - 1]);
+                encoded(read(after, limit)?, |seq| {
+                    lacking.binary_search(&seq).is_ok()
+                })?
+            }
             None => BTreeMap::new(),
         };
         let mut first = true;
@@ -389,7 +407,7 @@ mod tests {
     ) {
         let mut text = texts.take(c);
         text.read_to(seq, read).expect("read");
-        text.write_page(seq, None, None, out, &mut |_| panic!("nothing let go"))
+        text.write_page(seq, None, None, out, &mut |_, _| panic!("nothing let go"))
             .expect("written");
         texts.put(c, text);
     }
@@ -424,8 +442,10 @@ mod tests {
         text.read_to(6, |_| Ok((1..=6).map(stored).collect()))
             .expect("read");
         let mut out = Vec::new();
-        text.write_page(6, None, None, &mut out, &mut |_| panic!("nothing let go"))
-            .expect("written");
+        text.write_page(6, None, None, &mut out, &mut |_, _| {
+            panic!("nothing let go")
+        })
+        .expect("written");
         assert_eq!(out, whole(&journal, 6));
     }
 
@@ -500,7 +520,7 @@ mod tests {
             .expect("read");
         let page = |limit: Option<u64>, before: Option<u64>| {
             let mut out = Vec::new();
-            text.write_page(100, limit, before, &mut out, &mut |_| {
+            text.write_page(100, limit, before, &mut out, &mut |_, _| {
                 panic!("nothing let go")
             })
             .expect("written");
@@ -577,16 +597,19 @@ mod tests {
                 .read_to(100, |_| Ok(journal.clone()))
                 .expect("read");
             let mut out = Vec::new();
-            (whole_text.write_page(100, limit, before, &mut out, &mut |_| panic!("whole")))
+            (whole_text.write_page(100, limit, before, &mut out, &mut |_, _| panic!("whole")))
                 .expect("written");
             out
         };
         let asked = std::cell::RefCell::new(Vec::new());
         let page = |limit: Option<u64>, before: Option<u64>| {
             let mut out = Vec::new();
-            let mut read = |after: u64| {
-                asked.borrow_mut().push(after);
-                Ok(journal.iter().filter(|e| e.seq > after).cloned().collect())
+            let mut read = |after: u64, limit: usize| {
+                asked.borrow_mut().push((after, limit));
+                Ok((journal.iter().filter(|e| e.seq > after))
+                    .take(limit)
+                    .cloned()
+                    .collect())
             };
             text.write_page(100, limit, before, &mut out, &mut read)
                 .expect("written");
@@ -596,19 +619,26 @@ mod tests {
         assert!(asked.borrow().is_empty(), "the latest page read {asked:?}");
         assert_eq!(page(Some(5), Some(20)), expected(Some(5), Some(20)));
         assert_eq!(page(None, None), expected(None, None));
-        // Each read from just before the first message the page reaches.
-        assert_eq!(*asked.borrow(), vec![13, let_go[0] - 1]);
+        // Each read from the first message let go the page reaches to the
+        // last: 14 to 19 below 20 (20 is a frontier, kept), every one let go
+        // for the whole.
+        let (first, last) = (let_go[0], let_go[let_go.len() - 1]);
+        let whole_span = usize::try_from(last - first + 1).unwrap();
+        assert_eq!(*asked.borrow(), vec![(13, 6), (first - 1, whole_span)]);
         let mut text = text;
-        let mut reads = 0;
-        text.restore(|after| {
-            reads += 1;
-            Ok(journal.iter().filter(|e| e.seq > after).cloned().collect())
+        let mut reads = Vec::new();
+        text.restore(&mut |after, limit| {
+            reads.push((after, limit));
+            Ok((journal.iter().filter(|e| e.seq > after))
+                .take(limit)
+                .cloned()
+                .collect())
         })
         .expect("read");
-        assert_eq!(reads, 1);
+        assert_eq!(reads, vec![(first - 1, whole_span)]);
         assert!(text.ends.iter().all(|e| e.text.is_some()));
         let mut out = Vec::new();
-        text.write_page(100, None, None, &mut out, &mut |_| panic!("restored"))
+        text.write_page(100, None, None, &mut out, &mut |_, _| panic!("restored"))
             .expect("written");
         assert_eq!(out, expected(None, None));
     }

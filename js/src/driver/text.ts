@@ -8,7 +8,8 @@
 // least recently drawn are let go first. A conversation larger than the
 // bound keeps the text of its latest messages (half the bound) and where
 // every event is: a page that reaches a message let go reads the journal
-// again from the first it reaches, and a whole timeline reads them all again
+// again from the first it reaches to the last (`readEventsPage` when the
+// journal has it), and a whole timeline reads them all again
 // once. A page (`limit` items) is drawn from
 // the events it can reach: every event but the messages below the page's
 // reach (`reach`), so a page of a long conversation costs the core its own
@@ -37,6 +38,12 @@ interface Text {
   used: number;
 }
 
+/**
+ * A reader of the journal: the events after a position, or (`limit`) at
+ * least the first `limit` of them (`readEventsPage` when the journal has it).
+ */
+type Read = (after: number, limit?: number) => Promise<StoredEvent[]>;
+
 /** What knowing where one event is (its position and turn) counts against the bound, in UTF-16 units (16 bytes). */
 const INDEX_CHARS = 8;
 
@@ -54,7 +61,7 @@ export class Texts {
    * (`whole`: every page of the timeline; messages let go are read again
    * once, here).
    */
-  async through(id: string, seq: number, read: (after: number) => Promise<StoredEvent[]>, whole = false): Promise<(page: TimelinePage) => Promise<string>> {
+  async through(id: string, seq: number, read: Read, whole = false): Promise<(page: TimelinePage) => Promise<string>> {
     // Taken out while the journal is read: a drawing that overlaps this one reads for itself.
     const t = this.by.get(id) ?? { parts: [], seqs: [], turns: [], metas: false, chars: 0, used: 0 };
     this.by.delete(id);
@@ -93,9 +100,10 @@ export class Texts {
       // Messages let go that the page reaches: read again, from the first.
       const lacking = new Set(seqs.filter((_, i) => parts[i] === undefined && wanted(i)));
       const again = new Map<number, string>();
-      const [first] = lacking; // in journal order: the first is the lowest
+      const [first] = lacking; // in journal order: the first is the lowest, the last the highest
       if (first !== undefined) {
-        for (const e of await read(first - 1)) if (lacking.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
+        const last = [...lacking].pop() as number;
+        for (const e of await read(first - 1, last - first + 1)) if (lacking.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
       }
       const out: string[] = [];
       for (let i = 0; i < n; i++) {
@@ -146,11 +154,13 @@ function shed(t: Text, chars: number): void {
 }
 
 /** Read again the messages `t` let go of (once, for a drawing of many pages). */
-async function restore(t: Text, read: (after: number) => Promise<StoredEvent[]>): Promise<void> {
+async function restore(t: Text, read: Read): Promise<void> {
   const first = t.parts.findIndex((p) => p === undefined);
   if (first < 0) return;
+  let last = t.parts.length - 1;
+  while (t.parts[last] !== undefined) last--;
   const again = new Map<number, string>();
-  for (const e of await read(t.seqs[first] - 1)) again.set(e.seq, JSON.stringify(e.event));
+  for (const e of await read(t.seqs[first] - 1, t.seqs[last] - t.seqs[first] + 1)) again.set(e.seq, JSON.stringify(e.event));
   t.parts.forEach((p, i) => {
     if (p !== undefined) return;
     const part = again.get(t.seqs[i]);
@@ -201,7 +211,9 @@ export async function drawTimeline(c: Ctx, texts: Texts, id: string, page: Timel
     if (!(e instanceof FoldlineError)) throw e; // a rejected chain draws no completed divider
     seq = state(c, id).seq;
   }
-  const events = await texts.through(id, seq, (after) => c.o.journal.readEvents(id, after), page.limit === undefined);
+  const j = c.o.journal;
+  const read = (after: number, limit?: number) => (limit !== undefined && j.readEventsPage ? j.readEventsPage(id, after, limit) : j.readEvents(id, after));
+  const events = await texts.through(id, seq, read, page.limit === undefined);
   const draw = async (p: TimelinePage): Promise<Timeline> => {
     const rest = JSON.stringify({ accepted, ...(retired.length ? { retired } : {}), limit: p.limit, before: p.before });
     return callText<Timeline>("timeline", `{"events":[${await events(p)}],${rest.slice(1)}`);
