@@ -76,6 +76,14 @@ pub enum HostError {
 }
 
 impl HostError {
+    /// What to give a call that ran out of `bytes` of memory, in MiB: four
+    /// times as much, at least 2,048 (a history no summary covers yet, such
+    /// as an import of 200,000 messages with `--no-compact`, is taken whole
+    /// by the `compact` that folds it, once).
+    pub fn more_memory_mib(bytes: usize) -> usize {
+        (bytes >> 20).saturating_mul(4).max(2048)
+    }
+
     /// The stable code.
     pub fn code(&self) -> &str {
         match self {

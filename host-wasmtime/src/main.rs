@@ -322,7 +322,7 @@ fn main() -> ExitCode {
 /// needs more for the `compact` that folds it, once.
 fn memory_hint(bytes: usize) -> String {
     let mib = bytes >> 20;
-    let more = mib.saturating_mul(4).max(2048);
+    let more = HostError::more_memory_mib(bytes);
     format!(
         "foldline: a call takes what the command needs of the conversation whole (context and compact: what no summary covers); run it again with --memory-mib {more} (now {mib}); after an import with --no-compact, `foldline --memory-mib {more} compact` once folds it, and the default is enough again for context and compact"
     )

@@ -1681,3 +1681,107 @@ fn a_taken_address_is_named() {
         "{said}"
     );
 }
+
+/// A history no summary covers, more than the server's memory bound lets
+/// a compaction check take at once (an import with `--no-compact`): each
+/// message is still taken, and the check's refusal is logged with what
+/// folds it; the `compact` the log names folds it, after which a check at
+/// the same bound passes.
+#[test]
+fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
+    let s = Setup::new();
+    let bin = env!("CARGO_BIN_EXE_foldline");
+    let file = s.dir.path().join("m.json");
+    let messages: Vec<Value> = (0..6_000)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("message {i} {}", "about the plan and the budget ".repeat(30))})
+        })
+        .collect();
+    std::fs::write(&file, Value::Array(messages).to_string()).unwrap();
+    let program = |args: &[&str]| {
+        let mut cmd = Command::new(bin);
+        cmd.arg("--journal")
+            .arg(s.journal())
+            .arg("--declaration")
+            .arg(s.dir.path().join("decl.json"))
+            .args(["--conversation", "big"])
+            .args(args);
+        cmd
+    };
+    let out = program(&["import", "--no-compact"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server at 16 MiB: a message taken, the check's refusal logged
+    // (its log read on a thread, so a missing line fails, never hangs).
+    let mut cmd = program(&[
+        "--memory-mib",
+        "16",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--members",
+    ]);
+    cmd.arg(s.dir.path().join("members.json"))
+        .stderr(std::process::Stdio::piped());
+    let mut srv = Server {
+        child: cmd.spawn().unwrap(),
+        base: String::new(),
+    };
+    let log = BufReader::new(srv.child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        log.lines()
+            .map_while(Result::ok)
+            .try_for_each(|l| tx.send(l))
+    });
+    let next = || {
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("a line of the log")
+    };
+    while srv.base.is_empty() {
+        if let Some(a) = next().strip_prefix("foldline serve: listening on ") {
+            srv.base = a.to_owned();
+        }
+    }
+    let url = format!("{}/api/conversations/big/messages", srv.base);
+    let (status, _) = call(
+        "POST",
+        &url,
+        Some(ALICE),
+        Some(r#"{"role": "user", "content": "one more"}"#),
+    );
+    assert_eq!(status, 201);
+    let hint = std::iter::repeat_with(next)
+        .find(|l| l.contains("fold it once with"))
+        .expect("the refusal's hint");
+    drop(srv);
+    assert!(
+        hint.contains("what no summary covers of big is more than 16 MiB")
+            && hint.contains("--conversation big --memory-mib 2048 compact"),
+        "{hint}"
+    );
+    // What the log names folds it; then the check passes at 16 MiB.
+    let out = program(&["--memory-mib", "2048", "compact"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = program(&["--memory-mib", "16", "context"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

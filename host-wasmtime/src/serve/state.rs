@@ -230,7 +230,12 @@ impl App {
                     }
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!("foldline serve: compaction check of {conversation}: {e}"),
+                Err(e) => {
+                    eprintln!("foldline serve: compaction check of {conversation}: {e}");
+                    if let HostError::MemoryLimit(bytes) = e {
+                        eprintln!("{}", memory_hint(&conversation, bytes));
+                    }
+                }
             }
             let mut checks = lock(&app.checks);
             if checks.get(&conversation) == Some(&true) {
@@ -280,4 +285,16 @@ impl App {
         w.push_back(now);
         Ok(())
     }
+}
+
+/// What an operator can do about a compaction check over its memory limit:
+/// the check takes what no summary covers of the conversation whole, so a
+/// long history no summary covers yet (an import with `--no-compact`) is
+/// folded once with more memory, after which the default is enough again.
+fn memory_hint(conversation: &str, bytes: usize) -> String {
+    let more = HostError::more_memory_mib(bytes);
+    format!(
+        "foldline serve: what no summary covers of {conversation} is more than {} MiB of memory can take at once; fold it once with `foldline --journal <this journal> --conversation {conversation} --memory-mib {more} compact` (or serve with --memory-mib {more}), after which the default is enough again",
+        bytes >> 20
+    )
 }
