@@ -1709,15 +1709,14 @@ fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
             .args(args);
         cmd
     };
-    let out = program(&["import", "--no-compact"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let succeeds = |mut cmd: Command| {
+        let out = cmd.output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{said}");
+    };
+    let mut import = program(&["import", "--no-compact"]);
+    import.arg(&file);
+    succeeds(import);
     // The server at 16 MiB: a message taken, the check's refusal logged
     // (its log read on a thread, so a missing line fails, never hangs).
     let mut cmd = program(&[
@@ -1768,20 +1767,6 @@ fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
         "{hint}"
     );
     // What the log names folds it; then the check passes at 16 MiB.
-    let out = program(&["--memory-mib", "2048", "compact"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = program(&["--memory-mib", "16", "context"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(program(&["--memory-mib", "2048", "compact"]));
+    succeeds(program(&["--memory-mib", "16", "context"]));
 }
