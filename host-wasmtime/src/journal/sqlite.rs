@@ -80,6 +80,12 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         return Ok(());
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Another process opening the file at the same time may have migrated
+    // it while this one waited for the write lock.
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version >= SQLITE_VERSION {
+        return Ok(());
+    }
     tx.execute("DELETE FROM turns WHERE claim NOT LIKE '[%'", [])?;
     {
         let mut st = tx.prepare(
