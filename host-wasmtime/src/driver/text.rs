@@ -116,8 +116,9 @@ impl Text {
         self.json.len() + self.ends.len() * std::mem::size_of::<End>()
     }
 
-    /// Let go of the text of the oldest messages until the text holds at
-    /// most `bytes` with its index (every other event's text stays):
+    /// Let go of the text of the oldest drawn messages until the text
+    /// holds at most `bytes` with its index (every other event's text
+    /// stays):
     /// a conversation larger than its share of the bound keeps its latest
     /// messages, which the pages after a write draw, and the index of all
     /// of them, from which a page finds its reach.
@@ -127,7 +128,9 @@ impl Text {
             if left <= bytes {
                 break;
             }
-            if e.turn.is_some() {
+            // Only messages the timeline draws (a pinned turn's text stays,
+            // as in the JS driver's `shed`).
+            if matches!(e.turn, Some((_, true))) {
                 if let Some(r) = e.text.take() {
                     left -= r.len();
                 }
