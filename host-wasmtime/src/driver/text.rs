@@ -558,23 +558,45 @@ mod tests {
     /// that reaches a message let go reads the journal once, from the first
     /// it reaches; the whole text is read again once; every page is the
     /// page of a whole read, byte for byte.
-    #[test]
-    fn a_text_past_the_bound_lets_go_of_its_oldest_messages_and_reads_them_again() {
-        let journal: Vec<StoredEvent> = (1..=100)
+    /// 100 events: longer messages, a frontier at every tenth position.
+    fn messages_and_frontiers() -> Vec<StoredEvent> {
+        let longer = |seq| {
+            let mut e = stored(seq);
+            if let Event::Message(m) = &mut e.event {
+                m.parts = vec![foldline_core::turn::Part::Text {
+                    text: "a longer message ".repeat(20),
+                }];
+            }
+            e
+        };
+        (1..=100)
             .map(|seq| {
                 if seq % 10 == 0 {
                     frontier_at(seq)
                 } else {
-                    let mut e = stored(seq);
-                    if let Event::Message(m) = &mut e.event {
-                        m.parts = vec![foldline_core::turn::Part::Text {
-                            text: "a longer message ".repeat(20),
-                        }];
-                    }
-                    e
+                    longer(seq)
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// A reader of `journal` that notes what it is asked.
+    fn noting<'a>(
+        journal: &'a [StoredEvent],
+        asked: &'a std::cell::RefCell<Vec<(u64, usize)>>,
+    ) -> impl FnMut(u64, usize) -> Result<Vec<StoredEvent>> + 'a {
+        move |after, limit| {
+            asked.borrow_mut().push((after, limit));
+            Ok((journal.iter().filter(|e| e.seq > after))
+                .take(limit)
+                .cloned()
+                .collect())
+        }
+    }
+
+    #[test]
+    fn a_text_past_the_bound_lets_go_of_its_oldest_messages_and_reads_them_again() {
+        let journal = messages_and_frontiers();
         let mut text = Text::default();
         text.read_to(100, |_| Ok(journal.clone())).expect("read");
         let all = text.size();
@@ -607,14 +629,7 @@ mod tests {
         let asked = std::cell::RefCell::new(Vec::new());
         let page = |limit: Option<u64>, before: Option<u64>| {
             let mut out = Vec::new();
-            let mut read = |after: u64, limit: usize| {
-                asked.borrow_mut().push((after, limit));
-                Ok((journal.iter().filter(|e| e.seq > after))
-                    .take(limit)
-                    .cloned()
-                    .collect())
-            };
-            text.write_page(100, limit, before, &mut out, &mut read)
+            text.write_page(100, limit, before, &mut out, &mut noting(&journal, &asked))
                 .expect("written");
             out
         };
@@ -629,16 +644,9 @@ mod tests {
         let whole_span = usize::try_from(last - first + 1).unwrap();
         assert_eq!(*asked.borrow(), vec![(13, 6), (first - 1, whole_span)]);
         let mut text = text;
-        let mut reads = Vec::new();
-        text.restore(&mut |after, limit| {
-            reads.push((after, limit));
-            Ok((journal.iter().filter(|e| e.seq > after))
-                .take(limit)
-                .cloned()
-                .collect())
-        })
-        .expect("read");
-        assert_eq!(reads, vec![(first - 1, whole_span)]);
+        let reads = std::cell::RefCell::new(Vec::new());
+        text.restore(&mut noting(&journal, &reads)).expect("read");
+        assert_eq!(*reads.borrow(), vec![(first - 1, whole_span)]);
         assert!(text.ends.iter().all(|e| e.text.is_some()));
         let mut out = Vec::new();
         text.write_page(100, None, None, &mut out, &mut |_, _| panic!("restored"))
