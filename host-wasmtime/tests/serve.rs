@@ -1760,10 +1760,26 @@ fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
     let hint = std::iter::repeat_with(next)
         .find(|l| l.contains("fold it once with"))
         .expect("the refusal's hint");
+    // Its checks wait meanwhile: the next message's check is not run (it
+    // would fail the same way, at this size in ~0.1 s; 3 s of quiet).
+    let (status, _) = call(
+        "POST",
+        &url,
+        Some(ALICE),
+        Some(r#"{"role": "user", "content": "and one more"}"#),
+    );
+    assert_eq!(status, 201);
+    let later: Vec<String> =
+        std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(3)).ok()).collect();
+    assert!(
+        !later.iter().any(|l| l.contains("compaction check of big")),
+        "{later:?}"
+    );
     drop(srv);
     assert!(
         hint.contains("what no summary covers of big is more than 16 MiB")
-            && hint.contains("--conversation big --memory-mib 2048 compact"),
+            && hint.contains("--conversation big --memory-mib 2048 compact")
+            && hint.contains("its checks wait 300 s meanwhile"),
         "{hint}"
     );
     // What the log names folds it; then the check passes at 16 MiB.

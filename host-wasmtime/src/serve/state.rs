@@ -56,6 +56,9 @@ pub struct App {
     positions: Mutex<Kept<Arc<Mutex<Position>>>>,
     /// Conversations with a compaction check running; `true`: another is due.
     checks: Mutex<BTreeMap<String, bool>>,
+    /// Conversations whose compaction check ran over its memory bound, and
+    /// until when their checks wait ([`MEMORY_PAUSE`]).
+    paused: Mutex<BTreeMap<String, Instant>>,
     rate: Mutex<BTreeMap<String, VecDeque<Instant>>>,
     /// Running background work (compaction checks, manual tasks).
     pub tracker: TaskTracker,
@@ -84,6 +87,7 @@ impl App {
             config,
             positions: Mutex::default(),
             checks: Mutex::default(),
+            paused: Mutex::default(),
             rate: Mutex::default(),
             tracker: TaskTracker::new(),
             stopping: CancellationToken::new(),
@@ -212,6 +216,16 @@ impl App {
     /// arrives while a check runs makes it run once more.
     pub fn schedule(self: &Arc<Self>, conversation: &str) {
         {
+            let mut paused = lock(&self.paused);
+            match paused.get(conversation) {
+                Some(until) if Instant::now() < *until => return,
+                Some(_) => {
+                    paused.remove(conversation);
+                }
+                None => {}
+            }
+        }
+        {
             let mut checks = lock(&self.checks);
             if let Some(again) = checks.get_mut(conversation) {
                 *again = true;
@@ -234,11 +248,15 @@ impl App {
                     eprintln!("foldline serve: compaction check of {conversation}: {e}");
                     if let HostError::MemoryLimit(bytes) = e {
                         eprintln!("{}", memory_hint(&conversation, bytes));
+                        let until = Instant::now() + MEMORY_PAUSE;
+                        lock(&app.paused).insert(conversation.clone(), until);
                     }
                 }
             }
+            // Checked again if asked meanwhile, unless its checks wait.
+            let waits = lock(&app.paused).contains_key(&conversation);
             let mut checks = lock(&app.checks);
-            if checks.get(&conversation) == Some(&true) {
+            if checks.get(&conversation) == Some(&true) && !waits {
                 checks.insert(conversation.clone(), false);
                 continue;
             }
@@ -287,6 +305,13 @@ impl App {
     }
 }
 
+/// How long the compaction checks of a conversation wait after one ran
+/// over its memory bound: what no summary covers only grows, so every
+/// message's check would fail the same way (1.5 s of CPU each at 200,000
+/// messages) until the operator's `compact` folds it; then the first
+/// message after the pause checks again.
+const MEMORY_PAUSE: Duration = Duration::from_secs(300);
+
 /// What an operator can do about a compaction check over its memory limit:
 /// the check takes what no summary covers of the conversation whole, so a
 /// long history no summary covers yet (an import with `--no-compact`) is
@@ -294,7 +319,8 @@ impl App {
 fn memory_hint(conversation: &str, bytes: usize) -> String {
     let more = HostError::more_memory_mib(bytes);
     format!(
-        "foldline serve: what no summary covers of {conversation} is more than {} MiB of memory can take at once; fold it once with `foldline --journal <this journal> --conversation {conversation} --memory-mib {more} compact` (or serve with --memory-mib {more}), after which the default is enough again",
-        bytes >> 20
+        "foldline serve: what no summary covers of {conversation} is more than {} MiB of memory can take at once; fold it once with `foldline --journal <this journal> --conversation {conversation} --memory-mib {more} compact` (or serve with --memory-mib {more}), after which the default is enough again; its checks wait {} s meanwhile",
+        bytes >> 20,
+        MEMORY_PAUSE.as_secs()
     )
 }
