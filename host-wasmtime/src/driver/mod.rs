@@ -28,7 +28,7 @@ use foldline_core::turn::{Part, Route};
 use foldline_core::validate::{ValidateRequest, ValidateResponse};
 
 use crate::error::{HostError, Result};
-use crate::journal::Journal;
+use crate::journal::{Journal, StoredEvent};
 use crate::model::Model;
 use crate::runtime::{encode, Foldline};
 use crate::sync::lock;
@@ -61,6 +61,16 @@ pub enum Outcome {
     Refused(foldline_core::Error),
     /// The run failed: the generic notice, the audit reason.
     Failed(FailureReport),
+}
+
+/// One drawing of a conversation's timeline: its kept text, read to
+/// `seq`, and the boundaries the resolution accepted and retired.
+struct Drawing<'a> {
+    conversation: &'a str,
+    kept: &'a text::Text,
+    seq: u64,
+    accepted: &'a [String],
+    retired: &'a [String],
 }
 
 /// A manual compaction task (`/compact`).
@@ -537,48 +547,51 @@ impl<J: Journal, M: Model> Driver<J, M> {
         // drawings do not wait on this one's read.
         let mut kept = lock(&self.texts).take(conversation);
         let read = kept.read_to(seq, |after| self.journal.read_events(conversation, after));
+        let drawing = |kept| Drawing {
+            conversation,
+            kept,
+            seq,
+            accepted: &accepted,
+            retired: &retired,
+        };
         let drawn = match (read, page.limit) {
             (Err(e), _) => Err(e),
             (Ok(()), Some(_)) => {
-                let request =
-                    self.page_request(conversation, &kept, seq, &accepted, &retired, page);
+                let request = self.page_request(&drawing(&kept), page);
                 lock(&self.texts).put(conversation, kept);
                 return Ok((self.draw(&request?)?, seq));
             }
             // Every page at once: messages let go are read again, once.
             (Ok(()), None) => kept
-                .restore(&mut |after, limit| {
-                    self.journal.read_events_page(conversation, after, limit)
-                })
-                .and_then(|()| {
-                    self.draw_in_pages(conversation, &kept, seq, &accepted, &retired, page.before)
-                }),
+                .restore(&mut self.pages_of(conversation))
+                .and_then(|()| self.draw_in_pages(&drawing(&kept), page.before)),
         };
         lock(&self.texts).put(conversation, kept);
         Ok((drawn?, seq))
     }
 
+    /// A reader of `conversation`'s journal in pages.
+    fn pages_of<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> impl FnMut(u64, usize) -> Result<Vec<StoredEvent>> + 'a {
+        move |after, limit| self.journal.read_events_page(conversation, after, limit)
+    }
+
     /// The core's timeline request for `page`, its events written from
-    /// `kept` (and, for messages it let go, from the journal).
-    fn page_request(
-        &self,
-        conversation: &str,
-        kept: &text::Text,
-        seq: u64,
-        accepted: &[String],
-        retired: &[String],
-        page: Page,
-    ) -> Result<Vec<u8>> {
+    /// the kept text (and, for messages it let go, from the journal).
+    fn page_request(&self, d: &Drawing<'_>, page: Page) -> Result<Vec<u8>> {
         let request = encode(&TimelineRequest {
             events: Vec::new(),
-            accepted: Some(accepted.to_vec()),
-            retired: retired.to_vec(),
+            accepted: Some(d.accepted.to_vec()),
+            retired: d.retired.to_vec(),
             limit: page.limit,
             before: page.before,
         })?;
         text::with_events(&request, |out| {
-            let mut read = |after, limit| self.journal.read_events_page(conversation, after, limit);
-            kept.write_page(seq, page.limit, page.before, out, &mut read)
+            let mut read = self.pages_of(d.conversation);
+            d.kept
+                .write_page(d.seq, page.limit, page.before, out, &mut read)
         })
     }
 
@@ -591,23 +604,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// takes the whole conversation (at 200,000 messages one call needed
     /// 2 GiB), and the pages, each one's `earlier` the next one's `before`,
     /// are the whole timeline's items in order.
-    fn draw_in_pages(
-        &self,
-        conversation: &str,
-        kept: &text::Text,
-        seq: u64,
-        accepted: &[String],
-        retired: &[String],
-        mut before: Option<u64>,
-    ) -> Result<Timeline> {
+    fn draw_in_pages(&self, d: &Drawing<'_>, mut before: Option<u64>) -> Result<Timeline> {
         let mut pages = Vec::new();
         loop {
             let page = Page {
                 limit: Some(self.timeline_page_items),
                 before,
             };
-            let t =
-                self.draw(&self.page_request(conversation, kept, seq, accepted, retired, page)?)?;
+            let t = self.draw(&self.page_request(d, page)?)?;
             pages.push(t.items);
             match t.earlier {
                 Some(e) => before = Some(e),

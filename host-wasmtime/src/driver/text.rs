@@ -33,15 +33,6 @@ pub(crate) const KEPT_BYTES: usize = foldline_core::defaults::TIMELINE_TEXT_BYTE
 /// ([`Journal::read_events_page`](crate::journal::Journal::read_events_page)).
 type Read<'a> = &'a mut dyn FnMut(u64, usize) -> Result<Vec<StoredEvent>>;
 
-/// The events from `first` through `last` (positions are dense): what a
-/// reader is asked for them.
-fn span(first: u64, last: u64) -> (u64, usize) {
-    (
-        first - 1,
-        usize::try_from(last - first + 1).unwrap_or(usize::MAX),
-    )
-}
-
 /// One conversation's events, each encoded.
 #[derive(Default)]
 pub(super) struct Text {
@@ -148,14 +139,14 @@ impl Text {
     /// Read again the events whose text was let go (once, for a drawing
     /// of many pages: the whole timeline).
     pub(super) fn restore(&mut self, read: Read<'_>) -> Result<()> {
-        let Some(first) = self.ends.iter().find(|e| e.text.is_none()).map(|e| e.seq) else {
+        let lacking: Vec<u64> = (self.ends.iter())
+            .filter(|e| e.text.is_none())
+            .map(|e| e.seq)
+            .collect();
+        if lacking.is_empty() {
             return Ok(());
-        };
-        let last = (self.ends.iter().rev())
-            .find(|e| e.text.is_none())
-            .map_or(first, |e| e.seq);
-        let (after, limit) = span(first, last);
-        let mut again = encoded(read(after, limit)?, |seq| seq >= first)?;
+        }
+        let mut again = read_again(&lacking, read)?;
         let mut json =
             Vec::with_capacity(self.json.len() + again.values().map(Vec::len).sum::<usize>());
         for e in &mut self.ends {
@@ -199,15 +190,7 @@ impl Text {
             .filter(|e| e.text.is_none() && wanted(e))
             .map(|e| e.seq)
             .collect();
-        let again = match lacking.first() {
-            Some(&first) => {
-                let (after, limit) = span(first, lacking[lacking.len() - 1]);
-                encoded(read(after, limit)?, |seq| {
-                    lacking.binary_search(&seq).is_ok()
-                })?
-            }
-            None => BTreeMap::new(),
-        };
+        let again = read_again(&lacking, read)?;
         let mut first = true;
         for e in ends.iter().filter(|e| wanted(e)) {
             if !first {
@@ -223,12 +206,20 @@ impl Text {
     }
 }
 
-/// The events of `read` at the positions `want` takes, each encoded.
-fn encoded(read: Vec<StoredEvent>, want: impl Fn(u64) -> bool) -> Result<BTreeMap<u64, Vec<u8>>> {
+/// The events at `seqs` (ascending) read again, each encoded: one read of
+/// the span from the first to the last (positions are dense), nothing when
+/// there are none.
+fn read_again(seqs: &[u64], read: Read<'_>) -> Result<BTreeMap<u64, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for e in read.into_iter().filter(|e| want(e.seq)) {
-        let text = serde_json::to_vec(&e.event).map_err(|e| HostError::Input(e.to_string()))?;
-        out.insert(e.seq, text);
+    let (Some(&first), Some(&last)) = (seqs.first(), seqs.last()) else {
+        return Ok(out);
+    };
+    let limit = usize::try_from(last - first + 1).unwrap_or(usize::MAX);
+    for e in read(first - 1, limit)? {
+        if seqs.binary_search(&e.seq).is_ok() {
+            let text = serde_json::to_vec(&e.event).map_err(|e| HostError::Input(e.to_string()))?;
+            out.insert(e.seq, text);
+        }
     }
     Ok(out)
 }

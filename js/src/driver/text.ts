@@ -98,13 +98,7 @@ export class Texts {
       const past = sliced && page.before !== undefined ? page.before : Infinity;
       const wanted = (i: number) => turns[i] < 0 || (turns[i] >= from && turns[i] < past);
       // Messages let go that the page reaches: read again, from the first.
-      const lacking = new Set(seqs.filter((_, i) => parts[i] === undefined && wanted(i)));
-      const again = new Map<number, string>();
-      const [first] = lacking; // in journal order: the first is the lowest, the last the highest
-      if (first !== undefined) {
-        const last = [...lacking].pop() as number;
-        for (const e of await read(first - 1, last - first + 1)) if (lacking.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
-      }
+      const again = await readAgain(seqs.filter((_, i) => parts[i] === undefined && wanted(i)), read);
       const out: string[] = [];
       for (let i = 0; i < n; i++) {
         if (!wanted(i)) continue;
@@ -155,12 +149,7 @@ function shed(t: Text, chars: number): void {
 
 /** Read again the messages `t` let go of (once, for a drawing of many pages). */
 async function restore(t: Text, read: Read): Promise<void> {
-  const first = t.parts.findIndex((p) => p === undefined);
-  if (first < 0) return;
-  let last = t.parts.length - 1;
-  while (t.parts[last] !== undefined) last--;
-  const again = new Map<number, string>();
-  for (const e of await read(t.seqs[first] - 1, t.seqs[last] - t.seqs[first] + 1)) again.set(e.seq, JSON.stringify(e.event));
+  const again = await readAgain(t.seqs.filter((_, i) => t.parts[i] === undefined), read);
   t.parts.forEach((p, i) => {
     if (p !== undefined) return;
     const part = again.get(t.seqs[i]);
@@ -168,6 +157,19 @@ async function restore(t: Text, read: Read): Promise<void> {
     t.parts[i] = part;
     t.chars += part.length + 1;
   });
+}
+
+/**
+ * The events at `seqs` (in journal order) read again, each encoded: one read
+ * of the span from the first to the last (positions are dense), nothing when
+ * there are none (the Rust driver's `read_again`).
+ */
+async function readAgain(seqs: number[], read: Read): Promise<Map<number, string>> {
+  const again = new Map<number, string>();
+  if (!seqs.length) return again;
+  const first = seqs[0], last = seqs[seqs.length - 1], wanted = new Set(seqs);
+  for (const e of await read(first - 1, last - first + 1)) if (wanted.has(e.seq)) again.set(e.seq, JSON.stringify(e.event));
+  return again;
 }
 
 /** A journal that no longer answers a position it answered before (the journal's failure, as its own errors are). */
