@@ -67,6 +67,11 @@ pub enum Code {
     /// it would leave the conversation unable to compact, so admission
     /// refuses it.
     TurnTooLarge,
+    /// Pinned turns (system, developer, documents, turns marked pinned)
+    /// that together would leave no context room (`ids`: the turn that
+    /// crosses): they are never folded, so admission refuses the turn that
+    /// would leave the conversation unable to select or compact.
+    PinnedTooLarge,
     /// The ABI version requested is not supported.
     UnsupportedVersion,
 }

@@ -2491,6 +2491,25 @@ fn gen_contract() -> Vec<Value> {
             ("/error/message", json!(format!("events[0] measures {} characters with its room label [member-1], over the {chars_bound} characters one compaction can take under this declaration", chars_bound + 1))),
         ],
     );
+    // Pinned turns are never folded: admission takes a batch's pinned
+    // turns only while all of the conversation's (those the host holds, sent
+    // as `pinned`) leave a context room for the least summary and a turn.
+    let pin_bound = foldline_core::budget::admissible_pinned(&seed000) as usize;
+    let system = |s: u64, size: usize| msg(s, &format!("t{s}"), Role::System, &"p".repeat(size));
+    g.add(
+        "admission-pinned-within-room",
+        "admission: a system message is taken while the conversation's pinned turns together leave a context room for the least summary and an ordinary turn",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": [v(&system(2, 100))], "pinned": [v(&system(1, pin_bound - 100))], "declaration": v(&seed000)}),
+        &[("/ok/count", json!(1))],
+    );
+    g.add(
+        "admission-pinned-too-large",
+        "admission: a pinned turn that would bring the conversation's pinned turns past that room is refused (pinned_too_large, named): never folded, they would leave it without a context for good",
+        "validate",
+        json!({"kind": "events", "route": v(&route()), "events": [v(&system(2, 101))], "pinned": [v(&system(1, pin_bound - 100))], "declaration": v(&seed000)}),
+        &[("/error/code", json!("pinned_too_large")), ("/error/ids", json!(["t2"]))],
+    );
     let mut broken = seed002.clone();
     broken.target_id = String::new();
     g.add(

@@ -909,6 +909,7 @@ fn a_message_admission_accepts_can_always_be_folded() {
                 route: route(),
                 events,
                 declaration: Some(d.clone()),
+                pinned: Vec::new(),
             })
         };
         assert!(check(big.clone()).is_ok(), "{budget:?}: {size} admitted");

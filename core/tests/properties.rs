@@ -232,6 +232,7 @@ proptest! {
                 route: route(),
                 events: s.events[s.events.len() - 1..].to_vec(),
                 declaration: Some(d.clone()),
+                pinned: Vec::new(),
             });
             prop_assert!(admitted.is_ok(), "turn {}: {:?} under {:?}", i, admitted, d);
             total_chars += size as u64;

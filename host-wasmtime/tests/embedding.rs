@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
-use foldline_wasmtime::driver::{Driver, Outcome};
+use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{model_fn, ModelError};
 use foldline_wasmtime::runtime::Foldline;
@@ -192,6 +192,55 @@ fn the_driver_appends_openai_messages_numbered_after_the_last_turn() {
         d.on_message("c").unwrap(),
         Outcome::Skipped(_) | Outcome::Compacted(_)
     ));
+}
+
+/// Pinned turns are never folded: `Driver::append` refuses the system or
+/// developer message that would leave the conversation's pinned turns —
+/// those another writer appended included — no context room
+/// (`pinned_too_large`, nothing written), and the conversation goes on.
+#[test]
+fn the_driver_refuses_pinned_turns_past_the_context_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let driver = || {
+        let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+        Driver::checked(
+            Foldline::embedded().unwrap(),
+            journal,
+            foldline_wasmtime::model::Extractive,
+            small_decl(),
+        )
+        .unwrap()
+    };
+    let (d, other) = (driver(), driver());
+    let bound = foldline_core::budget::admissible_pinned(&small_decl()) as usize;
+    let says = |role: &str, size: usize| {
+        serde_json::json!({"role": role, "content": "p".repeat(size)}).to_string()
+    };
+    d.append("c", &says("system", bound - 100)).unwrap();
+    d.context("c", ContextOptions::default())
+        .expect("a context");
+    // The other writer's developer message leaves 10 characters of room.
+    other.append("c", &says("developer", 90)).unwrap();
+    let before = d.journal().read_events("c", 0).unwrap().len();
+    assert_eq!(
+        d.append("c", &says("developer", 11)).unwrap_err().code(),
+        "pinned_too_large"
+    );
+    assert_eq!(
+        d.journal().read_events("c", 0).unwrap().len(),
+        before,
+        "nothing written"
+    );
+    d.append("c", &says("developer", 10)).unwrap();
+    for _ in 0..40 {
+        d.append("c", &says("user", 400)).unwrap();
+        assert!(!matches!(
+            d.on_message("c").unwrap(),
+            Outcome::Refused(_) | Outcome::Failed(_)
+        ));
+        d.context("c", ContextOptions::default())
+            .expect("a context");
+    }
 }
 
 /// `Driver::builder`: the token defaults with no declaration written by

@@ -16,6 +16,8 @@ export type Code =
   | "amendment_too_large" | "needs_content" | "over_budget" | "overflow" | "unsupported_version"
   /** One message larger than any compaction could take: refused at admission (a journal given the declaration, the servers). */
   | "turn_too_large"
+  /** Pinned turns (system, developer, documents, marked pinned; never folded) that together would leave no context room: refused at admission. */
+  | "pinned_too_large"
   /** The journal's head moved: a compare-and-append at an expected position lost the race. */
   | "conflict"
   /** The writer lease is held by another holder, or a fenced append came from a stale holder. */
@@ -330,7 +332,8 @@ export type ValidateRequest =
   | { kind: "declarations"; target: Declaration; compactor: Declaration }
   | ({ kind: "stream" } & StreamReport)
   | { kind: "failure"; failure: FailureKind; detail?: string }
-  | { kind: "events"; route: Route; events: Event[]; declaration?: Declaration };
+  /** `pinned`: the conversation's pinned turns already written, sent with a batch holding a pinned turn (the batch's are refused `pinned_too_large` when all together would leave no context room). */
+  | { kind: "events"; route: Route; events: Event[]; declaration?: Declaration; pinned?: Event[] };
 
 export interface Resolution {
   frontier: Frontier | null; head: ChainHead | null; amendment: Amendment | null;

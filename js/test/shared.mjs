@@ -526,6 +526,25 @@ export function suite(f, makeJournal) {
       await c.append("c1", { role: "assistant", content: "z".repeat(5000) });
       equal((await journal.readEvents("c1")).length, 2, "a message a compaction could take is accepted");
     }],
+    ["pinned turns past the context room are refused at append (pinned_too_large), another writer's counted", async () => {
+      // The declaration's 4,000 characters leave pinned turns 2,585: the
+      // least summary (200 in its 191-character envelope) and a turn of 1,024.
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const b = f.createCompactor({ journal, model: fakeModel(), declaration });
+      await a.append("c1", { role: "system", content: "s".repeat(2500) });
+      await b.append("c1", { role: "developer", content: "d".repeat(85) });
+      let caught;
+      try { await a.append("c1", [{ role: "user", content: "hi" }, { role: "developer", content: "d" }]); } catch (e) { caught = e; }
+      equal(caught?.code, "pinned_too_large", String(caught));
+      equal((await journal.readEvents("c1")).length, 2, "nothing written");
+      for (let i = 0; i < 20; i++) {
+        await a.append("c1", { role: i % 2 ? "assistant" : "user", content: `turn ${i} `.repeat(30) });
+        const r = await a.onMessage("c1");
+        check(!["refused", "failed"].includes(r.status), `turn ${i}: ${JSON.stringify(r)}`);
+        await a.context("c1");
+      }
+    }],
     ["an append retried under its idempotency key never writes twice (another compactor, a restart)", async () => {
       const journal = await makeJournal();
       const batch = [{ role: "user", content: "one" }, { role: "assistant", content: "two" }];

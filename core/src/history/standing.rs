@@ -12,9 +12,7 @@ use crate::records::turn::Turn;
 
 /// Whether a turn may enter the projection under the declaration.
 pub fn admitted(decl: &Declaration, t: &Turn) -> bool {
-    decl.admits_source(&t.source)
-        && decl.admits_agent(t.author_agent.as_deref())
-        && (!t.sensitive || decl.privacy.admit_sensitive)
+    decl.admits(&t.source, t.author_agent.as_deref(), t.sensitive)
 }
 
 /// The admitted pinned turns, in order.

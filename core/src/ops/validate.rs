@@ -61,6 +61,14 @@ pub struct EventsCheck {
     /// that a compaction could take ([`crate::budget::admissible_turn`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declaration: Option<Declaration>,
+    /// The conversation's pinned turns already in the journal (its system
+    /// and developer messages, documents and turns marked pinned), which a
+    /// host sends with a batch that holds a pinned turn: with the
+    /// declaration, the batch's pinned turns are refused when all of them
+    /// together would leave no context room
+    /// ([`crate::budget::admissible_pinned`]). Counted as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<Event>,
 }
 
 /// The answer to a validate request, tagged by `kind`.
@@ -130,8 +138,8 @@ fn admitted_size(m: &crate::records::event::Message) -> (u64, u64, bool) {
 /// not turns with content).
 ///
 /// # Errors
-/// `invalid_request` naming the event index, `wrong_route`, or
-/// `turn_too_large` naming the turn.
+/// `invalid_request` naming the event index, `wrong_route`,
+/// `turn_too_large` or `pinned_too_large` naming the turn.
 pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
     if let Some((refusal, _)) = c.declaration.as_ref().and_then(Declaration::refusal) {
         return Err(refusal);
@@ -200,7 +208,94 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
         }
         hashes.push(hash);
     }
+    if let Some(decl) = &c.declaration {
+        check_pinned(decl, &c.pinned, &c.events)?;
+    }
     Ok(hashes)
+}
+
+/// Admission's rule for pinned turns, which are never folded: the admitted
+/// pinned turns of the conversation (`held`, then the batch's) must leave
+/// a context room for the largest summary, the largest amendment and an
+/// ordinary turn, and its documents must fit their budget; accepted past
+/// either, every later `select` would be `over_budget` and every
+/// compaction would fail, for good. A batch without a pinned turn is never
+/// refused by it.
+fn check_pinned(decl: &Declaration, held: &[Event], events: &[Event]) -> Result<()> {
+    use crate::render::budget::{self, Metric};
+    let metric = budget::Thresholds::of(decl).metric;
+    let bound = budget::admissible_pinned(decl);
+    let unit = match metric {
+        Metric::Chars => "characters",
+        Metric::Tokens => "tokens",
+    };
+    // A pinned turn's size in the metric, and its characters when a document.
+    let size = |e: &Event| {
+        pinned_size(decl, e).map(|(role, chars, tokens)| {
+            let counted = match metric {
+                Metric::Chars => chars,
+                Metric::Tokens => tokens,
+            };
+            (counted, if role == Role::Document { chars } else { 0 })
+        })
+    };
+    let (mut total, mut docs) = held
+        .iter()
+        .filter_map(size)
+        .fold((0u64, 0u64), |(t, d), (s, c)| {
+            (t.saturating_add(s), d.saturating_add(c))
+        });
+    for (i, e) in events.iter().enumerate() {
+        let (Some((counted, doc)), Some(id)) = (size(e), e.turn_id()) else {
+            continue;
+        };
+        total = total.saturating_add(counted);
+        docs = docs.saturating_add(doc);
+        let message = if total > bound {
+            format!(
+                "events[{i}] brings the pinned turns (never folded) to {total} {unit}, over the {bound} a context leaves them beside a summary and a turn"
+            )
+        } else if docs > decl.documents.budget_chars {
+            format!(
+                "events[{i}] brings the documents to {docs} characters, over documents.budgetChars ({})",
+                decl.documents.budget_chars
+            )
+        } else {
+            continue;
+        };
+        return Err(Error::new(Code::PinnedTooLarge, message).with_ids([id.to_owned()]));
+    }
+    Ok(())
+}
+
+/// A pinned turn the declaration admits: its role, characters and tokens
+/// (as admission measures a message); `None` for any other event.
+fn pinned_size(decl: &Declaration, e: &Event) -> Option<(Role, u64, u64)> {
+    if !e.is_pinned() {
+        return None;
+    }
+    let (role, admitted, (chars, tokens)) = match e {
+        Event::Message(m) | Event::LateDelivery(m) => {
+            let (chars, tokens, _) = admitted_size(m);
+            (
+                m.role,
+                decl.admits(&m.source, m.author_agent.as_deref(), m.sensitive),
+                (chars, tokens),
+            )
+        }
+        Event::TurnMeta(t) => {
+            let tokens = t
+                .tokens
+                .unwrap_or_else(|| crate::records::turn::estimate_tokens(t.chars));
+            (
+                t.role,
+                decl.admits(&t.source, t.author_agent.as_deref(), t.sensitive),
+                (t.chars, tokens),
+            )
+        }
+        _ => return None,
+    };
+    admitted.then_some((role, chars, tokens))
 }
 
 /// Run one validation.

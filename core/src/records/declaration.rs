@@ -364,6 +364,14 @@ impl Declaration {
         self.sources.is_empty() || self.sources.iter().any(|p| glob(p, source))
     }
 
+    /// Whether a turn from `source`, by `agent`, sensitive or not, may
+    /// enter the model-bound projection (`history/standing.rs`).
+    pub fn admits(&self, source: &str, agent: Option<&str>, sensitive: bool) -> bool {
+        self.admits_source(source)
+            && self.admits_agent(agent)
+            && (!sensitive || self.privacy.admit_sensitive)
+    }
+
     /// Whether a turn by this author agent is admitted as history.
     pub fn admits_agent(&self, agent: Option<&str>) -> bool {
         match agent {

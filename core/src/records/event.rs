@@ -45,6 +45,25 @@ impl Event {
             _ => None,
         }
     }
+
+    /// Whether the event is a pinned turn (a system or developer message, a
+    /// document, a turn marked pinned): never folded.
+    pub fn is_pinned(&self) -> bool {
+        match self {
+            Event::Message(m) | Event::LateDelivery(m) => m.pinned || m.role.always_pinned(),
+            Event::TurnMeta(t) => t.pinned || t.role.always_pinned(),
+            _ => false,
+        }
+    }
+
+    /// The turn id of a turn-bearing event; `None` for every other event.
+    pub fn turn_id(&self) -> Option<&str> {
+        match self {
+            Event::Message(m) | Event::LateDelivery(m) => Some(&m.turn_id),
+            Event::TurnMeta(t) => Some(&t.turn_id),
+            _ => None,
+        }
+    }
 }
 
 /// A turn's metadata without its content.

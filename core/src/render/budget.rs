@@ -128,6 +128,26 @@ pub fn admissible_turn(decl: &Declaration) -> (u64, u64) {
     admissible_beside(decl, decl.amendment_max_chars)
 }
 
+/// The most the admitted pinned turns of a conversation (system and
+/// developer messages, documents, turns marked pinned) may measure
+/// together, in the budget's metric: the context's limit less the least
+/// summary a compaction may write ([`SUMMARY_MIN_CHARS`] in its envelope;
+/// `plan` narrows the summary to the room there is) and an ordinary turn
+/// ([`MIN_TAIL_CHARS`] / [`MIN_TAIL_TOKENS`]). Pinned turns are never
+/// folded, so past it every `select` would be `over_budget` and every
+/// compaction would fail, for good; admission refuses the pinned turn that
+/// would cross it (`pinned_too_large`). An amendment is not reserved: the
+/// next compaction absorbs it. Seed 000's defaults leave 78,585 characters.
+pub fn admissible_pinned(decl: &Declaration) -> u64 {
+    let th = Thresholds::of(decl);
+    let summary = envelope::summary_overhead_chars().saturating_add(SUMMARY_MIN_CHARS);
+    let beside = match th.metric {
+        Metric::Chars => summary.saturating_add(MIN_TAIL_CHARS),
+        Metric::Tokens => estimate_tokens(summary).saturating_add(MIN_TAIL_TOKENS),
+    };
+    th.limit.saturating_sub(beside)
+}
+
 /// [`admissible_turn`] with an amendment bound of `amendment` characters.
 fn admissible_beside(decl: &Declaration, amendment: u64) -> (u64, u64) {
     let bounds = summary_bounds(decl);

@@ -192,13 +192,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// The check [`Driver::append`] makes of a batch before writing it,
     /// as the servers make it: the events' route, each message's source
     /// sequence and content hash, and that a compaction could take each
-    /// message under this driver's declaration (`turn_too_large`). A host
+    /// message under this driver's declaration (`turn_too_large`), and that
+    /// a batch's pinned turns leave the conversation's pinned turns (those
+    /// this driver reads from the journal, another writer's included) a
+    /// context room (`pinned_too_large`). A host
     /// that writes events to the journal itself (the program's `import`)
     /// checks them first, so nothing it writes leaves the conversation
     /// unable to compact or select.
     ///
     /// # Errors
-    /// The append check's codes (`turn_too_large`, `wrong_route`,
+    /// The append check's codes (`turn_too_large`, `pinned_too_large`, `wrong_route`,
     /// `invalid_request`, `invalid_declaration`), naming the event.
     ///
     /// A batch of any size is checked in calls of at most
@@ -207,6 +210,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// stays inside a call's memory limit; a refusal names the event by its
     /// index in the whole batch.
     pub fn check_events(&self, conversation: &str, events: &[Event]) -> Result<()> {
+        // A batch with a pinned turn is checked beside the conversation's
+        // pinned turns (never folded, they must leave a context room); the
+        // batch's own join them as its parts are checked.
+        let mut pinned = match events.iter().any(Event::is_pinned) {
+            true => self.pinned_turns(conversation)?,
+            false => Vec::new(),
+        };
         let mut start = 0;
         while start < events.len() {
             let (mut end, mut bytes) = (start, 0);
@@ -219,6 +229,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     route: (self.route_of)(conversation),
                     events: events[start..end].to_vec(),
                     declaration: Some(self.declaration.clone()),
+                    pinned: pinned.clone(),
                 },
             )))
             .map_err(|e| match e {
@@ -228,9 +239,19 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
                 other => other,
             })?;
+            pinned.extend(events[start..end].iter().filter(|e| e.is_pinned()).cloned());
             start = end;
         }
         Ok(())
+    }
+
+    /// The conversation's pinned turns, as this driver has read the journal
+    /// (the events it keeps for plan and select hold every one).
+    fn pinned_turns(&self, conversation: &str) -> Result<Vec<Event>> {
+        let mut cache = lock(&self.cache);
+        let c = self.kept(&mut cache, conversation);
+        self.load_into(c, conversation, true)?;
+        Ok(c.recent.iter().filter(|e| e.is_pinned()).cloned().collect())
     }
 }
 

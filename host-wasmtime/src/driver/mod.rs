@@ -329,6 +329,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 route: Route::default(),
                 events: Vec::new(),
                 declaration: Some(self.declaration.clone()),
+                pinned: Vec::new(),
             },
         )))?;
         Ok(())

@@ -245,6 +245,7 @@ pub fn check_batch(conversation: &str, events: &[Event]) -> Result<Vec<Event>> {
             },
             events: vec![e.clone()],
             declaration: None,
+            pinned: Vec::new(),
         })
         .map_err(|mut err| {
             err.message = format!(

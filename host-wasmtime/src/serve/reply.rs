@@ -41,7 +41,7 @@ pub fn status_of(code: &str) -> StatusCode {
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "not_owner" => StatusCode::FORBIDDEN,
         "not_found" => StatusCode::NOT_FOUND,
-        "body_too_large" | "turn_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large" | "turn_too_large" | "pinned_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
         "rate_limited" => StatusCode::TOO_MANY_REQUESTS,
         "timeout" => StatusCode::REQUEST_TIMEOUT,
         "method_not_allowed" => StatusCode::METHOD_NOT_ALLOWED,

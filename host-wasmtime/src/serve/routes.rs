@@ -161,6 +161,7 @@ fn admit_messages(
         route: route.clone(),
         events: probe,
         declaration: Some(a.driver.declaration().clone()),
+        pinned: Vec::new(),
     };
     foldline_core::validate::check_events(&check).map_err(HostError::Core)?;
     let mut messages = check.events;

@@ -165,6 +165,11 @@ impl App {
                 pos.read(s.seq, &s.event);
             }
             let mut events = make(pos.source_seq)?;
+            // A pinned turn is checked beside the conversation's pinned
+            // turns: never folded, together they must leave a context room.
+            if events.iter().any(Event::is_pinned) {
+                self.driver.check_events(conversation, &events)?;
+            }
             if let Some(key) = key {
                 let hashes = keys::hashes(&events);
                 let reused = |_| {

@@ -179,7 +179,9 @@ export interface Appended {
 export interface Compactor {
   /**
    * Append messages to the journal as the conversation's next turns
-   * (numbered after its last one; checked, nothing written on bad input;
+   * (numbered after its last one; checked, nothing written on bad input —
+   * `turn_too_large`, and `pinned_too_large` for system or developer
+   * messages that would leave the conversation's pinned turns no context room;
    * compare-and-append, so concurrent appends never collide). OpenAI chat
    * messages directly, or `{ format: "openai-responses" | "anthropic" | "ai-sdk", messages }`.
    * Returns the journal position and the events written.
@@ -188,7 +190,9 @@ export interface Compactor {
   /**
    * Check messages as `append` would, without reading or writing anything:
    * they convert, and each is one a compaction could take under the
-   * declaration (else `turn_too_large`, naming it). Throws the typed error.
+   * declaration (else `turn_too_large`, naming it), and the batch's own
+   * pinned turns leave a context room (else `pinned_too_large`; `append`
+   * also counts the conversation's, read from the journal). Throws the typed error.
    */
   check(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): void;
   /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */

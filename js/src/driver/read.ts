@@ -118,6 +118,11 @@ export function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateD
   return e.type === "message" || e.type === "lateDelivery" || e.type === "turnMeta";
 }
 
+/** A pinned turn (a system or developer message, a document, a turn marked pinned): never folded. */
+export function isPinned(e: Event): boolean {
+  return isTurn(e) && (e.pinned === true || PINNED_ROLES.has(e.role));
+}
+
 /**
  * The state of a conversation, marked most recently used (a new one when not
  * kept). Past `kept` conversations the least recently used that no
@@ -284,7 +289,7 @@ async function resolveStep(c: Ctx, id: string, s: State): Promise<Resolution> {
   // (`keepFromSeq`: the core's answer, after the head and from the frontier.)
   const from = r.keepFromSeq;
   if (from > 0) {
-    s.recent = s.recent.filter((e) => !isTurn(e) || e.pinned === true || PINNED_ROLES.has(e.role) || e.sourceSeq >= from);
+    s.recent = s.recent.filter((e) => !isTurn(e) || isPinned(e) || e.sourceSeq >= from);
     rebuiltSlot(s.held); // the list is no longer what the core holds
   }
   return r;

@@ -22,7 +22,7 @@ export function httpStatusOf(code: string): number {
     case "unauthorized": return 401;
     case "not_owner": return 403;
     case "not_found": return 404;
-    case "body_too_large": case "turn_too_large": return 413;
+    case "body_too_large": case "turn_too_large": case "pinned_too_large": return 413;
     case "timeout": return 408;
     case "method_not_allowed": return 405;
     case "rate_limited": return 429;

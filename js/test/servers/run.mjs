@@ -195,6 +195,13 @@ const cases = [
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "y" }), ALICE, { "idempotency-key": "k1" }], "422 idempotency_key_reused"],
+  // Pinned turns are never folded: a system message that would leave the
+  // conversation's pinned turns no context room is refused, and it stays
+  // workable (a turn taken, its context drawn).
+  [["POST", "/api/conversations/p/messages", msg({ role: "system", content: "s".repeat(50_000) })], "201"],
+  [["POST", "/api/conversations/p/messages", msg([{ role: "user", content: "hi" }, { role: "developer", content: "d".repeat(30_000) }])], "413 pinned_too_large"],
+  [["POST", "/api/conversations/p/messages", msg({ role: "user", content: "still here" })], "201"],
+  [["GET", "/api/conversations/p/context"], "200"],
   [["POST", `${c}/messages`, "\ufeff" + msg({ role: "user", content: "after a byte order mark" })], "201"],
   [["GET", `${c}/timeline?limit=9007199254740993`], "400 invalid_input"],
   [["GET", `${c}/timeline?limit=%2B1`], "400 invalid_input"],
