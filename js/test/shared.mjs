@@ -545,6 +545,21 @@ export function suite(f, makeJournal) {
         await a.context("c1");
       }
     }],
+    ["a request's system prompt appended with each turn joins the system text once (another compactor's too)", async () => {
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const turn = (c, system, messages, o) => c.append("c1", { format: "anthropic", system, messages }, o);
+      const user = (content) => [{ role: "user", content }];
+      equal((await turn(a, "Be brief.", user("one"))).count, 2);
+      equal((await turn(a, "Be brief.", user("two"), { idempotencyKey: "k" })).count, 1);
+      equal((await turn(a, "Be brief.", user("two"), { idempotencyKey: "k" })).replayed, true, "a retry is recognized");
+      const b = f.createCompactor({ journal, model: fakeModel(), declaration });
+      equal((await turn(b, [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }], user("three"))).count, 1);
+      equal((await turn(b, "Be brief.", [])).count, 0, "the prompt alone: nothing new");
+      equal((await turn(a, "Be kind.", user("four"))).count, 2, "a changed prompt joins it");
+      const ctx = await a.context("c1", { format: "anthropic" });
+      equal(ctx.messages.system, "Be brief.\n\nBe kind.");
+    }],
     ["an append retried under its idempotency key never writes twice (another compactor, a restart)", async () => {
       const journal = await makeJournal();
       const batch = [{ role: "user", content: "one" }, { role: "assistant", content: "two" }];

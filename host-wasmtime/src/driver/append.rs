@@ -245,6 +245,23 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(())
     }
 
+    /// Whether the conversation already holds a system turn of `turn`'s
+    /// content (a request's system prompt posted again with each turn is
+    /// written once: `foldline serve`'s Anthropic request shape, as the JS
+    /// driver's `append` with `system`).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn holds_system_turn(&self, conversation: &str, turn: &Event) -> Result<bool> {
+        let Event::Message(new) = turn else {
+            return Ok(false);
+        };
+        Ok(self.pinned_turns(conversation)?.iter().any(|e| {
+            matches!(e, Event::Message(m) | Event::LateDelivery(m)
+                if m.role == foldline_core::turn::Role::System && m.parts == new.parts)
+        }))
+    }
+
     /// The conversation's pinned turns, as this driver has read the journal
     /// (the events it keeps for plan and select hold every one).
     fn pinned_turns(&self, conversation: &str) -> Result<Vec<Event>> {

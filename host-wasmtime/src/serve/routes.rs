@@ -132,22 +132,26 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
 /// one a compaction could take under the server's declaration), after a
 /// system turn of an Anthropic request's `system` when there is one,
 /// numbered from 1 and sent by the authenticated `member` (never by
-/// whatever the body says), with their route; parsed once, numbered again
-/// where written.
+/// whatever the body says), with their route and how many of them (0 or 1)
+/// are the request's system prompt; parsed once, numbered again where
+/// written.
 fn admit_messages(
     a: &App,
     conv: &str,
     (text, incoming, system): (&str, Incoming, Option<&serde_json::Value>),
     member: &str,
-) -> Result<(Route, Vec<foldline_core::event::Event>), ApiError> {
+) -> Result<(Route, Vec<foldline_core::event::Event>, usize), ApiError> {
     let route = Route {
         conversation: conv.to_owned(),
         chat: String::new(),
         sender: String::new(),
     };
     let mut probe = crate::import::parse_messages_as(text, &route, 0, incoming)?;
+    let mut prompt = 0;
     if let Some(system) = system {
-        probe.splice(0..0, crate::import::anthropic_system(system, &route)?);
+        let turn = crate::import::anthropic_system(system, &route)?;
+        prompt = turn.len();
+        probe.splice(0..0, turn);
         crate::import::renumber(&mut probe, &route, 0);
     }
     if probe.is_empty() {
@@ -170,7 +174,7 @@ fn admit_messages(
             m.sender = member.to_owned();
         }
     }
-    Ok((route, messages))
+    Ok((route, messages, prompt))
 }
 
 /// `GET /api/health`: `{"ok": true}` once the journal answers a read — a
@@ -236,7 +240,7 @@ async fn append(
     let (a, conv) = (app.clone(), id.clone());
     let done = blocking(move || {
         // Checked before claiming, so bad input creates nothing.
-        let (route, messages) =
+        let (route, messages, prompt) =
             admit_messages(&a, &conv, (&text, incoming, system.as_ref()), &member)?;
         if std::time::Instant::now() > deadline {
             return Err(timed_out());
@@ -248,8 +252,11 @@ async fn append(
                 "this conversation belongs to another member, who has not let you into its room",
             ));
         }
-        a.append(&conv, key.as_deref(), |after| {
-            let mut batch = messages.clone();
+        // A request's system prompt joins the conversation's system text
+        // once: a client posting each turn in a request's shape, its
+        // system prompt included, does not write it again.
+        a.append(&conv, key.as_deref(), prompt == 1, |after, held| {
+            let mut batch = messages[usize::from(held)..].to_vec();
             crate::import::renumber(&mut batch, &route, after);
             Ok(batch)
         })

@@ -35,6 +35,37 @@ pub struct Position {
 }
 
 impl Position {
+    /// What an append of `events` under `key` wrote before, as this
+    /// position has read the journal (with `prompt`, also when written
+    /// without the request's system prompt it opens with).
+    ///
+    /// # Errors
+    /// `idempotency_key_reused` when the key was written with other messages.
+    fn replay(
+        &self,
+        key: &str,
+        events: &[Event],
+        prompt: bool,
+    ) -> std::result::Result<Option<Appended>, ApiError> {
+        let hashes = keys::hashes(events);
+        let written = match self.keys.written(key, &hashes) {
+            Err(_) if prompt => self.keys.written(key, &hashes[1..]),
+            found => found,
+        };
+        let done = written.map_err(|_| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used for other messages",
+            )
+        })?;
+        Ok(done.map(|done| Appended {
+            seq: done.seq,
+            count: done.hashes.len(),
+            replayed: true,
+        }))
+    }
+
     /// Take in one stored event: the numbering, and a keyed message's key.
     fn read(&mut self, seq: u64, event: &Event) {
         self.seq = seq;
@@ -147,13 +178,20 @@ impl App {
     /// (`replayed`); the same key with other messages is
     /// `idempotency_key_reused`.
     ///
+    /// With `prompt`, the batch opens with a request's system prompt, which
+    /// joins the conversation's system text once: when a system turn of
+    /// its content is there already (a client posting each turn in a
+    /// request's shape), `make(_, true)` leaves it out (a retry under a key
+    /// is recognized either way).
+    ///
     /// # Errors
     /// The journal's, `make`'s, or `idempotency_key_reused`.
     pub fn append(
         &self,
         conversation: &str,
         key: Option<&str>,
-        make: impl Fn(u64) -> Result<Vec<Event>>,
+        prompt: bool,
+        make: impl Fn(u64, bool) -> Result<Vec<Event>>,
     ) -> std::result::Result<Appended, ApiError> {
         let pos = lock(&self.positions)
             .entry(conversation, |p| Arc::strong_count(p) > 1)
@@ -164,7 +202,25 @@ impl App {
             for s in self.driver.journal().read_events(conversation, pos.seq)? {
                 pos.read(s.seq, &s.event);
             }
-            let mut events = make(pos.source_seq)?;
+            let mut events = make(pos.source_seq, false)?;
+            if let Some(done) = key
+                .map(|k| pos.replay(k, &events, prompt))
+                .transpose()?
+                .flatten()
+            {
+                return Ok(done);
+            }
+            if prompt && self.driver.holds_system_turn(conversation, &events[0])? {
+                events = make(pos.source_seq, true)?;
+            }
+            if events.is_empty() {
+                // Nothing new: the request's system prompt alone, written before.
+                return Ok(Appended {
+                    seq: pos.seq,
+                    count: 0,
+                    replayed: false,
+                });
+            }
             // A pinned turn is checked beside the conversation's pinned
             // turns: never folded, together they must leave a context room.
             if events.iter().any(Event::is_pinned) {
@@ -172,20 +228,6 @@ impl App {
             }
             if let Some(key) = key {
                 let hashes = keys::hashes(&events);
-                let reused = |_| {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "idempotency_key_reused",
-                        "this Idempotency-Key was used for other messages",
-                    )
-                };
-                if let Some(done) = pos.keys.written(key, &hashes).map_err(reused)? {
-                    return Ok(Appended {
-                        seq: done.seq,
-                        count: done.hashes.len(),
-                        replayed: true,
-                    });
-                }
                 // Each keyed message carries its content hash, as the
                 // journal stores it: what a retry is compared against.
                 keys::stamp(&mut events, key, &hashes);

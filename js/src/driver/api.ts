@@ -88,7 +88,13 @@ export interface CompactorOptions {
 /** Per-message framing added to host token counts by default: 4, as the core's estimate adds. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 
-/** Messages `append` takes: OpenAI chat (default), OpenAI Responses items, Anthropic, or AI SDK `ModelMessage`s. */
+/**
+ * Messages `append` takes: OpenAI chat (default), OpenAI Responses items,
+ * Anthropic, or AI SDK `ModelMessage`s. An Anthropic request's `system`
+ * becomes a system turn before the messages, once: appended again with
+ * each turn, a prompt the conversation already holds as a system turn is
+ * not written again (a changed one is).
+ */
 export type AppendMessages =
   | { format?: "openai"; messages: OpenAiChatMessage | readonly OpenAiChatMessage[] }
   | { format: "anthropic"; messages: AnthropicMessage | readonly AnthropicMessage[]; system?: string | readonly AnthropicTextBlock[] }

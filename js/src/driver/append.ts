@@ -38,9 +38,10 @@ export function counted(c: Ctx, events: Event[]): Event[] {
 /**
  * The messages as journal events (numbered from 1; renumbered when
  * written), checked (they convert, and each is one a compaction could
- * take), with each one's token count (counted once, here) and content hash.
+ * take), with each one's token count (counted once, here) and content hash,
+ * and how many of them (0 or 1) are an Anthropic request's system prompt.
  */
-export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { events: Event[]; hashes: string[] } {
+export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { events: Event[]; hashes: string[]; prompt: number } {
   const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
     ? { messages: input as OpenAiChatMessage | readonly OpenAiChatMessage[] }
     : (input as AppendMessages);
@@ -50,11 +51,12 @@ export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly
   const events = counted(c, eventsOf(spec.format ?? "openai", list, { conversation: id, ...(spec.format === "anthropic" ? { system: spec.system } : {}) }));
   if (events.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
   const checked = validate({ kind: "events", route: c.routeOf(id), events, declaration: c.o.declaration });
-  return { events, hashes: checked.kind === "events" ? checked.contentHashes : [] };
+  const prompt = spec.format === "anthropic" && spec.system !== undefined && spec.system.length > 0 ? 1 : 0;
+  return { events, hashes: checked.kind === "events" ? checked.contentHashes : [], prompt };
 }
 
 export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options: AppendMessagesOptions = {}): Promise<Appended> {
-  const { events: converted, hashes } = admitted(c, id, input); // checked before anything is read or written
+  const { events: all, hashes: allHashes, prompt } = admitted(c, id, input); // checked before anything is read or written
   const key = options.idempotencyKey;
   if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
   const s = state(c, id);
@@ -63,9 +65,17 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       await sync(c, id);
       const done = key === undefined ? undefined : s.keys.get(key);
       if (done) {
-        if (done.hashes.join(" ") !== hashes.join(" ")) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
+        // Either way: with the request's system prompt, or without it when it was written before.
+        const same = (h: string[]) => done.hashes.join(" ") === h.join(" ");
+        if (!same(allHashes) && !(prompt === 1 && same(allHashes.slice(1)))) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
         return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
       }
+      // A request's system prompt joins the conversation's system text
+      // once: a client posting each turn in a request's shape, its system
+      // prompt included, does not write it again.
+      const held = prompt === 1 && s.recent.some((e) => (e.type === "message" || e.type === "lateDelivery") && e.role === "system" && e.contentHash === allHashes[0]) ? 1 : 0;
+      const converted = all.slice(held);
+      if (converted.length === 0) return { seq: s.seq, events: [], count: 0, replayed: false };
       // Numbered after the journal's last turn, with the counts made once above.
       const events = converted.map((e, i) => {
         if (e.type !== "message") return e;

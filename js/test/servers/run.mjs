@@ -521,6 +521,23 @@ try {
     const expected = `201 | 429 rate_limited retry-after=1 | 403 not_owner | 201 | 200 1 | 200`;
     if (got !== expected) { failed++; console.log(`not ok - long polls past the cap on ${base}: ${got}, expected ${expected}`); }
   }
+  // A client posting each turn in an Anthropic request's shape, its system
+  // prompt included: the prompt joins the conversation's system text once
+  // (text blocks as prompt caching writes them are the same prompt; a
+  // retry under its key is recognized), and a changed prompt joins it.
+  for (const base of [bases.edge, bases.rust]) {
+    cases.push(`a request's system prompt posted with each turn, written once, on ${base === bases.rust ? "foldline serve" : "the edge handler"}`);
+    const post = (system, content, key) => call(base, ["POST", "/api/conversations/shape/messages?format=anthropic", msg({ system, messages: [{ role: "user", content }] }), ALICE, key ? { "idempotency-key": key } : {}]);
+    const posted = [
+      await post("Be brief.", "one"), await post("Be brief.", "two", "k1"), await post("Be brief.", "two", "k1"),
+      await post([{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }], "three"), await post("Be kind.", "four"),
+    ];
+    const r = await fetch(`${base}/api/conversations/shape/context?format=anthropic&messages=true`, { headers: { authorization: `Bearer ${ALICE}` } });
+    const context = await r.json();
+    const got = `${posted.join(" ")} | ${r.status} ${JSON.stringify(context.system)} ${context.messages?.[0]?.content?.length}`;
+    const expected = `201 201 201 201 201 | 200 "Be brief.\\n\\nBe kind." 4`;
+    if (got !== expected) { failed++; console.log(`not ok - a request's system prompt on ${base}: ${got}, expected ${expected}`); }
+  }
   const rooms = await Promise.all([room(bases.edge), room(bases.rust)]);
   steps.forEach(([what, , expected], i) => {
     const [e, ru] = [rooms[0][i], rooms[1][i]];
