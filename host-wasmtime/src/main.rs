@@ -324,7 +324,7 @@ fn memory_hint(bytes: usize) -> String {
     let mib = bytes >> 20;
     let more = HostError::more_memory_mib(bytes);
     format!(
-        "foldline: a call takes what the command needs of the conversation whole (context and compact: what no summary covers); run it again with --memory-mib {more} (now {mib}); after an import with --no-compact, `foldline --memory-mib {more} compact` once folds it, and the default is enough again for context and compact"
+        "foldline: a call takes what the command needs of the conversation (compact: what no summary covers, whole; context: the turns its tail could hold whole, the others' sizes); run it again with --memory-mib {more} (now {mib}); after an import with --no-compact, `foldline --memory-mib {more} compact` once folds it, and the default is enough again"
     )
 }
 

@@ -752,6 +752,60 @@ fn a_call_over_its_memory_limit_names_the_limit_to_ask_for() {
     );
 }
 
+/// A history no summary covers, too large for one call's memory whole (an
+/// import with `--no-compact`), still gives its context: `select` is sent
+/// the turns that could be in the exact tail with their content, the older
+/// ones as their metadata, and answers byte for byte what the whole
+/// content gives under a memory that holds it — in characters, and in
+/// tokens with tool cycles, the last one open.
+#[test]
+fn a_history_too_large_for_a_call_still_gives_its_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, decl) = (dir.path().join("m.json"), dir.path().join("decl.json"));
+    let tokens = budget_decl(Budget::default_tokens());
+    std::fs::write(&decl, serde_json::to_string(&tokens).unwrap()).unwrap();
+    let text = |i: usize| {
+        format!(
+            "message {i} {}",
+            "about the plan and the budget ".repeat(30)
+        )
+    };
+    let call = |i: usize| serde_json::json!({"id": format!("c{i}"), "type": "function", "function": {"name": "look", "arguments": "{}"}});
+    for (name, declared) in [("chars", false), ("tokens", true)] {
+        let messages: Vec<serde_json::Value> = (0..6_000)
+            .map(|i| match (i % 4, declared) {
+                (1, true) => serde_json::json!({"role": "assistant", "content": null, "tool_calls": [call(i)]}),
+                (2, true) => serde_json::json!({"role": "tool", "tool_call_id": format!("c{}", i - 1), "content": text(i)}),
+                (0 | 2, _) => serde_json::json!({"role": "user", "content": text(i)}),
+                _ => serde_json::json!({"role": "assistant", "content": text(i)}),
+            })
+            .take(if declared { 5_999 } else { 6_000 })
+            .collect();
+        std::fs::write(&file, serde_json::Value::Array(messages).to_string()).unwrap();
+        let db = dir.path().join(format!("{name}.db"));
+        let program = || {
+            let mut c = on_journal(&db);
+            if declared {
+                c.arg("--declaration").arg(&decl);
+            }
+            c
+        };
+        succeeded(program().args(["import", "--no-compact"]).arg(&file));
+        let context =
+            |mib: &str| succeeded(program().args(["--memory-mib", mib, "context"])).stdout;
+        let whole = context("512");
+        assert!(
+            whole.len() > 100_000,
+            "{name}: the manifest names the 6,000 turns"
+        );
+        assert_eq!(
+            String::from_utf8(context("16")).unwrap(),
+            String::from_utf8(whole).unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// `import` starts no conversation `foldline serve` could not serve (an
 /// empty id, a space, a slash): refused, nothing written. A conversation
 /// that exists under such an id (written before, or by another host) still

@@ -1775,6 +1775,10 @@ fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
         !later.iter().any(|l| l.contains("compaction check of big")),
         "{later:?}"
     );
+    // Its context is drawn meanwhile, at the same 16 MiB.
+    let context = format!("{}/api/conversations/big/context", srv.base);
+    let (status, body) = call("GET", &context, Some(ALICE), None);
+    assert_eq!(status, 200, "{body}");
     drop(srv);
     assert!(
         hint.contains("what no summary covers of big is more than 16 MiB")

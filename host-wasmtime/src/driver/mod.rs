@@ -40,6 +40,7 @@ mod lease;
 mod outcome;
 mod read;
 mod run;
+mod slim;
 mod text;
 mod warm;
 
@@ -497,8 +498,17 @@ impl<J: Journal, M: Model> Driver<J, M> {
         o: ContextOptions,
         read_new: bool,
     ) -> Result<Selection> {
-        self.read_and_call(conversation, "select", read_new, |_, res, _, events| {
-            SelectRequest {
+        let limit = o.limit;
+        let slim = |events: &[Event]| {
+            let memory = self.foldline.limits().memory_bytes;
+            slim::slimmed(events, &self.declaration, limit, memory)
+        };
+        self.read_and_call(
+            conversation,
+            "select",
+            read_new,
+            Some(&slim),
+            |_, res, _, events| SelectRequest {
                 declaration: self.declaration.clone(),
                 route: (self.route_of)(conversation),
                 frontier: res.frontier,
@@ -512,8 +522,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 render: true,
                 member: o.member,
                 carried: res.carried,
-            }
-        })
+            },
+        )
     }
 
     /// The chat timeline.

@@ -301,17 +301,25 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// them (only what it lacks is sent beside the request), else all. One
     /// read and one call under the cache's lock, so the events the call
     /// plans or selects from are those of the position it names.
-    /// `read_new`: as [`Driver::load_into`].
+    /// `read_new`: as [`Driver::load_into`]. `slim` may answer other events
+    /// to send in their stead, inline (`select`'s for a history too large
+    /// for one call: `slim.rs`).
     pub(super) fn read_and_call<Req: serde::Serialize, Resp: serde::de::DeserializeOwned>(
         &self,
         conversation: &str,
         entry: &str,
         read_new: bool,
+        slim: Option<&super::slim::Slim<'_>>,
         make: impl FnOnce(&Cached, Resolution, u64, Vec<Event>) -> Req,
     ) -> Result<Resp> {
         let mut cache = lock(&self.cache);
         let c = self.kept(&mut cache, conversation);
         let (res, seq) = self.load_into(c, conversation, read_new)?;
+        if let Some(events) = slim.and_then(|s| s(&c.recent)) {
+            let request = make(c, res, seq, events);
+            drop(cache);
+            return self.foldline.call(entry, &request);
+        }
         if !(self.hold_events && self.foldline.holds_events()) {
             let request = make(c, res, seq, c.recent.clone());
             drop(cache);

@@ -124,7 +124,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         state: Option<LoopState>,
     ) -> Result<Step> {
         let mut state = state;
-        self.read_and_call(conversation, "step", true, |c, res, seq, events| {
+        self.read_and_call(conversation, "step", true, None, |c, res, seq, events| {
             // A held candidate's packet is offered (copied) once its summary
             // is prepared, or to prepare it; until then the core needs only
             // to know one is held.

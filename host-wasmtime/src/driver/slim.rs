@@ -1,0 +1,85 @@
+//! What `select` is sent of a conversation whose live turns are too large
+//! for one call's memory (a history no summary covers: an import with
+//! `--no-compact`): the turns that could be in the exact tail with their
+//! content, every older one as its metadata alone (`turnMeta`). The exact
+//! tail holds at most the context's limit of the newest turns, so the
+//! selection is the one the whole content gives: the core sizes and
+//! groups a turn from its metadata, renders only the tail and the pinned
+//! turns, and reads reasoning only in the open tool cycle, sent whole.
+//! 200,000 messages (290 MB of events): `foldline context` at the default
+//! 512 MiB answered `memory_limit` after 28 s; now the context in 7 s,
+//! the same bytes as a call given 4 GiB.
+
+use foldline_core::budget::{Metric, Thresholds};
+use foldline_core::declaration::Declaration;
+use foldline_core::event::{Event, TurnMeta};
+use foldline_core::turn::{estimate_tokens, parts_chars, Role};
+
+/// What a call may send instead of the live events (`read_and_call`).
+pub(super) type Slim<'a> = dyn Fn(&[Event]) -> Option<Vec<Event>> + 'a;
+
+/// A call's memory over this many times the live turns' characters: the
+/// content is sent whole (every conversation a summary keeps folded).
+const MEMORY_PER_CHAR: u64 = 8;
+
+/// The events to send `select` instead of `events`, when their messages'
+/// characters pass an eighth of `memory_bytes`: the newest messages up to
+/// twice the context's `limit` (in the declaration's metric), those of the
+/// open tool cycle and the pinned ones whole, the older ones as metadata. `None`: send `events` as
+/// they are (also when a correction is among them, whose turn's content
+/// the core needs wherever it is).
+pub(super) fn slimmed(
+    events: &[Event],
+    declaration: &Declaration,
+    limit: Option<u64>,
+    memory_bytes: usize,
+) -> Option<Vec<Event>> {
+    let chars: u64 = events
+        .iter()
+        .map(|e| match e {
+            Event::Message(m) if !e.is_pinned() => parts_chars(&m.parts),
+            _ => 0,
+        })
+        .sum();
+    let corrected = events.iter().any(|e| matches!(e, Event::Correction(_)));
+    if chars.saturating_mul(MEMORY_PER_CHAR) < memory_bytes as u64 || corrected {
+        return None;
+    }
+    let metas = events.iter().map(|e| match e {
+        Event::Message(m) if !e.is_pinned() => Some(TurnMeta::of(m)),
+        _ => None,
+    });
+    let metas: Vec<Option<TurnMeta>> = metas.collect();
+    let th = Thresholds::of(declaration);
+    let window = limit.unwrap_or(th.limit).saturating_mul(2);
+    let size = |t: &TurnMeta| match th.metric {
+        Metric::Chars => t.chars,
+        Metric::Tokens => t.tokens.unwrap_or_else(|| estimate_tokens(t.chars)),
+    };
+    let mut used = 0u64;
+    let whole_from = metas
+        .iter()
+        .rposition(|t| {
+            used = used.saturating_add(t.as_ref().map_or(0, size));
+            used > window
+        })
+        .map_or(0, |i| i + 1);
+    // The open tool cycle (after the newest admitted user turn) goes whole
+    // too: the core sizes its reasoning from its content.
+    let cycle = events.iter().rposition(|e| {
+        matches!(e, Event::Message(m) if m.role == Role::User
+            && declaration.admits(&m.source, m.author_agent.as_deref(), m.sensitive))
+    });
+    let whole_from = whole_from.min(cycle.unwrap_or(0));
+    Some(
+        events
+            .iter()
+            .zip(metas)
+            .enumerate()
+            .map(|(i, (e, meta))| match meta {
+                Some(t) if i < whole_from => Event::TurnMeta(t),
+                _ => e.clone(),
+            })
+            .collect(),
+    )
+}
