@@ -216,8 +216,9 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
 
 /// Admission's rule for pinned turns, which are never folded: the admitted
 /// pinned turns of the conversation (`held`, then the batch's) must leave
-/// a context room for the largest summary, the largest amendment and an
-/// ordinary turn, and its documents must fit their budget; accepted past
+/// a context room for the least summary and an ordinary turn
+/// ([`crate::budget::admissible_pinned`]), and its documents must fit
+/// their budget; accepted past
 /// either, every later `select` would be `over_budget` and every
 /// compaction would fail, for good. A batch without a pinned turn is never
 /// refused by it.
