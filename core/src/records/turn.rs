@@ -116,15 +116,20 @@ pub enum Part {
 impl Part {
     /// Characters this part contributes (Unicode scalar values).
     pub fn chars(&self) -> u64 {
-        use foldline_json::char_count;
+        self.measure(foldline_json::char_count)
+    }
+
+    /// The counted text of this part measured by `size` (characters for
+    /// [`Part::chars`]; a host gauging memory measures bytes, `str::len`).
+    pub fn measure(&self, size: impl Fn(&str) -> usize) -> u64 {
         let n = match self {
-            Part::Text { text } => char_count(text),
+            Part::Text { text } => size(text),
             Part::ToolCall {
                 name, arguments, ..
-            } => char_count(name) + char_count(arguments),
-            Part::ToolResult { content, .. } => char_count(content),
+            } => size(name) + size(arguments),
+            Part::ToolResult { content, .. } => size(content),
             Part::ApprovalRequest { .. } => 0,
-            Part::ApprovalResponse { reason, .. } => char_count(reason),
+            Part::ApprovalResponse { reason, .. } => size(reason),
             // Providers count only the open tool cycle's reasoning, which
             // the model wrote inside its output reserve.
             Part::Reasoning { .. } => 0,

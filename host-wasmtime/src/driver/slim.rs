@@ -13,36 +13,40 @@
 use foldline_core::budget::{Metric, Thresholds};
 use foldline_core::declaration::Declaration;
 use foldline_core::event::{Event, TurnMeta};
-use foldline_core::turn::{estimate_tokens, parts_chars, Role};
+use foldline_core::turn::{estimate_tokens, Role};
 
 /// What a call may send instead of the live events (`read_and_call`).
 pub(super) type Slim<'a> = dyn Fn(&[Event]) -> Option<Vec<Event>> + 'a;
 
-/// A call's memory over this many times the live turns' characters: the
+/// A call's memory over this many times the live turns' bytes: the
 /// content is sent whole (every conversation a summary keeps folded).
-const MEMORY_PER_CHAR: u64 = 8;
+const MEMORY_PER_BYTE: u64 = 8;
 
 /// The events to send `select` instead of `events`, when their messages'
-/// characters pass an eighth of `memory_bytes`: the newest messages up to
-/// twice the context's `limit` (in the declaration's metric), those of the
-/// open tool cycle and the pinned ones whole, the older ones as metadata. `None`: send `events` as
-/// they are (also when a correction is among them, whose turn's content
-/// the core needs wherever it is).
+/// bytes pass an eighth of `memory_bytes` (gauged from the parts' lengths,
+/// not their characters: this runs before every context): the newest
+/// messages up to twice the context's `limit` (in the declaration's
+/// metric), those of the open tool cycle and the pinned ones whole, the
+/// older ones as metadata. `None`: send `events` as they are (also when a
+/// correction is among them, whose turn's content the core needs wherever
+/// it is).
 pub(super) fn slimmed(
     events: &[Event],
     declaration: &Declaration,
     limit: Option<u64>,
     memory_bytes: usize,
 ) -> Option<Vec<Event>> {
-    let chars: u64 = events
+    let bytes: u64 = events
         .iter()
-        .map(|e| match e {
-            Event::Message(m) if !e.is_pinned() => parts_chars(&m.parts),
-            _ => 0,
+        .filter(|e| !e.is_pinned())
+        .flat_map(|e| match e {
+            Event::Message(m) => m.parts.as_slice(),
+            _ => &[],
         })
+        .map(|p| p.measure(str::len))
         .sum();
     let corrected = events.iter().any(|e| matches!(e, Event::Correction(_)));
-    if chars.saturating_mul(MEMORY_PER_CHAR) < memory_bytes as u64 || corrected {
+    if bytes.saturating_mul(MEMORY_PER_BYTE) < memory_bytes as u64 || corrected {
         return None;
     }
     let metas = events.iter().map(|e| match e {
