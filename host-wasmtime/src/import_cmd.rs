@@ -140,11 +140,41 @@ pub fn import_events(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut boundaries = 0;
-    for e in events {
-        let is_message = matches!(e, foldline_core::event::Event::Message(_));
+    // The append check measured the corrections and late deliveries against
+    // the chain as it was: nothing is compacted until the last of them is
+    // written, so none lands on a turn a compaction of this import covered
+    // (an amendment the check did not bound). A conversation not yet
+    // activated is checked at each message until its first turn that is not
+    // pinned, which activates it, all the same (activated later, the turns
+    // before would never be summarized); the backlog is folded once the
+    // last of them is written.
+    let amending = events
+        .iter()
+        .rposition(|e| matches!(e, Event::Correction(_) | Event::LateDelivery(_)));
+    let mut active = match amending {
+        Some(_) => d
+            .journal()
+            .read_events(conv, 0)?
+            .iter()
+            .any(|s| matches!(s.event, Event::Frontier(_))),
+        None => true,
+    };
+    for (i, e) in events.into_iter().enumerate() {
+        let message = matches!(e, Event::Message(_));
+        let passes = match amending {
+            Some(last) if i < last => {
+                // The first turn that is not pinned activates (a pinned one is not eligible).
+                let first = message && !active;
+                active |= first && !e.is_pinned();
+                usize::from(first)
+            }
+            Some(last) if i == last => usize::MAX,
+            _ => usize::from(message),
+        };
         d.journal().append(conv, std::slice::from_ref(&e))?;
-        if is_message {
-            match d.on_message(conv)? {
+        for _ in 0..passes {
+            let outcome = d.on_message(conv)?;
+            match &outcome {
                 Outcome::Compacted(_) => {
                     boundaries += 1;
                     bar.set_message(format!("{boundaries} compactions"));
@@ -155,6 +185,10 @@ pub fn import_events(
                     d.prepare_warm(conv)?;
                 }
                 _ => {}
+            }
+            // One pass per message; the held-back backlog until it is folded.
+            if !matches!(outcome, Outcome::Compacted(_)) {
+                break;
             }
         }
         bar.inc(1);

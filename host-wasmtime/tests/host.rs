@@ -672,6 +672,122 @@ fn an_import_makes_the_append_check() {
     succeeded(on_journal(&db).arg("context"));
 }
 
+/// Corrections and late deliveries (raw foldline events, which only an
+/// import writes) are checked as what they make: a turn corrected past what
+/// one compaction can take, a system prompt corrected past the pinned
+/// turns' room (an earlier correction of it counted), a covered turn
+/// corrected past the amendment's bound — each refused by its code, nothing
+/// written; accepted, each left the conversation without a context, a
+/// compaction or a chain that verifies, for good. And an import's
+/// corrections are written before anything of it is compacted, so none
+/// lands on a turn the import's own compaction covered.
+#[test]
+fn an_import_checks_corrections_as_what_they_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let write = |name: &str, lines: Vec<serde_json::Value>| {
+        let path = dir.path().join(name);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(&path, text.join("\n")).unwrap();
+        path
+    };
+    let message = |seq: u64, id: &str, role: &str, chars: usize| {
+        serde_json::json!({"type": "message", "conversation": "default", "sourceSeq": seq,
+            "turnId": id, "role": role, "parts": [{"type": "text", "text": format!("{id} {}", "y".repeat(chars))}]})
+    };
+    let correction = |id: &str, seq: u64, chars: usize| {
+        serde_json::json!({"type": "correction", "turnId": id, "correctionSeq": seq,
+            "parts": [{"type": "text", "text": "z".repeat(chars)}]})
+    };
+    let usable = || {
+        succeeded(on_journal(&db).arg("context"));
+        succeeded(on_journal(&db).arg("verify"));
+    };
+    let refused = |file: &std::path::Path, code: &str| {
+        let before = stored_default(&db).len();
+        let out = on_journal(&db).arg("import").arg(file).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{code}: {}", file.display())),
+            "{err}"
+        );
+        assert_eq!(stored_default(&db).len(), before, "nothing written");
+        usable();
+    };
+    // The system prompt and 60 turns of 2,000 characters: the import
+    // compacts as it goes, and covers the oldest turns.
+    let mut turns = vec![
+        message(1, "s", "system", 30_000),
+        correction("s", 1, 40_000),
+    ];
+    turns.extend((2..62).map(|i| {
+        message(
+            i,
+            &format!("t{i}"),
+            ["user", "assistant"][i as usize % 2],
+            2_000,
+        )
+    }));
+    // Two corrections of turns the import's compaction would cover, which
+    // together pass the amendment's bound (8,000): written before anything
+    // is compacted, they are the turns' content, not an amendment.
+    turns.extend([correction("t30", 1, 5_000), correction("t32", 1, 5_000)]);
+    succeeded(
+        on_journal(&db)
+            .arg("import")
+            .arg(write("first.jsonl", turns)),
+    );
+    let verify = succeeded(on_journal(&db).arg("verify"));
+    assert!(String::from_utf8_lossy(&verify.stdout).starts_with("intact: "));
+    usable();
+    // The prompt, corrected to 40,000, and 39,000 more would pass the
+    // pinned room (78,585 characters); counted as written (30,000), they
+    // would not.
+    refused(
+        &write("pinned.jsonl", vec![message(70, "s2", "system", 39_000)]),
+        "pinned_too_large",
+    );
+    refused(
+        &write("prompt.jsonl", vec![correction("s", 2, 80_000)]),
+        "pinned_too_large",
+    );
+    // The newest turn corrected past what one compaction can take.
+    refused(
+        &write("turn.jsonl", vec![correction("t61", 1, 500_000)]),
+        "turn_too_large",
+    );
+    // A covered turn (the boundary covers 42 to 54; the activation frontier
+    // is at 41) corrected past the amendment's bound, alone and after one
+    // within it.
+    refused(
+        &write("covered.jsonl", vec![correction("t45", 1, 60_000)]),
+        "amendment_too_large",
+    );
+    refused(
+        &write(
+            "covered2.jsonl",
+            vec![correction("t45", 1, 5_000), correction("t47", 1, 5_000)],
+        ),
+        "amendment_too_large",
+    );
+    // Within it: taken, and folded by the next compaction.
+    succeeded(
+        on_journal(&db)
+            .arg("import")
+            .arg(write("small.jsonl", vec![correction("t45", 1, 5_000)])),
+    );
+    usable();
+    let context = succeeded(on_journal(&db).arg("context"));
+    let context: serde_json::Value = serde_json::from_slice(&context.stdout).unwrap();
+    assert!(
+        context["manifest"]["amendmentHash"].is_string(),
+        "t45 is covered: an amendment"
+    );
+    succeeded(on_journal(&db).arg("compact"));
+    usable();
+}
+
 /// An import larger than one call of the core's check (8 MiB of events) is
 /// checked in parts, each inside a call's memory limit (a 264 MB export in
 /// one call was refused `memory_limit`): a refusal in a later part names the

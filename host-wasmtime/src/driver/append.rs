@@ -212,11 +212,40 @@ impl<J: Journal, M: Model> Driver<J, M> {
     pub fn check_events(&self, conversation: &str, events: &[Event]) -> Result<()> {
         // A batch with a pinned turn is checked beside the conversation's
         // pinned turns (never folded, they must leave a context room); the
-        // batch's own join them as its parts are checked.
-        let mut pinned = match events.iter().any(Event::is_pinned) {
-            true => self.pinned_turns(conversation)?,
-            false => Vec::new(),
+        // batch's own join them as its parts are checked. A correction is
+        // checked as the turn it makes (`corrected.rs`).
+        let amending = events.iter().any(super::corrected::amends);
+        let (checked, mut pinned) = match amending || events.iter().any(Event::is_pinned) {
+            true => {
+                let corrects = |e: &Event| {
+                    events.iter().any(|b| matches!(b, Event::Correction(c) if e.turn_id() == Some(c.turn_id.as_str())))
+                };
+                let held = self.held_turns(conversation, |e| {
+                    e.is_pinned() || matches!(e, Event::Correction(_)) || (amending && corrects(e))
+                })?;
+                super::corrected::checked(&held, events)
+            }
+            false => (Vec::new(), Vec::new()),
         };
+        let parts = match amending {
+            true => &checked[..],
+            false => events,
+        };
+        self.check_parts(conversation, parts, &mut pinned)?;
+        match amending {
+            true => self.check_amendment(conversation, events),
+            false => Ok(()),
+        }
+    }
+
+    /// The core's append check over `events`, in calls of at most
+    /// [`CHECK_CALL_BYTES`], beside the conversation's `pinned` turns.
+    fn check_parts(
+        &self,
+        conversation: &str,
+        events: &[Event],
+        pinned: &mut Vec<Event>,
+    ) -> Result<()> {
         let mut start = 0;
         while start < events.len() {
             let (mut end, mut bytes) = (start, 0);
@@ -263,12 +292,27 @@ impl<J: Journal, M: Model> Driver<J, M> {
     }
 
     /// The conversation's pinned turns, as this driver has read the journal
-    /// (the events it keeps for plan and select hold every one).
+    /// (the events it keeps for plan and select hold every one), as their
+    /// corrections make them.
     fn pinned_turns(&self, conversation: &str) -> Result<Vec<Event>> {
+        let held = self.held_turns(conversation, |e| {
+            e.is_pinned() || matches!(e, Event::Correction(_))
+        })?;
+        Ok(super::corrected::checked(&held, &[]).1)
+    }
+
+    /// Those of the events this driver keeps of the conversation for plan
+    /// and select (its pinned turns, the turns no summary covers, their
+    /// corrections) that `wanted` takes.
+    fn held_turns(
+        &self,
+        conversation: &str,
+        wanted: impl Fn(&Event) -> bool,
+    ) -> Result<Vec<Event>> {
         let mut cache = lock(&self.cache);
         let c = self.kept(&mut cache, conversation);
         self.load_into(c, conversation, true)?;
-        Ok(c.recent.iter().filter(|e| e.is_pinned()).cloned().collect())
+        Ok(c.recent.iter().filter(|e| wanted(e)).cloned().collect())
     }
 }
 

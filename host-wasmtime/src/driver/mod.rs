@@ -35,6 +35,7 @@ use crate::sync::lock;
 
 mod append;
 pub use append::Appended;
+mod corrected;
 mod kept;
 mod lease;
 mod outcome;

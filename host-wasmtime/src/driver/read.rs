@@ -257,25 +257,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
     /// One resolve of `c.chain` from the verified head, taken into `c`.
     fn resolve_step(&self, c: &mut Cached, conversation: &str) -> Result<Resolution> {
-        let mut packets = Vec::new();
-        for e in &c.chain {
-            match e {
-                Event::Boundary(b) if !c.verified.retired.contains(&b.id) => {
-                    packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
-                }
-                _ => {}
-            }
-        }
-        let r = self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
-            declaration: self.declaration.clone(),
-            compactor: self.compactor.clone(),
-            route: (self.route_of)(conversation),
-            events: c.chain.clone(),
-            packets,
-            trusted: Vec::new(),
-            verified: c.verified.request(&c.chain),
-        })))?;
-        let mut r = match r {
+        let mut r = match self.resolve_from(c, conversation, c.chain.clone())? {
             ValidateResponse::Resolved(res) => *res,
             other => {
                 return Err(HostError::MalformedOutput(format!(
@@ -293,6 +275,34 @@ impl<J: Journal, M: Model> Driver<J, M> {
         r.accepted.drain(..older);
         c.res = Some(r.clone());
         Ok(r)
+    }
+
+    /// Resolve `chain` (the chain events after `c`'s verified head) from
+    /// that head; `c` is left as it is.
+    pub(super) fn resolve_from(
+        &self,
+        c: &Cached,
+        conversation: &str,
+        chain: Vec<Event>,
+    ) -> Result<ValidateResponse> {
+        let mut packets = Vec::new();
+        for e in &chain {
+            match e {
+                Event::Boundary(b) if !c.verified.retired.contains(&b.id) => {
+                    packets.extend(self.journal.get_packet(conversation, &b.packet_id)?);
+                }
+                _ => {}
+            }
+        }
+        self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
+            declaration: self.declaration.clone(),
+            compactor: self.compactor.clone(),
+            route: (self.route_of)(conversation),
+            verified: c.verified.request(&chain),
+            events: chain,
+            packets,
+            trusted: Vec::new(),
+        })))
     }
 
     /// Read what is new, then call `entry` with the request `make` builds

@@ -1,0 +1,243 @@
+//! Corrections and late deliveries at the door: what the append check
+//! measures of a batch that holds them (only raw foldline events carry them:
+//! `foldline import`; the servers and the drivers' `append` take messages).
+//!
+//! A correction replaces what a turn says. Accepted unchecked, one could
+//! leave a conversation unable to select or compact for good: a turn
+//! corrected past what one compaction can take, a system prompt corrected
+//! past the pinned turns' room, a covered turn corrected (or delivered late)
+//! past the covered-history amendment's bound (`amendment_too_large`, which
+//! fails closed at every later resolve). So the check measures each turn as
+//! its latest correction makes it, and resolves the chain with the batch's
+//! corrections and late deliveries before anything is written.
+
+use std::collections::BTreeMap;
+
+use foldline_core::event::{Correction, Event};
+
+use super::Driver;
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+use crate::model::Model;
+use crate::sync::lock;
+
+/// Whether `e` can change covered history (a correction or a late delivery).
+pub(super) fn amends(e: &Event) -> bool {
+    matches!(e, Event::Correction(_) | Event::LateDelivery(_))
+}
+
+/// `turn` as `c` makes it: its content replaced, its hash left to the check.
+fn corrected(turn: &Event, c: &Correction) -> Option<Event> {
+    let (Event::Message(m) | Event::LateDelivery(m)) = turn else {
+        return None;
+    };
+    let mut m = m.clone();
+    m.parts.clone_from(&c.parts);
+    m.tokens = c.tokens;
+    m.content_hash = None;
+    Some(match turn {
+        Event::LateDelivery(_) => Event::LateDelivery(m),
+        _ => Event::Message(m),
+    })
+}
+
+/// The turns of `held` (the events a driver keeps: pinned turns and the
+/// turns no summary covers, with the corrections among them) as their
+/// latest corrections make them, by turn id, with that correction's seq.
+fn effective(held: &[Event]) -> BTreeMap<&str, (Event, Option<u64>)> {
+    let mut turns: BTreeMap<&str, (Event, Option<u64>)> = BTreeMap::new();
+    for e in held {
+        match e {
+            Event::Correction(c) => {
+                if let Some((turn, seq)) = turns.get_mut(c.turn_id.as_str()) {
+                    if seq.is_none_or(|s| c.correction_seq >= s) {
+                        if let Some(now) = corrected(turn, c) {
+                            (*turn, *seq) = (now, Some(c.correction_seq));
+                        }
+                    }
+                }
+            }
+            _ => {
+                if let Some(id) = e.turn_id() {
+                    turns.insert(id, (e.clone(), None));
+                }
+            }
+        }
+    }
+    turns
+}
+
+/// What the core's append check is given for `batch`: the batch with each
+/// correction of a turn the driver holds in its place as the turn it makes
+/// (so `turn_too_large` and `pinned_too_large` hold of corrected turns, and
+/// name the correction's index), a correction of a turn earlier in the batch
+/// applied there; and the conversation's pinned turns as their corrections
+/// make them, less those the batch corrects. A correction of a covered turn
+/// stays as it is: it is an amendment, which resolve bounds.
+pub(super) fn checked(held: &[Event], batch: &[Event]) -> (Vec<Event>, Vec<Event>) {
+    let mut turns = effective(held);
+    let mut out = batch.to_vec();
+    // Where each turn corrected in the batch stands in `out`, and the seq
+    // of the correction in force.
+    let mut placed: BTreeMap<&str, (usize, Option<u64>)> = BTreeMap::new();
+    for (i, e) in batch.iter().enumerate() {
+        if let Some(id) = e.turn_id() {
+            placed.insert(id, (i, None));
+            continue;
+        }
+        let Event::Correction(c) = e else { continue };
+        let id = c.turn_id.as_str();
+        let (at, seq) = match (placed.get(id), turns.get(id)) {
+            (Some(&(at, seq)), _) => (at, seq),
+            (None, Some((_, seq))) => (i, *seq),
+            (None, None) => continue,
+        };
+        if seq.is_some_and(|s| c.correction_seq < s) {
+            continue;
+        }
+        let base = match at < i {
+            true => &out[at],
+            false => &turns[id].0,
+        };
+        let Some(now) = corrected(base, c) else {
+            continue;
+        };
+        if at < i && !matches!(batch[at], Event::Correction(_)) {
+            out[at] = now;
+        } else {
+            // The held turn is measured here, once: an earlier correction
+            // of it in this batch goes back to being a correction.
+            if at < i {
+                out[at] = batch[at].clone();
+            }
+            out[i] = now;
+            turns.remove(id);
+            placed.insert(id, (i, Some(c.correction_seq)));
+            continue;
+        }
+        placed.insert(id, (at, Some(c.correction_seq)));
+    }
+    let pinned = turns
+        .into_values()
+        .map(|(e, _)| e)
+        .filter(Event::is_pinned)
+        .collect();
+    (out, pinned)
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// Resolve the conversation's chain with the batch's corrections and
+    /// late deliveries as if written: a refusal of resolve's
+    /// (`amendment_too_large`: the covered history they change renders past
+    /// `amendmentMaxChars`) refuses the batch, naming the first event that
+    /// brings it, before anything is written. A conversation that does not
+    /// resolve before the batch is not judged by it (a correction may be
+    /// what mends it).
+    ///
+    /// # Errors
+    /// Resolve's refusal, naming the event; storage failures.
+    pub(super) fn check_amendment(&self, conversation: &str, batch: &[Event]) -> Result<()> {
+        let mut cache = lock(&self.cache);
+        let c = self.kept(&mut cache, conversation);
+        if self.load_into(c, conversation, true).is_err() {
+            return Ok(());
+        }
+        let resolve = |upto: usize| {
+            let mut chain = c.chain.clone();
+            chain.extend(batch[..upto].iter().filter(|e| amends(e)).cloned());
+            self.resolve_from(c, conversation, chain)
+        };
+        if resolve(batch.len()).is_ok() {
+            return Ok(());
+        }
+        // The first event whose addition fails (the chain before the batch
+        // resolved).
+        for (i, e) in batch.iter().enumerate().filter(|(_, e)| amends(e)) {
+            if let Err(err) = resolve(i + 1) {
+                return Err(match err {
+                    HostError::Core(mut err) => {
+                        err.message = format!("events[{i}]: {}", err.message);
+                        let id = match e {
+                            Event::Correction(c) => &c.turn_id,
+                            _ => e.turn_id().unwrap_or_default(),
+                        };
+                        err.ids = vec![id.to_owned()];
+                        HostError::Core(err)
+                    }
+                    other => other,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: &str, role: &str, text: &str) -> Event {
+        serde_json::from_value(serde_json::json!({
+            "type": "message", "conversation": "c", "sourceSeq": 1, "turnId": id,
+            "role": role, "parts": [{"type": "text", "text": text}]
+        }))
+        .unwrap()
+    }
+
+    fn correction(id: &str, seq: u64, text: &str) -> Event {
+        serde_json::from_value(serde_json::json!({
+            "type": "correction", "turnId": id, "correctionSeq": seq,
+            "parts": [{"type": "text", "text": text}]
+        }))
+        .unwrap()
+    }
+
+    fn text(e: &Event) -> String {
+        match e {
+            Event::Message(m) | Event::LateDelivery(m) => serde_json::to_string(&m.parts).unwrap(),
+            Event::Correction(c) => format!("correction {}", c.correction_seq),
+            _ => String::new(),
+        }
+    }
+
+    #[test]
+    fn a_held_turn_is_measured_as_its_latest_correction_makes_it() {
+        let held = [
+            message("s", "system", "be brief"),
+            correction("s", 2, "be kind"),
+            correction("s", 1, "older"),
+        ];
+        let (out, pinned) = checked(&held, &[]);
+        assert!(out.is_empty());
+        assert_eq!(pinned.len(), 1);
+        assert!(text(&pinned[0]).contains("be kind"));
+        // Corrected again in the batch: measured at the correction, once.
+        let batch = [correction("s", 3, "x"), correction("s", 4, "yy")];
+        let (out, pinned) = checked(&held, &batch);
+        assert!(
+            pinned.is_empty(),
+            "the batch's turn stands for the held one"
+        );
+        assert_eq!(text(&out[0]), "correction 3");
+        assert!(text(&out[1]).contains("yy"));
+        // An older correction than the one in force measures nothing.
+        let (out, pinned) = checked(&held, &[correction("s", 1, "zzz")]);
+        assert_eq!(text(&out[0]), "correction 1");
+        assert!(text(&pinned[0]).contains("be kind"));
+    }
+
+    #[test]
+    fn a_turn_of_the_batch_is_measured_where_it_stands() {
+        let batch = [
+            message("t", "user", "hi"),
+            correction("t", 1, "hello there"),
+        ];
+        let (out, _) = checked(&[], &batch);
+        assert!(text(&out[0]).contains("hello there"));
+        assert_eq!(text(&out[1]), "correction 1");
+        // A covered turn (not held) stays a correction: resolve bounds it.
+        let (out, pinned) = checked(&[], &[correction("old", 1, "x")]);
+        assert_eq!(text(&out[0]), "correction 1");
+        assert!(pinned.is_empty());
+    }
+}
