@@ -2452,6 +2452,15 @@ fn gen_contract() -> Vec<Value> {
         json!({"kind": "events", "route": v(&route()), "events": v(&far)}),
         &[("/error/code", json!("invalid_request")), ("/error/ids", json!(["t1"]))],
     );
+    // A turn's metadata is a request's form of it (select with render:
+    // false); a journal holding one could never give its content to a call.
+    g.add_raw(
+        "append-check-turnmeta-refused",
+        "journal contract: a turnMeta event is refused (named): stored, no compaction or context could ever have its content",
+        "validate",
+        "{\"kind\":\"events\",\"route\":{\"conversation\":\"c1\"},\"events\":[{\"type\":\"turnMeta\",\"conversation\":\"c1\",\"sourceSeq\":1,\"turnId\":\"t1\",\"role\":\"user\",\"chars\":2,\"contentHash\":\"sha256:00\"}]}",
+        &[("/error/code", json!("invalid_request")), ("/error/ids", json!(["t1"]))],
+    );
     // Seed 002's token defaults: one compaction takes a message of at most
     // ~3,600 tokens beside the prompt, previous summary and amendment.
     let mut seed002 = Declaration::new("agent", "agent-compactor");

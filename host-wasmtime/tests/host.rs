@@ -678,9 +678,10 @@ fn an_import_makes_the_append_check() {
 /// turns' room (an earlier correction of it counted), a covered turn
 /// corrected past the amendment's bound — each refused by its code, nothing
 /// written; accepted, each left the conversation without a context, a
-/// compaction or a chain that verifies, for good. And an import's
-/// corrections are written before anything of it is compacted, so none
-/// lands on a turn the import's own compaction covered.
+/// compaction or a chain that verifies, for good; so did a second frontier
+/// and a turn as metadata. And an import's corrections are written before
+/// anything of it is compacted, so none lands on a turn the import's own
+/// compaction covered.
 #[test]
 fn an_import_checks_corrections_as_what_they_make() {
     let dir = tempfile::tempdir().unwrap();
@@ -786,6 +787,18 @@ fn an_import_checks_corrections_as_what_they_make() {
     );
     succeeded(on_journal(&db).arg("compact"));
     usable();
+    // Other raw events resolve or plan would fail on for good: a second
+    // frontier (`conflicting_turn`), a turn as metadata without its content.
+    let frontier = stored_default(&db)
+        .into_iter()
+        .find(|s| matches!(s.event, foldline_core::event::Event::Frontier(_)))
+        .unwrap();
+    let mut frontier = serde_json::to_value(&frontier.event).unwrap();
+    frontier["startSeq"] = serde_json::json!(3);
+    refused(&write("frontier.jsonl", vec![frontier]), "conflicting_turn");
+    let meta = serde_json::json!({"type": "turnMeta", "conversation": "default", "sourceSeq": 90,
+        "turnId": "m90", "role": "user", "chars": 12, "contentHash": format!("sha256:{}", "0".repeat(64))});
+    refused(&write("meta.jsonl", vec![meta]), "invalid_request");
 }
 
 /// An import larger than one call of the core's check (8 MiB of events) is

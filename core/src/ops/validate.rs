@@ -153,6 +153,14 @@ pub fn check_events(c: &EventsCheck) -> Result<Vec<String>> {
     for (i, e) in c.events.iter().enumerate() {
         let m = match e {
             Event::Message(m) | Event::LateDelivery(m) => m,
+            // A request's form of a turn: stored, no call could ever have its content.
+            Event::TurnMeta(t) => {
+                return Err(Error::new(
+                    Code::InvalidRequest,
+                    format!("events[{i}] is a turnMeta: a journal holds turns with their content"),
+                )
+                .with_ids([t.turn_id.clone()]))
+            }
             _ => {
                 hashes.push(String::new());
                 continue;

@@ -232,8 +232,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             false => events,
         };
         self.check_parts(conversation, parts, &mut pinned)?;
-        match amending {
-            true => self.check_amendment(conversation, events),
+        match events.iter().any(super::corrected::chains) {
+            true => self.check_chain(conversation, events),
             false => Ok(()),
         }
     }

@@ -9,7 +9,8 @@
 //! past the covered-history amendment's bound (`amendment_too_large`, which
 //! fails closed at every later resolve). So the check measures each turn as
 //! its latest correction makes it, and resolves the chain with the batch's
-//! corrections and late deliveries before anything is written.
+//! chain events (corrections, late deliveries, frontiers, boundaries) before
+//! anything is written.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,12 @@ use crate::sync::lock;
 /// Whether `e` can change covered history (a correction or a late delivery).
 pub(super) fn amends(e: &Event) -> bool {
     matches!(e, Event::Correction(_) | Event::LateDelivery(_))
+}
+
+/// Whether resolve reads `e` (a frontier, a boundary, a correction, a late
+/// delivery): a batch holding one is resolved as if written before it is.
+pub(super) fn chains(e: &Event) -> bool {
+    amends(e) || matches!(e, Event::Frontier(_) | Event::Boundary(_))
 }
 
 /// `turn` as `c` makes it: its content replaced, its hash left to the check.
@@ -126,17 +133,20 @@ pub(super) fn checked(held: &[Event], batch: &[Event]) -> (Vec<Event>, Vec<Event
 }
 
 impl<J: Journal, M: Model> Driver<J, M> {
-    /// Resolve the conversation's chain with the batch's corrections and
-    /// late deliveries as if written: a refusal of resolve's
-    /// (`amendment_too_large`: the covered history they change renders past
-    /// `amendmentMaxChars`) refuses the batch, naming the first event that
-    /// brings it, before anything is written. A conversation that does not
-    /// resolve before the batch is not judged by it (a correction may be
-    /// what mends it).
+    /// Resolve the conversation's chain with the batch's chain events
+    /// (frontiers, boundaries, corrections, late deliveries) as if written:
+    /// a refusal of resolve's refuses the batch, naming the first event that
+    /// brings it, before anything is written — `amendment_too_large` (the
+    /// covered history a correction changes would render past
+    /// `amendmentMaxChars`), a second frontier (`conflicting_turn`), a
+    /// boundary whose packet the journal lacks, any other break of the
+    /// chain; written, every later resolve would fail closed. A
+    /// conversation that does not resolve before the batch is not judged by
+    /// it (a correction may be what mends it).
     ///
     /// # Errors
     /// Resolve's refusal, naming the event; storage failures.
-    pub(super) fn check_amendment(&self, conversation: &str, batch: &[Event]) -> Result<()> {
+    pub(super) fn check_chain(&self, conversation: &str, batch: &[Event]) -> Result<()> {
         let mut cache = lock(&self.cache);
         let c = self.kept(&mut cache, conversation);
         if self.load_into(c, conversation, true).is_err() {
@@ -144,7 +154,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         }
         let resolve = |upto: usize| {
             let mut chain = c.chain.clone();
-            chain.extend(batch[..upto].iter().filter(|e| amends(e)).cloned());
+            chain.extend(batch[..upto].iter().filter(|e| chains(e)).cloned());
             self.resolve_from(c, conversation, chain)
         };
         if resolve(batch.len()).is_ok() {
@@ -152,13 +162,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
         }
         // The first event whose addition fails (the chain before the batch
         // resolved).
-        for (i, e) in batch.iter().enumerate().filter(|(_, e)| amends(e)) {
+        for (i, e) in batch.iter().enumerate().filter(|(_, e)| chains(e)) {
             if let Err(err) = resolve(i + 1) {
                 return Err(match err {
                     HostError::Core(mut err) => {
                         err.message = format!("events[{i}]: {}", err.message);
                         let id = match e {
                             Event::Correction(c) => &c.turn_id,
+                            Event::Frontier(f) => &f.id,
+                            Event::Boundary(b) => &b.id,
                             _ => e.turn_id().unwrap_or_default(),
                         };
                         err.ids = vec![id.to_owned()];
