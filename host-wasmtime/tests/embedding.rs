@@ -243,6 +243,115 @@ fn the_driver_refuses_pinned_turns_past_the_context_room() {
     }
 }
 
+/// `Driver::correct`: a turn's correction numbered after its latest,
+/// checked as every correction is (the turn it makes; a covered turn's
+/// amendment within its bound; nothing written on a refusal), seen in the
+/// context as the turn's text or, covered, as the amendment until the next
+/// compaction absorbs it; and the chain still resolves.
+#[test]
+fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+    let decl = small_decl();
+    let d = Driver::checked(
+        Foldline::embedded().unwrap(),
+        journal,
+        foldline_wasmtime::model::Extractive,
+        decl.clone(),
+    )
+    .unwrap();
+    let says =
+        |role: &str, text: String| serde_json::json!({"role": role, "content": text}).to_string();
+    let text = |t: &str| vec![foldline_core::turn::Part::Text { text: t.to_owned() }];
+    d.append("c", &says("system", "Be brief.".into())).unwrap();
+    for i in 0..40 {
+        d.append(
+            "c",
+            &says(
+                ["user", "assistant"][i % 2],
+                format!("turn {i} {}", "w".repeat(1_500)),
+            ),
+        )
+        .unwrap();
+        d.on_message("c").unwrap();
+    }
+    let turns: Vec<String> = d
+        .journal()
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.event.turn_id().map(str::to_owned))
+        .collect();
+    let covered = d
+        .resolve("c")
+        .unwrap()
+        .head
+        .expect("compacted")
+        .covered_through_seq;
+    assert!(covered > 5, "{covered}");
+    let context = |d: &Driver<SqliteJournal, foldline_wasmtime::model::Extractive>| {
+        serde_json::to_string(&d.context("c", ContextOptions::default()).unwrap()).unwrap()
+    };
+    let stored = || d.journal().read_events("c", 0).unwrap().len();
+    // The newest turn, corrected twice: the second is in force.
+    let newest = turns.last().unwrap();
+    d.correct("c", newest, text("first fix")).unwrap();
+    d.correct("c", newest, text("second fix")).unwrap();
+    let now = context(&d);
+    assert!(
+        now.contains("second fix") && !now.contains("first fix"),
+        "{now}"
+    );
+    // A covered turn: the amendment carries it.
+    d.correct("c", &turns[2], text("the covered turn, corrected"))
+        .unwrap();
+    let amended = d.context("c", ContextOptions::default()).unwrap();
+    assert!(amended.manifest.amendment_hash.is_some());
+    assert!(serde_json::to_string(&amended)
+        .unwrap()
+        .contains("the covered turn, corrected"));
+    // Refused, by code, nothing written: past the amendment's bound, past
+    // the pinned room, a turn no compaction could take, a turn not there.
+    let before = stored();
+    let pinned = foldline_core::budget::admissible_pinned(&decl) as usize;
+    let (turn_bound, _) = foldline_core::budget::admissible_turn(&decl);
+    for (turn, parts, code) in [
+        (
+            &turns[3],
+            text(&"a".repeat(decl.amendment_max_chars as usize + 1)),
+            "amendment_too_large",
+        ),
+        (&turns[0], text(&"s".repeat(pinned + 1)), "pinned_too_large"),
+        (
+            newest,
+            text(&"n".repeat(turn_bound as usize + 1)),
+            "turn_too_large",
+        ),
+        (&"nowhere".to_owned(), text("x"), "invalid_input"),
+    ] {
+        assert_eq!(
+            d.correct("c", turn, parts).unwrap_err().code(),
+            code,
+            "{turn}"
+        );
+        assert_eq!(stored(), before, "nothing written");
+    }
+    // The conversation goes on: compactions absorb the amendment.
+    for i in 0..30 {
+        d.append(
+            "c",
+            &says("user", format!("more {i} {}", "m".repeat(1_500))),
+        )
+        .unwrap();
+        assert!(!matches!(
+            d.on_message("c").unwrap(),
+            Outcome::Refused(_) | Outcome::Failed(_)
+        ));
+        context(&d);
+    }
+    assert!(d.resolve("c").unwrap().amendment.is_none(), "absorbed");
+}
+
 /// `Driver::builder`: the token defaults with no declaration written by
 /// hand, an owner so `/compact` is the owner's, and a declaration that
 /// breaks a rule refused when built, by its code.

@@ -545,6 +545,52 @@ export function suite(f, makeJournal) {
         await a.context("c1");
       }
     }],
+    ["a turn corrected through the compactor is checked as every correction is, numbered after another writer's, and seen in the context", async () => {
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const b = f.createCompactor({ journal, model: fakeModel(), declaration });
+      await a.append("c1", { role: "system", content: "Be brief." });
+      for (let i = 0; i < 30; i++) {
+        await a.append("c1", { role: i % 2 ? "assistant" : "user", content: `turn ${i} `.repeat(30) });
+        await a.onMessage("c1");
+      }
+      const turns = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").map((e) => e.turnId);
+      check((await a.resolve("c1")).head, "compacted");
+      const newest = turns.at(-1);
+      equal((await a.correct("c1", newest, "first fix")).correctionSeq, 1);
+      equal((await b.correct("c1", newest, "second fix")).correctionSeq, 2, "numbered after the other writer's");
+      const now = JSON.stringify(await a.context("c1"));
+      check(now.includes("second fix") && !now.includes("first fix"), "the latest correction is in force");
+      await a.correct("c1", turns[2], "the covered turn, corrected");
+      const amended = await a.context("c1");
+      check(amended.manifest.amendmentHash, "a covered turn's correction is the amendment");
+      check(JSON.stringify(amended).includes("the covered turn, corrected"));
+      const count = (await journal.readEvents("c1")).length;
+      for (const [turn, content, code] of [
+        [turns[3], "a".repeat(20000), "amendment_too_large"],
+        [turns[0], "s".repeat(3000), "pinned_too_large"],
+        [newest, "n".repeat(500000), "turn_too_large"],
+        ["nowhere", "x", "invalid_request"],
+      ]) {
+        let caught;
+        try { await a.correct("c1", turn, content); } catch (e) { caught = e; }
+        equal(caught?.code, code, `${turn}: ${caught}`);
+        equal((await journal.readEvents("c1")).length, count, "nothing written");
+      }
+      // The system prompt corrected to 2,500 characters counts as that at
+      // the next pinned turn's append (2,585 leave a context room).
+      await a.correct("c1", turns[0], "s".repeat(2500));
+      let pinned;
+      try { await b.append("c1", { role: "developer", content: "d".repeat(100) }); } catch (e) { pinned = e; }
+      equal(pinned?.code, "pinned_too_large", String(pinned));
+      for (let i = 0; i < 20; i++) {
+        await b.append("c1", { role: i % 2 ? "assistant" : "user", content: `more ${i} `.repeat(30) });
+        const r = await b.onMessage("c1");
+        check(!["refused", "failed"].includes(r.status), `turn ${i}: ${JSON.stringify(r)}`);
+        await a.context("c1");
+      }
+      check(!(await a.resolve("c1")).amendment, "a compaction absorbed the amendment");
+    }],
     ["a request's system prompt appended with each turn joins the system text once (another compactor's too)", async () => {
       const journal = await makeJournal();
       const a = f.createCompactor({ journal, model: fakeModel(), declaration });

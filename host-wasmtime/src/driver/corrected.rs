@@ -1,6 +1,7 @@
 //! Corrections and late deliveries at the door: what the append check
-//! measures of a batch that holds them (only raw foldline events carry them:
-//! `foldline import`; the servers and the drivers' `append` take messages).
+//! measures of a batch that holds them (a correction [`Driver::correct`]
+//! writes; raw foldline events `foldline import` takes), and the driver's
+//! `correct` (js/src/driver/correct.ts is its twin).
 //!
 //! A correction replaces what a turn says. Accepted unchecked, one could
 //! leave a conversation unable to select or compact for good: a turn
@@ -133,6 +134,67 @@ pub(super) fn checked(held: &[Event], batch: &[Event]) -> (Vec<Event>, Vec<Event
 }
 
 impl<J: Journal, M: Model> Driver<J, M> {
+    /// Correct what turn `turn_id` of `conversation` says: a `correction`
+    /// of its content (`parts`), numbered after the turn's latest
+    /// correction, checked as every correction is before anything is
+    /// written ([`Driver::check_events`]: the turn it makes must be one a
+    /// compaction could take and leave the pinned turns a context room; a
+    /// covered turn's must keep the covered-history amendment within
+    /// `amendmentMaxChars`), and written with a compare-and-append at the
+    /// position read. The original's tool calls and results that `parts`
+    /// does not carry stay (a call and its result are never split). A
+    /// covered turn's correction reaches the context as the amendment
+    /// until a compaction absorbs it. Answers the journal position.
+    ///
+    /// # Errors
+    /// `invalid_input` when the conversation holds no such turn the driver
+    /// can see (one before the activation frontier is never sent to a
+    /// model), the append check's codes, `amendment_too_large`, storage
+    /// failures.
+    pub fn correct(
+        &self,
+        conversation: &str,
+        turn_id: &str,
+        parts: Vec<foldline_core::turn::Part>,
+    ) -> Result<u64> {
+        loop {
+            let (head, latest) = {
+                let mut cache = lock(&self.cache);
+                let c = self.kept(&mut cache, conversation);
+                self.load_into(c, conversation, true)?;
+                let held = c.recent.iter().any(|e| e.turn_id() == Some(turn_id));
+                if !held && !c.verified.covered.contains_key(turn_id) {
+                    return Err(HostError::Input(format!(
+                        "{conversation} holds no turn {turn_id} a model sees (none, or one before the activation frontier)"
+                    )));
+                }
+                let latest = c.recent.iter().filter_map(|e| match e {
+                    Event::Correction(x) if x.turn_id == turn_id => Some(x.correction_seq),
+                    _ => None,
+                });
+                (c.seq, latest.max().unwrap_or(0))
+            };
+            let correction = [Event::Correction(Correction {
+                turn_id: turn_id.to_owned(),
+                correction_seq: latest + 1,
+                parts: parts.clone(),
+                tokens: None,
+            })];
+            self.check_events(conversation, &correction)?;
+            match self
+                .journal
+                .append_at(conversation, &correction, head, None)
+            {
+                Err(HostError::Conflict { .. }) => continue,
+                Ok(seq) => {
+                    self.wrote(conversation, seq);
+                    return Ok(seq);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Resolve the conversation's chain with the batch's chain events
     /// (frontiers, boundaries, corrections, late deliveries) as if written:
     /// a refusal of resolve's refuses the batch, naming the first event that

@@ -169,6 +169,12 @@ export interface AppendMessagesOptions {
   sender?: string;
 }
 
+/** What `correct` wrote: the journal position and the correction's number among the turn's. */
+export interface Corrected {
+  seq: number;
+  correctionSeq: number;
+}
+
 /** What `append` did. */
 export interface Appended {
   /** Journal position of the batch's last event. */
@@ -201,6 +207,21 @@ export interface Compactor {
    * also counts the conversation's, read from the journal). Throws the typed error.
    */
   check(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): void;
+  /**
+   * Correct what turn `turnId` says (an edited message, a late fix from the
+   * source): a `correction` of its text (or parts), numbered after the
+   * turn's latest, checked before anything is written — the turn it makes
+   * must be one a compaction could take (`turn_too_large`) and leave the
+   * pinned turns a context room (`pinned_too_large`); a covered turn's
+   * correction must keep the covered-history amendment within
+   * `amendmentMaxChars` (`amendment_too_large`); a turn the conversation
+   * does not hold is `invalid_request` — then written with a
+   * compare-and-append. The original's tool calls and results stay. A
+   * covered turn's correction reaches the context as the amendment until a
+   * compaction absorbs it. Write corrections here, not with the journal's
+   * `append`, which checks only their shape.
+   */
+  correct(conversationId: string, turnId: string, content: string | readonly Part[]): Promise<Corrected>;
   /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */
   onMessage(conversationId: string): Promise<OnMessageResult>;
   /** A member's `/compact`. */

@@ -8,7 +8,7 @@ import { validate } from "../ops.js";
 import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
 import { MESSAGE_OVERHEAD_TOKENS, type AppendMessages, type AppendMessagesOptions, type Appended } from "./api.js";
-import { isPinned, state, sync, using, type Ctx } from "./read.js";
+import { isPinned, pinnedTurns, state, sync, using, type Ctx } from "./read.js";
 
 const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -88,7 +88,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       // A pinned turn is checked beside the conversation's (never folded,
       // together they must leave a context room: else `pinned_too_large`).
       if (events.some(isPinned)) {
-        validate({ kind: "events", route: c.routeOf(id), events, declaration: c.o.declaration, pinned: s.recent.filter(isPinned) });
+        validate({ kind: "events", route: c.routeOf(id), events, declaration: c.o.declaration, pinned: pinnedTurns(s) });
       }
       try {
         const seq = await c.o.journal.append(id, events, { expectedSeq: s.seq });

@@ -271,17 +271,54 @@ async function resolveChain(c: Ctx, id: string, s: State): Promise<void> {
   }
 }
 
-/** One resolve of `s.chain` from the verified head, taken into `s`. */
-async function resolveStep(c: Ctx, id: string, s: State): Promise<Resolution> {
-  // Resolved from the verified head: only boundaries after it are sent
-  // (and re-settled), so only their packets are read (a retired one's never).
-  const fresh = s.chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.verified.retired.has(e.id));
+/**
+ * Resolve `chain` (the chain events after `s`'s verified head) from that
+ * head; `s` is left as it is. Only boundaries after the head are sent (and
+ * re-settled), so only their packets are read (a retired one's never).
+ */
+export async function resolveFrom(c: Ctx, id: string, s: State, chain: Event[]): Promise<Resolution> {
+  const fresh = chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.verified.retired.has(e.id));
   const packets = (await Promise.all(fresh.map((b) => c.o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
   const r = validate({
     kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
-    route: c.routeOf(id), events: s.chain, packets, verified: verifiedRequest(s.verified, s.chain),
+    route: c.routeOf(id), events: chain, packets, verified: verifiedRequest(s.verified, chain),
   });
   if (r.kind !== "resolved") throw new Error("unexpected validate answer");
+  return r;
+}
+
+/** Whether `s`'s verified prefix covers turn `turnId`. */
+export function covers(s: State, turnId: string): boolean {
+  return s.verified.covered.has(turnId);
+}
+
+/**
+ * The conversation's pinned turns as `s` holds them, each as its latest
+ * correction makes it (what admission counts: never folded, they must
+ * leave a context room). The Rust driver's `corrected.rs`.
+ */
+export function pinnedTurns(s: State): Event[] {
+  const fixes = new Map<string, Extract<Event, { type: "correction" }>>();
+  for (const e of s.recent) {
+    if (e.type !== "correction") continue;
+    const had = fixes.get(e.turnId);
+    if (!had || e.correctionSeq >= had.correctionSeq) fixes.set(e.turnId, e);
+  }
+  return s.recent.filter(isPinned).map((e) => {
+    const fix = fixes.get((e as { turnId: string }).turnId);
+    return fix && e.type !== "turnMeta" ? corrected(e as Extract<Event, { type: "message" | "lateDelivery" }>, fix) : e;
+  });
+}
+
+/** `turn` as `fix` makes it: its content replaced, its hash left to the check. */
+export function corrected<T extends Extract<Event, { type: "message" | "lateDelivery" }>>(turn: T, fix: { parts: T["parts"]; tokens?: number }): T {
+  const { contentHash: _hash, tokens: _tokens, ...rest } = turn;
+  return { ...rest, parts: fix.parts, ...(fix.tokens === undefined ? {} : { tokens: fix.tokens }) } as T;
+}
+
+/** One resolve of `s.chain` from the verified head, taken into `s`. */
+async function resolveStep(c: Ctx, id: string, s: State): Promise<Resolution> {
+  const r = await resolveFrom(c, id, s, s.chain);
   s.chain = extendVerified(s.verified, s.chain, r);
   s.resolutions++;
   // What lies before the frontier or under the head never reaches plan
