@@ -352,6 +352,80 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
     assert!(d.resolve("c").unwrap().amendment.is_none(), "absorbed");
 }
 
+/// A correction of a turn that carries a tool call or result (which the
+/// correction does not carry: they stay) is frozen as the turn it makes
+/// when a compaction covers it — no amendment follows (resolve used to
+/// compare the correction alone with the frozen turn, and found a
+/// difference that was not there: a correction past the amendment's bound
+/// left the chain unable to resolve) — and a driver reading the journal
+/// cold resolves and selects as the one that saw it happen, also for a
+/// correction made after the turn was covered.
+#[test]
+fn a_corrected_tool_turn_is_frozen_as_it_reads_and_resolves_alike_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+        Driver::checked(
+            Foldline::embedded().unwrap(),
+            journal,
+            foldline_wasmtime::model::Extractive,
+            small_decl(),
+        )
+        .unwrap()
+    };
+    let d = open();
+    let say = |i: usize| {
+        let (role, text) = (
+            ["user", "assistant"][i % 2],
+            format!("turn {i} {}", "w".repeat(1_500)),
+        );
+        serde_json::json!({"role": role, "content": text}).to_string()
+    };
+    let text = |t: &str| vec![foldline_core::turn::Part::Text { text: t.to_owned() }];
+    d.append("c", &say(0)).unwrap();
+    let call = r#"[{"role":"assistant","content":"looking it up","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"the result"}]"#;
+    d.append("c", call).unwrap();
+    let ids: Vec<String> = d
+        .journal()
+        .read_events("c", 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.event.turn_id().map(str::to_owned))
+        .collect();
+    let (asked, answered) = (ids[1].clone(), ids[2].clone());
+    // Corrected while live, well past what an amendment may hold.
+    let long = "v".repeat(9_000);
+    d.correct("c", &answered, text(&long)).unwrap();
+    for i in 1..40 {
+        d.append("c", &say(i)).unwrap();
+        d.on_message("c").unwrap();
+    }
+    let r = d.resolve("c").unwrap();
+    assert!(r.head.as_ref().expect("compacted").covered_through_seq > 3);
+    assert!(
+        r.amendment.is_none(),
+        "frozen as corrected: {:?}",
+        r.amendment
+    );
+    // Corrected after it was covered: an amendment, the same cold.
+    d.correct("c", &asked, text("looked it up again")).unwrap();
+    let warm = d.context("c", ContextOptions::default()).unwrap();
+    assert!(warm.manifest.amendment_hash.is_some());
+    let cold = open();
+    assert_eq!(cold.resolve("c").unwrap(), d.resolve("c").unwrap());
+    assert_eq!(cold.context("c", ContextOptions::default()).unwrap(), warm);
+    for i in 40..60 {
+        d.append("c", &say(i)).unwrap();
+        assert!(!matches!(
+            d.on_message("c").unwrap(),
+            Outcome::Refused(_) | Outcome::Failed(_)
+        ));
+    }
+    assert!(d.resolve("c").unwrap().amendment.is_none(), "absorbed");
+    let cold = open();
+    assert_eq!(cold.resolve("c").unwrap(), d.resolve("c").unwrap());
+}
+
 /// `Driver::builder`: the token defaults with no declaration written by
 /// hand, an owner so `/compact` is the owner's, and a declaration that
 /// breaks a rule refused when built, by its code.

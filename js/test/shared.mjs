@@ -591,6 +591,36 @@ export function suite(f, makeJournal) {
       }
       check(!(await a.resolve("c1")).amendment, "a compaction absorbed the amendment");
     }],
+    ["a corrected tool turn is frozen as it reads: no amendment follows its compaction, and a compactor reading cold resolves alike", async () => {
+      // A correction keeps the tool calls and results it does not carry;
+      // resolve is given the corrected turn itself (the correction alone
+      // compared unlike the frozen turn: a false amendment).
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      await a.append("c1", { role: "user", content: "look it up" });
+      await a.append("c1", [
+        { role: "assistant", content: "looking", tool_calls: [{ id: "k1", type: "function", function: { name: "f", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "k1", content: "the result" },
+      ]);
+      const ids = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").map((e) => e.turnId);
+      await a.correct("c1", ids[2], "the corrected result");
+      for (let i = 0; i < 30; i++) {
+        await a.append("c1", { role: i % 2 ? "assistant" : "user", content: `turn ${i} `.repeat(30) });
+        await a.onMessage("c1");
+        // Never, not even until the next compaction absorbs it.
+        const r = await a.resolve("c1");
+        check(!r.amendment, `message ${i}: no amendment: ${JSON.stringify(r.amendment)}`);
+      }
+      const r = await a.resolve("c1");
+      check(r.head && r.head.coveredThroughSeq >= 3, "the corrected turn is covered");
+      // Corrected after it was covered: an amendment, the same cold.
+      await a.correct("c1", ids[1], "looked it up again");
+      const warm = await a.context("c1");
+      check(warm.manifest.amendmentHash, "an amendment");
+      const cold = f.createCompactor({ journal, model: fakeModel(), declaration });
+      equal(await cold.resolve("c1"), await a.resolve("c1"), "resolved alike cold");
+      equal(await cold.context("c1"), warm, "the same context cold");
+    }],
     ["a request's system prompt appended with each turn joins the system text once (another compactor's too)", async () => {
       const journal = await makeJournal();
       const a = f.createCompactor({ journal, model: fakeModel(), declaration });

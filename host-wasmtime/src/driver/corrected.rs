@@ -34,6 +34,32 @@ pub(super) fn chains(e: &Event) -> bool {
     amends(e) || matches!(e, Event::Frontier(_) | Event::Boundary(_))
 }
 
+/// The turn ids `events`' corrections touch.
+pub(super) fn targets(events: &[Event]) -> std::collections::BTreeSet<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Correction(c) => Some(c.turn_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What resolve is given of the turns `chain`'s corrections touch: their
+/// messages among `held` (a driver keeps every corrected turn). A
+/// correction keeps the tool calls and results its turn had and it does
+/// not carry, so the turn it makes — what a boundary froze — can only be
+/// told from the turn itself; given the correction alone, resolve compared
+/// it with the frozen turn and found a difference that was not there (a
+/// false amendment, past its bound a chain that never resolved again).
+pub(super) fn originals(held: &[Event], chain: &[Event]) -> Vec<Event> {
+    let touched = targets(chain);
+    held.iter()
+        .filter(|e| matches!(e, Event::Message(m) if touched.contains(&m.turn_id)))
+        .cloned()
+        .collect()
+}
+
 /// `turn` as `c` makes it: its content replaced, its hash left to the check.
 fn corrected(turn: &Event, c: &Correction) -> Option<Event> {
     let (Event::Message(m) | Event::LateDelivery(m)) = turn else {
@@ -134,6 +160,47 @@ pub(super) fn checked(held: &[Event], batch: &[Event]) -> (Vec<Event>, Vec<Event
 }
 
 impl<J: Journal, M: Model> Driver<J, M> {
+    /// Read from the journal, once, the turns `c`'s corrections touch that
+    /// it no longer holds (a turn corrected after a summary covered it, and
+    /// so let go): resolve is given every corrected turn, as a driver that
+    /// read the journal cold gives it ([`originals`]). With `chain`, those
+    /// its corrections touch, read each time: a batch only checked, not yet
+    /// written, whose turns may be let go again before it is.
+    pub(super) fn read_originals(
+        &self,
+        c: &mut super::read::Cached,
+        conversation: &str,
+        chain: Option<&[Event]>,
+    ) -> Result<()> {
+        let held: std::collections::BTreeSet<&str> = c
+            .recent
+            .iter()
+            .filter(|e| matches!(e, Event::Message(_)))
+            .filter_map(Event::turn_id)
+            .collect();
+        let missing: std::collections::BTreeSet<String> = targets(chain.unwrap_or(&c.chain))
+            .into_iter()
+            .filter(|id| !held.contains(id.as_str()) && !c.looked_up.contains(id))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let found = self
+            .journal
+            .read_events(conversation, 0)?
+            .into_iter()
+            .filter(|s| {
+                s.seq <= c.seq
+                    && matches!(&s.event, Event::Message(m) if missing.contains(&m.turn_id))
+            });
+        c.recent.extend(found.map(|s| s.event));
+        c.holding.rebuilt();
+        if chain.is_none() {
+            c.looked_up.extend(missing);
+        }
+        Ok(())
+    }
+
     /// Correct what turn `turn_id` of `conversation` says: a `correction`
     /// of its content (`parts`), numbered after the turn's latest
     /// correction, checked as every correction is before anything is
@@ -214,6 +281,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         if self.load_into(c, conversation, true).is_err() {
             return Ok(());
         }
+        self.read_originals(c, conversation, Some(batch))?;
         let resolve = |upto: usize| {
             let mut chain = c.chain.clone();
             chain.extend(batch[..upto].iter().filter(|e| chains(e)).cloned());

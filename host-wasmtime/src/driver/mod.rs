@@ -202,14 +202,19 @@ fn default_route(id: &str) -> Route {
 /// What plan and select need: pinned turns, turns from the resolution's
 /// `keep_from_seq` on (the core's answer: after the head, from the
 /// frontier), corrections and failures, so their cost does not grow with
-/// the history behind the boundary.
+/// the history behind the boundary; and every corrected turn, which resolve
+/// is given beside its corrections (`corrected::originals`).
 fn after_head(events: Vec<Event>, res: &Resolution) -> Vec<Event> {
     let keep = |seq: u64| seq >= res.keep_from_seq;
+    let corrected = corrected::targets(&events);
     events
         .into_iter()
         .filter(|e| match e {
             Event::Message(m) | Event::LateDelivery(m) => {
-                m.pinned || m.role.always_pinned() || keep(m.source_seq)
+                m.pinned
+                    || m.role.always_pinned()
+                    || keep(m.source_seq)
+                    || corrected.contains(m.turn_id.as_str())
             }
             Event::TurnMeta(t) => t.pinned || t.role.always_pinned() || keep(t.source_seq),
             Event::Correction(_) | Event::CompactionFailed(_) | Event::CompactionTask(_) => true,

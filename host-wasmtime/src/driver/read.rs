@@ -125,6 +125,9 @@ pub(super) struct Cached {
     /// The idempotency keys of the latest keyed appends, once a keyed
     /// append asked for them (a driver that makes none keeps none).
     pub(super) keys: Option<crate::keys::Keys>,
+    /// Turns a correction touched that the journal was read for, once
+    /// (`corrected::originals`).
+    pub(super) looked_up: std::collections::BTreeSet<String>,
 }
 
 impl Cached {
@@ -200,7 +203,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
         }
         let res = match &c.res {
             Some(r) => r.clone(),
-            None => self.resolve_cached(c, conversation)?,
+            None => {
+                self.read_originals(c, conversation, None)?;
+                self.resolve_cached(c, conversation)?
+            }
         };
         Ok((res, c.seq))
     }
@@ -283,7 +289,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         &self,
         c: &Cached,
         conversation: &str,
-        chain: Vec<Event>,
+        mut chain: Vec<Event>,
     ) -> Result<ValidateResponse> {
         let mut packets = Vec::new();
         for e in &chain {
@@ -294,11 +300,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 _ => {}
             }
         }
+        let verified = c.verified.request(&chain);
+        chain.extend(super::corrected::originals(&c.recent, &chain));
         self.validate(ValidateRequest::Resolve(Box::new(ResolveRequest {
             declaration: self.declaration.clone(),
             compactor: self.compactor.clone(),
             route: (self.route_of)(conversation),
-            verified: c.verified.request(&chain),
+            verified,
             events: chain,
             packets,
             trusted: Vec::new(),

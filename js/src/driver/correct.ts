@@ -10,7 +10,7 @@ import { validate } from "../ops.js";
 import type { Event, Part } from "../types.js";
 import type { Corrected } from "./api.js";
 import { counted } from "./append.js";
-import { corrected, covers, isTurn, load, pinnedTurns, resolveFrom, state, sync, using, type Ctx } from "./read.js";
+import { corrected, covers, isTurn, load, pinnedTurns, readOriginals, resolveFrom, state, sync, using, type Ctx } from "./read.js";
 
 export function correctTurn(c: Ctx, id: string, turnId: string, content: string | readonly Part[]): Promise<Corrected> {
   const parts: Part[] = typeof content === "string" ? [{ type: "text", text: content }] : [...content];
@@ -35,6 +35,7 @@ export function correctTurn(c: Ctx, id: string, turnId: string, content: string 
         const others = pinnedTurns(s).filter((e) => !(isTurn(e) && e.turnId === turnId));
         validate({ kind: "events", route: c.routeOf(id), events: [made], declaration: c.o.declaration, pinned: others });
       }
+      await readOriginals(c, id, s, [fix]);
       await resolveFrom(c, id, s, [...s.chain, fix]);
       try {
         const seq = await c.o.journal.append(id, [fix], { expectedSeq: s.seq });

@@ -110,6 +110,8 @@ export interface State {
   verified: VerifiedPrefix;
   /** Manual tasks requested and not yet ended. */
   openTasks: Map<string, Extract<Event, { type: "compactionTask" }>>;
+  /** Turns a correction touched that the journal was read for, once (`readOriginals`). */
+  lookedUp: Set<string>;
   /** The warm candidate: its packet, and its summary once the core's loop prepared and checked it. */
   warm?: { packet: Packet; result?: ModelOutput; preparing?: Promise<void> };
 }
@@ -144,7 +146,7 @@ export function state(c: Ctx, id: string): State {
     releaseSlot(old.held);
   }
   s = {
-    seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map(), retired: new Set() },
+    seq: 0, sourceSeq: 0, keys: new Map(), recent: [], held: newSlot(), resolutions: 0, chain: [], chainEvents: 0, openTasks: new Map(), verified: { accepted: [], covered: new Map(), retired: new Set() }, lookedUp: new Set(),
     users: 0, reading: Promise.resolve(), writing: Promise.resolve(), appending: Promise.resolve(),
   };
   c.states.set(id, s);
@@ -236,6 +238,7 @@ export async function load(c: Ctx, id: string, readNew = true): Promise<{ s: Sta
 /** Resolve `s.chain` from the verified head, in steps of at most `RESOLVE_STEP` boundaries to settle. */
 async function resolveChain(c: Ctx, id: string, s: State): Promise<void> {
   if (s.res) return; // a load in turn before this one resolved it
+  await readOriginals(c, id, s);
   const pending = s.chain;
   s.chain = [];
   // Boundaries a step found retired wait beside the later steps (no step
@@ -279,12 +282,47 @@ async function resolveChain(c: Ctx, id: string, s: State): Promise<void> {
 export async function resolveFrom(c: Ctx, id: string, s: State, chain: Event[]): Promise<Resolution> {
   const fresh = chain.filter((e): e is Extract<Event, { type: "boundary" }> => e.type === "boundary" && !s.verified.retired.has(e.id));
   const packets = (await Promise.all(fresh.map((b) => c.o.journal.getPacket(id, b.packetId)))).filter((p): p is Packet => p !== undefined);
+  // The corrected turns themselves (kept, or read once: `readOriginals`): a
+  // correction keeps the tool calls and results its turn had and it does not
+  // carry, so the turn it makes — what a boundary froze — can only be told
+  // from the turn itself; given the correction alone, resolve found a
+  // difference that was not there (a false amendment, past its bound a chain
+  // that never resolved again). The Rust driver's `corrected::originals`.
+  const touched = targets(chain);
+  const originals = s.recent.filter((e) => e.type === "message" && touched.has(e.turnId));
   const r = validate({
     kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
-    route: c.routeOf(id), events: chain, packets, verified: verifiedRequest(s.verified, chain),
+    route: c.routeOf(id), events: chain.concat(originals), packets, verified: verifiedRequest(s.verified, chain),
   });
   if (r.kind !== "resolved") throw new Error("unexpected validate answer");
   return r;
+}
+
+/** The turn ids `events`' corrections touch. */
+function targets(events: Event[]): Set<string> {
+  const out = new Set<string>();
+  for (const e of events) if (e.type === "correction") out.add(e.turnId);
+  return out;
+}
+
+/**
+ * Read from the journal, once, the turns `s`'s corrections touch that it no
+ * longer holds (a turn corrected after a summary covered it, and so let go):
+ * resolve is given every corrected turn, as a compactor that read the
+ * journal cold gives it. With `chain`, those its corrections touch, read
+ * each time: a correction only checked, not yet written, whose turn may be
+ * let go again before it is. The Rust driver's `read_originals`.
+ */
+export async function readOriginals(c: Ctx, id: string, s: State, chain?: Event[]): Promise<void> {
+  const held = new Set(s.recent.filter((e) => e.type === "message").map((e) => (e as { turnId: string }).turnId));
+  const missing = [...targets(chain ?? s.chain)].filter((t) => !held.has(t) && !s.lookedUp.has(t));
+  if (missing.length === 0) return;
+  const wanted = new Set(missing);
+  for (const { event, seq } of await c.o.journal.readEvents(id, 0)) {
+    if (seq <= s.seq && event.type === "message" && wanted.has(event.turnId)) s.recent.push(event);
+  }
+  rebuiltSlot(s.held);
+  if (!chain) for (const t of missing) s.lookedUp.add(t);
 }
 
 /** Whether `s`'s verified prefix covers turn `turnId`. */
@@ -326,7 +364,8 @@ async function resolveStep(c: Ctx, id: string, s: State): Promise<Resolution> {
   // (`keepFromSeq`: the core's answer, after the head and from the frontier.)
   const from = r.keepFromSeq;
   if (from > 0) {
-    s.recent = s.recent.filter((e) => !isTurn(e) || isPinned(e) || e.sourceSeq >= from);
+    const corrected = targets(s.recent); // kept: resolve is given them with their corrections
+    s.recent = s.recent.filter((e) => !isTurn(e) || isPinned(e) || e.sourceSeq >= from || corrected.has(e.turnId));
     rebuiltSlot(s.held); // the list is no longer what the core holds
   }
   return r;
