@@ -22,6 +22,29 @@ fn journal(dir: &std::path::Path) -> SqliteJournal {
     j
 }
 
+/// A driver with the offline summarizer on the journal `j.db` in `dir`.
+fn extractive(
+    dir: &std::path::Path,
+) -> Driver<SqliteJournal, foldline_wasmtime::model::Extractive> {
+    let journal = SqliteJournal::open(dir.join("j.db")).unwrap();
+    Driver::checked(
+        Foldline::embedded().unwrap(),
+        journal,
+        foldline_wasmtime::model::Extractive,
+        small_decl(),
+    )
+    .unwrap()
+}
+
+/// The turn ids of conversation `c`, in journal order.
+fn turn_ids<M: foldline_wasmtime::model::Model>(d: &Driver<SqliteJournal, M>) -> Vec<String> {
+    let events = d.journal().read_events("c", 0).unwrap();
+    events
+        .into_iter()
+        .filter_map(|s| s.event.turn_id().map(str::to_owned))
+        .collect()
+}
+
 fn panicking(_: &Packet) -> Result<String, ModelError> {
     panic!("the model panicked")
 }
@@ -201,16 +224,7 @@ fn the_driver_appends_openai_messages_numbered_after_the_last_turn() {
 #[test]
 fn the_driver_refuses_pinned_turns_past_the_context_room() {
     let dir = tempfile::tempdir().unwrap();
-    let driver = || {
-        let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
-        Driver::checked(
-            Foldline::embedded().unwrap(),
-            journal,
-            foldline_wasmtime::model::Extractive,
-            small_decl(),
-        )
-        .unwrap()
-    };
+    let driver = || extractive(dir.path());
     let (d, other) = (driver(), driver());
     let bound = foldline_core::budget::admissible_pinned(&small_decl()) as usize;
     let says = |role: &str, size: usize| {
@@ -251,15 +265,8 @@ fn the_driver_refuses_pinned_turns_past_the_context_room() {
 #[test]
 fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
     let dir = tempfile::tempdir().unwrap();
-    let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
     let decl = small_decl();
-    let d = Driver::checked(
-        Foldline::embedded().unwrap(),
-        journal,
-        foldline_wasmtime::model::Extractive,
-        decl.clone(),
-    )
-    .unwrap();
+    let d = extractive(dir.path());
     let says =
         |role: &str, text: String| serde_json::json!({"role": role, "content": text}).to_string();
     let text = |t: &str| vec![foldline_core::turn::Part::Text { text: t.to_owned() }];
@@ -275,13 +282,7 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
         .unwrap();
         d.on_message("c").unwrap();
     }
-    let turns: Vec<String> = d
-        .journal()
-        .read_events("c", 0)
-        .unwrap()
-        .into_iter()
-        .filter_map(|s| s.event.turn_id().map(str::to_owned))
-        .collect();
+    let turns = turn_ids(&d);
     let covered = d
         .resolve("c")
         .unwrap()
@@ -363,16 +364,7 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
 #[test]
 fn a_corrected_tool_turn_is_frozen_as_it_reads_and_resolves_alike_cold() {
     let dir = tempfile::tempdir().unwrap();
-    let open = || {
-        let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
-        Driver::checked(
-            Foldline::embedded().unwrap(),
-            journal,
-            foldline_wasmtime::model::Extractive,
-            small_decl(),
-        )
-        .unwrap()
-    };
+    let open = || extractive(dir.path());
     let d = open();
     let say = |i: usize| {
         let (role, text) = (
@@ -385,13 +377,7 @@ fn a_corrected_tool_turn_is_frozen_as_it_reads_and_resolves_alike_cold() {
     d.append("c", &say(0)).unwrap();
     let call = r#"[{"role":"assistant","content":"looking it up","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"the result"}]"#;
     d.append("c", call).unwrap();
-    let ids: Vec<String> = d
-        .journal()
-        .read_events("c", 0)
-        .unwrap()
-        .into_iter()
-        .filter_map(|s| s.event.turn_id().map(str::to_owned))
-        .collect();
+    let ids = turn_ids(&d);
     let (asked, answered) = (ids[1].clone(), ids[2].clone());
     // Corrected while live, well past what an amendment may hold.
     let long = "v".repeat(9_000);

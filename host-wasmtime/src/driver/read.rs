@@ -283,6 +283,48 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(r)
     }
 
+    /// Read from the journal, once, the turns `c`'s corrections touch that
+    /// it no longer holds (a turn corrected after a summary covered it, and
+    /// so let go): resolve is given every corrected turn, as a driver that
+    /// read the journal cold gives it ([`super::corrected::originals`]). With `chain`, those
+    /// its corrections touch, read each time: a batch only checked, not yet
+    /// written, whose turns may be let go again before it is.
+    pub(super) fn read_originals(
+        &self,
+        c: &mut Cached,
+        conversation: &str,
+        chain: Option<&[Event]>,
+    ) -> Result<()> {
+        let held: std::collections::BTreeSet<&str> = c
+            .recent
+            .iter()
+            .filter(|e| matches!(e, Event::Message(_)))
+            .filter_map(Event::turn_id)
+            .collect();
+        let missing: std::collections::BTreeSet<String> =
+            super::corrected::targets(chain.unwrap_or(&c.chain))
+                .into_iter()
+                .filter(|id| !held.contains(id.as_str()) && !c.looked_up.contains(id))
+                .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let found = self
+            .journal
+            .read_events(conversation, 0)?
+            .into_iter()
+            .filter(|s| {
+                s.seq <= c.seq
+                    && matches!(&s.event, Event::Message(m) if missing.contains(&m.turn_id))
+            });
+        c.recent.extend(found.map(|s| s.event));
+        c.holding.rebuilt();
+        if chain.is_none() {
+            c.looked_up.extend(missing);
+        }
+        Ok(())
+    }
+
     /// Resolve `chain` (the chain events after `c`'s verified head) from
     /// that head; `c` is left as it is.
     pub(super) fn resolve_from(
