@@ -796,6 +796,15 @@ fn an_import_checks_corrections_as_what_they_make() {
     let mut frontier = serde_json::to_value(&frontier.event).unwrap();
     frontier["startSeq"] = serde_json::json!(3);
     refused(&write("frontier.jsonl", vec![frontier]), "conflicting_turn");
+    // A boundary the chain holds, claimed again with other content (here
+    // under another declaration's fingerprint, so on another chain slot).
+    let boundary = stored_default(&db)
+        .into_iter()
+        .find(|s| matches!(s.event, foldline_core::event::Event::Boundary(_)))
+        .unwrap();
+    let mut boundary = serde_json::to_value(&boundary.event).unwrap();
+    boundary["declarationFingerprint"] = serde_json::json!(format!("sha256:{}", "1".repeat(64)));
+    refused(&write("boundary.jsonl", vec![boundary]), "conflicting_turn");
     let meta = serde_json::json!({"type": "turnMeta", "conversation": "default", "sourceSeq": 90,
         "turnId": "m90", "role": "user", "chars": 12, "contentHash": format!("sha256:{}", "0".repeat(64))});
     refused(&write("meta.jsonl", vec![meta]), "invalid_request");

@@ -241,6 +241,22 @@ impl<J: Journal, M: Model> Driver<J, M> {
             return Ok(());
         }
         self.read_originals(c, conversation, Some(batch))?;
+        // A boundary the chain holds already is not sent again (resolve
+        // starts from the verified head): one of its id is another claim
+        // to it, which a cold read of the journal would find.
+        for (i, e) in batch.iter().enumerate() {
+            if let Event::Boundary(b) = e {
+                if c.verified.accepted.contains(&b.id) || c.verified.retired.contains(&b.id) {
+                    return Err(HostError::Core(
+                        foldline_core::Error::new(
+                            foldline_core::Code::ConflictingTurn,
+                            format!("events[{i}]: the chain holds boundary {} already", b.id),
+                        )
+                        .with_ids([b.id.clone()]),
+                    ));
+                }
+            }
+        }
         let resolve = |upto: usize| {
             let mut chain = c.chain.clone();
             chain.extend(batch[..upto].iter().filter(|e| chains(e)).cloned());
