@@ -11,7 +11,9 @@
 //! Each case is a seed; a breach names the seed, the step and the last
 //! operations. Short profile here (6 cases of 80 steps); a long one:
 //! `FOLDLINE_FUZZ_CASES=200 FOLDLINE_FUZZ_STEPS=300 cargo test -p foldline-wasmtime --test fuzz`;
-//! one case again: `FOLDLINE_FUZZ_SEED=<seed>`.
+//! one case again: `FOLDLINE_FUZZ_SEED=<seed>`. Also here: the raw events an
+//! import takes, each through the driver's append check, never leave a
+//! conversation without a context or a chain that verifies.
 
 mod support;
 
@@ -525,4 +527,156 @@ fn random_interleavings_keep_every_seed_outcome() {
         total.get("compacted").copied().unwrap_or(0) > 0,
         "never compacted"
     );
+}
+
+/// One raw event of the kinds only an import writes, made from the journal
+/// as it stands: a correction of any turn (empty to far past every bound),
+/// a late delivery (of a turn it holds, or a new one at an old position), a
+/// frontier or boundary it holds with one field changed, a failure or task
+/// record, a system, tool or ordinary turn.
+fn raw_event(rng: &mut Rng, stored: &[StoredEvent]) -> Option<Event> {
+    let turns: Vec<&Message> = stored
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::Message(m) | Event::LateDelivery(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let next = turns.iter().map(|m| m.source_seq).max().unwrap_or(0) + 1;
+    let text = |n: usize| {
+        vec![Part::Text {
+            text: "z".repeat(n),
+        }]
+    };
+    let sizes = [0, 5, 300, 3_000, 9_000, 500_000];
+    let turn = |rng: &mut Rng, role: Role, parts: Vec<Part>| {
+        let mut m = (*turns[rng.below(turns.len())]).clone();
+        (m.source_seq, m.turn_id, m.role, m.parts) =
+            (next, format!("raw-{}", rng.next()), role, parts);
+        (m.content_hash, m.tokens, m.pinned) = (None, None, false);
+        m
+    };
+    Some(match rng.below(9) {
+        0 | 1 => Event::Correction(Correction {
+            turn_id: turns[rng.below(turns.len())].turn_id.clone(),
+            correction_seq: 1 + rng.below(4) as u64,
+            parts: text(sizes[rng.below(sizes.len())]),
+            tokens: None,
+        }),
+        2 => {
+            let mut m = (*turns[rng.below(turns.len())]).clone();
+            if rng.below(2) == 0 {
+                (m.turn_id, m.source_seq) = (format!("late-{}", rng.next()), 1 + rng.below(next as usize) as u64);
+            }
+            (m.parts, m.content_hash) = (text([5, 3_000][rng.below(2)]), None);
+            Event::LateDelivery(m)
+        }
+        3 | 4 => {
+            let kind = ["frontier", "boundary"][rng.below(2)];
+            let held: Vec<_> = stored.iter().filter(|s| foldline_wasmtime::journal::type_of(&s.event) == kind).collect();
+            let mut v = serde_json::to_value(&held.get(rng.below(held.len()))?.event).ok()?;
+            let keys: Vec<String> = v.as_object()?.keys().filter(|k| *k != "type").cloned().collect();
+            let key = &keys[rng.below(keys.len())];
+            v[key] = match &v[key] {
+                serde_json::Value::String(s) => format!("{s}x").into(),
+                serde_json::Value::Number(n) => (n.as_u64()? + 1).into(),
+                serde_json::Value::Bool(b) => (!b).into(),
+                _ => return None,
+            };
+            serde_json::from_value(v).ok()?
+        }
+        5 => serde_json::from_value(serde_json::json!({"type": "compactionFailed", "runId": format!("r{}", rng.next()),
+            "packetId": "p", "trigger": "manual", "headSeq": rng.below(next as usize + 5), "kind": "other", "reason": "x"})).ok()?,
+        6 => {
+            let (role, size) = ([Role::System, Role::Developer][rng.below(2)], [10, 1_200][rng.below(2)]);
+            Event::Message(turn(rng, role, text(size)))
+        }
+        7 => {
+            let id = format!("k{}", rng.below(3));
+            let part = match rng.below(2) {
+                0 => Part::ToolCall { call_id: id, name: "f".into(), arguments: "{}".into(), custom: false, provider_options: serde_json::Value::Null },
+                _ => serde_json::from_value(serde_json::json!({"type": "toolResult", "callId": id, "content": "r".repeat(1_000)})).ok()?,
+            };
+            let role = [Role::Assistant, Role::Tool][rng.below(2)];
+            Event::Message(turn(rng, role, vec![part]))
+        }
+        _ => Event::Message(turn(rng, Role::User, text(300))),
+    })
+}
+
+/// What an import takes — raw events of every kind, each checked by the
+/// driver's append check before it is written — never leaves the
+/// conversation without a context or a chain that verifies: after every
+/// accepted event both still answer (the newest turns past the room pinned
+/// turns near their bound leave, and an amendment in force beside them,
+/// may wait for the next compaction: then ordinary turns must bring the
+/// context back). Short profile: 3 cases of 60 events; a long one:
+/// `FOLDLINE_FUZZ_CASES=50 FOLDLINE_FUZZ_STEPS=300 cargo test -p foldline-wasmtime --test fuzz raw`.
+#[test]
+fn raw_events_the_check_takes_never_break_a_conversation() {
+    let steps = env("FOLDLINE_FUZZ_STEPS", 60) as usize;
+    let seeds: Vec<u64> = match std::env::var("FOLDLINE_FUZZ_SEED") {
+        Ok(s) => vec![s.parse().unwrap()],
+        Err(_) => (1..=env("FOLDLINE_FUZZ_CASES", 3)).collect(),
+    };
+    let (mut taken, mut refused) = (0, 0);
+    for seed in seeds {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+        let d = Driver::checked(
+            Foldline::embedded().unwrap(),
+            journal,
+            foldline_wasmtime::model::Extractive,
+            declaration(),
+        )
+        .unwrap();
+        let mut rng = Rng(seed);
+        let say = |d: &Driver<SqliteJournal, foldline_wasmtime::model::Extractive>,
+                   rng: &mut Rng| {
+            let text = "y".repeat(20 + rng.below(600));
+            d.append(
+                CONV,
+                &serde_json::json!({"role": "user", "content": text}).to_string(),
+            )
+            .unwrap();
+            d.on_message(CONV).unwrap();
+        };
+        for _ in 0..30 {
+            say(&d, &mut rng);
+        }
+        for step in 0..steps {
+            let Some(e) = raw_event(&mut rng, &d.journal().read_events(CONV, 0).unwrap()) else {
+                continue;
+            };
+            let batch = [e];
+            let ok =
+                d.check_events(CONV, &batch).is_ok() && d.journal().append(CONV, &batch).is_ok();
+            if !ok {
+                refused += 1;
+                continue;
+            }
+            taken += 1;
+            let usable = |d: &Driver<_, _>| {
+                d.resolve(CONV).is_ok() && d.context(CONV, Default::default()).is_ok()
+            };
+            let mut recovered = usable(&d);
+            for _ in 0..8 {
+                if recovered {
+                    break;
+                }
+                say(&d, &mut rng);
+                recovered = usable(&d);
+            }
+            assert!(
+                recovered,
+                "seed {seed}, step {step}: after {:?}: {:?} / {:?}",
+                batch[0],
+                d.resolve(CONV).err(),
+                d.context(CONV, Default::default()).err()
+            );
+            say(&d, &mut rng);
+        }
+    }
+    eprintln!("raw events: {taken} taken, {refused} refused");
+    assert!(taken > 0 && refused > 0, "{taken} taken, {refused} refused");
 }
