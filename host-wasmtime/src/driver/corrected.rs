@@ -54,6 +54,9 @@ pub(super) fn targets(events: &[Event]) -> std::collections::BTreeSet<String> {
 /// false amendment, past its bound a chain that never resolved again).
 pub(super) fn originals(held: &[Event], chain: &[Event]) -> Vec<Event> {
     let touched = targets(chain);
+    if touched.is_empty() {
+        return Vec::new();
+    }
     held.iter()
         .filter(|e| matches!(e, Event::Message(m) if touched.contains(&m.turn_id)))
         .cloned()

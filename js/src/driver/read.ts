@@ -289,7 +289,7 @@ export async function resolveFrom(c: Ctx, id: string, s: State, chain: Event[]):
   // difference that was not there (a false amendment, past its bound a chain
   // that never resolved again). The Rust driver's `corrected::originals`.
   const touched = targets(chain);
-  const originals = s.recent.filter((e) => e.type === "message" && touched.has(e.turnId));
+  const originals = touched.size === 0 ? [] : s.recent.filter((e) => e.type === "message" && touched.has(e.turnId));
   const r = validate({
     kind: "resolve", declaration: c.o.declaration, compactor: c.o.compactorDeclaration ?? { ...c.o.declaration, role: "compactor" },
     route: c.routeOf(id), events: chain.concat(originals), packets, verified: verifiedRequest(s.verified, chain),
