@@ -295,17 +295,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
         conversation: &str,
         chain: Option<&[Event]>,
     ) -> Result<()> {
-        let held: std::collections::BTreeSet<&str> = c
-            .recent
-            .iter()
-            .filter(|e| matches!(e, Event::Message(_)))
-            .filter_map(Event::turn_id)
-            .collect();
-        let missing: std::collections::BTreeSet<String> =
-            super::corrected::targets(chain.unwrap_or(&c.chain))
-                .into_iter()
-                .filter(|id| !held.contains(id.as_str()) && !c.looked_up.contains(id))
-                .collect();
+        let mut missing = super::corrected::targets(chain.unwrap_or(&c.chain));
+        missing.retain(|id| !c.looked_up.contains(id));
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for e in &c.recent {
+            if let Event::Message(m) = e {
+                missing.remove(&m.turn_id);
+            }
+        }
         if missing.is_empty() {
             return Ok(());
         }

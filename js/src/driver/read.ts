@@ -314,12 +314,14 @@ function targets(events: Event[]): Set<string> {
  * let go again before it is. The Rust driver's `read_originals`.
  */
 export async function readOriginals(c: Ctx, id: string, s: State, chain?: Event[]): Promise<void> {
+  const wanted = [...targets(chain ?? s.chain)].filter((t) => !s.lookedUp.has(t));
+  if (wanted.length === 0) return;
   const held = new Set(s.recent.filter((e) => e.type === "message").map((e) => (e as { turnId: string }).turnId));
-  const missing = [...targets(chain ?? s.chain)].filter((t) => !held.has(t) && !s.lookedUp.has(t));
+  const missing = wanted.filter((t) => !held.has(t));
   if (missing.length === 0) return;
-  const wanted = new Set(missing);
+  const lacking = new Set(missing);
   for (const { event, seq } of await c.o.journal.readEvents(id, 0)) {
-    if (seq <= s.seq && event.type === "message" && wanted.has(event.turnId)) s.recent.push(event);
+    if (seq <= s.seq && event.type === "message" && lacking.has(event.turnId)) s.recent.push(event);
   }
   rebuiltSlot(s.held);
   if (!chain) for (const t of missing) s.lookedUp.add(t);
