@@ -167,6 +167,15 @@ enum Command {
     Import(ImportArgs),
     /// Run the driver once now, as a manual request by the owner.
     Compact,
+    /// Correct what a turn says (an edit): a correction, checked as every
+    /// writer's is before it is written (the turn it makes; a covered
+    /// turn's amendment within its bound). Its tool calls and results stay.
+    Correct {
+        /// The turn's id (`timeline --json` lists them).
+        turn: String,
+        /// What it says now (`-` reads it from stdin).
+        text: String,
+    },
     /// Print the model-bound context as JSON: `{"messages": [...], "manifest":
     /// {...}}` (what was included, omitted, sizes, hashes), or with
     /// `--messages` the provider's message array alone, ready to send.
@@ -493,6 +502,20 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     match command {
         Command::Import(a) => import_file(&open()?, &conv, a),
         Command::Compact => report(existing()?.compact_now(&conv, "owner", false)?),
+        Command::Correct { turn, text } => {
+            let text = match text.as_str() {
+                "-" => {
+                    let mut t = String::new();
+                    std::io::stdin().read_to_string(&mut t)?;
+                    t
+                }
+                _ => text.clone(),
+            };
+            let parts = vec![foldline_core::turn::Part::Text { text }];
+            let seq = existing()?.correct(&conv, turn, parts)?;
+            out!("corrected {turn} (journal position {seq})");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Context {
             format,
             messages,

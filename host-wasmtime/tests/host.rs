@@ -810,6 +810,56 @@ fn an_import_checks_corrections_as_what_they_make() {
     refused(&write("meta.jsonl", vec![meta]), "invalid_request");
 }
 
+/// `foldline correct TURN TEXT` edits a turn as the drivers' `correct`
+/// does: the context says the new text; a correction no compaction could
+/// take (from stdin) or of a turn the conversation lacks is refused by its
+/// code, nothing written.
+#[test]
+fn the_program_corrects_a_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    succeeded(
+        on_journal(&db)
+            .arg("import")
+            .arg(write_conversation(dir.path(), 6)),
+    );
+    let turn = stored_default(&db)
+        .into_iter()
+        .find_map(|s| s.event.turn_id().map(str::to_owned))
+        .unwrap();
+    let out = succeeded(on_journal(&db).args(["correct", &turn, "the corrected words"]));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("corrected {turn}")));
+    let context = succeeded(on_journal(&db).arg("context"));
+    assert!(String::from_utf8_lossy(&context.stdout).contains("the corrected words"));
+    let before = stored_default(&db).len();
+    let mut long = on_journal(&db)
+        .args(["correct", &turn, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    long.stdin
+        .take()
+        .unwrap()
+        .write_all("x".repeat(500_000).as_bytes())
+        .unwrap();
+    let out = long.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("turn_too_large"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = on_journal(&db)
+        .args(["correct", "nowhere", "x"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid_input"));
+    assert_eq!(stored_default(&db).len(), before, "nothing written");
+    succeeded(on_journal(&db).arg("verify"));
+}
+
 /// An import larger than one call of the core's check (8 MiB of events) is
 /// checked in parts, each inside a call's memory limit (a 264 MB export in
 /// one call was refused `memory_limit`): a refusal in a later part names the
