@@ -502,20 +502,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     match command {
         Command::Import(a) => import_file(&open()?, &conv, a),
         Command::Compact => report(existing()?.compact_now(&conv, "owner", false)?),
-        Command::Correct { turn, text } => {
-            let text = match text.as_str() {
-                "-" => {
-                    let mut t = String::new();
-                    std::io::stdin().read_to_string(&mut t)?;
-                    t
-                }
-                _ => text.clone(),
-            };
-            let parts = vec![foldline_core::turn::Part::Text { text }];
-            let seq = existing()?.correct(&conv, turn, parts)?;
-            out!("corrected {turn} (journal position {seq})");
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Correct { turn, text } => correct(&existing()?, &conv, turn, text),
         Command::Context {
             format,
             messages,
@@ -552,6 +539,22 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
         Command::Serve(o) => serve(&cli, o),
         Command::HashToken { member } => hash_token(member),
     }
+}
+
+/// `foldline correct`: the turn's correction written (its text from stdin
+/// given `-`), or the check's refusal.
+fn correct(d: &ProgramDriver, conv: &str, turn: &str, text: &str) -> Result<ExitCode, HostError> {
+    let text = match text {
+        "-" => {
+            let mut t = String::new();
+            std::io::stdin().read_to_string(&mut t)?;
+            t
+        }
+        _ => text.to_owned(),
+    };
+    let seq = d.correct(conv, turn, vec![foldline_core::turn::Part::Text { text }])?;
+    out!("corrected {turn} (journal position {seq})");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The member state `foldline context --opt-in …` stands for: none unless
