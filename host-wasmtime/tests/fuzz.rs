@@ -506,13 +506,19 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The steps per case and the seeds to run: the short profile's unless
+/// `FOLDLINE_FUZZ_STEPS`, `FOLDLINE_FUZZ_CASES` or `FOLDLINE_FUZZ_SEED` say.
+fn profile(steps: u64, cases: u64) -> (usize, Vec<u64>) {
+    let seeds = match std::env::var("FOLDLINE_FUZZ_SEED") {
+        Ok(s) => vec![s.parse().unwrap()],
+        Err(_) => (1..=env("FOLDLINE_FUZZ_CASES", cases)).collect(),
+    };
+    (env("FOLDLINE_FUZZ_STEPS", steps) as usize, seeds)
+}
+
 #[test]
 fn random_interleavings_keep_every_seed_outcome() {
-    let steps = env("FOLDLINE_FUZZ_STEPS", 80) as usize;
-    let seeds: Vec<u64> = match std::env::var("FOLDLINE_FUZZ_SEED") {
-        Ok(s) => vec![s.parse().unwrap()],
-        Err(_) => (1..=env("FOLDLINE_FUZZ_CASES", 6)).collect(),
-    };
+    let (steps, seeds) = profile(80, 6);
     let mut total: BTreeMap<&str, usize> = BTreeMap::new();
     for seed in &seeds {
         for (k, v) in case(*seed, steps) {
@@ -614,11 +620,7 @@ fn raw_event(rng: &mut Rng, stored: &[StoredEvent]) -> Option<Event> {
 /// `FOLDLINE_FUZZ_CASES=50 FOLDLINE_FUZZ_STEPS=300 cargo test -p foldline-wasmtime --test fuzz raw`.
 #[test]
 fn raw_events_the_check_takes_never_break_a_conversation() {
-    let steps = env("FOLDLINE_FUZZ_STEPS", 60) as usize;
-    let seeds: Vec<u64> = match std::env::var("FOLDLINE_FUZZ_SEED") {
-        Ok(s) => vec![s.parse().unwrap()],
-        Err(_) => (1..=env("FOLDLINE_FUZZ_CASES", 3)).collect(),
-    };
+    let (steps, seeds) = profile(60, 3);
     let (mut taken, mut refused) = (0, 0);
     for seed in seeds {
         let dir = tempfile::tempdir().unwrap();
