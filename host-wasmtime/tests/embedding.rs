@@ -351,6 +351,23 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
         context(&d);
     }
     assert!(d.resolve("c").unwrap().amendment.is_none(), "absorbed");
+    // A tool result keeps its content when a correction says something
+    // else (a correction replaces what a turn says, not what it did): the
+    // turn it makes is measured with it.
+    let result = "r".repeat(turn_bound as usize - 300);
+    let cycle = serde_json::json!([
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "k9", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "k9", "content": result},
+    ]);
+    d.append("c", &cycle.to_string()).unwrap();
+    let answered = turn_ids(&d).pop().unwrap();
+    let before = stored();
+    let code = d
+        .correct("c", &answered, text(&"t".repeat(400)))
+        .unwrap_err();
+    assert_eq!(code.code(), "turn_too_large");
+    assert_eq!(stored(), before, "nothing written");
+    d.correct("c", &answered, text("a short note")).unwrap();
 }
 
 /// A correction of a turn that carries a tool call or result (which the

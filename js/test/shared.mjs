@@ -590,6 +590,21 @@ export function suite(f, makeJournal) {
         await a.context("c1");
       }
       check(!(await a.resolve("c1")).amendment, "a compaction absorbed the amendment");
+      // A tool result keeps its content when a correction says something
+      // else (it replaces what a turn says, not what it did): the turn it
+      // makes is measured with it.
+      let probe;
+      try { a.check("c1", [{ role: "user", content: "z".repeat(500000) }]); } catch (e) { probe = e; }
+      const bound = Number(/over the (\d+) characters/.exec(probe.message)[1]);
+      await a.append("c1", [
+        { role: "assistant", content: null, tool_calls: [{ id: "k9", type: "function", function: { name: "f", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "k9", content: "r".repeat(bound - 300) },
+      ]);
+      const answered = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").at(-1).turnId;
+      let big;
+      try { await a.correct("c1", answered, "t".repeat(400)); } catch (e) { big = e; }
+      equal(big?.code, "turn_too_large", String(big));
+      await a.correct("c1", answered, "a short note");
     }],
     ["a corrected tool turn is frozen as it reads: no amendment follows its compaction, and a compactor reading cold resolves alike", async () => {
       // A correction keeps the tool calls and results it does not carry;

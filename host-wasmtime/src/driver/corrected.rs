@@ -63,13 +63,24 @@ pub(super) fn originals(held: &[Event], chain: &[Event]) -> Vec<Event> {
         .collect()
 }
 
-/// `turn` as `c` makes it: its content replaced, its hash left to the check.
+/// `turn` as `c` makes it: what it says replaced, the tool calls and results
+/// `c` does not carry kept (the core's `corrected_parts`, which the artifact
+/// keeps private), its hash left to the check.
 fn corrected(turn: &Event, c: &Correction) -> Option<Event> {
     let (Event::Message(m) | Event::LateDelivery(m)) = turn else {
         return None;
     };
     let mut m = m.clone();
-    m.parts.clone_from(&c.parts);
+    let carried: Vec<&str> = c
+        .parts
+        .iter()
+        .filter_map(|p| p.link().map(|(id, _)| id))
+        .collect();
+    let kept = m
+        .parts
+        .iter()
+        .filter(|p| p.link().is_some_and(|(id, _)| !carried.contains(&id)));
+    m.parts = c.parts.iter().chain(kept).cloned().collect();
     m.tokens = c.tokens;
     m.content_hash = None;
     Some(match turn {

@@ -7,7 +7,7 @@ import { FoldlineError } from "../error.js";
 import { validate } from "../ops.js";
 import { PINNED_ROLES } from "../defaults.js";
 import { newSlot, rebuiltSlot, releaseSlot, type HeldView, type Slot } from "../held.js";
-import type { Boundary, Event, InputTurn, ModelOutput, Packet, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
+import type { Boundary, Event, InputTurn, ModelOutput, Packet, Part, PlanRequest, Resolution, Route, Trigger, Verified } from "../types.js";
 import type { CompactorOptions } from "./api.js";
 
 /** What every part of a compactor shares: its options and the state of each conversation. */
@@ -350,10 +350,23 @@ export function pinnedTurns(s: State): Event[] {
   });
 }
 
-/** `turn` as `fix` makes it: its content replaced, its hash left to the check. */
+/** The id a part links by (a tool call or result, an approval's request or answer). */
+function linkOf(p: Part): string | undefined {
+  return p.type === "toolCall" || p.type === "toolResult" ? p.callId
+    : p.type === "approvalRequest" || p.type === "approvalResponse" ? p.approvalId
+    : undefined;
+}
+
+/**
+ * `turn` as `fix` makes it: what it says replaced, the tool calls and results
+ * `fix` does not carry kept (the core's `corrected_parts`), its hash left to
+ * the check.
+ */
 export function corrected<T extends Extract<Event, { type: "message" | "lateDelivery" }>>(turn: T, fix: { parts: T["parts"]; tokens?: number }): T {
   const { contentHash: _hash, tokens: _tokens, ...rest } = turn;
-  return { ...rest, parts: fix.parts, ...(fix.tokens === undefined ? {} : { tokens: fix.tokens }) } as T;
+  const carried = new Set(fix.parts.map(linkOf).filter((id) => id !== undefined));
+  const kept = turn.parts.filter((p) => { const id = linkOf(p); return id !== undefined && !carried.has(id); });
+  return { ...rest, parts: [...fix.parts, ...kept], ...(fix.tokens === undefined ? {} : { tokens: fix.tokens }) } as T;
 }
 
 /** One resolve of `s.chain` from the verified head, taken into `s`. */
