@@ -24,7 +24,7 @@ pub(crate) fn demo(cli: &Cli, turns: usize) -> Result<ExitCode, HostError> {
     let text: String = messages.iter().map(|m| format!("{m}\n")).collect();
     let events = import::parse(&text, &route(conv), 0)?;
     let started = std::time::Instant::now();
-    import_events(&d, conv, events, true)?;
+    import_events(&d, conv, events, true, false)?;
     let elapsed = started.elapsed();
     let t = d.timeline(conv)?;
     out!("foldline demo — {} messages through the whole loop (offline: SQLite journal, extractive summarizer)", messages.len());

@@ -66,7 +66,8 @@ pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<Exit
         other => other,
     })?;
     refuse_conflicts(conv, &stored, &events).map_err(named)?;
-    let n = import_events(d, conv, events, compact)?;
+    let active = stored.iter().any(|e| matches!(e, Event::Frontier(_)));
+    let n = import_events(d, conv, events, compact, active)?;
     match held {
         0 => out!("imported {n} events into {conv}"),
         _ => out!("imported {n} events into {conv} ({held} before them held already, from an earlier run)"),
@@ -122,12 +123,14 @@ fn refuse_conflicts(conv: &str, stored: &[Event], events: &[Event]) -> Result<()
 
 /// Append `events` to `conv`: in one batch, or (`compact`) one by one with
 /// the driver after each message, as a live conversation would, with a
-/// progress bar.
+/// progress bar. `active`: the conversation holds its activation frontier
+/// already (the caller has read it).
 pub fn import_events(
     d: &ProgramDriver,
     conv: &str,
     events: Vec<foldline_core::event::Event>,
     compact: bool,
+    mut active: bool,
 ) -> Result<usize, HostError> {
     let n = events.len();
     if !compact {
@@ -151,14 +154,6 @@ pub fn import_events(
     let amending = events
         .iter()
         .rposition(|e| matches!(e, Event::Correction(_) | Event::LateDelivery(_)));
-    let mut active = match amending {
-        Some(_) => d
-            .journal()
-            .read_events(conv, 0)?
-            .iter()
-            .any(|s| matches!(s.event, Event::Frontier(_))),
-        None => true,
-    };
     for (i, e) in events.into_iter().enumerate() {
         let message = matches!(e, Event::Message(_));
         let passes = match amending {

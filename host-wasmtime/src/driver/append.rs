@@ -215,17 +215,18 @@ impl<J: Journal, M: Model> Driver<J, M> {
         // batch's own join them as its parts are checked. A correction is
         // checked as the turn it makes (`corrected.rs`).
         let amending = events.iter().any(super::corrected::amends);
-        let (checked, mut pinned) = match amending || events.iter().any(Event::is_pinned) {
-            true => {
-                let corrects = |e: &Event| {
-                    events.iter().any(|b| matches!(b, Event::Correction(c) if e.turn_id() == Some(c.turn_id.as_str())))
-                };
-                let held = self.held_turns(conversation, |e| {
-                    e.is_pinned() || matches!(e, Event::Correction(_)) || (amending && corrects(e))
-                })?;
-                super::corrected::checked(&held, events)
-            }
-            false => (Vec::new(), Vec::new()),
+        let (checked, mut pinned) = if amending {
+            let corrected = super::corrected::targets(events);
+            let held = self.held_turns(conversation, |e| {
+                e.is_pinned()
+                    || matches!(e, Event::Correction(_))
+                    || e.turn_id().is_some_and(|id| corrected.contains(id))
+            })?;
+            super::corrected::checked(&held, events)
+        } else if events.iter().any(Event::is_pinned) {
+            (Vec::new(), self.pinned_turns(conversation)?)
+        } else {
+            (Vec::new(), Vec::new())
         };
         let parts = match amending {
             true => &checked[..],
