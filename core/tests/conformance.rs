@@ -358,6 +358,50 @@ fn gen_plan() -> Vec<Value> {
             ("/ok/packet/stats/retainedTailTurns", json!(10)),
         ],
     );
+    // A backlog past the prefix's turn bound may come as metadata: the
+    // plan is the one the whole content gives, and asks for the content of
+    // the turns up to the bound and the one after it (where a fold's walk
+    // stops) when they come as metadata.
+    let metas_from = |from: u64| -> Vec<Event> {
+        turns(1, 30, 1_000)
+            .into_iter()
+            .map(|e| match e {
+                Event::Message(m) if m.source_seq >= from => {
+                    Event::TurnMeta(foldline_core::event::TurnMeta::of(&m))
+                }
+                e => e,
+            })
+            .collect()
+    };
+    let whole: Value = serde_json::from_slice(&api::call(
+        "plan",
+        plan_req(&pb, turns(1, 30, 1_000), true)
+            .to_string()
+            .as_bytes(),
+    ))
+    .unwrap();
+    g.add(
+        "backlog-metadata-past-prefix-bound",
+        "a backlog past the prefix's turn bound given as metadata plans the packet its whole content gives",
+        "plan",
+        plan_req(&pb, metas_from(7), true),
+        &[
+            ("/ok/outcome", json!("compact")),
+            ("/ok/packet/id", whole["ok"]["packet"]["id"].clone()),
+            ("/ok/packet/stats/backlog/turns", json!(15)),
+        ],
+    );
+    g.add(
+        "backlog-metadata-within-prefix-bound",
+        "a turn up to the prefix's turn bound and one past it given as metadata: its content is asked for, by id",
+        "plan",
+        plan_req(&pb, metas_from(6), true),
+        &[
+            ("/ok/outcome", json!("refuse")),
+            ("/ok/error/code", json!("needs_content")),
+            ("/ok/error/ids", json!(["t6"])),
+        ],
+    );
     let mut pc = d.clone();
     pc.prefix_bounds.max_chars = 15_000;
     g.add(

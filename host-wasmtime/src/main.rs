@@ -325,15 +325,16 @@ fn main() -> ExitCode {
 }
 
 /// What to do about a call over its memory limit. A call takes what its
-/// command needs of the conversation whole — `context` and `compact` what
-/// no summary covers (a timeline is drawn in pages) — so a long history no
-/// summary covers yet (an import of 200,000 messages with `--no-compact`)
-/// needs more for the `compact` that folds it, once.
+/// command needs of the conversation with its content — `context` the
+/// turns its tail could hold, `compact` those and the oldest turns one fold
+/// may take (the prefix's turn bound), each other turn as its sizes (a
+/// timeline is drawn in pages) — so it needs more only for turns that are
+/// long as well as many.
 fn memory_hint(bytes: usize) -> String {
     let mib = bytes >> 20;
     let more = HostError::more_memory_mib(bytes);
     format!(
-        "foldline: a call takes what the command needs of the conversation (compact: what no summary covers, whole; context: the turns its tail could hold whole, the others' sizes); run it again with --memory-mib {more} (now {mib}); after an import with --no-compact, `foldline --memory-mib {more} compact` once folds it, and the default is enough again"
+        "foldline: a call takes what the command needs of the conversation with its content (context: the turns its tail could hold; compact: those and the oldest turns one fold may take; the others as their sizes); run it again with --memory-mib {more} (now {mib})"
     )
 }
 

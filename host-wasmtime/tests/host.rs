@@ -914,9 +914,7 @@ fn an_import_larger_than_one_check_call_is_checked_in_parts() {
 }
 
 /// A call over its memory limit says what to do: the limit to ask for, and
-/// the `compact` that folds a long history no summary covers (a 264 MB
-/// import with `--no-compact` needed 2 GiB for its first `compact`, then
-/// the default again).
+/// what each command takes of the conversation with its content.
 #[test]
 fn a_call_over_its_memory_limit_names_the_limit_to_ask_for() {
     let dir = tempfile::tempdir().unwrap();
@@ -935,7 +933,7 @@ fn a_call_over_its_memory_limit_names_the_limit_to_ask_for() {
     );
     assert!(
         err.contains("run it again with --memory-mib 2048 (now 1)")
-            && err.contains("`foldline --memory-mib 2048 compact` once"),
+            && err.contains("compact: those and the oldest turns one fold may take"),
         "{err}"
     );
 }
@@ -989,6 +987,60 @@ fn a_history_too_large_for_a_call_still_gives_its_context() {
         assert_eq!(
             String::from_utf8(context("16")).unwrap(),
             String::from_utf8(whole).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+/// A history no summary covers, too large for one call's memory whole,
+/// is compacted at that memory: `step` is sent the oldest turns a fold may
+/// take and the newest with their content, the others as their metadata,
+/// and writes the boundaries the whole content gives under a memory that
+/// holds it — for a new conversation's bounded activation (the frontier
+/// near the newest turns) and for a backlog after an early frontier (the
+/// oldest turns folded in steps). 20,000 messages (18 MB): at 48 MiB the
+/// whole content was `memory_limit`.
+#[test]
+fn a_history_too_large_for_a_call_is_compacted_at_its_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = |n: usize| {
+        let all: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                serde_json::json!({"role": role, "content": format!("message {i} {}", "about the plan and the budget ".repeat(30))})
+            })
+            .collect();
+        serde_json::Value::Array(all).to_string()
+    };
+    let (first, all) = (dir.path().join("first.json"), dir.path().join("all.json"));
+    std::fs::write(&first, messages(10)).unwrap();
+    std::fs::write(&all, messages(20_000)).unwrap();
+    for (name, early) in [("activation", false), ("backlog", true)] {
+        let db = dir.path().join(format!("{name}.db"));
+        if early {
+            // Live messages first: the conversation is activated at its start.
+            succeeded(on_journal(&db).arg("import").arg(&first));
+        }
+        succeeded(on_journal(&db).args(["import", "--no-compact"]).arg(&all));
+        let copy = dir.path().join(format!("{name}-whole.db"));
+        std::fs::copy(&db, &copy).unwrap();
+        let run = |db: &std::path::Path, mib: &str, args: &[&str]| {
+            let out = succeeded(on_journal(db).args(["--memory-mib", mib]).args(args));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let compacted = run(&db, "48", &["compact"]);
+        assert_eq!(compacted, run(&copy, "512", &["compact"]), "{name}");
+        let chain = run(&db, "48", &["verify"]);
+        assert_eq!(chain, run(&copy, "512", &["verify"]), "{name}");
+        let boundaries = if early {
+            "intact: 4 boundaries"
+        } else {
+            "intact: 1 boundaries"
+        };
+        assert!(chain.starts_with(boundaries), "{name}: {chain}");
+        assert_eq!(
+            run(&db, "48", &["context"]),
+            run(&copy, "512", &["context"]),
             "{name}"
         );
     }

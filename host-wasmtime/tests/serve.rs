@@ -1683,10 +1683,11 @@ fn a_taken_address_is_named() {
 }
 
 /// A history no summary covers, more than the server's memory bound lets
-/// a compaction check take at once (an import with `--no-compact`): each
-/// message is still taken, and the check's refusal is logged with what
-/// folds it; the `compact` the log names folds it, after which a check at
-/// the same bound passes.
+/// a compaction check take at once (an import with `--no-compact` whose
+/// oldest turns one fold may take, 5,001 of ~930 bytes, do not fit 16 MiB
+/// with their content): each message is still taken, and the check's
+/// refusal is logged with what folds it; the `compact` the log names folds
+/// it, after which a check at the same bound passes.
 #[test]
 fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
     let s = Setup::new();
@@ -1781,7 +1782,8 @@ fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
     assert_eq!(status, 200, "{body}");
     drop(srv);
     assert!(
-        hint.contains("what no summary covers of big is more than 16 MiB")
+        hint.contains("what a compaction check takes of big")
+            && hint.contains("is more than 16 MiB")
             && hint.contains("--conversation big --memory-mib 2048 compact")
             && hint.contains("its checks wait 300 s meanwhile"),
         "{hint}"

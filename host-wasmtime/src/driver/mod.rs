@@ -12,6 +12,8 @@
 //! candidates); this file holds the driver, its settings and what a caller
 //! calls.
 
+use std::collections::BTreeSet;
+
 use foldline_core::boundary::Boundary;
 use foldline_core::declaration::Declaration;
 use foldline_core::defaults;
@@ -507,7 +509,13 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let limit = o.limit;
         let slim = |events: &[Event]| {
             let memory = self.foldline.limits().memory_bytes;
-            slim::slimmed(events, &self.declaration, limit, memory)
+            slim::slimmed(
+                events,
+                &self.declaration,
+                limit,
+                memory,
+                (&BTreeSet::new(), 0),
+            )
         };
         self.read_and_call(
             conversation,

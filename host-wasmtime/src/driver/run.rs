@@ -2,14 +2,17 @@
 //! `/compact`, the end of interrupted tasks), each effect it answers carried
 //! out — a compare-and-append, the packet stored, a model call.
 
+use std::collections::BTreeSet;
+
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_core::plan::{PlanOutcome, PlanRequest, Trigger};
 use foldline_core::run::{Effect, EffectResult, Finished, LoopState, Step, StepRequest};
 use foldline_core::settle::ModelOutput;
 use foldline_core::stream::{FailureInput, FailureKind};
+use foldline_core::Code;
 
-use super::{no_run, Driver, Outcome, RunSpec};
+use super::{no_run, slim, Driver, Outcome, RunSpec};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::model::{Model, StreamChunk};
@@ -117,51 +120,95 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// The `step` after a fresh read: the core plans from what was read, at
     /// the journal position it was read at; `state` is what the `read`
     /// effect came with (`None` when a run starts).
+    ///
+    /// A history too large for one call's memory is sent slimmed
+    /// (`slim.rs`); when the plan asks for the content of turns sent as
+    /// their metadata (`needs_content`, naming them), the step is sent
+    /// again with those whole. Nothing is written before a plan, so the
+    /// first answer is simply dropped.
     pub(super) fn fresh_step(
         &self,
         conversation: &str,
         run: &RunSpec,
         state: Option<LoopState>,
     ) -> Result<Step> {
-        let mut state = state;
-        self.read_and_call(conversation, "step", true, None, |c, res, seq, events| {
-            // A held candidate's packet is offered (copied) once its summary
-            // is prepared, or to prepare it; until then the core needs only
-            // to know one is held.
-            let (warm, summary) = match &c.warm {
-                Some((p, Some(s))) => (Some(p.clone()), Some(s.clone())),
-                Some((p, None)) if run.prepare_warm => (Some(p.clone()), None),
-                _ => (None, None),
-            };
-            StepRequest {
-                trigger: run.trigger.clone(),
-                task: run.task.clone(),
-                end_interrupted_only: run.end_interrupted_only,
-                prepare_warm: run.prepare_warm,
-                warm_candidates: self.warm_candidates,
-                warm_held: c.warm.is_some(),
-                model_timeout_ms: self.model_timeout_ms,
-                view: Some(PlanRequest {
-                    declaration: self.declaration.clone(),
-                    route: (self.route_of)(conversation),
-                    owner: run.owner.clone(),
-                    frontier: res.frontier,
-                    head: res.head,
-                    amendment: res.amendment,
-                    events,
-                    trigger: run.trigger.clone(),
-                    warm,
-                    // The core sets it from `warm_held`.
-                    warm_held: false,
-                    carried: res.carried,
-                    compression: self.compression,
-                }),
-                warm_summary: summary,
-                seq,
-                state: state.take(),
-                last: None,
+        let mut whole = BTreeSet::new();
+        loop {
+            let step = self.step_slimmed(conversation, run, state.clone(), &whole)?;
+            match &step.effect {
+                Effect::Done { finished } if whole.is_empty() => match &**finished {
+                    Finished::Refused { error } if error.code == Code::NeedsContent => {
+                        whole.extend(error.ids.iter().cloned());
+                        if whole.is_empty() {
+                            return Ok(step);
+                        }
+                    }
+                    _ => return Ok(step),
+                },
+                _ => return Ok(step),
             }
-        })
+        }
+    }
+
+    fn step_slimmed(
+        &self,
+        conversation: &str,
+        run: &RunSpec,
+        state: Option<LoopState>,
+        whole: &BTreeSet<String>,
+    ) -> Result<Step> {
+        let mut state = state;
+        // A fold takes at most the prefix's turn bound of the oldest turns
+        // (the core asks for no content past it).
+        let oldest = self.declaration.prefix_bounds.max_turns.saturating_add(1);
+        let slim = |events: &[Event]| {
+            let memory = self.foldline.limits().memory_bytes;
+            slim::slimmed(events, &self.declaration, None, memory, (whole, oldest))
+        };
+        self.read_and_call(
+            conversation,
+            "step",
+            true,
+            Some(&slim),
+            |c, res, seq, events| {
+                // A held candidate's packet is offered (copied) once its summary
+                // is prepared, or to prepare it; until then the core needs only
+                // to know one is held.
+                let (warm, summary) = match &c.warm {
+                    Some((p, Some(s))) => (Some(p.clone()), Some(s.clone())),
+                    Some((p, None)) if run.prepare_warm => (Some(p.clone()), None),
+                    _ => (None, None),
+                };
+                StepRequest {
+                    trigger: run.trigger.clone(),
+                    task: run.task.clone(),
+                    end_interrupted_only: run.end_interrupted_only,
+                    prepare_warm: run.prepare_warm,
+                    warm_candidates: self.warm_candidates,
+                    warm_held: c.warm.is_some(),
+                    model_timeout_ms: self.model_timeout_ms,
+                    view: Some(PlanRequest {
+                        declaration: self.declaration.clone(),
+                        route: (self.route_of)(conversation),
+                        owner: run.owner.clone(),
+                        frontier: res.frontier,
+                        head: res.head,
+                        amendment: res.amendment,
+                        events,
+                        trigger: run.trigger.clone(),
+                        warm,
+                        // The core sets it from `warm_held`.
+                        warm_held: false,
+                        carried: res.carried,
+                        compression: self.compression,
+                    }),
+                    warm_summary: summary,
+                    seq,
+                    state: state.take(),
+                    last: None,
+                }
+            },
+        )
     }
 
     /// Interpret the core's loop (`step`): read, then carry out each effect

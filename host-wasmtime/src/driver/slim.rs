@@ -9,6 +9,18 @@
 //! 200,000 messages (290 MB of events): `foldline context` at the default
 //! 512 MiB answered `memory_limit` after 28 s; now the context in 7 s,
 //! the same bytes as a call given 4 GiB.
+//!
+//! A compaction `step` is sent the same: the plan sizes every turn from
+//! its metadata and asks (`needs_content`, naming them) for the content
+//! of the turns it would freeze when they are not among those sent whole;
+//! the driver then sends those too (`Driver::fresh_step`). The oldest
+//! turns up to the prefix's turn bound go whole from the start: a fold
+//! takes the oldest turns after the frontier, and the core asks for no
+//! content past that bound. 200,000 messages after an early frontier
+//! (275 MB): 4 boundaries at the default 512 MiB in 6.3 s, where the whole
+//! content needed 4 GiB (16.5 s), the same boundaries.
+
+use std::collections::BTreeSet;
 
 use foldline_core::budget::{Metric, Thresholds};
 use foldline_core::declaration::Declaration;
@@ -27,14 +39,16 @@ const MEMORY_PER_BYTE: u64 = 8;
 /// not their characters: this runs before every context): the newest
 /// messages up to twice the context's `limit` (in the declaration's
 /// metric), those of the open tool cycle and the pinned ones whole, the
-/// older ones as metadata. `None`: send `events` as they are (also when a
-/// correction is among them, whose turn's content the core needs wherever
-/// it is).
+/// older ones as metadata, except the turns named in `whole`, the
+/// `oldest` ones (the oldest turns are what a compaction folds) and those
+/// a correction or a late delivery touches (the core applies them to the
+/// turn's content). `None`: send `events` as they are.
 pub(super) fn slimmed(
     events: &[Event],
     declaration: &Declaration,
     limit: Option<u64>,
     memory_bytes: usize,
+    (whole, oldest): (&BTreeSet<String>, u64),
 ) -> Option<Vec<Event>> {
     let bytes: u64 = events
         .iter()
@@ -45,12 +59,26 @@ pub(super) fn slimmed(
         })
         .map(|p| p.measure(str::len))
         .sum();
-    let corrected = events.iter().any(|e| matches!(e, Event::Correction(_)));
-    if bytes.saturating_mul(MEMORY_PER_BYTE) < memory_bytes as u64 || corrected {
+    if bytes.saturating_mul(MEMORY_PER_BYTE) < memory_bytes as u64 {
         return None;
     }
+    let touched: BTreeSet<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Correction(c) => Some(c.turn_id.as_str()),
+            Event::LateDelivery(m) => Some(m.turn_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut older = 0u64;
     let metas = events.iter().map(|e| match e {
-        Event::Message(m) if !e.is_pinned() => Some(TurnMeta::of(m)),
+        Event::Message(m) if !e.is_pinned() => {
+            older += 1;
+            let kept = older <= oldest
+                || touched.contains(m.turn_id.as_str())
+                || whole.contains(&m.turn_id);
+            (!kept).then(|| TurnMeta::of(m))
+        }
         _ => None,
     });
     let metas: Vec<Option<TurnMeta>> = metas.collect();

@@ -353,20 +353,21 @@ impl App {
 }
 
 /// How long the compaction checks of a conversation wait after one ran
-/// over its memory bound: what no summary covers only grows, so every
-/// message's check would fail the same way (1.5 s of CPU each at 200,000
-/// messages) until the operator's `compact` folds it; then the first
-/// message after the pause checks again.
+/// over its memory bound: what a check takes of it whole (the oldest turns
+/// one fold may take, the newest) only changes when it is folded, so every
+/// message's check would fail the same way until the operator's `compact`
+/// with more memory folds it; then the first message after the pause
+/// checks again.
 const MEMORY_PAUSE: Duration = Duration::from_secs(300);
 
 /// What an operator can do about a compaction check over its memory limit:
-/// the check takes what no summary covers of the conversation whole, so a
-/// long history no summary covers yet (an import with `--no-compact`) is
-/// folded once with more memory, after which the default is enough again.
+/// the check takes the oldest turns one fold may take and the newest with
+/// their content (the others as their sizes), so turns as long as they are
+/// many are folded once with more memory.
 fn memory_hint(conversation: &str, bytes: usize) -> String {
     let more = HostError::more_memory_mib(bytes);
     format!(
-        "foldline serve: what no summary covers of {conversation} is more than {} MiB of memory can take at once; fold it once with `foldline --journal <this journal> --conversation {conversation} --memory-mib {more} compact` (or serve with --memory-mib {more}), after which the default is enough again; its checks wait {} s meanwhile",
+        "foldline serve: what a compaction check takes of {conversation} (the oldest turns one fold may take and the newest, with their content) is more than {} MiB of memory can hold; fold it once with `foldline --journal <this journal> --conversation {conversation} --memory-mib {more} compact` (or serve with --memory-mib {more}); its checks wait {} s meanwhile",
         bytes >> 20,
         MEMORY_PAUSE.as_secs()
     )

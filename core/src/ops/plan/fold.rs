@@ -57,7 +57,16 @@ pub(super) fn compact(ctx: &Planning<'_>) -> Result<Packet> {
             "every eligible turn fits the exact tail; there is nothing older to fold",
         ));
     }
-    require_content(&eligible[..tail_begins], "be frozen into a packet")?;
+    // A fold never reaches past the prefix's turn bound (`fold`): a backlog
+    // beyond it may come as metadata.
+    let cap = ctx
+        .req
+        .declaration
+        .prefix_bounds
+        .max_turns
+        .saturating_add(1);
+    let needed = (tail_begins as u64).min(cap) as usize;
+    require_content(&eligible[..needed], "be frozen")?;
     require_content(ctx.pinned, "render the compactor's documents")?;
     let Folded {
         units: folded_units,
