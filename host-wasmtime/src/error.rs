@@ -73,6 +73,10 @@ pub enum HostError {
     /// messages (`Driver::append_keyed`).
     #[error("idempotency_key_reused: this idempotency key was used for other messages; nothing was written")]
     IdempotencyKeyReused,
+    /// A correction on behalf of a sender of a turn another sent
+    /// (`Driver::correct` with `by`).
+    #[error("not_author: {0}; nothing was written")]
+    NotAuthor(String),
 }
 
 impl HostError {
@@ -103,6 +107,7 @@ impl HostError {
             HostError::Busy(_) => "busy",
             HostError::LeaseLost { .. } => "lease_lost",
             HostError::IdempotencyKeyReused => "idempotency_key_reused",
+            HostError::NotAuthor(_) => "not_author",
         }
     }
 }

@@ -553,7 +553,14 @@ fn correct(d: &ProgramDriver, conv: &str, turn: &str, text: &str) -> Result<Exit
         }
         _ => text.to_owned(),
     };
-    let seq = d.correct(conv, turn, vec![foldline_core::turn::Part::Text { text }])?;
+    let seq = d
+        .correct(
+            conv,
+            turn,
+            vec![foldline_core::turn::Part::Text { text }],
+            None,
+        )?
+        .seq;
     out!("corrected {turn} (journal position {seq})");
     Ok(ExitCode::SUCCESS)
 }

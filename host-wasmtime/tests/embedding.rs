@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use foldline_core::event::Event;
 use foldline_core::packet::Packet;
 use foldline_wasmtime::driver::{ContextOptions, Driver, Outcome};
+use foldline_wasmtime::import::Incoming;
 use foldline_wasmtime::journal::{Journal, SqliteJournal};
 use foldline_wasmtime::model::{model_fn, ModelError};
 use foldline_wasmtime::runtime::Foldline;
@@ -257,6 +258,47 @@ fn the_driver_refuses_pinned_turns_past_the_context_room() {
     }
 }
 
+/// `Driver::correct` by a sender (a server's member editing a message):
+/// only a turn that sender sent is corrected, another's is `not_author`
+/// with nothing written — also a covered turn a cold driver never held,
+/// read from the journal to tell.
+#[test]
+fn the_driver_corrects_only_what_its_sender_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = extractive(dir.path());
+    for i in 0..40 {
+        let who = ["alice", "bob"][i % 2];
+        let says = serde_json::json!({"role": "user", "content": format!("turn {i} {}", "w".repeat(1_500))});
+        d.append_from("c", who, Incoming::OpenAi, &says.to_string(), None)
+            .unwrap();
+        d.on_message("c").unwrap();
+    }
+    let turns = turn_ids(&d);
+    let covered = d.resolve("c").unwrap().head.expect("compacted");
+    assert!(covered.covered_through_seq > 2);
+    let text = |t: &str| vec![foldline_core::turn::Part::Text { text: t.to_owned() }];
+    let stored = || d.journal().read_events("c", 0).unwrap().len();
+    let before = stored();
+    // turns[0] is alice's, turns[1] bob's; both covered.
+    let cold = extractive(dir.path());
+    let refused = cold.correct("c", &turns[0], text("bob's words"), Some("bob"));
+    assert_eq!(refused.unwrap_err().code(), "not_author");
+    let newest = turns.last().unwrap();
+    let refused = d.correct("c", newest, text("alice's words"), Some("alice"));
+    assert_eq!(refused.unwrap_err().code(), "not_author");
+    assert_eq!(stored(), before, "nothing written");
+    let fixed = cold
+        .correct("c", &turns[1], text("bob, corrected"), Some("bob"))
+        .unwrap();
+    assert_eq!(fixed.correction_seq, 1);
+    assert_eq!(stored(), before + 1);
+    d.correct("c", newest, text("bob again"), Some("bob"))
+        .unwrap();
+    let context =
+        serde_json::to_string(&d.context("c", ContextOptions::default()).unwrap()).unwrap();
+    assert!(context.contains("bob, corrected") && context.contains("bob again"));
+}
+
 /// `Driver::correct`: a turn's correction numbered after its latest,
 /// checked as every correction is (the turn it makes; a covered turn's
 /// amendment within its bound; nothing written on a refusal), seen in the
@@ -296,15 +338,15 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
     let stored = || d.journal().read_events("c", 0).unwrap().len();
     // The newest turn, corrected twice: the second is in force.
     let newest = turns.last().unwrap();
-    d.correct("c", newest, text("first fix")).unwrap();
-    d.correct("c", newest, text("second fix")).unwrap();
+    d.correct("c", newest, text("first fix"), None).unwrap();
+    d.correct("c", newest, text("second fix"), None).unwrap();
     let now = context(&d);
     assert!(
         now.contains("second fix") && !now.contains("first fix"),
         "{now}"
     );
     // A covered turn: the amendment carries it.
-    d.correct("c", &turns[2], text("the covered turn, corrected"))
+    d.correct("c", &turns[2], text("the covered turn, corrected"), None)
         .unwrap();
     let amended = d.context("c", ContextOptions::default()).unwrap();
     assert!(amended.manifest.amendment_hash.is_some());
@@ -331,7 +373,7 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
         (&"nowhere".to_owned(), text("x"), "invalid_input"),
     ] {
         assert_eq!(
-            d.correct("c", turn, parts).unwrap_err().code(),
+            d.correct("c", turn, parts, None).unwrap_err().code(),
             code,
             "{turn}"
         );
@@ -363,11 +405,12 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
     let answered = turn_ids(&d).pop().unwrap();
     let before = stored();
     let code = d
-        .correct("c", &answered, text(&"t".repeat(400)))
+        .correct("c", &answered, text(&"t".repeat(400)), None)
         .unwrap_err();
     assert_eq!(code.code(), "turn_too_large");
     assert_eq!(stored(), before, "nothing written");
-    d.correct("c", &answered, text("a short note")).unwrap();
+    d.correct("c", &answered, text("a short note"), None)
+        .unwrap();
 }
 
 /// A correction of a turn that carries a tool call or result (which the
@@ -398,7 +441,7 @@ fn a_corrected_tool_turn_is_frozen_as_it_reads_and_resolves_alike_cold() {
     let (asked, answered) = (ids[1].clone(), ids[2].clone());
     // Corrected while live, well past what an amendment may hold.
     let long = "v".repeat(9_000);
-    d.correct("c", &answered, text(&long)).unwrap();
+    d.correct("c", &answered, text(&long), None).unwrap();
     for i in 1..40 {
         d.append("c", &say(i)).unwrap();
         d.on_message("c").unwrap();
@@ -411,7 +454,8 @@ fn a_corrected_tool_turn_is_frozen_as_it_reads_and_resolves_alike_cold() {
         r.amendment
     );
     // Corrected after it was covered: an amendment, the same cold.
-    d.correct("c", &asked, text("looked it up again")).unwrap();
+    d.correct("c", &asked, text("looked it up again"), None)
+        .unwrap();
     let warm = d.context("c", ContextOptions::default()).unwrap();
     assert!(warm.manifest.amendment_hash.is_some());
     let cold = open();

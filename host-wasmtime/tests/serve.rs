@@ -832,6 +832,80 @@ fn a_retried_append_never_writes_twice() {
 /// authenticated member, never the body), read the same timeline and
 /// context and follow the owner's task; only the owner condenses and
 /// manages the room; a member let out, and a stranger, see nothing.
+/// `PUT …/messages/{turn}`: a member corrects a message they sent; the
+/// model-bound context and the timeline show the correction, the journal
+/// keeps the original beside it, and a message sent by another member is
+/// `403 not_author` with nothing written (the status of every refusal is
+/// compared with the edge handler's in js/test/servers/run.mjs).
+#[test]
+fn a_member_corrects_a_message_they_sent() {
+    let setup = Setup::new();
+    let srv = setup.start(&[]);
+    let conv = format!("{}/api/conversations/fix", srv.base);
+    let post = |token: &str, text: &str| {
+        let body = json!({"role": "user", "content": text}).to_string();
+        let (s, v) = call(
+            "POST",
+            &format!("{conv}/messages"),
+            Some(token),
+            Some(&body),
+        );
+        assert_eq!(s, 201, "{v}");
+    };
+    post(ALICE, "Book the train to Porto on Tuesdya.");
+    let (s, _) = call("PUT", &format!("{conv}/members/bob"), Some(ALICE), None);
+    assert_eq!(s, 204);
+    post(BOB, "And a table for four.");
+    let put = |token: &str, turn: &str, content: Value| {
+        let body = json!({"content": content}).to_string();
+        call(
+            "PUT",
+            &format!("{conv}/messages/{turn}"),
+            Some(token),
+            Some(&body),
+        )
+    };
+    let (s, v) = put(BOB, "fix-1", json!("not alice's words"));
+    assert_eq!((s, code(&v)), (403, "not_author"), "{v}");
+    let (s, v) = put(ALICE, "fix-1", json!("Book the train to Porto on Tuesday."));
+    assert_eq!((s, &v["correctionSeq"]), (200, &json!(1)), "{v}");
+    let (s, v) = put(
+        ALICE,
+        "fix-1",
+        json!([{"type": "text", "text": "Book the 9:05 train to Porto on Tuesday."}]),
+    );
+    assert_eq!((s, &v["correctionSeq"]), (200, &json!(2)), "{v}");
+    let (_, context) = call(
+        "GET",
+        &format!("{conv}/context?format=openai&messages=true"),
+        Some(BOB),
+        None,
+    );
+    let said = context.to_string();
+    assert!(
+        said.contains("the 9:05 train") && !said.contains("Tuesdya"),
+        "{said}"
+    );
+    let (_, timeline) = call("GET", &format!("{conv}/timeline"), Some(ALICE), None);
+    let first = &timeline["items"][0];
+    assert_eq!(first["corrected"], json!(true), "{timeline}");
+    // The journal keeps what was said first, and each correction.
+    let (_, feed) = call("GET", &format!("{conv}/events?after=0"), Some(ALICE), None);
+    let kinds: Vec<&str> = feed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"]["type"].as_str())
+        .filter(|k| *k != "frontier")
+        .collect();
+    assert_eq!(
+        kinds,
+        ["message", "message", "correction", "correction"],
+        "{feed}"
+    );
+    assert!(feed.to_string().contains("Tuesdya"));
+}
+
 #[test]
 fn a_room_shares_one_conversation_and_only_its_owner_condenses() {
     const CAROL: &str = "carol-token-3";

@@ -17,7 +17,8 @@ var MEMBER_WORDING = {
   nothing_to_fold: "There is nothing earlier to compact yet.",
   rate_limited: "Too many /compact requests. Wait a minute and try again.",
   busy: "The conversation is being compacted right now. Try again in a moment.",
-  unauthorized: "You are not signed in to this server."
+  unauthorized: "You are not signed in to this server.",
+  not_author: "You can edit only your own messages."
 };
 var FAILED_NOTICE = MEMBER_NOTICE;
 function isCompactCommand(text) {
@@ -138,6 +139,15 @@ function createClient(o) {
       return { kind: "message", appended: body.appended ?? 1 };
     },
     compact,
+    async edit(turnId, text) {
+      const res = await f(`${base}/messages/${encodeURIComponent(turnId)}`, {
+        method: "PUT",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ content: text })
+      });
+      if (res.status !== 200) return refused(res);
+      return await res.json();
+    },
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
     timeline: (page = {}) => timelinePage(f, base, auth, drawn, page),

@@ -86,6 +86,7 @@ export const MEMBER_WORDING: Readonly<Record<string, string>> = {
   rate_limited: "Too many /compact requests. Wait a minute and try again.",
   busy: "The conversation is being compacted right now. Try again in a moment.",
   unauthorized: "You are not signed in to this server.",
+  not_author: "You can edit only your own messages.",
 };
 
 /** The one notice a failed compaction shows (the reason stays in the audit record). */
@@ -103,6 +104,13 @@ export interface Client {
   send(text: string): Promise<Sent>;
   /** Start the condense task (what `/compact` does). */
   compact(): Promise<TaskPointer>;
+  /**
+   * Edit a message the member sent (a timeline item's `turnId`): a
+   * correction the server checks and writes, the original kept in the
+   * journal; the timeline then marks it `corrected`. Another member's
+   * message is refused `not_author`.
+   */
+  edit(turnId: string, text: string): Promise<{ seq: number; correctionSeq: number }>;
   /** The task pointer kept from an earlier page, if a task had not ended. */
   pending(): TaskPointer | undefined;
   /**
@@ -289,6 +297,14 @@ export function createClient(o: ClientOptions): Client {
       return { kind: "message", appended: body.appended ?? 1 };
     },
     compact,
+    async edit(turnId, text) {
+      const res = await f(`${base}/messages/${encodeURIComponent(turnId)}`, {
+        method: "PUT", headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ content: text }),
+      });
+      if (res.status !== 200) return refused(res);
+      return (await res.json()) as { seq: number; correctionSeq: number };
+    },
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
     timeline: (page = {}) => timelinePage(f, base, auth, drawn, page),

@@ -14,7 +14,7 @@ import { ARTIFACT_SHA256 } from "../pkg/artifact.js";
 
 export type * from "./types.js";
 export { createCompactor, MESSAGE_OVERHEAD_TOKENS } from "./driver.js";
-export type { Compactor, CompactorOptions, RenderedSelection, OnMessageResult, ContextOptions, ManualTask, AppendMessages, AppendMessagesOptions, Appended, Corrected } from "./driver.js";
+export type { Compactor, CompactorOptions, RenderedSelection, OnMessageResult, ContextOptions, ManualTask, AppendMessages, AppendMessagesOptions, Appended, CorrectOptions, Corrected } from "./driver.js";
 export { createHandler, MemoryAnswers, MemoryOwners, MemoryCompression, passKey, httpStatusOf } from "./handler.js";
 export type { AnswerHold, Answers, Handler, HandlerOptions, Member, Owners, ExecutionContext, CompressionStore, PassStats } from "./handler.js";
 export { fromOpenAiMessages, fromOpenAiResponses, fromAnthropicMessages, fromAiSdkMessages, aiSdkPrompt } from "./convert.js";

@@ -31,7 +31,7 @@ import { correctTurn } from "./driver/correct.js";
 
 export { MESSAGE_OVERHEAD_TOKENS } from "./driver/api.js";
 export type {
-  AppendMessages, AppendMessagesOptions, Appended, Compactor, Corrected, CompactorOptions, ContextOptions, ManualTask, OnMessageResult, RenderedSelection,
+  AppendMessages, AppendMessagesOptions, Appended, Compactor, CorrectOptions, Corrected, CompactorOptions, ContextOptions, ManualTask, OnMessageResult, RenderedSelection,
 } from "./driver/api.js";
 
 /** Build a compactor over a journal and a model. */
@@ -57,7 +57,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
   const texts = new Texts(o.timelineTextChars);
   return {
     append: (id, input, options) => appendMessages(c, id, input, options),
-    correct: (id, turnId, content) => correctTurn(c, id, turnId, content),
+    correct: (id, turnId, content, options) => correctTurn(c, id, turnId, content, options?.sender),
     check: (id, input) => void admitted(c, id, input),
     onMessage: (id) => serial(c, id, () => run(c, id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>

@@ -24,6 +24,8 @@ export type Code =
   | "lease_lost"
   /** An `Idempotency-Key` already used for other messages. */
   | "idempotency_key_reused"
+  /** A correction on behalf of a sender (`correct` with `sender`) of a turn another sent. */
+  | "not_author"
   /** A call before `init()` finished loading the core. */
   | "not_initialized";
 

@@ -67,6 +67,15 @@ test("the chat client: /compact through the handler, never a message", async () 
   let caught;
   try { await bob.send("/compact"); } catch (e) { caught = e; }
   if (!(caught instanceof ClientError) || caught.code !== "not_owner" || caught.memberMessage !== MEMBER_WORDING.not_owner) throw new Error(String(caught));
+  // Each member edits only what they sent; the timeline marks the edit.
+  const mine = (await bob.timeline()).items.filter((i) => i.type === "message").at(-1);
+  const edited = await bob.edit(mine.turnId, "Bob here: I can join on Saturday.");
+  if (edited.correctionSeq !== 1) throw new Error(JSON.stringify(edited));
+  const shown = (await alice.timeline()).items.find((i) => i.turnId === mine.turnId);
+  if (!shown.corrected || !JSON.stringify(shown).includes("Saturday")) throw new Error(JSON.stringify(shown));
+  let notMine;
+  try { await bob.edit(items.find((i) => i.type === "message").turnId, "not bob's"); } catch (e) { notMine = e; }
+  if (!(notMine instanceof ClientError) || notMine.code !== "not_author" || notMine.memberMessage !== MEMBER_WORDING.not_author) throw new Error(String(notMine));
   await Promise.allSettled(pending);
 });
 

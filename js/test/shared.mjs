@@ -545,6 +545,28 @@ export function suite(f, makeJournal) {
         await a.context("c1");
       }
     }],
+    ["a turn corrected on behalf of a sender is one that sender sent: another's is not_author, a covered turn a cold compactor let go read back to tell", async () => {
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      for (let i = 0; i < 30; i++) {
+        await a.append("c1", { role: "user", content: `turn ${i} `.repeat(30) }, { sender: i % 2 ? "bob" : "alice" });
+        await a.onMessage("c1");
+      }
+      const turns = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").map((e) => e.turnId);
+      check((await a.resolve("c1")).head.coveredThroughSeq > 2, "turns 1 and 2 covered");
+      const cold = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const count = (await journal.readEvents("c1")).length;
+      for (const [who, turn, by] of [[cold, turns[0], "bob"], [a, turns.at(-1), "alice"]]) {
+        let caught;
+        try { await who.correct("c1", turn, "someone else's words", { sender: by }); } catch (e) { caught = e; }
+        equal(caught?.code, "not_author", String(caught));
+        equal((await journal.readEvents("c1")).length, count, "nothing written");
+      }
+      equal((await cold.correct("c1", turns[1], "bob, corrected", { sender: "bob" })).correctionSeq, 1);
+      await a.correct("c1", turns.at(-1), "bob again", { sender: "bob" });
+      const now = JSON.stringify(await a.context("c1"));
+      check(now.includes("bob, corrected") && now.includes("bob again"), now.slice(0, 300));
+    }],
     ["a turn corrected through the compactor is checked as every correction is, numbered after another writer's, and seen in the context", async () => {
       const journal = await makeJournal();
       const a = f.createCompactor({ journal, model: fakeModel(), declaration });

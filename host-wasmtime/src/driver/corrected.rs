@@ -173,6 +173,16 @@ pub(super) fn checked(held: &[Event], batch: &[Event]) -> (Vec<Event>, Vec<Event
     (out, pinned)
 }
 
+/// What [`Driver::correct`] wrote: the journal position, and the
+/// correction's number among the turn's (the JS driver's `Corrected`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrected {
+    /// The journal position of the correction.
+    pub seq: u64,
+    /// Its number among the turn's corrections (the highest is in force).
+    pub correction_seq: u64,
+}
+
 impl<J: Journal, M: Model> Driver<J, M> {
     /// Correct what turn `turn_id` of `conversation` says: a `correction`
     /// of its content (`parts`), numbered after the turn's latest
@@ -184,19 +194,21 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// position read. The original's tool calls and results that `parts`
     /// does not carry stay (a call and its result are never split). A
     /// covered turn's correction reaches the context as the amendment
-    /// until a compaction absorbs it. Answers the journal position.
+    /// until a compaction absorbs it. With `by`, only a turn that sender
+    /// sent is corrected (a server's member editing their own message).
     ///
     /// # Errors
     /// `invalid_input` when the conversation holds no such turn the driver
     /// can see (one before the activation frontier is never sent to a
-    /// model), the append check's codes, `amendment_too_large`, storage
-    /// failures.
+    /// model), `not_author` when `by` did not send it, the append check's
+    /// codes, `amendment_too_large`, storage failures.
     pub fn correct(
         &self,
         conversation: &str,
         turn_id: &str,
         parts: Vec<foldline_core::turn::Part>,
-    ) -> Result<u64> {
+        by: Option<&str>,
+    ) -> Result<Corrected> {
         loop {
             let (head, latest) = {
                 let mut cache = lock(&self.cache);
@@ -212,7 +224,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     Event::Correction(x) if x.turn_id == turn_id => Some(x.correction_seq),
                     _ => None,
                 });
-                (c.seq, latest.max().unwrap_or(0))
+                let latest = latest.max().unwrap_or(0);
+                if let Some(by) = by {
+                    if self.sender_of(c, conversation, turn_id)?.as_deref() != Some(by) {
+                        return Err(HostError::NotAuthor(format!(
+                            "{by} did not send turn {turn_id} of {conversation}: a member corrects only what they sent"
+                        )));
+                    }
+                }
+                (c.seq, latest)
             };
             let correction = [Event::Correction(Correction {
                 turn_id: turn_id.to_owned(),
@@ -228,7 +248,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 Err(HostError::Conflict { .. }) => continue,
                 Ok(seq) => {
                     self.wrote(conversation, seq);
-                    return Ok(seq);
+                    return Ok(Corrected {
+                        seq,
+                        correction_seq: latest + 1,
+                    });
                 }
                 Err(e) => return Err(e),
             }

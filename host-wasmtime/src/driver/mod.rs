@@ -37,6 +37,7 @@ use crate::sync::lock;
 
 mod append;
 pub use append::Appended;
+pub use corrected::Corrected;
 mod corrected;
 mod kept;
 mod lease;

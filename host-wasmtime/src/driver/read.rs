@@ -324,6 +324,35 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(())
     }
 
+    /// Who sent turn `turn_id` (`None`: no such turn); one let go after a
+    /// summary covered it is read from the journal, once.
+    pub(super) fn sender_of(
+        &self,
+        c: &mut Cached,
+        conversation: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>> {
+        let sender = |c: &Cached| {
+            c.recent.iter().find_map(|e| match e {
+                Event::Message(m) | Event::LateDelivery(m) if m.turn_id == turn_id => {
+                    Some(m.sender.clone())
+                }
+                _ => None,
+            })
+        };
+        if let Some(s) = sender(c) {
+            return Ok(Some(s));
+        }
+        let probe = [Event::Correction(foldline_core::event::Correction {
+            turn_id: turn_id.to_owned(),
+            correction_seq: 0,
+            parts: Vec::new(),
+            tokens: None,
+        })];
+        self.read_originals(c, conversation, Some(&probe))?;
+        Ok(sender(c))
+    }
+
     /// Resolve `chain` (the chain events after `c`'s verified head) from
     /// that head; `c` is left as it is.
     pub(super) fn resolve_from(

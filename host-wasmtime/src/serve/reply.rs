@@ -39,7 +39,7 @@ impl ApiError {
 pub fn status_of(code: &str) -> StatusCode {
     match code {
         "unauthorized" => StatusCode::UNAUTHORIZED,
-        "not_owner" => StatusCode::FORBIDDEN,
+        "not_owner" | "not_author" => StatusCode::FORBIDDEN,
         "not_found" => StatusCode::NOT_FOUND,
         "body_too_large" | "turn_too_large" | "pinned_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
         "rate_limited" => StatusCode::TOO_MANY_REQUESTS,

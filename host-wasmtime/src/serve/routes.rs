@@ -80,6 +80,10 @@ pub fn router(app: Arc<App>) -> Router {
         // Appends keep their own deadline, checked before anything is
         // written: a timeout either wrote nothing or did not happen.
         .route("/api/conversations/{id}/messages", post(append))
+        .route(
+            "/api/conversations/{id}/messages/{turn}",
+            axum::routing::put(correct),
+        )
         // A long poll keeps its own deadline (at most 25 s).
         .route("/api/conversations/{id}/events", get(super::feed::events))
         .route(
@@ -278,6 +282,83 @@ async fn append(
     // The automatic check runs after the answer, off the request's path.
     app.schedule(&id);
     Ok(r)
+}
+
+/// `PUT …/messages/{turn}`: a member corrects what a message they sent
+/// says — body `{"content": …}`, a string or OpenAI content parts — as a
+/// `correction` event (the journal keeps the original), checked as every
+/// correction is (`Driver::correct`: the turn it makes, a covered turn's
+/// amendment) and numbered after the turn's latest. `200 {"seq",
+/// "correctionSeq"}`; a turn the conversation does not show a model is
+/// `404 not_found`, another member's `403 not_author`. The deadline is
+/// checked before writing, as an append's is.
+async fn correct(
+    State(app): Shared,
+    Caller(member): Caller,
+    Path((id, turn)): Path<(String, String)>,
+    request: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    let deadline = std::time::Instant::now() + app.config.request_timeout;
+    check_id(&id)?;
+    let body = tokio::time::timeout_at(deadline.into(), Bytes::from_request(request, &()))
+        .await
+        .map_err(|_| timed_out())?;
+    let parts = correction_parts(&body_text(body)?)?;
+    let (a, conv) = (app.clone(), id.clone());
+    let done = blocking(move || {
+        admitted(&a, &conv, &member)?;
+        if std::time::Instant::now() > deadline {
+            return Err(timed_out());
+        }
+        a.driver
+            .correct(&conv, &turn, parts, Some(&member))
+            .map_err(|e| match e {
+                HostError::Input(m) => ApiError::new(StatusCode::NOT_FOUND, "not_found", m),
+                e => e.into(),
+            })
+    })
+    .await?;
+    app.wrote(&id);
+    // A covered turn's correction is an amendment the next compaction absorbs.
+    app.schedule(&id);
+    Ok(Json(json!({"seq": done.seq, "correctionSeq": done.correction_seq})).into_response())
+}
+
+/// The parts of a correction's body, `{"content": …}`: what an OpenAI-style
+/// message's content converts to (the edge handler reads it alike).
+fn correction_parts(text: &str) -> Result<Vec<foldline_core::turn::Part>, ApiError> {
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", m);
+    let body: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    let Some(fields) = body.as_object() else {
+        return Err(bad(r#"a correction's body is {"content": …}"#.into()));
+    };
+    if let Some(other) = fields.keys().find(|k| *k != "content") {
+        return Err(bad(format!(
+            "a correction's body holds content only, not {other:?}"
+        )));
+    }
+    let Some(content) = fields
+        .get("content")
+        .filter(|c| c.is_string() || c.is_array())
+    else {
+        return Err(bad(
+            "content is a string or an array of content parts".into()
+        ));
+    };
+    let route = Route {
+        conversation: "c".into(),
+        chat: String::new(),
+        sender: String::new(),
+    };
+    let message = json!([{"role": "user", "content": content}]).to_string();
+    match crate::import::parse_messages_as(&message, &route, 0, Incoming::OpenAi)?
+        .into_iter()
+        .next()
+    {
+        Some(foldline_core::event::Event::Message(m)) => Ok(m.parts),
+        _ => Err(bad("content converts to no message".into())),
+    }
 }
 
 /// The request's `Idempotency-Key`, when it has one: 1 to 128 of

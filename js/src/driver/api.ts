@@ -169,6 +169,12 @@ export interface AppendMessagesOptions {
   sender?: string;
 }
 
+/** Options of `correct`. */
+export interface CorrectOptions {
+  /** Correct only a turn this sender sent (a server's member editing their own message): another's is `not_author`, nothing written. */
+  sender?: string;
+}
+
 /** What `correct` wrote: the journal position and the correction's number among the turn's. */
 export interface Corrected {
   seq: number;
@@ -219,9 +225,11 @@ export interface Compactor {
    * compare-and-append. The original's tool calls and results stay. A
    * covered turn's correction reaches the context as the amendment until a
    * compaction absorbs it. Write corrections here, not with the journal's
-   * `append`, which checks only their shape.
+   * `append`, which checks only their shape. With `sender`, only a turn
+   * that sender sent (`not_author` otherwise; a covered turn the driver
+   * let go is read from the journal to tell).
    */
-  correct(conversationId: string, turnId: string, content: string | readonly Part[]): Promise<Corrected>;
+  correct(conversationId: string, turnId: string, content: string | readonly Part[], options?: CorrectOptions): Promise<Corrected>;
   /** On a new message: compact if the budget says so. Overlapping calls for one conversation run one after another. */
   onMessage(conversationId: string): Promise<OnMessageResult>;
   /** A member's `/compact`. */

@@ -12,7 +12,7 @@ import type { Corrected } from "./api.js";
 import { counted } from "./append.js";
 import { corrected, covers, isTurn, load, pinnedTurns, readOriginals, resolveFrom, state, sync, using, type Ctx } from "./read.js";
 
-export function correctTurn(c: Ctx, id: string, turnId: string, content: string | readonly Part[]): Promise<Corrected> {
+export function correctTurn(c: Ctx, id: string, turnId: string, content: string | readonly Part[], sender?: string): Promise<Corrected> {
   const parts: Part[] = typeof content === "string" ? [{ type: "text", text: content }] : [...content];
   const s = state(c, id);
   const next = using(s, s.appending.then(async () => {
@@ -27,6 +27,14 @@ export function correctTurn(c: Ctx, id: string, turnId: string, content: string 
         if (e.type === "correction" && e.turnId === turnId && e.correctionSeq >= correctionSeq) correctionSeq = e.correctionSeq + 1;
       }
       const fix: Extract<Event, { type: "correction" }> = { type: "correction", turnId, correctionSeq, parts };
+      if (sender !== undefined) {
+        // A covered turn let go is read back to tell who sent it.
+        await readOriginals(c, id, s, [fix]);
+        const original = s.recent.filter(isTurn).find((e) => e.turnId === turnId);
+        if (original === undefined || (original.sender ?? "") !== sender) {
+          throw new FoldlineError({ code: "not_author", message: `${sender} did not send turn ${turnId} of ${id}: a member corrects only what they sent`, ids: [turnId] });
+        }
+      }
       if (turn && turn.type !== "turnMeta") {
         // Measured as the turn it makes (with the host's token count), beside
         // the other pinned turns as their corrections make them.

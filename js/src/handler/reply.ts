@@ -20,7 +20,7 @@ export class ApiError extends Error {
 export function httpStatusOf(code: string): number {
   switch (code) {
     case "unauthorized": return 401;
-    case "not_owner": return 403;
+    case "not_owner": case "not_author": return 403;
     case "not_found": return 404;
     case "body_too_large": case "turn_too_large": case "pinned_too_large": return 413;
     case "timeout": return 408;

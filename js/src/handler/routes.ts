@@ -5,7 +5,8 @@
 import { FoldlineError } from "../error.js";
 import { settingsProjection } from "../ops.js";
 import type { AppendMessages } from "../driver/api.js";
-import type { Format } from "../types.js";
+import type { Event, Format, Part } from "../types.js";
+import { fromOpenAiMessages } from "../convert.js";
 import { FORMATS } from "../defaults.js";
 import { admitted, body, caller, checkId, decode, onceEach, owned } from "./access.js";
 import { preferencesOf, preferencesView, runState, surface } from "./compression.js";
@@ -21,6 +22,7 @@ const COMPRESSION = /^\/api\/members\/me\/compression(\/stats)?$/;
 const ANSWER = /^\/api\/conversations\/([^/]*)\/answer\/([^/]+)$/;
 const MEMBERS = /^\/api\/conversations\/([^/]*)\/members(?:\/([^/]+))?$/;
 const EVENTS = /^\/api\/conversations\/([^/]*)\/tasks\/([^/]+)\/events$/;
+const MESSAGE = /^\/api\/conversations\/([^/]*)\/messages\/([^/]+)$/;
 /** A load balancer's probe: no token. */
 const HEALTH = "/api/health";
 
@@ -33,6 +35,7 @@ function methodsOf(path: string): string[] | undefined {
   const members = MEMBERS.exec(path);
   if (members) return members[2] === undefined ? ["GET"] : ["PUT", "DELETE"];
   if (ANSWER.test(path)) return ["DELETE"];
+  if (MESSAGE.test(path)) return ["PUT"];
   const compression = COMPRESSION.exec(path);
   if (compression) return compression[1] === undefined ? ["GET", "PUT"] : ["GET"];
   const name = ROUTE.exec(path)?.[2];
@@ -64,6 +67,8 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
   if (m) return room(app, req, decode(m[1]), m[2] === undefined ? undefined : decode(m[2]), member);
   m = ANSWER.exec(url.pathname);
   if (m) return answerEnd(app, decode(m[1]), decode(m[2]), member, ctx);
+  m = MESSAGE.exec(url.pathname);
+  if (m) return correct(app, req, decode(m[1]), decode(m[2]), member, ctx);
   m = COMPRESSION.exec(url.pathname);
   if (m) return compressionRoute(app, req, m[1] !== undefined, member);
   m = ROUTE.exec(url.pathname);
@@ -168,6 +173,49 @@ async function append(app: App, req: Request, url: URL, id: string, member: stri
   wrote(app, id);
   schedule(app, id, ctx);
   return json(201, { seq: r.seq, appended: r.count });
+}
+
+/**
+ * `PUT …/messages/{turn}`: a member corrects what a message they sent says —
+ * body `{"content": …}`, a string or OpenAI content parts — as a `correction`
+ * (the journal keeps the original), checked as every correction is; 200
+ * `{seq, correctionSeq}`, a turn the conversation does not show a model 404
+ * `not_found`, another member's 403 `not_author`. As foldline serve's `correct`.
+ */
+async function correct(app: App, req: Request, id: string, turn: string, member: string, ctx?: ExecutionContext): Promise<Response> {
+  checkId(id);
+  const parts = correctionParts(await body(app, req));
+  await admitted(app, id, member);
+  let done;
+  try {
+    done = await app.compactor.correct(id, turn, parts, { sender: member });
+  } catch (e) {
+    if (e instanceof FoldlineError && e.code === "invalid_request") throw new ApiError(404, "not_found", e.message.replace(/^[a-z_]+: /, ""));
+    throw e;
+  }
+  wrote(app, id);
+  // A covered turn's correction is an amendment the next compaction absorbs.
+  schedule(app, id, ctx);
+  return json(200, { seq: done.seq, correctionSeq: done.correctionSeq });
+}
+
+/** The parts of a correction's body, `{"content": …}`: what an OpenAI-style message's content converts to (as foldline serve's `correction_parts`). */
+function correctionParts(b: unknown): Part[] {
+  if (typeof b !== "object" || b === null || Array.isArray(b)) throw new ApiError(400, "invalid_input", 'a correction\'s body is {"content": …}');
+  const other = Object.keys(b).filter((k) => k !== "content").sort()[0];
+  if (other !== undefined) throw new ApiError(400, "invalid_input", `a correction's body holds content only, not ${JSON.stringify(other)}`);
+  const content = (b as { content?: unknown }).content;
+  if (typeof content !== "string" && !Array.isArray(content)) throw new ApiError(400, "invalid_input", "content is a string or an array of content parts");
+  let events: Event[];
+  try {
+    events = fromOpenAiMessages([{ role: "user", content }], { conversation: "c" });
+  } catch (e) {
+    if (e instanceof FoldlineError) throw new ApiError(400, "invalid_input", e.message.replace(/^[a-z_]+: /, ""));
+    throw e;
+  }
+  const [m] = events;
+  if (m?.type !== "message") throw new ApiError(400, "invalid_input", "content converts to no message");
+  return m.parts;
 }
 
 /**

@@ -232,6 +232,21 @@ const cases = [
   [["PUT", "/api/conversations//members/bob"], "400 invalid_input"],
   [["GET", "/api/conversations//tasks/x/events"], "400 invalid_input"],
   [["GET", `${c}/tasks//events`], "404 not_found"],
+  // A member corrects what a message they sent says (PUT …/messages/{turn}):
+  // a correction, the original kept; the body is {"content": …} alone.
+  [["PUT", `${c}/messages/c-1`, msg({ content: "from responses, corrected" })], "200"],
+  [["PUT", `${c}/messages/c-1`, msg({ content: [{ type: "text", text: "in parts" }] })], "200"],
+  [["PUT", `${c}/messages/c-1`, msg({ role: "user", content: "x" })], "400 invalid_input"],
+  [["PUT", `${c}/messages/c-1`, msg({ content: 5 })], "400 invalid_input"],
+  [["PUT", `${c}/messages/c-1`, msg({ content: [{ type: "wizard" }] })], "400 invalid_input"],
+  [["PUT", `${c}/messages/c-1`, msg(["content"])], "400 invalid_input"],
+  [["PUT", `${c}/messages/c-1`, "not json"], "400 invalid_input"],
+  [["PUT", `${c}/messages/c-1`, msg({ content: "x".repeat(400_000) })], "413 turn_too_large"],
+  [["PUT", `${c}/messages/nope`, msg({ content: "x" })], "404 not_found"],
+  [["PUT", `${c}/messages/c-1`, msg({ content: "x" }), BOB], "403 not_owner"],
+  [["PUT", "/api/conversations/nope/messages/nope-1", msg({ content: "x" })], "404 not_found"],
+  [["GET", `${c}/messages/c-1`], "405 method_not_allowed"],
+  [["GET", `${c}/verify`], "200"],
   // The path and the method are looked at before the caller.
   [["GET", "/api/nothing", undefined, null], "404 not_found"],
   [["DELETE", `${c}/timeline`, undefined, null], "405 method_not_allowed"],
@@ -292,6 +307,13 @@ const steps = [
   ["a long poll with the page's tag", (st) => ["GET", `${r}/timeline?limit=3&wait=300`, undefined, CAROL, { "if-none-match": st.tag }], "304"],
   ["the same tag weak, in a list", (st) => ["GET", `${r}/timeline?limit=3`, undefined, CAROL, { "if-none-match": `"x", W/${st.tag}` }], "304"],
   ["the room verifies", () => ["GET", `${r}/verify`, undefined, BOB], "200"],
+  // Each member corrects only what they sent, a covered message too.
+  ["bob corrects carol's message", () => ["PUT", `${r}/messages/r-82`, msg({ content: "not carol's words" }), BOB], "403 not_author"],
+  ["bob corrects his own", () => ["PUT", `${r}/messages/r-81`, msg({ content: "from bob, corrected" }), BOB], "200"],
+  ["the owner corrects bob's", () => ["PUT", `${r}/messages/r-81`, msg({ content: "x" }), CAROL], "403 not_author"],
+  ["carol corrects a covered message", (st) => ["PUT", `${r}/messages/${st.covered}`, msg({ content: "a covered turn, corrected" }), CAROL], "200"],
+  ["… one before the activation frontier, which no model sees", () => ["PUT", `${r}/messages/r-1`, msg({ content: "x" }), CAROL], "404 not_found"],
+  ["the room verifies after them", () => ["GET", `${r}/verify`, undefined, BOB], "200"],
 ];
 
 /** Until no compaction of `r` is pending (at most 20 s), and the page's tag then. */
@@ -354,6 +376,7 @@ async function room(base) {
     let j;
     try { j = JSON.parse(text); } catch { /* an event stream or no body */ }
     if (j?.answer) st.answer = j.answer;
+    if (j?.resolution?.head) st.covered = j.resolution.head.coveredThroughTurnId;
     if (j?.task) Object.assign(st, { events: j.events, requestedSeq: j.requestedSeq });
     got.push(await call(base, request, { status: res.status, headers: res.headers, text }));
   }
