@@ -180,6 +180,7 @@ var $ = (id) => document.getElementById(id);
 var list = $("timeline");
 var status = $("status");
 var running;
+var editing;
 var PAGE = 200;
 var limit = PAGE;
 function say(text) {
@@ -212,6 +213,23 @@ async function render(client, waitMs = 0) {
       role.className = "role";
       role.textContent = i.sender && i.role === "user" ? `${String(i.sender)}:` : `${String(i.role)}:`;
       li.append(role, document.createTextNode(String(i.text)));
+      if (i.corrected) {
+        const mark = document.createElement("span");
+        mark.className = "edited";
+        mark.textContent = " (edited)";
+        li.append(mark);
+      }
+      if (i.role === "user") {
+        const edit = document.createElement("button");
+        edit.type = "button";
+        edit.className = "edit";
+        edit.textContent = "Edit";
+        edit.setAttribute("aria-label", "Edit this message");
+        edit.dataset.turn = String(i.turnId);
+        edit.dataset.text = String(i.text);
+        edit.tabIndex = -1;
+        li.append(edit);
+      }
     }
     return li;
   });
@@ -225,6 +243,8 @@ async function render(client, waitMs = 0) {
   const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 40;
   const fromBottom = list.scrollHeight - list.scrollTop;
   list.replaceChildren(...items);
+  const edits = list.querySelectorAll("button.edit");
+  if (edits.length > 0) edits[edits.length - 1].tabIndex = 0;
   list.scrollTop = atBottom ? list.scrollHeight : list.scrollHeight - fromBottom;
 }
 async function live(client) {
@@ -256,12 +276,45 @@ function start(token2, conversation) {
     input.value = "";
     try {
       say("");
+      const turn = editing;
+      if (turn !== void 0) {
+        editing = void 0;
+        await client.edit(turn, text);
+        await render(client);
+        return;
+      }
       const sent = await client.send(text);
       if (sent.kind === "compact") await follow(client, sent.task);
       else await render(client);
     } catch (e) {
       say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
     }
+  });
+  list.addEventListener("click", (ev) => {
+    const edit = ev.target.closest("button.edit");
+    if (!edit) return;
+    editing = edit.dataset.turn;
+    const input = $("text");
+    input.value = edit.dataset.text ?? "";
+    input.focus();
+    say("Editing your message: Enter saves, Escape cancels.");
+  });
+  list.addEventListener("keydown", (ev) => {
+    const at = ev.target.closest("button.edit");
+    if (!at || ev.key !== "ArrowUp" && ev.key !== "ArrowDown") return;
+    const edits = [...list.querySelectorAll("button.edit")];
+    const next = edits[edits.indexOf(at) + (ev.key === "ArrowUp" ? -1 : 1)];
+    if (!next) return;
+    ev.preventDefault();
+    at.tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
+  $("text").addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || editing === void 0) return;
+    editing = void 0;
+    $("text").value = "";
+    say("");
   });
   $("earlier").addEventListener("click", () => {
     limit += PAGE;

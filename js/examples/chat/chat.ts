@@ -2,7 +2,7 @@
 // timeline — the latest page of it, earlier pages on request, kept live by
 // a long poll that costs nothing while the conversation is idle —
 // `/compact` as a client action with its progress, a task resumed after a
-// reload. Built into one script by `js/scripts/build-chat.mjs`;
+// reload, a member's own messages edited in place. Built into one script by `js/scripts/build-chat.mjs`;
 // `foldline serve --web` serves it. Sign in with `#token=…&conversation=…`
 // in the address, or the form.
 import { createClient, ClientError, type Client, type TaskPointer, type TimelineAnswer } from "../../src/client.js";
@@ -11,6 +11,8 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const list = $("timeline");
 const status = $("status");
 let running: TaskPointer | undefined;
+// The message being edited (its turn), while the composer holds its text.
+let editing: string | undefined;
 // How many of the latest items the page shows; "Show earlier" adds a page.
 const PAGE = 200;
 let limit = PAGE;
@@ -51,6 +53,26 @@ async function render(client: Client, waitMs = 0): Promise<void> {
       role.className = "role";
       role.textContent = i.sender && i.role === "user" ? `${String(i.sender)}:` : `${String(i.role)}:`;
       li.append(role, document.createTextNode(String(i.text)));
+      if (i.corrected) {
+        const mark = document.createElement("span");
+        mark.className = "edited";
+        mark.textContent = " (edited)";
+        li.append(mark);
+      }
+      if (i.role === "user") {
+        // The server lets a member edit only what they sent.
+        const edit = document.createElement("button");
+        edit.type = "button";
+        edit.className = "edit";
+        edit.textContent = "Edit";
+        edit.setAttribute("aria-label", "Edit this message");
+        edit.dataset.turn = String(i.turnId);
+        edit.dataset.text = String(i.text);
+        // One tab stop for all of them (the newest; arrow keys move among
+        // them), so Tab still reaches the composer at once.
+        edit.tabIndex = -1;
+        li.append(edit);
+      }
     }
     return li;
   });
@@ -64,6 +86,8 @@ async function render(client: Client, waitMs = 0): Promise<void> {
   const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 40;
   const fromBottom = list.scrollHeight - list.scrollTop;
   list.replaceChildren(...items);
+  const edits = list.querySelectorAll<HTMLButtonElement>("button.edit");
+  if (edits.length > 0) edits[edits.length - 1].tabIndex = 0;
   // At the bottom, stay there; else keep what was in view where it was
   // (earlier items added above it).
   list.scrollTop = atBottom ? list.scrollHeight : list.scrollHeight - fromBottom;
@@ -101,12 +125,46 @@ function start(token: string, conversation: string): void {
     input.value = "";
     try {
       say("");
+      const turn = editing;
+      if (turn !== undefined) {
+        editing = undefined;
+        await client.edit(turn, text);
+        await render(client);
+        return;
+      }
       const sent = await client.send(text);
       if (sent.kind === "compact") await follow(client, sent.task);
       else await render(client);
     } catch (e) {
       say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
     }
+  });
+  // Edit: the message's text into the composer; Enter saves, Escape cancels.
+  list.addEventListener("click", (ev) => {
+    const edit = (ev.target as HTMLElement).closest<HTMLButtonElement>("button.edit");
+    if (!edit) return;
+    editing = edit.dataset.turn;
+    const input = $<HTMLInputElement>("text");
+    input.value = edit.dataset.text ?? "";
+    input.focus();
+    say("Editing your message: Enter saves, Escape cancels.");
+  });
+  list.addEventListener("keydown", (ev) => {
+    const at = (ev.target as HTMLElement).closest<HTMLButtonElement>("button.edit");
+    if (!at || (ev.key !== "ArrowUp" && ev.key !== "ArrowDown")) return;
+    const edits = [...list.querySelectorAll<HTMLButtonElement>("button.edit")];
+    const next = edits[edits.indexOf(at) + (ev.key === "ArrowUp" ? -1 : 1)];
+    if (!next) return;
+    ev.preventDefault();
+    at.tabIndex = -1;
+    next.tabIndex = 0;
+    next.focus();
+  });
+  $("text").addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || editing === undefined) return;
+    editing = undefined;
+    $<HTMLInputElement>("text").value = "";
+    say("");
   });
   $("earlier").addEventListener("click", () => {
     limit += PAGE;

@@ -215,6 +215,28 @@ try {
     if ((await stranger.locator("li.message").count()) !== 0) throw new Error("a stranger sees the conversation");
   });
 
+  await check("a member edits a message they sent in place; another member's edit is refused with the member-facing wording", async () => {
+    await alice.fill("#text", "We meet at the statoin at nine.");
+    await alice.press("#text", "Enter");
+    const mine = alice.locator("li.message", { hasText: "statoin" });
+    await until("alice's message", async () => (await mine.count()) === 1);
+    await mine.locator("button.edit").click();
+    if ((await alice.inputValue("#text")) !== "We meet at the statoin at nine.") throw new Error("the composer does not hold the message");
+    await alice.fill("#text", "We meet at the station at nine.");
+    await alice.press("#text", "Enter");
+    await until("the edit in place", async () => {
+      const texts = await alice.locator("li.message").allTextContents();
+      return texts.some((t) => t.includes("station at nine") && t.includes("(edited)")) && !texts.some((t) => t.includes("statoin"));
+    });
+    await until("the edit on bob's page", async () => (await bobPage.locator("li.message", { hasText: "station at nine" }).count()) === 1);
+    await bobPage.locator("li.message", { hasText: "station at nine" }).locator("button.edit").click();
+    await bobPage.fill("#text", "We meet at noon.");
+    await bobPage.press("#text", "Enter");
+    await until("bob's refusal", async () => /You can edit only your own messages/.test(await bobPage.locator("#status").textContent()));
+    if ((await alice.locator("li.message", { hasText: "at noon" }).count()) !== 0) throw new Error("bob's edit was written");
+    await alice.screenshot({ path: join(out, "5-edited.png") });
+  });
+
   await check("a long conversation opens on its latest page, shows earlier ones on request, and an idle page draws nothing", async () => {
     const say = (body) => fetch(`${server.base}/api/conversations/long/messages`, {
       method: "POST", headers: { authorization: "Bearer alice-token", "content-type": "application/json" }, body: JSON.stringify(body),
@@ -300,6 +322,16 @@ try {
     await alice.keyboard.type("Sent with the keyboard only.");
     await alice.keyboard.press("Enter");
     await until("the keyboard's message", async () => (await alice.locator("li.message").allTextContents()).some((t) => t.includes("Sent with the keyboard only.")));
+    // Back one stop from the composer: the newest message's Edit (one tab
+    // stop for all of them); Enter puts its text in the composer.
+    await alice.focus("#text");
+    await alice.keyboard.press("Shift+Tab");
+    if ((await alice.evaluate(() => document.activeElement?.className)) !== "edit") throw new Error("Shift+Tab does not reach the newest message's Edit");
+    await alice.keyboard.press("Enter");
+    if ((await alice.inputValue("#text")) !== "Sent with the keyboard only.") throw new Error("Enter on Edit does not fill the composer");
+    await alice.fill("#text", "Edited with the keyboard only.");
+    await alice.keyboard.press("Enter");
+    await until("the keyboard's edit", async () => (await alice.locator("li.message").allTextContents()).some((t) => t.includes("Edited with the keyboard only.") && t.includes("(edited)")));
     if (errors.length) throw new Error(errors.join("\n"));
   });
 } finally {
