@@ -658,7 +658,7 @@ export function suite(f, makeJournal) {
       equal(await cold.resolve("c1"), await a.resolve("c1"), "resolved alike cold");
       equal(await cold.context("c1"), warm, "the same context cold");
     }],
-    ["a request's system prompt appended with each turn joins the system text once (another compactor's too)", async () => {
+    ["a request's prompt appended with each turn joins the pinned turns once, in any format (another compactor's too)", async () => {
       const journal = await makeJournal();
       const a = f.createCompactor({ journal, model: fakeModel(), declaration });
       const turn = (c, system, messages, o) => c.append("c1", { format: "anthropic", system, messages }, o);
@@ -672,6 +672,17 @@ export function suite(f, makeJournal) {
       equal((await turn(a, "Be kind.", user("four"))).count, 2, "a changed prompt joins it");
       const ctx = await a.context("c1", { format: "anthropic" });
       equal(ctx.messages.system, "Be brief.\n\nBe kind.");
+      // Messages that open with the prompt, in any format: written once too.
+      const chat = (c, head, content) => c.append("c2", [head, { role: "user", content }]);
+      equal((await chat(a, { role: "system", content: "Be brief." }, "one")).count, 2);
+      equal((await chat(b, { role: "system", content: "Be brief." }, "two")).count, 1, "held: not written again");
+      equal((await chat(a, { role: "developer", content: "Be brief." }, "three")).count, 2, "a developer message is another turn");
+      equal((await chat(a, { role: "developer", content: "Be brief." }, "four")).count, 1);
+      equal((await a.append("c2", { format: "ai-sdk", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "five" }] })).count, 1);
+      equal((await a.append("c2", [{ role: "system", content: "Be brief." }])).count, 0, "the prompt alone: nothing new");
+      equal((await a.append("c2", [{ role: "user", content: "six" }, { role: "system", content: "Be brief." }])).count, 2, "only a leading one is the prompt");
+      const pinned = (await journal.readEvents("c2")).map((e) => e.event).filter((e) => e.type === "message" && e.role !== "user");
+      equal(pinned.map((e) => e.role), ["system", "developer", "system"]);
     }],
     ["an append retried under its idempotency key never writes twice (another compactor, a restart)", async () => {
       const journal = await makeJournal();

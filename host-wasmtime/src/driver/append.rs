@@ -275,10 +275,11 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok(())
     }
 
-    /// Whether the conversation already holds a system turn of `turn`'s
-    /// content (a request's system prompt posted again with each turn is
-    /// written once: `foldline serve`'s Anthropic request shape, as the JS
-    /// driver's `append` with `system`).
+    /// Whether the conversation already holds a turn of `turn`'s role and
+    /// content (a request's prompt posted again with each turn is written
+    /// once: `foldline serve`'s Anthropic request shape and batches that
+    /// open with a system or developer message, as the JS driver's
+    /// `append`).
     ///
     /// # Errors
     /// Storage failures.
@@ -288,7 +289,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         };
         Ok(self.pinned_turns(conversation)?.iter().any(|e| {
             matches!(e, Event::Message(m) | Event::LateDelivery(m)
-                if m.role == foldline_core::turn::Role::System && m.parts == new.parts)
+                if m.role == new.role && m.parts == new.parts)
         }))
     }
 

@@ -137,8 +137,9 @@ fn page(content_type: &'static str, body: &'static str) -> axum::response::Respo
 /// system turn of an Anthropic request's `system` when there is one,
 /// numbered from 1 and sent by the authenticated `member` (never by
 /// whatever the body says), with their route and how many of them (0 or 1)
-/// are the request's system prompt; parsed once, numbered again where
-/// written.
+/// are the request's prompt (its leading system or developer message, an
+/// Anthropic request's `system` included); parsed once, numbered again
+/// where written.
 fn admit_messages(
     a: &App,
     conv: &str,
@@ -151,10 +152,8 @@ fn admit_messages(
         sender: String::new(),
     };
     let mut probe = crate::import::parse_messages_as(text, &route, 0, incoming)?;
-    let mut prompt = 0;
     if let Some(system) = system {
         let turn = crate::import::anthropic_system(system, &route)?;
-        prompt = turn.len();
         probe.splice(0..0, turn);
         crate::import::renumber(&mut probe, &route, 0);
     }
@@ -173,6 +172,12 @@ fn admit_messages(
     };
     foldline_core::validate::check_events(&check).map_err(HostError::Core)?;
     let mut messages = check.events;
+    // A batch that opens with a system or developer message (a client
+    // posting its prompt with each turn, in any format) holds a prompt
+    // the conversation may hold already: written once.
+    let prompt = usize::from(matches!(messages.first(),
+        Some(foldline_core::event::Event::Message(m))
+            if matches!(m.role, foldline_core::turn::Role::System | foldline_core::turn::Role::Developer)));
     for e in &mut messages {
         if let foldline_core::event::Event::Message(m) = e {
             m.sender = member.to_owned();
@@ -256,9 +261,9 @@ async fn append(
                 "this conversation belongs to another member, who has not let you into its room",
             ));
         }
-        // A request's system prompt joins the conversation's system text
-        // once: a client posting each turn in a request's shape, its
-        // system prompt included, does not write it again.
+        // A request's prompt joins the conversation's pinned turns once: a
+        // client posting it with each turn (an Anthropic request's shape,
+        // or messages that open with it) does not write it again.
         a.append(&conv, key.as_deref(), prompt == 1, |after, held| {
             let mut batch = messages[usize::from(held)..].to_vec();
             crate::import::renumber(&mut batch, &route, after);

@@ -91,9 +91,10 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 /**
  * Messages `append` takes: OpenAI chat (default), OpenAI Responses items,
  * Anthropic, or AI SDK `ModelMessage`s. An Anthropic request's `system`
- * becomes a system turn before the messages, once: appended again with
- * each turn, a prompt the conversation already holds as a system turn is
- * not written again (a changed one is).
+ * becomes a system turn before the messages. A batch's prompt (that system
+ * turn, or a leading system or developer message in any format) is written
+ * once: appended again with each turn, a prompt the conversation already
+ * holds as a turn of its role is not written again (a changed one is).
  */
 export type AppendMessages =
   | { format?: "openai"; messages: OpenAiChatMessage | readonly OpenAiChatMessage[] }

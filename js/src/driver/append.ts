@@ -39,7 +39,8 @@ export function counted(c: Ctx, events: Event[]): Event[] {
  * The messages as journal events (numbered from 1; renumbered when
  * written), checked (they convert, and each is one a compaction could
  * take), with each one's token count (counted once, here) and content hash,
- * and how many of them (0 or 1) are an Anthropic request's system prompt.
+ * and how many of them (0 or 1) are the request's prompt: a leading system
+ * or developer message (an Anthropic request's `system` is one).
  */
 export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): { events: Event[]; hashes: string[]; prompt: number } {
   const spec: AppendMessages = Array.isArray(input) || !("messages" in (input as object))
@@ -51,7 +52,8 @@ export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly
   const events = counted(c, eventsOf(spec.format ?? "openai", list, { conversation: id, ...(spec.format === "anthropic" ? { system: spec.system } : {}) }));
   if (events.length === 0) throw new FoldlineError({ code: "invalid_request", message: "no messages to append" });
   const checked = validate({ kind: "events", route: c.routeOf(id), events, declaration: c.o.declaration });
-  const prompt = spec.format === "anthropic" && spec.system !== undefined && spec.system.length > 0 ? 1 : 0;
+  const first = events[0];
+  const prompt = first.type === "message" && (first.role === "system" || first.role === "developer") ? 1 : 0;
   return { events, hashes: checked.kind === "events" ? checked.contentHashes : [], prompt };
 }
 
@@ -70,10 +72,11 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
         if (!same(allHashes) && !(prompt === 1 && same(allHashes.slice(1)))) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
         return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
       }
-      // A request's system prompt joins the conversation's system text
-      // once: a client posting each turn in a request's shape, its system
-      // prompt included, does not write it again.
-      const held = prompt === 1 && s.recent.some((e) => (e.type === "message" || e.type === "lateDelivery") && e.role === "system" && e.contentHash === allHashes[0]) ? 1 : 0;
+      // A request's prompt joins the conversation's pinned turns once: a
+      // client posting it with each turn (an Anthropic request's shape, or
+      // messages that open with it) does not write it again.
+      const role = all[0].type === "message" ? all[0].role : undefined;
+      const held = prompt === 1 && s.recent.some((e) => (e.type === "message" || e.type === "lateDelivery") && e.role === role && e.contentHash === allHashes[0]) ? 1 : 0;
       const converted = all.slice(held);
       if (converted.length === 0) return { seq: s.seq, events: [], count: 0, replayed: false };
       // Numbered after the journal's last turn, with the counts made once above.

@@ -479,6 +479,23 @@ try {
     const system = JSON.parse(anthropic).system ?? "";
     if (!system.includes("Answer in euros.") || !system.includes("Only a system prompt.") || !system.includes("Cached rules.")) { failed++; console.log(`not ok - the system prompts in ${base}: ${JSON.stringify(system)}`); }
   }
+  // A client that posts its system prompt with each turn, as OpenAI chat
+  // messages or AI SDK messages: the prompt is written once.
+  const prompted = "/api/conversations/prompted";
+  for (const base of [bases.edge, bases.rust]) {
+    const posted = [];
+    for (const [query, content] of [["", "one"], ["", "two"], ["?format=ai-sdk", "three"]]) {
+      const r = await fetch(`${base}${prompted}/messages${query}`, {
+        method: "POST", headers: { authorization: `Bearer ${ALICE}`, "content-type": "application/json" },
+        body: msg([{ role: "system", content: "Answer in kroner." }, { role: "user", content }]),
+      });
+      posted.push(`${r.status} ${(await r.json()).appended}`);
+    }
+    cases.push("a system prompt posted with each turn is written once");
+    const ctx = await (await fetch(`${base}${prompted}/context?format=openai&messages=true`, { headers: { authorization: `Bearer ${ALICE}` } })).json();
+    const systems = ctx.filter((m) => m.role === "system").map((m) => m.content).join("|");
+    if (posted.join(",") !== "201 2,201 1,201 1" || systems !== "Answer in kroner.") { failed++; console.log(`not ok - the prompt posted with each turn in ${base}: ${posted} ${systems}`); }
+  }
   // A thinking loop longer than the budget (seed 000's 80,000 characters):
   // four steps of ~30,000 characters of thinking each. Both servers answer
   // each context with the last step's thinking alone, count the three
