@@ -258,6 +258,46 @@ fn the_driver_refuses_pinned_turns_past_the_context_room() {
     }
 }
 
+/// A prompt posted with each turn (a batch that opens with a system or
+/// developer message the conversation holds already) is written once, as
+/// the JS compactor's `append` and both servers write it; a retry under its
+/// key is recognized either way.
+#[test]
+fn the_driver_writes_a_prompt_posted_with_each_turn_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = extractive(dir.path());
+    let batch = |head: &str, text: &str| {
+        serde_json::json!([{"role": head, "content": "Answer in kroner."}, {"role": "user", "content": text}]).to_string()
+    };
+    let count = |messages: &str, key: Option<&str>| {
+        d.append_keyed("c", Incoming::OpenAi, messages, key)
+            .unwrap()
+    };
+    assert_eq!(count(&batch("system", "one"), None).count, 2);
+    assert_eq!(count(&batch("system", "two"), Some("k")).count, 1);
+    assert!(count(&batch("system", "two"), Some("k")).replayed);
+    assert_eq!(
+        count(&batch("developer", "three"), None).count,
+        2,
+        "another role"
+    );
+    let alone = serde_json::json!({"role": "system", "content": "Answer in kroner."}).to_string();
+    assert_eq!(
+        count(&alone, None).count,
+        0,
+        "the prompt alone: nothing new"
+    );
+    let events = d.journal().read_events("c", 0).unwrap();
+    let roles: Vec<String> = events
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::Message(m) => Some(format!("{:?}", m.role)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(roles, ["System", "User", "User", "Developer", "User"]);
+}
+
 /// `Driver::correct` by a sender (a server's member editing a message):
 /// only a turn that sender sent is corrected, another's is `not_author`
 /// with nothing written — also a covered turn a cold driver never held,

@@ -3,6 +3,7 @@
 //! once per idempotency key (js/src/driver/append.ts is its twin).
 
 use foldline_core::event::Event;
+use foldline_core::turn::Role;
 use foldline_core::validate::ValidateRequest;
 
 use super::read::Cached;
@@ -35,7 +36,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// compaction could take it under this driver's declaration
     /// (`turn_too_large` otherwise); nothing is written on a refusal. The
     /// append is compare-and-append at the position read, so a writer
-    /// appending meanwhile only renumbers this batch. Then call
+    /// appending meanwhile only renumbers this batch. A batch that opens
+    /// with a system or developer message the conversation holds as a
+    /// turn of that role already (a prompt posted with each turn) writes
+    /// the rest only (the prompt alone writes nothing). Then call
     /// [`Driver::on_message`].
     ///
     /// # Errors
@@ -125,18 +129,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
         }
         let keyed = key.map(|k| (k, keys::hashes(&parsed)));
+        // A batch's prompt (a leading system or developer message) the
+        // conversation holds as a turn of its role already is not written
+        // again: a client posting it with each turn (as the JS driver's
+        // `append` and both servers).
+        let prompt = match parsed.first() {
+            Some(Event::Message(m)) if matches!(m.role, Role::System | Role::Developer) => Some(m),
+            _ => None,
+        };
         loop {
-            // The numbering, the position and the keys, read together.
-            let (after, head, done) = {
-                let mut cache = lock(&self.cache);
-                let c = self.kept(&mut cache, conversation);
-                self.load_into(c, conversation, true)?;
-                let done = match &keyed {
-                    Some((key, hashes)) => self.written_under(c, conversation, key, hashes)?,
-                    None => None,
-                };
-                (c.source_seq, c.seq, done)
-            };
+            let (after, head, done, held) = self.read_for_append(conversation, &keyed, prompt)?;
             if let Some(done) = done {
                 return Ok(Appended {
                     seq: done.seq,
@@ -144,11 +146,19 @@ impl<J: Journal, M: Model> Driver<J, M> {
                     replayed: true,
                 });
             }
-            let mut events = parsed.clone();
+            let mut events = parsed[held..].to_vec();
+            if events.is_empty() {
+                // The prompt alone, held already: nothing new.
+                return Ok(Appended {
+                    seq: head,
+                    count: 0,
+                    replayed: false,
+                });
+            }
             crate::import::renumber(&mut events, &route, after);
             self.check_events(conversation, &events)?;
             if let Some((key, hashes)) = &keyed {
-                keys::stamp(&mut events, key, hashes);
+                keys::stamp(&mut events, key, &hashes[held..]);
             }
             match self.journal.append_at(conversation, &events, head, None) {
                 Err(HostError::Conflict { .. }) => continue,
@@ -163,6 +173,37 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// What an append reads together: the numbering, the position, what
+    /// was written under the batch's key (with or without its `prompt`),
+    /// and whether the conversation holds the prompt as a turn of its role
+    /// already (1: it is not written again).
+    fn read_for_append(
+        &self,
+        conversation: &str,
+        keyed: &Option<(&str, Vec<String>)>,
+        prompt: Option<&foldline_core::event::Message>,
+    ) -> Result<(u64, u64, Option<keys::Keyed>, usize)> {
+        let mut cache = lock(&self.cache);
+        let c = self.kept(&mut cache, conversation);
+        self.load_into(c, conversation, true)?;
+        let done = match keyed {
+            Some((key, hashes)) => match self.written_under(c, conversation, key, hashes) {
+                Err(_) if prompt.is_some() => {
+                    self.written_under(c, conversation, key, &hashes[1..])?
+                }
+                found => found?,
+            },
+            None => None,
+        };
+        let held = prompt.is_some_and(|p| {
+            c.recent.iter().any(|e| {
+                matches!(e, Event::Message(m) | Event::LateDelivery(m)
+                    if m.role == p.role && m.parts == p.parts)
+            })
+        });
+        Ok((c.source_seq, c.seq, done, usize::from(held)))
     }
 
     /// What an append under `key` of messages with `hashes` wrote before,
