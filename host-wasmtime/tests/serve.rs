@@ -1404,6 +1404,77 @@ fn an_embedded_server_plans_with_room_for_its_members_fragments() {
     assert!(ctx["manifest"]["sizes"]["member"].as_u64().unwrap() > 0);
 }
 
+/// On a server whose members may opt in to compression, every context
+/// carries their fragments beside the pinned turns, and the plan keeps them
+/// room: a system prompt that would leave them none is `413
+/// pinned_too_large` (accepted, no compaction could ever fit beside it,
+/// none was written, and every context left out the turns no summary
+/// covered, more with each message); one that leaves them their room
+/// compacts as the conversation grows, and a member's context with
+/// plain-speak on leaves out nothing.
+#[test]
+fn a_prompt_leaves_members_fragments_their_room() {
+    let setup = Setup::new();
+    let declaration = setup.declaration();
+    let bound = foldline_core::budget::admissible_pinned(&declaration) as usize;
+    let availability = foldline_core::member::settings::Availability {
+        surface: true,
+        tool_result: true,
+        plain_speak: true,
+        prompt_trim: true,
+    };
+    let room = foldline_core::member::seams::fragments_room(availability).chars as usize;
+    let (_rt, base) = in_process_with(
+        Box::new(SqliteJournal::open(setup.journal()).unwrap()),
+        setup.journal(),
+        declaration,
+        |c| c.compression = availability,
+        |b| b,
+    );
+    let prefs = json!({"master": true, "plainSpeak": true}).to_string();
+    let (s, _) = call(
+        "PUT",
+        &format!("{base}/api/members/me/compression"),
+        Some(ALICE),
+        Some(&prefs),
+    );
+    assert_eq!(s, 200);
+    let conv = format!("{base}/api/conversations/tight");
+    let system = |n: usize| json!({"role": "system", "content": "r".repeat(n)}).to_string();
+    let (s, v) = call(
+        "POST",
+        &format!("{conv}/messages"),
+        Some(ALICE),
+        Some(&system(bound - room + 1)),
+    );
+    assert_eq!((s, code(&v)), (413, "pinned_too_large"), "{v}");
+    assert!(v.to_string().contains("compression fragments"), "{v}");
+    post_messages(
+        &conv,
+        vec![serde_json::from_str(&system(bound - room)).unwrap()],
+    );
+    for i in 0..12 {
+        let turn = json!({"role": "user", "content": format!("turn {i} {}", "w".repeat(900))});
+        post_messages(&conv, vec![turn]);
+        // Each message's check runs after its answer: as a member writes.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    wait_for("a member's context that leaves out no turn", || {
+        let (s, ctx) = call("GET", &format!("{conv}/context"), Some(ALICE), None);
+        s == 200
+            && ctx["manifest"]["uncoveredOmitted"].is_null()
+            && ctx["manifest"]["sizes"]["member"].as_u64() > Some(0)
+    });
+    let boundaries = SqliteJournal::open(setup.journal())
+        .unwrap()
+        .read_events("tight", 0)
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e.event, Event::Boundary(_)))
+        .count();
+    assert!(boundaries >= 5, "{boundaries} compactions");
+}
+
 /// A task's event stream reads the journal a page at a time from the task
 /// on: followed long after it ended, it reads up to its terminal event, not
 /// all that was written since.

@@ -526,6 +526,29 @@ export function suite(f, makeJournal) {
       await c.append("c1", { role: "assistant", content: "z".repeat(5000) });
       equal((await journal.readEvents("c1")).length, 2, "a message a compaction could take is accepted");
     }],
+    ["while members may opt in to compression, pinned turns leave their fragments room: refused past it, and a conversation within it compacts with a member's context whole", async () => {
+      const journal = await makeJournal();
+      const surface = { surface: true, toolResult: true, plainSpeak: true, promptTrim: true };
+      const plain = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration, compression: surface });
+      // 2,585 leave pinned turns a context room; the fragments take some of it.
+      let refused;
+      try { await a.append("c1", { role: "system", content: "s".repeat(2500) }); } catch (e) { refused = e; }
+      equal(refused?.code, "pinned_too_large", String(refused));
+      check(/compression fragments/.test(refused.message), refused.message);
+      equal((await journal.readEvents("c1")).length, 0, "nothing written");
+      equal((await plain.append("c2", { role: "system", content: "s".repeat(2500) })).count, 1, "without the surface it has the room");
+      await a.append("c1", { role: "system", content: "s".repeat(1500) });
+      const member = { availability: surface, preferences: { master: true, plainSpeak: true } };
+      for (let i = 0; i < 20; i++) {
+        await a.append("c1", { role: i % 2 ? "assistant" : "user", content: `turn ${i} `.repeat(30) });
+        const r = await a.onMessage("c1");
+        check(!["refused", "failed"].includes(r.status), `turn ${i}: ${JSON.stringify(r)}`);
+      }
+      const ctx = await a.context("c1", { member });
+      check(ctx.manifest.sizes.member > 0 && !ctx.manifest.uncoveredOmitted, JSON.stringify(ctx.manifest));
+      check((await a.resolve("c1")).head, "compacted");
+    }],
     ["pinned turns past the context room are refused at append (pinned_too_large), another writer's counted", async () => {
       // The declaration's 4,000 characters leave pinned turns 2,585: the
       // least summary (200 in its 191-character envelope) and a turn of 1,024.

@@ -2,9 +2,10 @@
 //! after the journal's last turn and written with a compare-and-append,
 //! once per idempotency key (js/src/driver/append.ts is its twin).
 
-use foldline_core::event::Event;
+use foldline_core::event::{Event, Message, TurnMeta};
 use foldline_core::turn::Role;
 use foldline_core::validate::ValidateRequest;
+use foldline_core::Code;
 
 use super::read::Cached;
 use super::Driver;
@@ -273,11 +274,48 @@ impl<J: Journal, M: Model> Driver<J, M> {
             true => &checked[..],
             false => events,
         };
-        self.check_parts(conversation, parts, &mut pinned)?;
+        // While members may opt in to compression, every context carries
+        // their fragments beside the pinned turns and the plan keeps them
+        // room: admitted pinned turns leave it too, or no compaction could
+        // ever fit beside them.
+        let room = self.compression.surface;
+        if room {
+            pinned.push(self.fragments_turn(conversation));
+        }
+        self.check_parts(conversation, parts, &mut pinned)
+            .map_err(|e| match e {
+                HostError::Core(mut err) if room && err.code == Code::PinnedTooLarge => {
+                    err.message.push_str(
+                        " (counted with the room members' compression fragments take beside them)",
+                    );
+                    HostError::Core(err)
+                }
+                e => e,
+            })?;
         match events.iter().any(super::corrected::chains) {
             true => self.check_chain(conversation, events),
             false => Ok(()),
         }
+    }
+
+    /// The room the members' compression fragments take beside the pinned
+    /// turns ([`foldline_core::member::seams::fragments_room`]), as a pinned
+    /// turn's metadata the append check counts with them.
+    fn fragments_turn(&self, conversation: &str) -> Event {
+        let room = foldline_core::member::seams::fragments_room(self.compression);
+        let route = (self.route_of)(conversation);
+        let holder = Message::new(
+            &route.conversation,
+            0,
+            "member-fragments",
+            Role::System,
+            Vec::new(),
+        );
+        let mut turn = TurnMeta::of(&holder);
+        turn.chat = route.chat;
+        turn.chars = room.chars;
+        turn.tokens = Some(room.tokens);
+        Event::TurnMeta(turn)
     }
 
     /// The core's append check over `events`, in calls of at most

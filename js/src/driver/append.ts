@@ -9,6 +9,7 @@ import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
 import { MESSAGE_OVERHEAD_TOKENS, type AppendMessages, type AppendMessagesOptions, type Appended } from "./api.js";
 import { isPinned, pinnedTurns, state, sync, using, type Ctx } from "./read.js";
+import { checkBesidePinned } from "./room.js";
 
 const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -91,7 +92,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       // A pinned turn is checked beside the conversation's (never folded,
       // together they must leave a context room: else `pinned_too_large`).
       if (events.some(isPinned)) {
-        validate({ kind: "events", route: c.routeOf(id), events, declaration: c.o.declaration, pinned: pinnedTurns(s) });
+        checkBesidePinned(c, id, events, pinnedTurns(s));
       }
       try {
         const seq = await c.o.journal.append(id, events, { expectedSeq: s.seq });

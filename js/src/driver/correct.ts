@@ -6,11 +6,11 @@
 // The Rust driver's `Driver::correct` (corrected.rs).
 
 import { FoldlineError } from "../error.js";
-import { validate } from "../ops.js";
 import type { Event, Part } from "../types.js";
 import type { Corrected } from "./api.js";
 import { counted } from "./append.js";
 import { corrected, covers, isTurn, load, pinnedTurns, readOriginals, resolveFrom, state, sync, using, type Ctx } from "./read.js";
+import { checkBesidePinned } from "./room.js";
 
 export function correctTurn(c: Ctx, id: string, turnId: string, content: string | readonly Part[], sender?: string): Promise<Corrected> {
   const parts: Part[] = typeof content === "string" ? [{ type: "text", text: content }] : [...content];
@@ -41,7 +41,7 @@ export function correctTurn(c: Ctx, id: string, turnId: string, content: string 
         const [made] = counted(c, [corrected(turn, fix)]);
         if (made.type === "message" && made.tokens !== undefined) fix.tokens = made.tokens;
         const others = pinnedTurns(s).filter((e) => !(isTurn(e) && e.turnId === turnId));
-        validate({ kind: "events", route: c.routeOf(id), events: [made], declaration: c.o.declaration, pinned: others });
+        checkBesidePinned(c, id, [made], others);
       }
       await readOriginals(c, id, s, [fix]);
       await resolveFrom(c, id, s, [...s.chain, fix]);

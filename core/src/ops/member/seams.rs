@@ -231,6 +231,15 @@ pub(crate) fn room(availability: Availability) -> Sizes {
     room
 }
 
+/// [`room`] for a native host's admission: the pinned turns a host
+/// admits must leave the members' fragments this room too, or no
+/// compaction could fit beside them (`Driver::check_events`). Not in the
+/// artifact: the JS package measures the same with `select`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn fragments_room(availability: Availability) -> Sizes {
+    room(availability)
+}
+
 /// Shape the model-bound copy of `tail` and `prompt` for `input`.
 pub(crate) fn shape(input: &MemberInput, tail: &[&Turn], prompt: Option<&[Part]>) -> Shaped {
     let state = settings::effective(&input.availability, &input.preferences);
