@@ -852,6 +852,14 @@ fn a_member_corrects_a_message_they_sent() {
         );
         assert_eq!(s, 201, "{v}");
     };
+    // Who the token belongs to: what a page offers Edit by.
+    let (s, v) = call(
+        "GET",
+        &format!("{}/api/members/me", srv.base),
+        Some(BOB),
+        None,
+    );
+    assert_eq!((s, v), (200, json!({"id": "bob"})));
     post(ALICE, "Book the train to Porto on Tuesdya.");
     let (s, _) = call("PUT", &format!("{conv}/members/bob"), Some(ALICE), None);
     assert_eq!(s, 204);

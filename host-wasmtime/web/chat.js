@@ -35,6 +35,11 @@ async function refused(res) {
   }
   throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
 }
+async function put(f, url, auth, body) {
+  const res = await f(url, { method: "PUT", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (res.status !== 200) return refused(res);
+  return await res.json();
+}
 async function* taskEvents(body) {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -139,14 +144,11 @@ function createClient(o) {
       return { kind: "message", appended: body.appended ?? 1 };
     },
     compact,
-    async edit(turnId, text) {
-      const res = await f(`${base}/messages/${encodeURIComponent(turnId)}`, {
-        method: "PUT",
-        headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify({ content: text })
-      });
+    edit: (turnId, text) => put(f, `${base}/messages/${encodeURIComponent(turnId)}`, auth, { content: text }),
+    async me() {
+      const res = await f(`${o.baseUrl.replace(/\/$/, "")}/api/members/me`, { headers: auth });
       if (res.status !== 200) return refused(res);
-      return await res.json();
+      return (await res.json()).id;
     },
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),
@@ -181,6 +183,7 @@ var list = $("timeline");
 var status = $("status");
 var running;
 var editing;
+var me;
 var PAGE = 200;
 var limit = PAGE;
 function say(text) {
@@ -219,7 +222,7 @@ async function render(client, waitMs = 0) {
         mark.textContent = " (edited)";
         li.append(mark);
       }
-      if (i.role === "user") {
+      if (i.role === "user" && me !== void 0 && i.sender === me) {
         const edit = document.createElement("button");
         edit.type = "button";
         edit.className = "edit";
@@ -321,7 +324,9 @@ function start(token2, conversation) {
     render(client).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
   });
   const pending = client.pending();
-  (pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e))).finally(() => void live(client));
+  client.me().then((id) => {
+    me = id;
+  }).catch(() => void 0).then(() => pending ? follow(client, pending) : render(client)).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e))).finally(() => void live(client));
 }
 var params = new URLSearchParams(location.hash.slice(1));
 var token = params.get("token");

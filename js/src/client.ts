@@ -111,6 +111,8 @@ export interface Client {
    * message is refused `not_author`.
    */
   edit(turnId: string, text: string): Promise<{ seq: number; correctionSeq: number }>;
+  /** The member the token belongs to (a timeline message's `sender` when they sent it). */
+  me(): Promise<string>;
   /** The task pointer kept from an earlier page, if a task had not ended. */
   pending(): TaskPointer | undefined;
   /**
@@ -167,6 +169,13 @@ async function refused(res: Response): Promise<never> {
     // not the error shape: keep the status
   }
   throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
+}
+
+/** A PUT of `body` as JSON, answered 200 with JSON (a refusal typed). */
+async function put<T>(f: typeof fetch, url: string, auth: Record<string, string>, body: unknown): Promise<T> {
+  const res = await f(url, { method: "PUT", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (res.status !== 200) return refused(res);
+  return (await res.json()) as T;
 }
 
 /** The events of one SSE response body, as they arrive. */
@@ -297,13 +306,11 @@ export function createClient(o: ClientOptions): Client {
       return { kind: "message", appended: body.appended ?? 1 };
     },
     compact,
-    async edit(turnId, text) {
-      const res = await f(`${base}/messages/${encodeURIComponent(turnId)}`, {
-        method: "PUT", headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify({ content: text }),
-      });
+    edit: (turnId, text) => put(f, `${base}/messages/${encodeURIComponent(turnId)}`, auth, { content: text }),
+    async me() {
+      const res = await f(`${o.baseUrl.replace(/\/$/, "")}/api/members/me`, { headers: auth });
       if (res.status !== 200) return refused(res);
-      return (await res.json()) as { seq: number; correctionSeq: number };
+      return ((await res.json()) as { id: string }).id;
     },
     pending: () => readPointer(storage, key),
     follow: (task, onEvent, signal) => followTask(f, o.baseUrl, auth, keep, task, onEvent, signal),

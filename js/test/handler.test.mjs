@@ -67,6 +67,7 @@ test("the chat client: /compact through the handler, never a message", async () 
   let caught;
   try { await bob.send("/compact"); } catch (e) { caught = e; }
   if (!(caught instanceof ClientError) || caught.code !== "not_owner" || caught.memberMessage !== MEMBER_WORDING.not_owner) throw new Error(String(caught));
+  if ((await alice.me()) !== "alice" || (await bob.me()) !== "bob") throw new Error("me() names another member");
   // Each member edits only what they sent; the timeline marks the edit.
   const mine = (await bob.timeline()).items.filter((i) => i.type === "message").at(-1);
   const edited = await bob.edit(mine.turnId, "Bob here: I can join on Saturday.");

@@ -40,6 +40,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/conversations/{id}/context", get(context))
         .route("/api/conversations/{id}/verify", get(verify))
         .route("/api/health", get(health))
+        .route("/api/members/me", get(me))
         .route("/api/conversations/{id}/members", get(room))
         .route(
             "/api/conversations/{id}/settings",
@@ -192,6 +193,12 @@ fn admit_messages(
 async fn health(State(app): Shared) -> Result<Response, ApiError> {
     blocking(move || Ok(app.driver.journal().read_events_page("health", 0, 1)?)).await?;
     Ok(Json(json!({"ok": true})).into_response())
+}
+
+/// `GET /api/members/me`: who the bearer token belongs to, `{"id"}` — what
+/// a chat page needs to offer Edit on the member's own messages only.
+async fn me(Caller(member): Caller) -> Response {
+    Json(json!({"id": member})).into_response()
 }
 
 /// An append past its deadline: `408 timeout`, nothing written.

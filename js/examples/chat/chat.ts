@@ -13,6 +13,8 @@ const status = $("status");
 let running: TaskPointer | undefined;
 // The message being edited (its turn), while the composer holds its text.
 let editing: string | undefined;
+// Who is signed in: Edit is offered on their own messages only.
+let me: string | undefined;
 // How many of the latest items the page shows; "Show earlier" adds a page.
 const PAGE = 200;
 let limit = PAGE;
@@ -59,7 +61,7 @@ async function render(client: Client, waitMs = 0): Promise<void> {
         mark.textContent = " (edited)";
         li.append(mark);
       }
-      if (i.role === "user") {
+      if (i.role === "user" && me !== undefined && i.sender === me) {
         // The server lets a member edit only what they sent.
         const edit = document.createElement("button");
         edit.type = "button";
@@ -171,7 +173,10 @@ function start(token: string, conversation: string): void {
     render(client).catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)));
   });
   const pending = client.pending();
-  (pending ? follow(client, pending) : render(client))
+  client.me()
+    .then((id) => { me = id; })
+    .catch(() => undefined)
+    .then(() => (pending ? follow(client, pending) : render(client)))
     .catch((e) => say(e instanceof ClientError ? e.memberMessage : String(e)))
     // Messages of the room and dividers of automatic compactions appear as
     // the server writes them.

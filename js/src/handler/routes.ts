@@ -25,13 +25,15 @@ const EVENTS = /^\/api\/conversations\/([^/]*)\/tasks\/([^/]+)\/events$/;
 const MESSAGE = /^\/api\/conversations\/([^/]*)\/messages\/([^/]+)$/;
 /** A load balancer's probe: no token. */
 const HEALTH = "/api/health";
+/** Who the bearer token belongs to. */
+const ME = "/api/members/me";
 
 /** A path that names an endpoint, with a method it does not take: 405, as foldline serve answers. */
 const wrongMethod = () => new ApiError(405, "method_not_allowed", "this endpoint does not take that method");
 
 /** The methods the endpoint a path names takes; undefined when it names none. */
 function methodsOf(path: string): string[] | undefined {
-  if (path === HEALTH || EVENTS.test(path)) return ["GET"];
+  if (path === HEALTH || path === ME || EVENTS.test(path)) return ["GET"];
   const members = MEMBERS.exec(path);
   if (members) return members[2] === undefined ? ["GET"] : ["PUT", "DELETE"];
   if (ANSWER.test(path)) return ["DELETE"];
@@ -56,6 +58,8 @@ export async function route(app: App, req: Request, ctx?: ExecutionContext): Pro
     return json(200, { ok: true });
   }
   const member = await caller(app, req);
+  // `{"id"}`: what a chat page needs to offer Edit on the member's own messages only.
+  if (url.pathname === ME) return json(200, { id: member });
   // From here on the method is one the path's endpoint takes (methodsOf).
   let m = EVENTS.exec(url.pathname);
   if (m) {

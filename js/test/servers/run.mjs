@@ -246,6 +246,10 @@ const cases = [
   [["PUT", `${c}/messages/c-1`, msg({ content: "x" }), BOB], "403 not_owner"],
   [["PUT", "/api/conversations/nope/messages/nope-1", msg({ content: "x" })], "404 not_found"],
   [["GET", `${c}/messages/c-1`], "405 method_not_allowed"],
+  // Who the token belongs to (a chat page offers Edit on the member's own messages).
+  [["GET", "/api/members/me"], "200"],
+  [["GET", "/api/members/me", undefined, null], "401 unauthorized"],
+  [["POST", "/api/members/me"], "405 method_not_allowed"],
   [["GET", `${c}/verify`], "200"],
   // The path and the method are looked at before the caller.
   [["GET", "/api/nothing", undefined, null], "404 not_found"],
