@@ -977,6 +977,15 @@ fn a_history_too_large_for_a_call_still_gives_its_context() {
             c
         };
         succeeded(program().args(["import", "--no-compact"]).arg(&file));
+        // Corrected turns, old and in the tail, go whole beside their
+        // corrections (the core applies them to the turn's content).
+        let ids: Vec<String> = stored_default(&db)
+            .into_iter()
+            .filter_map(|s| s.event.turn_id().map(str::to_owned))
+            .collect();
+        for (at, text) in [(100, "corrected long ago"), (5_990, "corrected just now")] {
+            succeeded(program().args(["correct", &ids[at], text]));
+        }
         let context =
             |mib: &str| succeeded(program().args(["--memory-mib", mib, "context"])).stdout;
         let whole = context("512");
@@ -984,11 +993,9 @@ fn a_history_too_large_for_a_call_still_gives_its_context() {
             whole.len() > 100_000,
             "{name}: the manifest names the 6,000 turns"
         );
-        assert_eq!(
-            String::from_utf8(context("16")).unwrap(),
-            String::from_utf8(whole).unwrap(),
-            "{name}"
-        );
+        let whole = String::from_utf8(whole).unwrap();
+        assert!(whole.contains("corrected just now"), "{name}");
+        assert_eq!(String::from_utf8(context("16")).unwrap(), whole, "{name}");
     }
 }
 
