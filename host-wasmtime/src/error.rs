@@ -81,9 +81,9 @@ pub enum HostError {
 
 impl HostError {
     /// What to give a call that ran out of `bytes` of memory, in MiB: four
-    /// times as much, at least 2,048 (a history no summary covers yet, such
-    /// as an import of 200,000 messages with `--no-compact`, is taken whole
-    /// by the `compact` that folds it, once).
+    /// times as much, at least 2,048 (what a call takes whole of a
+    /// conversation — the newest turns, the oldest a fold may take — is
+    /// bounded in count, not in length).
     pub fn more_memory_mib(bytes: usize) -> usize {
         (bytes >> 20).saturating_mul(4).max(2048)
     }
