@@ -198,12 +198,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             },
             None => None,
         };
-        let held = prompt.is_some_and(|p| {
-            c.recent.iter().any(|e| {
-                matches!(e, Event::Message(m) | Event::LateDelivery(m)
-                    if m.role == p.role && m.parts == p.parts)
-            })
-        });
+        let held = prompt.is_some_and(|p| holds(&pinned_of(&c.recent), p));
         Ok((c.source_seq, c.seq, done, usize::from(held)))
     }
 
@@ -278,7 +273,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         // their fragments beside the pinned turns and the plan keeps them
         // room: admitted pinned turns leave it too, or no compaction could
         // ever fit beside them.
-        let room = self.compression.surface;
+        let room = self.compression.surface && (amending || events.iter().any(Event::is_pinned));
         if room {
             pinned.push(self.fragments_turn(conversation));
         }
@@ -366,20 +361,14 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let Event::Message(new) = turn else {
             return Ok(false);
         };
-        Ok(self.pinned_turns(conversation)?.iter().any(|e| {
-            matches!(e, Event::Message(m) | Event::LateDelivery(m)
-                if m.role == new.role && m.parts == new.parts)
-        }))
+        Ok(holds(&self.pinned_turns(conversation)?, new))
     }
 
     /// The conversation's pinned turns, as this driver has read the journal
     /// (the events it keeps for plan and select hold every one), as their
     /// corrections make them.
     fn pinned_turns(&self, conversation: &str) -> Result<Vec<Event>> {
-        let held = self.held_turns(conversation, |e| {
-            e.is_pinned() || matches!(e, Event::Correction(_))
-        })?;
-        Ok(super::corrected::checked(&held, &[]).1)
+        Ok(pinned_of(&self.held_turns(conversation, pinning)?))
     }
 
     /// Those of the events this driver keeps of the conversation for plan
@@ -395,6 +384,27 @@ impl<J: Journal, M: Model> Driver<J, M> {
         self.load_into(c, conversation, true)?;
         Ok(c.recent.iter().filter(|e| wanted(e)).cloned().collect())
     }
+}
+
+/// The pinned turns among `recent` (the events a driver keeps of a
+/// conversation), as their corrections make them.
+fn pinned_of(recent: &[Event]) -> Vec<Event> {
+    let held: Vec<Event> = recent.iter().filter(|e| pinning(e)).cloned().collect();
+    super::corrected::checked(&held, &[]).1
+}
+
+/// What the pinned turns are read from: the pinned turns and corrections.
+fn pinning(e: &Event) -> bool {
+    e.is_pinned() || matches!(e, Event::Correction(_))
+}
+
+/// Whether `pinned` holds a turn of `turn`'s role and content (a prompt
+/// posted again with each turn is written once).
+fn holds(pinned: &[Event], turn: &Message) -> bool {
+    pinned.iter().any(|e| {
+        matches!(e, Event::Message(m) | Event::LateDelivery(m)
+            if m.role == turn.role && m.parts == turn.parts)
+    })
 }
 
 /// Events of a batch checked in one call of the core: a 264 MB import in

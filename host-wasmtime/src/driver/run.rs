@@ -132,22 +132,19 @@ impl<J: Journal, M: Model> Driver<J, M> {
         run: &RunSpec,
         state: Option<LoopState>,
     ) -> Result<Step> {
-        let mut whole = BTreeSet::new();
-        loop {
-            let step = self.step_slimmed(conversation, run, state.clone(), &whole)?;
-            match &step.effect {
-                Effect::Done { finished } if whole.is_empty() => match &**finished {
-                    Finished::Refused { error } if error.code == Code::NeedsContent => {
-                        whole.extend(error.ids.iter().cloned());
-                        if whole.is_empty() {
-                            return Ok(step);
-                        }
-                    }
-                    _ => return Ok(step),
-                },
+        let step = self.step_slimmed(conversation, run, state.clone(), &BTreeSet::new())?;
+        let asked = match &step.effect {
+            Effect::Done { finished } => match &**finished {
+                Finished::Refused { error } if error.code == Code::NeedsContent => &error.ids,
                 _ => return Ok(step),
-            }
+            },
+            _ => return Ok(step),
+        };
+        if asked.is_empty() {
+            return Ok(step);
         }
+        let whole = asked.iter().cloned().collect();
+        self.step_slimmed(conversation, run, state, &whole)
     }
 
     fn step_slimmed(
