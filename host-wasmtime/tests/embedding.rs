@@ -296,6 +296,25 @@ fn the_driver_writes_a_prompt_posted_with_each_turn_once() {
         })
         .collect();
     assert_eq!(roles, ["System", "User", "User", "Developer", "User"]);
+    // Held as its corrections make it: the corrected prompt is held.
+    let system = events
+        .iter()
+        .find_map(|s| match &s.event {
+            Event::Message(m) if format!("{:?}", m.role) == "System" => Some(m.turn_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let euros = vec![foldline_core::turn::Part::Text {
+        text: "Answer in euros.".into(),
+    }];
+    d.correct("c", &system, euros, None).unwrap();
+    let corrected = serde_json::json!([{"role": "system", "content": "Answer in euros."}, {"role": "user", "content": "six"}]);
+    assert_eq!(count(&corrected.to_string(), None).count, 1);
+    assert_eq!(
+        count(&batch("system", "seven"), None).count,
+        2,
+        "its first wording is not held"
+    );
 }
 
 /// `Driver::correct` by a sender (a server's member editing a message):

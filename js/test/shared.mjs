@@ -706,6 +706,10 @@ export function suite(f, makeJournal) {
       equal((await a.append("c2", [{ role: "user", content: "six" }, { role: "system", content: "Be brief." }])).count, 2, "only a leading one is the prompt");
       const pinned = (await journal.readEvents("c2")).map((e) => e.event).filter((e) => e.type === "message" && e.role !== "user");
       equal(pinned.map((e) => e.role), ["system", "developer", "system"]);
+      // Held as its corrections make it: the corrected prompt is held, its first wording no longer.
+      await a.correct("c2", pinned[0].turnId, "Answer in euros.");
+      equal((await chat(a, { role: "system", content: "Answer in euros." }, "seven")).count, 1);
+      equal((await chat(a, { role: "system", content: "Be brief." }, "eight")).count, 1, "another system turn holds it");
     }],
     ["an append retried under its idempotency key never writes twice (another compactor, a restart)", async () => {
       const journal = await makeJournal();

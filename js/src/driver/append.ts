@@ -4,6 +4,7 @@
 // idempotency key.
 
 import { FoldlineError } from "../error.js";
+import { canonical } from "../hash.js";
 import { validate } from "../ops.js";
 import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
@@ -76,8 +77,10 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       // A request's prompt joins the conversation's pinned turns once: a
       // client posting it with each turn (an Anthropic request's shape, or
       // messages that open with it) does not write it again.
-      const role = all[0].type === "message" ? all[0].role : undefined;
-      const held = prompt === 1 && s.recent.some((e) => (e.type === "message" || e.type === "lateDelivery") && e.role === role && e.contentHash === allHashes[0]) ? 1 : 0;
+      // Held: a pinned turn of its role and content, as its corrections make it (the Rust driver's `holds`).
+      const head = all[0];
+      const held = prompt === 1 && head.type === "message" && pinnedTurns(s).some((e) =>
+        (e.type === "message" || e.type === "lateDelivery") && e.role === head.role && canonical(e.parts) === canonical(head.parts)) ? 1 : 0;
       const converted = all.slice(held);
       if (converted.length === 0) return { seq: s.seq, events: [], count: 0, replayed: false };
       // Numbered after the journal's last turn, with the counts made once above.
