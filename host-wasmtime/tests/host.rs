@@ -2747,69 +2747,14 @@ fn a_long_chain_read_cold_resolves_in_steps_as_it_does_at_once() {
 /// or only what came after the text it kept from the last drawing.
 #[test]
 fn the_timeline_draws_as_far_as_its_resolution_read() {
-    use foldline_core::packet::Packet;
-    use foldline_wasmtime::journal::StoredEvent;
-    use std::sync::Mutex;
-    /// A journal whose read after position `at` — the `skip`-th such read
-    /// from now, past the resolution's own — first lets another writer append.
-    struct Meanwhile {
-        inner: SqliteJournal,
-        pending: Mutex<(Vec<foldline_core::event::Event>, u64, usize)>,
-    }
-    impl Journal for Meanwhile {
-        fn read_events(&self, c: &str, since: u64) -> foldline_wasmtime::Result<Vec<StoredEvent>> {
-            let mut p = self.pending.lock().unwrap();
-            if since == p.1 && !p.0.is_empty() {
-                if p.2 == 0 {
-                    self.inner.append(c, &std::mem::take(&mut p.0))?;
-                } else {
-                    p.2 -= 1;
-                }
-            }
-            drop(p);
-            self.inner.read_events(c, since)
-        }
-        fn append_batch(
-            &self,
-            c: &str,
-            e: &[foldline_core::event::Event],
-            x: Option<u64>,
-            f: Option<u64>,
-        ) -> foldline_wasmtime::Result<u64> {
-            self.inner.append_batch(c, e, x, f)
-        }
-        fn put_packet(&self, c: &str, p: &Packet) -> foldline_wasmtime::Result<()> {
-            self.inner.put_packet(c, p)
-        }
-        fn get_packet(&self, c: &str, id: &str) -> foldline_wasmtime::Result<Option<Packet>> {
-            self.inner.get_packet(c, id)
-        }
-        fn list_packets(&self, c: &str) -> foldline_wasmtime::Result<Vec<Packet>> {
-            self.inner.list_packets(c)
-        }
-        fn acquire_lease(
-            &self,
-            c: &str,
-            h: &str,
-            n: u64,
-            t: u64,
-        ) -> foldline_wasmtime::Result<Option<u64>> {
-            self.inner.acquire_lease(c, h, n, t)
-        }
-        fn release_lease(&self, c: &str, h: &str) -> foldline_wasmtime::Result<()> {
-            self.inner.release_lease(c, h)
-        }
-    }
+    use support::meanwhile::Meanwhile;
     let text = |t: &foldline_core::timeline::Timeline| serde_json::to_value(t).unwrap();
     for kept in [0, 64 << 20] {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("j.db");
         let d = Driver::builder(
             Foldline::embedded().unwrap(),
-            Meanwhile {
-                inner: SqliteJournal::open(&db).unwrap(),
-                pending: Mutex::new((Vec::new(), 0, 0)),
-            },
+            Meanwhile::new(SqliteJournal::open(&db).unwrap()),
             Extractive,
         )
         .declaration(small_decl())
@@ -2834,10 +2779,10 @@ fn the_timeline_draws_as_far_as_its_resolution_read() {
         d.journal()
             .append("c", &ordinary("c", 61, 61, 500))
             .unwrap();
-        *d.journal().pending.lock().unwrap() = match kept {
-            0 => (ordinary("c", 62, 62, 500), 0, 0),
-            _ => (ordinary("c", 62, 62, 500), at, 1),
-        };
+        match kept {
+            0 => d.journal().then(ordinary("c", 62, 62, 500), 0, 0),
+            _ => d.journal().then(ordinary("c", 62, 62, 500), at, 1),
+        }
         let during = text(&d.timeline("c").unwrap()).to_string();
         assert!(
             during.contains("message 61 about"),
@@ -2847,10 +2792,7 @@ fn the_timeline_draws_as_far_as_its_resolution_read() {
             !during.contains("message 62 about"),
             "{kept}: not yet the other writer's"
         );
-        assert!(
-            d.journal().pending.lock().unwrap().0.is_empty(),
-            "{kept}: it landed"
-        );
+        assert!(d.journal().landed(), "{kept}: it landed");
         let after = text(&d.timeline("c").unwrap()).to_string();
         assert!(
             after.contains("message 62 about"),
@@ -2861,6 +2803,53 @@ fn the_timeline_draws_as_far_as_its_resolution_read() {
         let fresh = sqlite_driver(&db, small_decl());
         assert_eq!(text(&fresh.timeline("c").unwrap()).to_string(), after);
     }
+}
+
+/// Two writers correcting one turn at once (two replicas of a server):
+/// the one whose check reads the other's correction, numbered as its own,
+/// numbers its own again after it instead of refusing the edit as a
+/// second claim to that number (`conflicting_turn`); the context shows the
+/// later edit.
+#[test]
+fn a_correction_racing_another_of_its_turn_is_numbered_after_it() {
+    use foldline_core::event::{Correction, Event};
+    use foldline_core::turn::Part;
+    use support::meanwhile::Meanwhile;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = Driver::new(
+        Foldline::embedded().unwrap(),
+        Meanwhile::new(SqliteJournal::open(&db).unwrap()),
+        Extractive,
+        small_decl(),
+    );
+    d.journal().append("c", &ordinary("c", 1, 12, 300)).unwrap();
+    d.on_message("c").unwrap();
+    let head = d
+        .journal()
+        .inner
+        .read_events("c", 0)
+        .unwrap()
+        .last()
+        .unwrap()
+        .seq;
+    let text = |t: &str| vec![Part::Text { text: t.to_owned() }];
+    let theirs = Event::Correction(Correction {
+        turn_id: "t11".into(),
+        correction_seq: 1,
+        parts: text("the other replica's words"),
+        tokens: None,
+    });
+    // The correction's own read first, then the other writer lands before
+    // the check reads again.
+    d.journal().then(vec![theirs], head, 1);
+    let done = d.correct("c", "t11", text("my words"), None).unwrap();
+    assert!(d.journal().landed());
+    assert_eq!(done.correction_seq, 2);
+    let context = d.context("c", ContextOptions::default()).unwrap();
+    let context = serde_json::to_string(&context).unwrap();
+    assert!(context.contains("my words") && !context.contains("the other replica's words"));
+    assert!(d.resolve("c").is_ok());
 }
 
 /// A timeline drawn after a write reads only what was written since the

@@ -240,7 +240,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 parts: parts.clone(),
                 tokens: None,
             })];
-            self.check_events(conversation, &correction)?;
+            if let Err(e) = self.check_events(conversation, &correction) {
+                // The check reads what is new: another writer's correction
+                // of this turn, numbered as this one, refuses it as a
+                // second claim to that number. Numbered again after it.
+                if self.with_cache(conversation, |c| c.seq) != head {
+                    continue;
+                }
+                return Err(e);
+            }
             match self
                 .journal
                 .append_at(conversation, &correction, head, None)

@@ -5,6 +5,7 @@ pub mod fixtures;
 pub mod flaky;
 pub mod intercept;
 pub mod invariants;
+pub mod meanwhile;
 pub mod pg;
 pub mod ruleset;
 pub mod server;
