@@ -175,6 +175,29 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
         self
     }
 
+    /// Count each message's tokens with the host's tokenizer (tiktoken-rs,
+    /// a provider's counter) as it is appended or corrected, plus its
+    /// framing ([`DriverBuilder::message_overhead_tokens`]), so a token
+    /// budget uses real counts instead of the core's estimate
+    /// (`ceil(chars / 4) + 4`) and the context as the provider counts it
+    /// stays within the window (the JS driver's `countTokens`). Turns
+    /// written before keep the count they were written with.
+    #[must_use]
+    pub fn count_tokens(mut self, count: impl Fn(&str) -> u64 + Send + Sync + 'static) -> Self {
+        self.driver.count_tokens = Some(std::sync::Arc::new(count));
+        self
+    }
+
+    /// Tokens of framing each counted message costs beside its content
+    /// (default [`MESSAGE_OVERHEAD_TOKENS`](crate::driver::MESSAGE_OVERHEAD_TOKENS),
+    /// 4; OpenAI's chat framing is 3): set it to your provider's. Used only
+    /// with [`DriverBuilder::count_tokens`].
+    #[must_use]
+    pub fn message_overhead_tokens(mut self, tokens: u64) -> Self {
+        self.driver.message_overhead_tokens = tokens;
+        self
+    }
+
     /// The wall clock in milliseconds (leases only; default the system's).
     #[must_use]
     pub fn clock(mut self, clock: fn() -> u64) -> Self {

@@ -634,3 +634,102 @@ fn a_hanging_custom_model_ends_at_its_deadline() {
     d.journal().append("c", &events).unwrap();
     assert!(matches!(d.on_message("c").unwrap(), Outcome::Failed(_)));
 }
+
+/// The host's token counts (`DriverBuilder::count_tokens`): each message
+/// appended or corrected is counted by the host's tokenizer with its
+/// framing, so the context as the provider counts it fits the window at
+/// the seed's token defaults. The counter here takes a token per
+/// character, as tokenizers take most CJK text, where the core's estimate
+/// (four characters a token) undercounts fourfold: without the counter
+/// the same chat is sent past the window.
+#[test]
+fn the_hosts_token_counts_keep_the_context_in_the_window() {
+    let per_char = |t: &str| t.chars().count() as u64;
+    let sentence = "我们的计划保持预算和日期不变，下周再检查一次。";
+    let run = |counting: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
+        let mut b = Driver::builder(
+            Foldline::embedded().unwrap(),
+            journal,
+            foldline_wasmtime::model::Extractive,
+        );
+        if counting {
+            b = b.count_tokens(per_char).message_overhead_tokens(3);
+        }
+        let d = b.build().unwrap();
+        let (mut most, mut compacted) = (0, 0);
+        for n in 1..=240u64 {
+            let text = match n % 2 {
+                1 => format!("问题{n}：下一步怎么办？"),
+                _ => format!("回答{n}：{}", sentence.repeat(1 + (n as usize % 9) * 3)),
+            };
+            let role = if n % 2 == 1 { "user" } else { "assistant" };
+            let m = serde_json::json!({"role": role, "content": text});
+            d.append("c", &m.to_string()).unwrap();
+            if matches!(d.on_message("c").unwrap(), Outcome::Compacted(_)) {
+                compacted += 1;
+            }
+            let options = ContextOptions {
+                format: foldline_core::format::Format::Openai,
+                ..Default::default()
+            };
+            let ctx = serde_json::to_value(d.context("c", options).unwrap()).unwrap();
+            // As OpenAI counts a chat request: 3 tokens of framing a message, 3 to prime the reply.
+            let sent = ctx["messages"].as_array().unwrap();
+            let real: u64 = sent
+                .iter()
+                .map(|m| 3 + per_char(m["content"].as_str().unwrap_or_default()))
+                .sum::<u64>()
+                + 3;
+            most = most.max(real);
+            assert_eq!(ctx["manifest"]["uncoveredOmitted"].as_u64().unwrap_or(0), 0);
+            assert_eq!(
+                sent.last().unwrap()["content"],
+                text,
+                "the newest turn, verbatim"
+            );
+        }
+        if counting {
+            // Stored with the count: the turn and a correction of it.
+            let stored = d.journal().read_events("c", 0).unwrap();
+            let Some(Event::Message(last)) = stored
+                .iter()
+                .rev()
+                .map(|s| &s.event)
+                .find(|e| matches!(e, Event::Message(_)))
+            else {
+                panic!("no message");
+            };
+            let words = match &last.parts[0] {
+                foldline_core::turn::Part::Text { text } => per_char(text),
+                _ => unreachable!(),
+            };
+            assert_eq!(last.tokens, Some(words + 3));
+            let fix = vec![foldline_core::turn::Part::Text {
+                text: sentence.repeat(4),
+            }];
+            d.correct("c", &last.turn_id, fix, None).unwrap();
+            let stored = d.journal().read_events("c", 0).unwrap();
+            let Some(Event::Correction(c)) = stored.last().map(|s| &s.event) else {
+                panic!("no correction");
+            };
+            assert_eq!(c.tokens, Some(per_char(&sentence.repeat(4)) + 3));
+        }
+        (most, compacted)
+    };
+    let (most, compacted) = run(true);
+    assert!(compacted >= 5, "{compacted} compactions");
+    assert!(
+        most <= 8192 - 1024,
+        "{most} tokens sent as the provider counts them"
+    );
+    let (estimated, _) = run(false);
+    assert!(
+        estimated > 8192 - 1024,
+        "the estimate alone sent {estimated}: the check is live"
+    );
+    println!(
+        "counted: at most {most} tokens sent ({compacted} compactions); estimated: {estimated}"
+    );
+}

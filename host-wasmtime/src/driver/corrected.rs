@@ -210,7 +210,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         by: Option<&str>,
     ) -> Result<Corrected> {
         loop {
-            let (head, latest) = {
+            let (head, fix) = {
                 let mut cache = lock(&self.cache);
                 let c = self.kept(&mut cache, conversation);
                 self.load_into(c, conversation, true)?;
@@ -232,14 +232,25 @@ impl<J: Journal, M: Model> Driver<J, M> {
                         )));
                     }
                 }
-                (c.seq, latest)
+                // Counted as the turn it makes, when the host counts.
+                let fix = Correction {
+                    turn_id: turn_id.to_owned(),
+                    correction_seq: latest + 1,
+                    parts: parts.clone(),
+                    tokens: None,
+                };
+                let turn = c.recent.iter().find(|e| match e {
+                    Event::Message(m) => m.turn_id == turn_id,
+                    _ => false,
+                });
+                let tokens = turn.and_then(|t| corrected(t, &fix)).and_then(|t| match t {
+                    Event::Message(m) => self.tokens_of(&m.parts),
+                    _ => None,
+                });
+                (c.seq, Correction { tokens, ..fix })
             };
-            let correction = [Event::Correction(Correction {
-                turn_id: turn_id.to_owned(),
-                correction_seq: latest + 1,
-                parts: parts.clone(),
-                tokens: None,
-            })];
+            let latest = fix.correction_seq - 1;
+            let correction = [Event::Correction(fix)];
             if let Err(e) = self.check_events(conversation, &correction) {
                 // The check reads what is new: another writer's correction
                 // of this turn, numbered as this one, refuses it as a

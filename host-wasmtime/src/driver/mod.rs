@@ -46,6 +46,8 @@ mod read;
 mod run;
 mod slim;
 mod text;
+mod tokens;
+pub use tokens::{CountTokens, MESSAGE_OVERHEAD_TOKENS};
 mod warm;
 
 /// What one driver pass did.
@@ -159,6 +161,10 @@ pub struct Driver<J: Journal, M: Model> {
     /// projection, plain-speak), so no member's context leaves out a turn
     /// no summary covers to make room for them.
     pub(crate) compression: Availability,
+    /// The host's token counter (default none: the core's estimate).
+    pub(crate) count_tokens: Option<CountTokens>,
+    /// Framing tokens added to each counted message.
+    pub(crate) message_overhead_tokens: u64,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -259,6 +265,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             model_timeout_ms: defaults::MODEL_TIMEOUT_MS,
             hold_events: true,
             compression: Availability::default(),
+            count_tokens: None,
+            message_overhead_tokens: MESSAGE_OVERHEAD_TOKENS,
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(kept::Kept::default()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),

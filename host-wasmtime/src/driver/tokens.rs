@@ -1,0 +1,67 @@
+//! Real token counts: the host's tokenizer counts each message as it is
+//! appended or corrected, with its framing, so a token budget works from
+//! the counts the provider will make instead of the core's estimate
+//! (`ceil(chars / 4) + 4`), which undercounts code and most languages
+//! other than English. The JS driver's `countTokens` and
+//! `messageOverheadTokens` (js/src/driver/append.ts, `counted`).
+
+use std::sync::Arc;
+
+use foldline_core::event::Event;
+use foldline_core::turn::Part;
+
+use super::Driver;
+use crate::journal::Journal;
+use crate::model::Model;
+
+/// A host's token counter: the tokens of one text (tiktoken-rs, a
+/// provider's counter).
+pub type CountTokens = Arc<dyn Fn(&str) -> u64 + Send + Sync>;
+
+/// Tokens of framing each counted message costs beside its content (role,
+/// message separators) unless set: the core's estimate's own overhead.
+/// OpenAI's chat framing is 3 per message.
+pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+
+/// The tokens of a message of `parts` as a provider counts it: its text,
+/// tool calls (name and arguments), tool results and approval reasons,
+/// and `framing`. Reasoning and approval requests count nothing here (the
+/// core counts reasoning where it is sent).
+pub(crate) fn message_tokens(count: &CountTokens, framing: u64, parts: &[Part]) -> u64 {
+    parts.iter().fold(framing, |n, p| {
+        n.saturating_add(match p {
+            Part::Text { text } => count(text),
+            Part::ToolCall {
+                name, arguments, ..
+            } => count(name).saturating_add(count(arguments)),
+            Part::ToolResult { content, .. } => count(content),
+            Part::ApprovalResponse { reason, .. } => count(reason),
+            _ => 0,
+        })
+    })
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// Each message of `events` with its tokens counted, when the host
+    /// counts (`DriverBuilder::count_tokens`); unchanged otherwise.
+    pub(super) fn count(&self, events: &mut [Event]) {
+        let Some(count) = &self.count_tokens else {
+            return;
+        };
+        for e in events {
+            if let Event::Message(m) = e {
+                m.tokens = Some(message_tokens(
+                    count,
+                    self.message_overhead_tokens,
+                    &m.parts,
+                ));
+            }
+        }
+    }
+
+    /// The tokens of a message of `parts`, when the host counts.
+    pub(super) fn tokens_of(&self, parts: &[Part]) -> Option<u64> {
+        let count = self.count_tokens.as_ref()?;
+        Some(message_tokens(count, self.message_overhead_tokens, parts))
+    }
+}
