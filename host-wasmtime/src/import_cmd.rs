@@ -55,6 +55,8 @@ pub fn import_file(d: &ProgramDriver, conv: &str, a: &ImportArgs) -> Result<Exit
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // Counted as every writer counts them (`--tokenizer`).
+    d.count_tokens_of(&mut events);
     // The append check first, as every other writer makes it: a message no
     // compaction could take, a foreign route or a wrong content hash
     // written here would leave the conversation unable to select.

@@ -56,5 +56,7 @@ pub mod serve;
 pub mod settings;
 pub mod summarizer;
 mod sync;
+#[cfg(feature = "tiktoken")]
+pub mod tokenizer;
 
 pub use error::{HostError, Result};

@@ -92,6 +92,15 @@ struct Cli {
         value_name = "DIR|off"
     )]
     compile_cache: Option<String>,
+    /// Count each message's tokens with one of OpenAI's tokenizers for a
+    /// token budget, instead of the estimate (ceil(chars / 4) + 4), which
+    /// undercounts code and most languages other than English.
+    #[arg(long, global = true, help_heading = GLOBAL, env = "FOLDLINE_TOKENIZER", value_name = "o200k_base|cl100k_base")]
+    tokenizer: Option<foldline_wasmtime::tokenizer::Tokenizer>,
+    /// Tokens of framing each counted message costs beside its content
+    /// (OpenAI's chat: 3) [default: 4].
+    #[arg(long, global = true, help_heading = GLOBAL, requires = "tokenizer")]
+    message_overhead_tokens: Option<u64>,
     #[command(flatten)]
     compression: CompressionFlags,
     #[command(subcommand)]
@@ -422,6 +431,12 @@ fn builder(cli: &Cli, journal: Location) -> Result<DriverBuilder<AnyJournal, Any
         )
         .owner("owner")
         .compression(cli.compression.availability());
+    if let Some(t) = cli.tokenizer {
+        b = b.count_tokens(t.counter());
+    }
+    if let Some(n) = cli.message_overhead_tokens {
+        b = b.message_overhead_tokens(n);
+    }
     if let Some(p) = &cli.compactor_declaration {
         b = b.compactor(
             serde_json::from_str(&std::fs::read_to_string(p)?)

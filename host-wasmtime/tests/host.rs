@@ -2852,6 +2852,72 @@ fn a_correction_racing_another_of_its_turn_is_numbered_after_it() {
     assert!(d.resolve("c").is_ok());
 }
 
+/// `--tokenizer`: the program counts each message it imports or appends
+/// with one of OpenAI's tokenizers (and `--message-overhead-tokens` of
+/// framing), so a token budget's context, as that tokenizer counts it,
+/// stays within the budget's limit; on the estimate alone (four
+/// characters a token) a chat in Chinese is sent past it.
+#[test]
+fn the_programs_tokenizer_keeps_the_context_in_the_window() {
+    use foldline_core::event::Event;
+    use foldline_wasmtime::tokenizer::Tokenizer;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("zh.jsonl");
+    let sentence = "我们的计划保持预算和日期不变，下周再检查一次。";
+    let text = |i: usize| format!("第{i}条：{}", sentence.repeat(1 + (i * 7) % 12));
+    let lines: String = (0..400)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!(
+                "{}\n",
+                serde_json::json!({"role": role, "content": text(i)})
+            )
+        })
+        .collect();
+    std::fs::write(&file, lines).unwrap();
+    let count = Tokenizer::O200kBase.counter();
+    let sent = |db: &std::path::Path, counted: bool| {
+        let program = || {
+            let mut c = on_journal(db);
+            c.env("CHAT_CONTEXT_DEFAULT_WINDOW_TOKENS", "8192");
+            if counted {
+                c.args([
+                    "--tokenizer",
+                    "o200k_base",
+                    "--message-overhead-tokens",
+                    "3",
+                ]);
+            }
+            c
+        };
+        succeeded(program().arg("import").arg(&file));
+        let out = succeeded(program().args(["context", "--format", "openai"]));
+        let ctx: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // As OpenAI counts a chat request: 3 tokens of framing a message, 3 to prime the reply.
+        let messages = ctx["messages"].as_array().unwrap();
+        let real: u64 = messages
+            .iter()
+            .map(|m| 3 + count(m["content"].as_str().unwrap_or_default()))
+            .sum();
+        (real + 3, ctx["manifest"]["limit"].as_u64().unwrap())
+    };
+    let counted = dir.path().join("counted.db");
+    let (real, limit) = sent(&counted, true);
+    let Some(Event::Message(first)) = stored_default(&counted).into_iter().map(|s| s.event).next()
+    else {
+        panic!("no message stored");
+    };
+    assert_eq!(
+        first.tokens,
+        Some(count(&text(0)) + 3),
+        "stored with its count"
+    );
+    let (estimated, _) = sent(&dir.path().join("estimated.db"), false);
+    println!("o200k_base: {real} tokens sent with --tokenizer, {estimated} without, limit {limit}");
+    assert!(real <= limit, "{real} tokens sent, limit {limit}");
+    assert!(estimated > limit, "the check is live: {estimated}");
+}
+
 /// A timeline drawn after a write reads only what was written since the
 /// last drawing (the driver keeps the conversation's text between
 /// drawings), through compactions, pages and a second conversation, and

@@ -38,7 +38,7 @@ export function createHandler(o: HandlerOptions): Handler {
     compactor: createCompactor({
       journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
       holder: o.holder, leaseMs: o.leaseMs, modelTimeoutMs: o.modelTimeoutMs, audit: o.audit, timelineTextChars: o.timelineTextChars, conversationsKept: o.conversationsKept,
-      compression: o.compression,
+      compression: o.compression, countTokens: o.countTokens, messageOverheadTokens: o.messageOverheadTokens,
     }),
     bodyLimit: o.bodyLimit ?? BODY_LIMIT_BYTES,
     perMinute: o.condensePerMinute ?? CONDENSE_PER_MINUTE,

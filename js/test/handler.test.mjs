@@ -331,3 +331,25 @@ test("answers that lapsed without being given back are let go", async () => {
   assert.equal((await call("DELETE", `/api/conversations/c1025/answer/${answers[1025]}`)).status, 204, "the answer just started is kept");
   await Promise.allSettled(pending);
 });
+
+// `countTokens` reaches the handler's compactor (`foldline serve
+// --tokenizer`): a posted message and a member's edit of it are stored with
+// the host's count and its framing.
+test("the handler stores the host's token counts", async () => {
+  const member = { id: "alice", tokenSha256: createHash("sha256").update(ALICE).digest("hex") };
+  const model = { async *stream() {}, async complete() { throw new Error("not called"); } };
+  const journal = new f.MemoryJournal();
+  const words = (t) => t.split(/\s+/).filter(Boolean).length;
+  const handler = f.createHandler({ journal, model, declaration: { targetId: "assistant", compactorId: "assistant-compactor" }, members: [member], countTokens: words, messageOverheadTokens: 3 });
+  const pending = [];
+  const call = (method, path, body) => handler(new Request(`http://local${path}`, {
+    method, body, headers: { authorization: `Bearer ${ALICE}`, "content-type": "application/json" },
+  }), { waitUntil: (p) => pending.push(p) });
+  assert.equal((await call("POST", "/api/conversations/c/messages", JSON.stringify({ role: "user", content: "one two three four" }))).status, 201);
+  assert.equal((await call("PUT", "/api/conversations/c/messages/c-1", JSON.stringify({ content: "one two" }))).status, 200);
+  await Promise.allSettled(pending);
+  const stored = (await journal.readEvents("c")).map((s) => s.event);
+  assert.equal(stored.find((e) => e.type === "message").tokens, 4 + 3);
+  assert.equal(stored.find((e) => e.type === "correction").tokens, 2 + 3);
+  assert.throws(() => f.createHandler({ journal, model, declaration: { targetId: "assistant", compactorId: "assistant-compactor" }, members: [member], countTokens: 4 }), (e) => e.code === "invalid_request");
+});

@@ -129,7 +129,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
             }
         }
-        self.count(&mut parsed);
+        self.count_tokens_of(&mut parsed);
         let keyed = key.map(|k| (k, keys::hashes(&parsed)));
         // A batch's prompt (a leading system or developer message) the
         // conversation holds as a turn of its role already is not written

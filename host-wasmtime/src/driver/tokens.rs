@@ -42,19 +42,23 @@ pub(crate) fn message_tokens(count: &CountTokens, framing: u64, parts: &[Part]) 
 }
 
 impl<J: Journal, M: Model> Driver<J, M> {
-    /// Each message of `events` with its tokens counted, when the host
-    /// counts (`DriverBuilder::count_tokens`); unchanged otherwise.
-    pub(super) fn count(&self, events: &mut [Event]) {
+    /// Each message of `events` that carries no count given its tokens, as
+    /// [`Driver::append`] counts them, when the host counts
+    /// (`DriverBuilder::count_tokens`); unchanged otherwise. For a host
+    /// that writes events itself (the program's `import`).
+    pub fn count_tokens_of(&self, events: &mut [Event]) {
         let Some(count) = &self.count_tokens else {
             return;
         };
         for e in events {
-            if let Event::Message(m) = e {
-                m.tokens = Some(message_tokens(
-                    count,
-                    self.message_overhead_tokens,
-                    &m.parts,
-                ));
+            if let Event::Message(m) | Event::LateDelivery(m) = e {
+                if m.tokens.is_none() {
+                    m.tokens = Some(message_tokens(
+                        count,
+                        self.message_overhead_tokens,
+                        &m.parts,
+                    ));
+                }
             }
         }
     }

@@ -171,6 +171,15 @@ export interface HandlerOptions {
   conversationsKept?: number;
   /** The most text of conversations' events kept between timeline drawings (the compactor's `timelineTextChars`; default 16 Mi UTF-16 units). */
   timelineTextChars?: number;
+  /**
+   * Count a text's tokens (the compactor's `countTokens`: js-tiktoken,
+   * gpt-tokenizer): each message the handler appends or corrects carries
+   * its count and framing, so a token budget uses real counts instead of
+   * the estimate (`foldline serve --tokenizer`).
+   */
+  countTokens?: (text: string) => number;
+  /** Framing tokens each counted message costs (the compactor's `messageOverheadTokens`; default 4, OpenAI's chat 3). */
+  messageOverheadTokens?: number;
   /** Largest request body in bytes (default 1 MiB). */
   bodyLimit?: number;
   /** Manual compactions a member may start per minute (default 6). */
