@@ -211,3 +211,12 @@ CREATE TABLE IF NOT EXISTS foldline_progress (
   checked_through_seq BIGINT NOT NULL,
   last TEXT NOT NULL
 );
+
+-- The manual compactions each member started in the last minute, counted
+-- by every replica alike (`--condense-per-minute`): rows older than a
+-- minute are removed as new ones are taken.
+CREATE TABLE IF NOT EXISTS serve_condense_starts (
+  member TEXT NOT NULL,
+  at_ms BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS serve_condense_starts_member ON serve_condense_starts (member, at_ms);

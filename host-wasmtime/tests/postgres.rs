@@ -621,6 +621,42 @@ fn simultaneous_condense_and_answers_on_three_replicas_never_collide() {
     assert_eq!((s, &v["ok"]), (200, &serde_json::json!(true)), "{v}");
 }
 
+/// The per-member condense rate is one for all replicas: nine requests at
+/// once, three on each of three replicas, and exactly the two a minute
+/// allows are taken (the others `429 rate_limited`), however they race.
+#[test]
+fn replicas_share_the_condense_rate() {
+    let pg = Pg::start();
+    let url = pg.database("rate");
+    let dir = replica_files();
+    let rs: Vec<Server> = ["r1", "r2", "r3"]
+        .iter()
+        .map(|n| replica(&url, dir.path(), n, &["--condense-per-minute", "2"]))
+        .collect();
+    for t in foldline_wasmtime::import::demo_conversation(20) {
+        let (s, v) = call(
+            "POST",
+            &format!("{}/api/conversations/c/messages", rs[0].base),
+            Some(&t.to_string()),
+        );
+        assert_eq!(s, 201, "{v}");
+    }
+    let answers: Vec<(u16, serde_json::Value)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..9)
+            .map(|i| {
+                let b = &rs[i % 3].base;
+                s.spawn(move || call("POST", &format!("{b}/api/conversations/c/condense"), None))
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let limited = answers
+        .iter()
+        .filter(|(s, v)| *s == 429 && v["error"]["code"] == "rate_limited")
+        .count();
+    assert_eq!(limited, 7, "{answers:?}");
+}
+
 /// A long poll waiting on one replica is answered by a write on another:
 /// the append notifies, and the first replica's watch of the journal wakes
 /// the requests waiting on that conversation (their wait, 20 s, is far

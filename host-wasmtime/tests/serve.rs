@@ -1945,3 +1945,61 @@ fn a_history_too_large_for_a_check_is_logged_with_what_folds_it() {
     succeeds(program(&["--memory-mib", "2048", "compact"]));
     succeeds(program(&["--memory-mib", "16", "context"]));
 }
+
+/// The per-member condense rate is counted where every server on the
+/// journal reads it (the store beside the journal): two servers on one
+/// SQLite file, as replicas behind a balancer are on one PostgreSQL
+/// database, allow a member no more between them than one does — and a
+/// restart forgets nothing. Another member's rate is their own.
+#[test]
+fn the_condense_rate_is_shared_by_every_server_on_the_journal() {
+    let setup = Setup::new();
+    let a = setup.start(&["--condense-per-minute", "2"]);
+    let b = setup.start(&["--condense-per-minute", "2"]);
+    append_turns(&a.base, "c", 0..turns_for(25_000));
+    let condense = |base: &str, token| {
+        let (s, v) = call(
+            "POST",
+            &format!("{base}/api/conversations/c/condense"),
+            Some(token),
+            None,
+        );
+        (
+            s,
+            code(&v).to_owned(),
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    // Alice's first two, one on each server (each answered as the task
+    // goes: 202, or 409 while the other folds).
+    for base in [&a.base, &b.base] {
+        let (s, c, _) = condense(base, ALICE);
+        assert!(s == 202 || s == 409, "{s} {c}");
+    }
+    let (s, c, m) = condense(&b.base, ALICE);
+    assert_eq!((s, c.as_str()), (429, "rate_limited"), "{m}");
+    assert!(m.contains("at most 2 manual compactions per minute"), "{m}");
+    let (s, c, _) = condense(&a.base, ALICE);
+    assert_eq!((s, c.as_str()), (429, "rate_limited"));
+    drop(a);
+    let again = setup.start(&["--condense-per-minute", "2"]);
+    let (s, c, _) = condense(&again.base, ALICE);
+    assert_eq!(
+        (s, c.as_str()),
+        (429, "rate_limited"),
+        "a restart forgets nothing"
+    );
+    // Bob's own conversation: his rate is his.
+    let (s, v) = call(
+        "POST",
+        &format!("{}/api/conversations/d/messages", again.base),
+        Some(BOB),
+        Some(&turn(0)),
+    );
+    assert_eq!(s, 201, "{v}");
+    let (s, c, _) = condense(&b.base, BOB);
+    assert_ne!((s, c.as_str()), (429, "rate_limited"));
+}

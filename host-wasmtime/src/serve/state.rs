@@ -1,7 +1,7 @@
 //! The server's shared state: the driver, the ownership store, and what is
 //! in flight (append positions, compaction checks, answers, rate windows).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -90,7 +90,6 @@ pub struct App {
     /// Conversations whose compaction check ran over its memory bound, and
     /// until when their checks wait ([`MEMORY_PAUSE`]).
     paused: Mutex<BTreeMap<String, Instant>>,
-    rate: Mutex<BTreeMap<String, VecDeque<Instant>>>,
     /// Running background work (compaction checks, manual tasks).
     pub tracker: TaskTracker,
     /// Cancelled when the server stops accepting requests.
@@ -119,7 +118,6 @@ impl App {
             positions: Mutex::default(),
             checks: Mutex::default(),
             paused: Mutex::default(),
-            rate: Mutex::default(),
             tracker: TaskTracker::new(),
             stopping: CancellationToken::new(),
             wakes: Wakes::default(),
@@ -320,35 +318,23 @@ impl App {
             .is_some())
     }
 
-    /// Count a condense request of `member` against the per-minute limit.
+    /// Count a condense request of `member` against the per-minute limit,
+    /// in the store every replica shares.
     pub fn take_condense(&self, member: &str) -> std::result::Result<(), ApiError> {
-        let now = Instant::now();
-        let mut rate = lock(&self.rate);
-        let w = rate.entry(member.to_owned()).or_default();
-        while w
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60))
-        {
-            w.pop_front();
-        }
-        if w.len() >= self.config.condense_per_minute as usize {
-            let wait = w
-                .front()
-                .map(|t| 60 - now.duration_since(*t).as_secs().min(59))
-                .unwrap_or(60);
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                format!(
-                    "at most {} manual compactions per minute; try again in {wait} s",
-                    self.config.condense_per_minute
-                ),
-            );
-            e.retry_after = Some(wait);
-            return Err(e);
-        }
-        w.push_back(now);
-        Ok(())
+        let per_minute = self.config.condense_per_minute;
+        let Some(wait) = self
+            .store
+            .take_condense(member, (self.driver.clock)(), per_minute)?
+        else {
+            return Ok(());
+        };
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("at most {per_minute} manual compactions per minute; try again in {wait} s"),
+        );
+        e.retry_after = Some(wait);
+        Err(e)
     }
 }
 

@@ -109,6 +109,8 @@ CREATE TABLE IF NOT EXISTS serve_answers (conversation TEXT PRIMARY KEY, answer 
 CREATE TABLE IF NOT EXISTS serve_room (conversation TEXT NOT NULL, member TEXT NOT NULL, PRIMARY KEY (conversation, member));
 CREATE TABLE IF NOT EXISTS serve_compression (member TEXT PRIMARY KEY, preferences TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS serve_answer_state (conversation TEXT NOT NULL, answer TEXT NOT NULL, preferences TEXT NOT NULL, PRIMARY KEY (conversation, answer));
+CREATE TABLE IF NOT EXISTS serve_condense_starts (member TEXT NOT NULL, at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS serve_condense_starts_member ON serve_condense_starts (member, at_ms);
 CREATE TABLE IF NOT EXISTS serve_compression_stats (
   member TEXT NOT NULL, conversation TEXT NOT NULL, pass TEXT NOT NULL, tool TEXT NOT NULL, status TEXT NOT NULL,
   eligible_bytes INTEGER NOT NULL, delivered_bytes INTEGER NOT NULL,
@@ -388,6 +390,67 @@ impl Store {
             "UPDATE serve_answers SET until_ms = 0 WHERE conversation = $1 AND answer = $2 AND until_ms > 0",
             &[t(conversation), t(answer)],
         )? == 1)
+    }
+}
+
+/// The window of a member's manual compactions.
+const RATE_WINDOW_MS: i64 = 60_000;
+
+/// The per-minute limit of manual compactions, shared by every server on
+/// the store (replicas on one PostgreSQL database, processes on one SQLite
+/// file): a member's starts are rows, so a replica counts the others'.
+impl Store {
+    /// Take one of `member`'s `per_minute` manual compactions at `now_ms`:
+    /// `None` when taken, or the seconds until one is free again. Exact
+    /// under concurrency: one statement on SQLite (its writes are
+    /// serialized), the same under a per-member transaction lock on
+    /// PostgreSQL.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn take_condense(&self, member: &str, now_ms: u64, per_minute: u32) -> Result<Option<u64>> {
+        const FORGET: &str = "DELETE FROM serve_condense_starts WHERE at_ms <= $1";
+        const TAKE: &str = "INSERT INTO serve_condense_starts (member, at_ms) SELECT $1, $2
+             WHERE (SELECT count(*) FROM serve_condense_starts WHERE member = $1 AND at_ms > $3) < $4";
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let since = now.saturating_sub(RATE_WINDOW_MS);
+        let take = [
+            t(member),
+            Val::Int(now),
+            Val::Int(since),
+            Val::Int(i64::from(per_minute)),
+        ];
+        let taken = match &self.db {
+            Backend::Sqlite(_) => {
+                self.exec(FORGET, &[Val::Int(since)])?;
+                self.exec(TAKE, &take)?
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pool) => with_pg(pool, &take, |c, p| {
+                let mut tx = c.transaction()?;
+                tx.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended('condense:' || $1, 0))",
+                    &[p[0]],
+                )?;
+                tx.execute(FORGET, &[p[2]])?;
+                let n = tx.execute(TAKE, p)?;
+                tx.commit()?;
+                Ok(n)
+            })?,
+        };
+        if taken == 1 {
+            return Ok(None);
+        }
+        let oldest = self.rows(
+            "SELECT min(at_ms) FROM serve_condense_starts WHERE member = $1 AND at_ms > $2",
+            &[t(member), Val::Int(since)],
+        )?;
+        let free_at = oldest.first().map_or(now, |r| r[0].int()) + RATE_WINDOW_MS;
+        Ok(Some(
+            u64::try_from((free_at - now).max(1))
+                .unwrap_or(1)
+                .div_ceil(1000),
+        ))
     }
 }
 

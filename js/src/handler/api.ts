@@ -29,6 +29,14 @@ export interface Owners {
    * sees which answer holds a conversation (`D1Owners` does). Without
    * them, each handler keeps its answers in its own memory.
    */
+  /**
+   * Take one of `member`'s `perMinute` manual compactions at `now` (ms):
+   * 0 when taken, else the seconds until one is free. Given, every isolate
+   * sharing the store counts a member's compactions together (`D1Owners`
+   * does, as `foldline serve` replicas share theirs); without it, each
+   * handler counts in its own memory.
+   */
+  takeCondense?(member: string, now: number, perMinute: number): Promise<number>;
   startAnswer?: Answers["startAnswer"];
   answer?: Answers["answer"];
   endAnswer?: Answers["endAnswer"];

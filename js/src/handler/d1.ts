@@ -13,6 +13,8 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS foldline_owners (conversation TEXT PRIMARY KEY, owner TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS foldline_rooms (conversation TEXT NOT NULL, member TEXT NOT NULL, PRIMARY KEY (conversation, member))`,
   `CREATE TABLE IF NOT EXISTS foldline_answers (conversation TEXT PRIMARY KEY, answer TEXT NOT NULL, until_ms INTEGER NOT NULL, preferences TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS foldline_condense_starts (member TEXT NOT NULL, at_ms INTEGER NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS foldline_condense_starts_member ON foldline_condense_starts (member, at_ms)`,
   `CREATE TABLE IF NOT EXISTS foldline_member_preferences (member TEXT PRIMARY KEY, body TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS foldline_member_passes (member TEXT NOT NULL, conversation TEXT NOT NULL, pass TEXT NOT NULL, tool TEXT NOT NULL, status TEXT NOT NULL, eligible_bytes INTEGER NOT NULL, delivered_bytes INTEGER NOT NULL, PRIMARY KEY (member, conversation, pass))`,
 ];
@@ -65,6 +67,20 @@ export class D1Owners implements Owners {
 
   async dismiss(conversationId: string, member: string): Promise<boolean> {
     return (await rows(this.db, "DELETE FROM foldline_rooms WHERE conversation = ?1 AND member = ?2 RETURNING member", conversationId, member)).length > 0;
+  }
+
+  async takeCondense(member: string, now: number, perMinute: number): Promise<number> {
+    // One statement takes it: D1 runs a database's statements one at a time.
+    const since = now - 60_000;
+    await this.db.prepare("DELETE FROM foldline_condense_starts WHERE at_ms <= ?1").bind(since).run();
+    const taken = await rows(this.db,
+      `INSERT INTO foldline_condense_starts (member, at_ms) SELECT ?1, ?2
+       WHERE (SELECT count(*) FROM foldline_condense_starts WHERE member = ?1 AND at_ms > ?3) < ?4 RETURNING at_ms`,
+      member, now, since, perMinute);
+    if (taken.length > 0) return 0;
+    const [oldest] = await rows<{ at: number | null }>(this.db,
+      "SELECT min(at_ms) AS at FROM foldline_condense_starts WHERE member = ?1 AND at_ms > ?2", member, since);
+    return Math.ceil(Math.max(1, (oldest?.at ?? now) + 60_000 - now) / 1000);
   }
 
   async startAnswer(conversationId: string, hold: AnswerHold, now: number): Promise<boolean> {

@@ -120,13 +120,17 @@ export function schedule(app: App, id: string, ctx?: ExecutionContext): void {
   })(), ctx);
 }
 
-export function takeCondense(app: App, member: string): void {
+/** Count a condense request of `member` against the per-minute limit: in the owners' store when it counts (shared by every isolate), else here. */
+export async function takeCondense(app: App, member: string): Promise<void> {
   const now = Date.now();
-  const w = (app.rate.get(member) ?? []).filter((t) => now - t < 60_000);
-  app.rate.set(member, w);
-  if (w.length >= app.perMinute) {
-    const wait = Math.max(1, Math.ceil((60_000 - (now - w[0])) / 1000));
-    throw new ApiError(429, "rate_limited", `at most ${app.perMinute} manual compactions per minute; try again in ${wait} s`, wait);
+  let wait = 0;
+  if (app.owners.takeCondense) {
+    wait = await app.owners.takeCondense(member, now, app.perMinute);
+  } else {
+    const w = (app.rate.get(member) ?? []).filter((t) => now - t < 60_000);
+    app.rate.set(member, w);
+    if (w.length >= app.perMinute) wait = Math.max(1, Math.ceil((60_000 - (now - w[0])) / 1000));
+    else w.push(now);
   }
-  w.push(now);
+  if (wait > 0) throw new ApiError(429, "rate_limited", `at most ${app.perMinute} manual compactions per minute; try again in ${wait} s`, wait);
 }

@@ -15,7 +15,7 @@ import type { ExecutionContext } from "./api.js";
 export async function condense(app: App, id: string, member: string, ctx?: ExecutionContext): Promise<Response> {
   await owned(app, id, member);
   if (await answering(app, id)) throw new ApiError(409, "session_busy", "an answer owns the session; compact after it ends");
-  takeCondense(app, member);
+  await takeCondense(app, member);
   // The id carries the journal's position before the task: its `requested`
   // event is written after it, so a handler that never saw the task (a
   // restart, another isolate) reads from there, not the whole conversation.

@@ -162,6 +162,15 @@ export function d1Checks(f, fresh) {
       equal(await a.dismiss("c1", "carol"), true);
       equal(await a.dismiss("c1", "carol"), false);
       equal(await a.room("c1"), ["bob"]);
+      // A member's manual compactions, counted by the database for every
+      // isolate (two a minute here): the third on either is refused with
+      // the seconds until the first is a minute old; another member's
+      // are their own; a minute later one is free again.
+      const t = 1_700_000_000_000;
+      equal([await a.takeCondense("alice", t, 2), await b.takeCondense("alice", t + 1000, 2)], [0, 0]);
+      equal(await b.takeCondense("alice", t + 2000, 2), 58);
+      equal(await a.takeCondense("bob", t + 2000, 2), 0);
+      equal(await a.takeCondense("alice", t + 60_001, 2), 0);
     }],
     ["D1: an answer started on one isolate holds the session on every isolate", async () => {
       const db = fresh();
