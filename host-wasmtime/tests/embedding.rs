@@ -459,9 +459,14 @@ fn the_driver_corrects_a_turn_as_every_writer_checks_it() {
     let cycle = serde_json::json!([
         {"role": "assistant", "content": null, "tool_calls": [{"id": "k9", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "k9", "content": result},
+        {"role": "assistant", "content": "done"},
     ]);
+    // (With its answer: a result alone as the newest turn must fit the
+    // context, `newest.rs`.)
     d.append("c", &cycle.to_string()).unwrap();
-    let answered = turn_ids(&d).pop().unwrap();
+    let mut ids = turn_ids(&d);
+    ids.pop();
+    let answered = ids.pop().unwrap();
     let before = stored();
     let code = d
         .correct("c", &answered, text(&"t".repeat(400)), None)
@@ -732,4 +737,82 @@ fn the_hosts_token_counts_keep_the_context_in_the_window() {
     println!(
         "counted: at most {most} tokens sent ({compacted} compactions); estimated: {estimated}"
     );
+}
+
+/// The newest turn's room (`Driver::check_newest`, part of every append's
+/// check): at the seed's token defaults a 4,000-character system prompt
+/// leaves a member's newest turn 2,235 tokens beside it and the least
+/// summary. A pasted document past that was accepted, and every context
+/// then failed `tail_turn_too_large` until the next message; it is refused
+/// now, as a tool's result alone is, with nothing written. Within the room
+/// the context holds it whole; an assistant's answer as long is kept (no
+/// call waits on it) and the next message folds it.
+#[test]
+fn a_newest_turn_past_the_contexts_room_is_refused_unless_the_assistants() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Driver::builder(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        foldline_wasmtime::model::Extractive,
+    )
+    .build()
+    .unwrap();
+    let system = format!(
+        "You are a careful analyst. {}",
+        "Follow the house style guide strictly and cite sources. ".repeat(70)
+    );
+    let opening = serde_json::json!([
+        {"role": "system", "content": system},
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi"},
+    ]);
+    d.append("c", &opening.to_string()).unwrap();
+    let stored = || d.journal().read_events("c", 0).unwrap().len();
+    let before = stored();
+    let doc = |n| {
+        format!(
+            "Please review this document: {}",
+            "The quarterly report shows growth in all regions. ".repeat(n)
+        )
+    };
+    let too_large = [
+        serde_json::json!({"role": "user", "content": doc(200)}),
+        serde_json::json!([
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "k1", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "k1", "content": doc(200)},
+        ]),
+    ];
+    for batch in too_large {
+        let e = d.append("c", &batch.to_string()).unwrap_err();
+        assert_eq!(e.code(), "turn_too_large", "{e}");
+        assert!(
+            e.to_string().contains("newest turn") && e.to_string().contains("2235 left"),
+            "{e}"
+        );
+        assert_eq!(stored(), before, "nothing written");
+    }
+    let openai = || ContextOptions {
+        format: foldline_core::format::Format::Openai,
+        ..Default::default()
+    };
+    let last = |d: &Driver<_, _>| {
+        let ctx = serde_json::to_value(d.context("c", openai()).unwrap()).unwrap();
+        ctx["messages"].as_array().unwrap().last().unwrap()["content"].clone()
+    };
+    d.append(
+        "c",
+        &serde_json::json!({"role": "user", "content": doc(170)}).to_string(),
+    )
+    .unwrap();
+    d.on_message("c").unwrap();
+    assert_eq!(last(&d), doc(170));
+    d.append(
+        "c",
+        &serde_json::json!({"role": "assistant", "content": doc(200)}).to_string(),
+    )
+    .unwrap();
+    d.append("c", r#"{"role": "user", "content": "thanks"}"#)
+        .unwrap();
+    d.on_message("c").unwrap();
+    assert_eq!(last(&d), "thanks");
 }

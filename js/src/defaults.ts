@@ -61,6 +61,9 @@ export const TIMELINE_PAGE_ITEMS = 5000;
 /** Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set. */
 export const REASONING_ROOM_TOKENS = 8192;
 
+/** The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it. */
+export const SUMMARY_MIN_CHARS = 200;
+
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
 

@@ -60,6 +60,11 @@ export async function withContentHash<E extends { type: string }>(e: E): Promise
 
 /** A message's metadata (sizes, role, tool links, content hash) without its content. */
 export async function turnMeta(m: import("./types.js").Message): Promise<import("./types.js").TurnMeta> {
+  return turnMetaWith(m, m.contentHash ?? (await contentHash(m.parts)));
+}
+
+/** {@link turnMeta} with the content hash given (a check that measures sizes only). */
+export function turnMetaWith(m: import("./types.js").Message, hash: string): import("./types.js").TurnMeta {
   // As the core counts and links parts (core/src/records/turn.rs `Part::chars`, `Part::link`).
   const text = (p: Part): string =>
     p.type === "text" ? p.text : p.type === "toolCall" ? p.name + p.arguments : p.type === "toolResult" ? p.content : p.type === "approvalResponse" ? p.reason ?? "" : "";
@@ -69,7 +74,7 @@ export async function turnMeta(m: import("./types.js").Message): Promise<import(
   const chars = m.parts.reduce((n, p) => n + [...text(p)].length, 0);
   const meta: import("./types.js").TurnMeta = {
     conversation: m.conversation, chat: m.chat ?? "", sender: m.sender ?? "", sourceSeq: m.sourceSeq,
-    index: m.index ?? 0, turnId: m.turnId, role: m.role, chars, contentHash: m.contentHash ?? (await contentHash(m.parts)),
+    index: m.index ?? 0, turnId: m.turnId, role: m.role, chars, contentHash: hash,
     toolCalls: m.parts.flatMap((p) => { const l = link(p); return l && !l[1] ? [l[0]] : []; }),
     toolResults: m.parts.flatMap((p) => { const l = link(p); return l?.[1] ? [l[0]] : []; }),
   };

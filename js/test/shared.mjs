@@ -644,12 +644,43 @@ export function suite(f, makeJournal) {
       await a.append("c1", [
         { role: "assistant", content: null, tool_calls: [{ id: "k9", type: "function", function: { name: "f", arguments: "{}" } }] },
         { role: "tool", tool_call_id: "k9", content: "r".repeat(bound - 300) },
+        { role: "assistant", content: "done" }, // a result alone as the newest turn must fit the context (newest.ts)
       ]);
-      const answered = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").at(-1).turnId;
+      const answered = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").at(-2).turnId;
       let big;
       try { await a.correct("c1", answered, "t".repeat(400)); } catch (e) { big = e; }
       equal(big?.code, "turn_too_large", String(big));
       await a.correct("c1", answered, "a short note");
+    }],
+    ["a member's message or a tool's result past the room a context leaves its newest turn is refused; an assistant's answer is kept", async () => {
+      // Seed 002's token defaults: a 4,000-character system prompt leaves
+      // the newest turn 2,235 tokens beside it and the least summary. A
+      // pasted document past that was accepted, and every context then
+      // failed tail_turn_too_large until the next message.
+      const journal = await makeJournal();
+      const c = f.createCompactor({ journal, model: fakeModel(), declaration: { targetId: "assistant", compactorId: "assistant-compactor", budget: { kind: "tokens", window: 8192 } } });
+      await c.append("c1", [{ role: "system", content: "You are a careful analyst. " + "Follow the house style guide strictly and cite sources. ".repeat(70) }, { role: "user", content: "hello" }, { role: "assistant", content: "hi" }]);
+      const stored = async () => (await journal.readEvents("c1")).length;
+      const before = await stored();
+      const doc = "Please review this document: " + "The quarterly report shows growth in all regions. ".repeat(200);
+      for (const batch of [{ role: "user", content: doc }, [{ role: "assistant", content: null, tool_calls: [{ id: "k1", type: "function", function: { name: "fetch", arguments: "{}" } }] }, { role: "tool", tool_call_id: "k1", content: doc }]]) {
+        let refused;
+        try { await c.append("c1", batch); } catch (e) { refused = e; }
+        equal(refused?.code, "turn_too_large", String(refused));
+        check(/newest turn/.test(refused.message) && /2235 left/.test(refused.message), refused.message);
+        equal(await stored(), before, "nothing written");
+      }
+      // Within the room: accepted, and the context holds it whole.
+      const fits = "Please review this document: " + "The quarterly report shows growth in all regions. ".repeat(170);
+      await c.append("c1", { role: "user", content: fits });
+      await c.onMessage("c1");
+      equal((await c.context("c1", { format: "openai" })).messages.at(-1).content, fits);
+      // An assistant's answer as long is kept (no call waits on it); the
+      // next message folds it.
+      await c.append("c1", { role: "assistant", content: doc });
+      await c.append("c1", { role: "user", content: "thanks" });
+      await c.onMessage("c1");
+      equal((await c.context("c1", { format: "openai" })).messages.at(-1).content, "thanks");
     }],
     ["a corrected tool turn is frozen as it reads: no amendment follows its compaction, and a compactor reading cold resolves alike", async () => {
       // A correction keeps the tool calls and results it does not carry;

@@ -288,6 +288,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
                 e => e,
             })?;
+        self.check_newest(conversation, events)?;
         match events.iter().any(super::corrected::chains) {
             true => self.check_chain(conversation, events),
             false => Ok(()),
@@ -297,7 +298,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// The room the members' compression fragments take beside the pinned
     /// turns ([`foldline_core::member::seams::fragments_room`]), as a pinned
     /// turn's metadata the append check counts with them.
-    fn fragments_turn(&self, conversation: &str) -> Event {
+    pub(super) fn fragments_turn(&self, conversation: &str) -> Event {
         let room = foldline_core::member::seams::fragments_room(self.compression);
         let route = (self.route_of)(conversation);
         let holder = Message::new(
@@ -389,7 +390,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
 
 /// The pinned turns among `recent` (the events a driver keeps of a
 /// conversation), as their corrections make them.
-fn pinned_of(recent: &[Event]) -> Vec<Event> {
+pub(super) fn pinned_of(recent: &[Event]) -> Vec<Event> {
     let held: Vec<Event> = recent.iter().filter(|e| pinning(e)).cloned().collect();
     super::corrected::checked(&held, &[]).1
 }

@@ -41,6 +41,7 @@ pub use corrected::Corrected;
 mod corrected;
 mod kept;
 mod lease;
+mod newest;
 mod outcome;
 mod read;
 mod run;

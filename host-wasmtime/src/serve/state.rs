@@ -223,6 +223,9 @@ impl App {
             // turns: never folded, together they must leave a context room.
             if events.iter().any(Event::is_pinned) {
                 self.driver.check_events(conversation, &events)?;
+            } else {
+                // The newest turn must fit a context whole beside the pinned turns.
+                self.driver.check_newest(conversation, &events)?;
             }
             if let Some(key) = key {
                 let hashes = keys::hashes(&events);

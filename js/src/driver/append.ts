@@ -10,6 +10,7 @@ import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
 import { MESSAGE_OVERHEAD_TOKENS, type AppendMessages, type AppendMessagesOptions, type Appended } from "./api.js";
 import { isPinned, pinnedTurns, state, sync, using, type Ctx } from "./read.js";
+import { checkNewest } from "./newest.js";
 import { checkBesidePinned } from "./room.js";
 
 const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -97,6 +98,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       if (events.some(isPinned)) {
         checkBesidePinned(c, id, events, pinnedTurns(s));
       }
+      checkNewest(c, id, events, pinnedTurns(s));
       try {
         const seq = await c.o.journal.append(id, events, { expectedSeq: s.seq });
         await sync(c, id);

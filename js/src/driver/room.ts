@@ -30,6 +30,15 @@ function room(c: Ctx): number {
   return most;
 }
 
+/** The members' fragments' room as a pinned turn's metadata (none while the surface is off). */
+export function fragments(c: Ctx, id: string): Event[] {
+  const r = room(c);
+  const route = c.routeOf(id);
+  return r > 0
+    ? [{ type: "turnMeta", conversation: route.conversation, ...(route.chat ? { chat: route.chat } : {}), sourceSeq: 0, index: 0, turnId: "member-fragments", role: "system", chars: r, tokens: r, contentHash: "sha256:" }]
+    : [];
+}
+
 /**
  * The append check of `events` beside the conversation's `pinned` turns and
  * the members' fragments' room: `pinned_too_large` says the room was counted.
@@ -37,10 +46,7 @@ function room(c: Ctx): number {
 export function checkBesidePinned(c: Ctx, id: string, events: Event[], pinned: Event[]): void {
   const r = room(c);
   const route = c.routeOf(id);
-  const fragments: Event[] = r > 0
-    ? [{ type: "turnMeta", conversation: route.conversation, ...(route.chat ? { chat: route.chat } : {}), sourceSeq: 0, index: 0, turnId: "member-fragments", role: "system", chars: r, tokens: r, contentHash: "sha256:" }]
-    : [];
-  const request: ValidateRequest = { kind: "events", route, events, declaration: c.o.declaration, pinned: [...pinned, ...fragments] };
+  const request: ValidateRequest = { kind: "events", route, events, declaration: c.o.declaration, pinned: [...pinned, ...fragments(c, id)] };
   try {
     validate(request);
   } catch (e) {

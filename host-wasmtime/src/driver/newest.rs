@@ -1,0 +1,108 @@
+//! The newest turn's room, at the door: a member's message or a tool's
+//! result is sent to the model at once, whole, beside the pinned turns and
+//! the summary, so one past the room a context leaves it would make every
+//! `select` fail `tail_turn_too_large` until a later message let a
+//! compaction fold it — the question never sent. The append check holds a
+//! batch's last turn to that room (the assistant's excepted: no call waits
+//! on an answer, and the next message folds it), measured by the core's
+//! own `select` over the turns' metadata beside the least summary a
+//! compaction writes. js/src/driver/newest.ts is its twin.
+
+use foldline_core::boundary::ChainHead;
+use foldline_core::budget::SUMMARY_MIN_CHARS;
+use foldline_core::event::{Event, TurnMeta};
+use foldline_core::turn::Role;
+use foldline_core::Code;
+
+use super::Driver;
+use crate::error::{HostError, Result};
+use crate::journal::Journal;
+use crate::model::Model;
+use crate::sync::lock;
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// Refuse (`turn_too_large`) a batch whose last turn, unless the
+    /// assistant's or pinned, a context could not hold whole beside the
+    /// conversation's pinned turns (as this driver has read them, with the
+    /// batch's and, while the members' surface exists, their fragments'
+    /// room) and the least summary. Part of [`Driver::check_events`]; a
+    /// host that checked a batch's turns itself (`foldline serve`) calls
+    /// it alone.
+    ///
+    /// # Errors
+    /// `turn_too_large` naming the turn; storage failures.
+    pub fn check_newest(&self, conversation: &str, events: &[Event]) -> Result<()> {
+        let Some(Event::Message(newest)) = events.last() else {
+            return Ok(());
+        };
+        if newest.role == Role::Assistant || events[events.len() - 1].is_pinned() {
+            return Ok(());
+        }
+        let held = {
+            let mut cache = lock(&self.cache);
+            let c = self.kept(&mut cache, conversation);
+            self.load_into(c, conversation, false)?;
+            super::append::pinned_of(&c.recent)
+        };
+        let batch = events.iter().filter(|e| e.is_pinned()).cloned();
+        let mut metas: Vec<Event> = held.into_iter().chain(batch).filter_map(meta).collect();
+        if self.compression.surface {
+            metas.push(self.fragments_turn(conversation));
+        }
+        metas.extend(meta(events[events.len() - 1].clone()));
+        let request = foldline_core::SelectRequest {
+            declaration: self.declaration.clone(),
+            route: (self.route_of)(conversation),
+            frontier: None,
+            head: Some(least_summary()),
+            amendment: None,
+            events: metas,
+            prompt: None,
+            prompt_sender: None,
+            format: Default::default(),
+            limit: None,
+            render: false,
+            member: None,
+            carried: None,
+        };
+        match self.foldline.select(&request) {
+            Err(HostError::Core(e)) if e.code == Code::TailTurnTooLarge => {
+                Err(HostError::Core(foldline_core::Error::new(
+                    Code::TurnTooLarge,
+                    format!(
+                        "events[{}] is larger than a context holds as its newest turn beside the pinned turns and a summary: {}",
+                        events.len() - 1,
+                        e.message.trim_start_matches("tail_turn_too_large: ")
+                    ),
+                ).with_ids([newest.turn_id.clone()])))
+            }
+            Err(e) => Err(e),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+/// A message's metadata, its content hash left out (select measures sizes).
+fn meta(e: Event) -> Option<Event> {
+    match e {
+        Event::Message(mut m) => {
+            m.content_hash.get_or_insert_with(String::new);
+            Some(Event::TurnMeta(TurnMeta::of(&m)))
+        }
+        Event::TurnMeta(_) => Some(e),
+        _ => None,
+    }
+}
+
+/// The head of a chain whose summary is the least a compaction writes.
+fn least_summary() -> ChainHead {
+    ChainHead {
+        boundary_id: "boundary:least".into(),
+        boundary_hash: String::new(),
+        covered_through_seq: 0,
+        covered_through_turn_id: String::new(),
+        frontier_id: String::new(),
+        summary: "x".repeat(SUMMARY_MIN_CHARS as usize),
+        length: 1,
+    }
+}
