@@ -70,7 +70,7 @@ pub const TIMELINE_PAGE_ITEMS: u64 = 5_000;
 pub const REASONING_ROOM_TOKENS: u64 = 8_192;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 21] = [
+pub const ALL: [(&str, u64, &str); 23] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
@@ -92,4 +92,6 @@ pub const ALL: [(&str, u64, &str); 21] = [
     ("TIMELINE_PAGE_ITEMS", TIMELINE_PAGE_ITEMS, "The items of each core call when a host draws a whole timeline: it draws it in pages from the latest back, so no call takes a whole long conversation."),
     ("REASONING_ROOM_TOKENS", REASONING_ROOM_TOKENS, "Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set."),
     ("SUMMARY_MIN_CHARS", crate::render::budget::SUMMARY_MIN_CHARS, "The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it."),
+    ("MIN_TAIL_CHARS", crate::render::budget::MIN_TAIL_CHARS, "An ordinary turn, in characters: admitted pinned turns always leave a context room for one beside the least summary."),
+    ("MIN_TAIL_TOKENS", crate::render::budget::MIN_TAIL_TOKENS, "An ordinary turn, in tokens (the same room in token budgets)."),
 ];

@@ -64,6 +64,12 @@ export const REASONING_ROOM_TOKENS = 8192;
 /** The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it. */
 export const SUMMARY_MIN_CHARS = 200;
 
+/** An ordinary turn, in characters: admitted pinned turns always leave a context room for one beside the least summary. */
+export const MIN_TAIL_CHARS = 1024;
+
+/** An ordinary turn, in tokens (the same room in token budgets). */
+export const MIN_TAIL_TOKENS = 256;
+
 /** Roles a compaction never folds (`Role::always_pinned`). */
 export const PINNED_ROLES: ReadonlySet<string> = new Set(["system", "developer", "document"]);
 

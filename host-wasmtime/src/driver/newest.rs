@@ -9,7 +9,7 @@
 //! compaction writes. js/src/driver/newest.ts is its twin.
 
 use foldline_core::boundary::ChainHead;
-use foldline_core::budget::SUMMARY_MIN_CHARS;
+use foldline_core::budget::{MIN_TAIL_CHARS, MIN_TAIL_TOKENS, SUMMARY_MIN_CHARS};
 use foldline_core::event::{Event, TurnMeta};
 use foldline_core::turn::Role;
 use foldline_core::Code;
@@ -36,6 +36,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
             return Ok(());
         };
         if newest.role == Role::Assistant || events[events.len() - 1].is_pinned() {
+            return Ok(());
+        }
+        // Admitted pinned turns leave an ordinary turn room beside the
+        // least summary (`admissible_pinned`): half of one, with a room's
+        // label, fits without asking.
+        let chars = foldline_core::turn::parts_chars(&newest.parts);
+        let small =
+            chars <= MIN_TAIL_CHARS / 2 && newest.tokens.unwrap_or(0) <= MIN_TAIL_TOKENS / 2;
+        if small && !events.iter().any(Event::is_pinned) {
             return Ok(());
         }
         let held = {

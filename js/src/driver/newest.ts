@@ -8,7 +8,7 @@
 // the turns' metadata beside the least summary a compaction writes. The
 // Rust driver's `check_newest` (newest.rs).
 
-import { SUMMARY_MIN_CHARS } from "../defaults.js";
+import { MIN_TAIL_CHARS, MIN_TAIL_TOKENS, SUMMARY_MIN_CHARS } from "../defaults.js";
 import { FoldlineError } from "../error.js";
 import { turnMetaWith } from "../hash.js";
 import { select } from "../ops.js";
@@ -26,7 +26,12 @@ const meta = (e: Event): Event[] =>
 export function checkNewest(c: Ctx, id: string, events: Event[], pinned: Event[]): void {
   const last = events.at(-1);
   if (last?.type !== "message" || last.role === "assistant" || isPinned(last)) return;
-  const metas = [...pinned, ...events.filter(isPinned), ...fragments(c, id), last].flatMap(meta);
+  // Admitted pinned turns leave an ordinary turn room beside the least
+  // summary (`admissible_pinned`): half of one, with a room's label, fits.
+  const newest = turnMetaWith(last, "");
+  if (newest.chars <= MIN_TAIL_CHARS / 2 && (newest.tokens ?? 0) <= MIN_TAIL_TOKENS / 2 && !events.some(isPinned)) return;
+  const metas = [...pinned, ...events.filter(isPinned), ...fragments(c, id)].flatMap(meta);
+  metas.push({ type: "turnMeta", ...newest });
   try {
     select({ declaration: c.o.declaration, route: c.routeOf(id), head: LEAST, events: metas, render: false });
   } catch (e) {
