@@ -806,6 +806,13 @@ fn a_newest_turn_past_the_contexts_room_is_refused_unless_the_assistants() {
     .unwrap();
     d.on_message("c").unwrap();
     assert_eq!(last(&d), doc(170));
+    // An edit of the newest turn is held to the same room.
+    let newest = turn_ids(&d).pop().unwrap();
+    let longer = vec![foldline_core::turn::Part::Text { text: doc(200) }];
+    let before = stored();
+    let e = d.correct("c", &newest, longer, None).unwrap_err();
+    assert_eq!(e.code(), "turn_too_large", "{e}");
+    assert_eq!(stored(), before, "nothing written");
     d.append(
         "c",
         &serde_json::json!({"role": "assistant", "content": doc(200)}).to_string(),

@@ -675,6 +675,13 @@ export function suite(f, makeJournal) {
       await c.append("c1", { role: "user", content: fits });
       await c.onMessage("c1");
       equal((await c.context("c1", { format: "openai" })).messages.at(-1).content, fits);
+      // An edit of the newest turn is held to the same room.
+      const newest = (await journal.readEvents("c1")).map((e) => e.event).filter((e) => e.type === "message").at(-1).turnId;
+      const written = await stored();
+      let edit;
+      try { await c.correct("c1", newest, doc); } catch (e) { edit = e; }
+      equal(edit?.code, "turn_too_large", String(edit));
+      equal(await stored(), written, "the edit wrote nothing");
       // An assistant's answer as long is kept (no call waits on it); the
       // next message folds it.
       await c.append("c1", { role: "assistant", content: doc });

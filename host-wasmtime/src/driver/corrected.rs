@@ -66,7 +66,7 @@ pub(super) fn originals(held: &[Event], chain: &[Event]) -> Vec<Event> {
 /// `turn` as `c` makes it: what it says replaced, the tool calls and results
 /// `c` does not carry kept (the core's `corrected_parts`, which the artifact
 /// keeps private), its hash left to the check.
-fn corrected(turn: &Event, c: &Correction) -> Option<Event> {
+pub(super) fn corrected(turn: &Event, c: &Correction) -> Option<Event> {
     let (Event::Message(m) | Event::LateDelivery(m)) = turn else {
         return None;
     };

@@ -32,10 +32,21 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// # Errors
     /// `turn_too_large` naming the turn; storage failures.
     pub fn check_newest(&self, conversation: &str, events: &[Event]) -> Result<()> {
-        let Some(Event::Message(newest)) = events.last() else {
-            return Ok(());
+        let edited;
+        let newest = match events.last() {
+            Some(Event::Message(m)) => m,
+            // An edit of the conversation's newest turn: the turn it makes.
+            Some(Event::Correction(fix)) => match self.edited_newest(conversation, fix)? {
+                Some(m) => {
+                    edited = m;
+                    &edited
+                }
+                None => return Ok(()),
+            },
+            _ => return Ok(()),
         };
-        if newest.role == Role::Assistant || events[events.len() - 1].is_pinned() {
+        let last = Event::Message(newest.clone());
+        if newest.role == Role::Assistant || last.is_pinned() {
             return Ok(());
         }
         // Admitted pinned turns leave an ordinary turn room beside the
@@ -58,7 +69,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         if self.compression.surface {
             metas.push(self.fragments_turn(conversation));
         }
-        metas.extend(meta(events[events.len() - 1].clone()));
+        metas.extend(meta(last));
         let request = foldline_core::SelectRequest {
             declaration: self.declaration.clone(),
             route: (self.route_of)(conversation),
@@ -88,6 +99,30 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Err(e) => Err(e),
             Ok(_) => Ok(()),
         }
+    }
+}
+
+impl<J: Journal, M: Model> Driver<J, M> {
+    /// The conversation's newest turn as `fix` makes it, when `fix` edits it.
+    fn edited_newest(
+        &self,
+        conversation: &str,
+        fix: &foldline_core::event::Correction,
+    ) -> Result<Option<foldline_core::event::Message>> {
+        let mut cache = lock(&self.cache);
+        let c = self.kept(&mut cache, conversation);
+        self.load_into(c, conversation, false)?;
+        let newest = c
+            .recent
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Event::Message(_)));
+        Ok(
+            match newest.and_then(|t| super::corrected::corrected(t, fix)) {
+                Some(Event::Message(m)) if m.turn_id == fix.turn_id => Some(m),
+                _ => None,
+            },
+        )
     }
 }
 

@@ -10,6 +10,7 @@ import type { Event, Part } from "../types.js";
 import type { Corrected } from "./api.js";
 import { counted } from "./append.js";
 import { corrected, covers, isTurn, load, pinnedTurns, readOriginals, resolveFrom, state, sync, using, type Ctx } from "./read.js";
+import { checkNewest } from "./newest.js";
 import { checkBesidePinned } from "./room.js";
 
 export function correctTurn(c: Ctx, id: string, turnId: string, content: string | readonly Part[], sender?: string): Promise<Corrected> {
@@ -42,6 +43,8 @@ export function correctTurn(c: Ctx, id: string, turnId: string, content: string 
         if (made.type === "message" && made.tokens !== undefined) fix.tokens = made.tokens;
         const others = pinnedTurns(s).filter((e) => !(isTurn(e) && e.turnId === turnId));
         checkBesidePinned(c, id, [made], others);
+        // An edit of the newest turn must leave it one a context holds whole.
+        if (s.recent.filter((e) => e.type === "message").at(-1) === turn) checkNewest(c, id, [made], others);
       }
       await readOriginals(c, id, s, [fix]);
       await resolveFrom(c, id, s, [...s.chain, fix]);

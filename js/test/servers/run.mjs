@@ -244,10 +244,13 @@ const cases = [
   [["PUT", `${c}/messages/c-1`, msg({ content: "x".repeat(400_000) })], "413 turn_too_large"],
   [["PUT", `${c}/messages/nope`, msg({ content: "x" })], "404 not_found"],
   // A member's message past the room a context leaves its newest turn
-  // (80,000 characters less the least summary here) is refused; an
-  // assistant's answer as long is kept (newest.rs, newest.ts).
+  // (80,000 characters less the least summary here) is refused, and so is
+  // an edit making the newest turn as long; an assistant's answer as long
+  // is kept (newest.rs, newest.ts).
   [["POST", "/api/conversations/nr/messages", msg({ role: "user", content: "x".repeat(85_000) })], "413 turn_too_large"],
   [["POST", "/api/conversations/nr/messages", msg([{ role: "user", content: "read this" }, { role: "assistant", content: "x".repeat(85_000) }])], "201"],
+  [["POST", "/api/conversations/nr/messages", msg({ role: "user", content: "short" })], "201"],
+  [["PUT", "/api/conversations/nr/messages/nr-3", msg({ content: "x".repeat(85_000) })], "413 turn_too_large"],
   [["PUT", `${c}/messages/c-1`, msg({ content: "x" }), BOB], "403 not_owner"],
   [["PUT", "/api/conversations/nope/messages/nope-1", msg({ content: "x" })], "404 not_found"],
   [["GET", `${c}/messages/c-1`], "405 method_not_allowed"],
