@@ -68,6 +68,17 @@ pub const TIMELINE_PAGE_ITEMS: u64 = 5_000;
 /// which count their reasoning within the cap: at the summary's own cap they
 /// can spend it all on reasoning and answer nothing), unless a cap is set.
 pub const REASONING_ROOM_TOKENS: u64 = 8_192;
+/// Least exact tail, in characters, a character budget must keep (an
+/// ordinary turn: admitted pinned turns always leave a context room for
+/// one beside the least summary).
+pub const MIN_TAIL_CHARS: u64 = 1_024;
+/// Least exact tail, in tokens, a token budget must leave after the summary
+/// reserve and the document budget.
+pub const MIN_TAIL_TOKENS: u64 = 256;
+/// Least size of a derived summary (characters; a quarter of it in tokens):
+/// a budget that leaves less is refused, and a plan narrows a summary to
+/// the room there is down to it.
+pub const SUMMARY_MIN_CHARS: u64 = 200;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
 pub const ALL: [(&str, u64, &str); 23] = [
@@ -91,7 +102,7 @@ pub const ALL: [(&str, u64, &str); 23] = [
     ("TIMELINE_TEXT_CHARS", TIMELINE_TEXT_CHARS, "The same bound for the JS driver, in UTF-16 units: smaller, since it runs in browser tabs and edge isolates (128 MB on Cloudflare Workers)."),
     ("TIMELINE_PAGE_ITEMS", TIMELINE_PAGE_ITEMS, "The items of each core call when a host draws a whole timeline: it draws it in pages from the latest back, so no call takes a whole long conversation."),
     ("REASONING_ROOM_TOKENS", REASONING_ROOM_TOKENS, "Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set."),
-    ("SUMMARY_MIN_CHARS", crate::render::budget::SUMMARY_MIN_CHARS, "The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it."),
-    ("MIN_TAIL_CHARS", crate::render::budget::MIN_TAIL_CHARS, "An ordinary turn, in characters: admitted pinned turns always leave a context room for one beside the least summary."),
-    ("MIN_TAIL_TOKENS", crate::render::budget::MIN_TAIL_TOKENS, "An ordinary turn, in tokens (the same room in token budgets)."),
+    ("SUMMARY_MIN_CHARS", SUMMARY_MIN_CHARS, "The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it."),
+    ("MIN_TAIL_CHARS", MIN_TAIL_CHARS, "An ordinary turn, in characters: admitted pinned turns always leave a context room for one beside the least summary."),
+    ("MIN_TAIL_TOKENS", MIN_TAIL_TOKENS, "An ordinary turn, in tokens (the same room in token budgets)."),
 ];

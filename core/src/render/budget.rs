@@ -27,11 +27,7 @@ use crate::records::declaration::{
 use crate::records::turn::{estimate_tokens, Turn};
 use crate::render::envelope;
 
-/// Least exact tail, in characters, a character budget must keep.
-pub const MIN_TAIL_CHARS: u64 = 1_024;
-/// Least exact tail, in tokens, a token budget must leave after the summary
-/// reserve and the document budget.
-pub const MIN_TAIL_TOKENS: u64 = 256;
+pub use crate::defaults::{MIN_TAIL_CHARS, MIN_TAIL_TOKENS, SUMMARY_MIN_CHARS};
 /// Least share (per-mille) of the token target the exact tail must keep.
 pub const MIN_TAIL_SHARE: u64 = 250;
 /// Share (per-mille) of the token target a derived summary may take.
@@ -43,9 +39,6 @@ pub const PROMPT_HEADROOM_CHARS: u64 = 5_000;
 pub const SUMMARY_MAX_CHARS: u64 = 8_000;
 /// Most tokens of a derived summary.
 pub const SUMMARY_MAX_TOKENS: u64 = 2_000;
-/// Least size of a derived summary (characters; a quarter of it in tokens):
-/// a budget that leaves less is refused.
-pub const SUMMARY_MIN_CHARS: u64 = 200;
 
 /// The summary limits in force for a declaration.
 ///
