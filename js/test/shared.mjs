@@ -670,6 +670,12 @@ export function suite(f, makeJournal) {
         check(/newest turn/.test(refused.message) && /2235 left/.test(refused.message), refused.message);
         equal(await stored(), before, "nothing written");
       }
+      // `check` (reading nothing) holds the last turn to the room beside
+      // the batch's own pinned turns.
+      let checked;
+      try { c.check("c1", { role: "user", content: "The quarterly report shows growth in all regions. ".repeat(280) }); } catch (e) { checked = e; }
+      equal(checked?.code, "turn_too_large", String(checked));
+      c.check("c1", { role: "user", content: doc }); // fits beside no pinned turn
       // Within the room: accepted, and the context holds it whole.
       const fits = "Please review this document: " + "The quarterly report shows growth in all regions. ".repeat(170);
       await c.append("c1", { role: "user", content: fits });

@@ -209,9 +209,12 @@ export interface Compactor {
   /**
    * Check messages as `append` would, without reading or writing anything:
    * they convert, and each is one a compaction could take under the
-   * declaration (else `turn_too_large`, naming it), and the batch's own
-   * pinned turns leave a context room (else `pinned_too_large`; `append`
-   * also counts the conversation's, read from the journal). Throws the typed error.
+   * declaration (else `turn_too_large`, naming it), the last, unless the
+   * assistant's, one a context holds whole as its newest beside the
+   * batch's pinned turns and the least summary (else `turn_too_large`),
+   * and the batch's own pinned turns leave a context room (else
+   * `pinned_too_large`; `append` also counts the conversation's pinned
+   * turns, read from the journal). Throws the typed error.
    */
   check(conversationId: string, messages: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages): void;
   /**
