@@ -100,9 +100,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             Ok(_) => Ok(()),
         }
     }
-}
 
-impl<J: Journal, M: Model> Driver<J, M> {
     /// The conversation's newest turn as `fix` makes it, when `fix` edits it.
     fn edited_newest(
         &self,
