@@ -68,6 +68,10 @@ pub const TIMELINE_PAGE_ITEMS: u64 = 5_000;
 /// which count their reasoning within the cap: at the summary's own cap they
 /// can spend it all on reasoning and answer nothing), unless a cap is set.
 pub const REASONING_ROOM_TOKENS: u64 = 8_192;
+/// Tokens of framing the estimate counts for each message beside its
+/// content (`estimate_tokens`), and what a host's counter adds to each
+/// counted message unless told its provider's (OpenAI's chat: 3).
+pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// Least exact tail, in characters, a character budget must keep (an
 /// ordinary turn: admitted pinned turns always leave a context room for
 /// one beside the least summary).
@@ -81,7 +85,7 @@ pub const MIN_TAIL_TOKENS: u64 = 256;
 pub const SUMMARY_MIN_CHARS: u64 = 200;
 
 /// Every default by its TypeScript name, in the order `defaults.ts` lists them.
-pub const ALL: [(&str, u64, &str); 23] = [
+pub const ALL: [(&str, u64, &str); 24] = [
     ("MODEL_TIMEOUT_MS", MODEL_TIMEOUT_MS, "Deadline of one model call, in milliseconds."),
     ("LEASE_MS", LEASE_MS, "Time to live of a run's writer lease, in milliseconds (renewed every third of it while a model call runs)."),
     ("WARM_LEASE_MS", WARM_LEASE_MS, "Time to live of a warm candidate's lease, in milliseconds (seed 002: 900 s)."),
@@ -103,6 +107,7 @@ pub const ALL: [(&str, u64, &str); 23] = [
     ("TIMELINE_PAGE_ITEMS", TIMELINE_PAGE_ITEMS, "The items of each core call when a host draws a whole timeline: it draws it in pages from the latest back, so no call takes a whole long conversation."),
     ("REASONING_ROOM_TOKENS", REASONING_ROOM_TOKENS, "Output tokens the OpenAI-compatible adapters add to a summary's cap once the endpoint asks for `max_completion_tokens` (a reasoning model counts its reasoning within the cap), unless a cap is set."),
     ("SUMMARY_MIN_CHARS", SUMMARY_MIN_CHARS, "The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it."),
+    ("MESSAGE_OVERHEAD_TOKENS", MESSAGE_OVERHEAD_TOKENS, "Tokens of framing each message costs beside its content: the estimate's, and what a host's token counter adds unless told its provider's (OpenAI's chat: 3)."),
     ("MIN_TAIL_CHARS", MIN_TAIL_CHARS, "An ordinary turn, in characters: admitted pinned turns always leave a context room for one beside the least summary."),
     ("MIN_TAIL_TOKENS", MIN_TAIL_TOKENS, "An ordinary turn, in tokens (the same room in token budgets)."),
 ];

@@ -64,6 +64,9 @@ export const REASONING_ROOM_TOKENS = 8192;
 /** The least summary a compaction writes, in characters (a plan narrows a summary to the room there is): the hosts' append checks measure a member's or a tool's newest turn beside it. */
 export const SUMMARY_MIN_CHARS = 200;
 
+/** Tokens of framing each message costs beside its content: the estimate's, and what a host's token counter adds unless told its provider's (OpenAI's chat: 3). */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
 /** An ordinary turn, in characters: admitted pinned turns always leave a context room for one beside the least summary. */
 export const MIN_TAIL_CHARS = 1024;
 

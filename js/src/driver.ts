@@ -59,7 +59,7 @@ export function createCompactor(o: CompactorOptions): Compactor {
   return {
     append: (id, input, options) => appendMessages(c, id, input, options),
     correct: (id, turnId, content, options) => correctTurn(c, id, turnId, content, options?.sender),
-    check: (id, input) => checkNewest(c, id, admitted(c, id, input).events, []),
+    check: (id, input) => checkNewest(c, id, admitted(c, id, input).events, () => []),
     onMessage: (id) => serial(c, id, () => run(c, id, { kind: "automatic" })),
     compactNow: (id, actor, sessionBusy = false) =>
       serial(c, id, () => run(c, id, { kind: "manual", actor, sessionBusy }, { id: `task-${c.holder}-${++tasks}-${Date.now()}` })),

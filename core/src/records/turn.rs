@@ -160,7 +160,7 @@ pub fn parts_chars(parts: &[Part]) -> u64 {
 /// count: one token per four characters, rounded up, plus four tokens of
 /// per-message overhead.
 pub fn estimate_tokens(chars: u64) -> u64 {
-    chars.div_ceil(4) + 4
+    chars.div_ceil(4) + crate::defaults::MESSAGE_OVERHEAD_TOKENS
 }
 
 /// The content hash of a list of parts: SHA-256 of their canonical encoding.

@@ -45,17 +45,20 @@ impl<J: Journal, M: Model> Driver<J, M> {
             },
             _ => return Ok(()),
         };
-        let last = Event::Message(newest.clone());
-        if newest.role == Role::Assistant || last.is_pinned() {
+        if newest.role == Role::Assistant {
             return Ok(());
         }
         // Admitted pinned turns leave an ordinary turn room beside the
         // least summary (`admissible_pinned`): half of one, with a room's
-        // label, fits without asking.
+        // label, fits without asking (the check's cost is for long turns).
         let chars = foldline_core::turn::parts_chars(&newest.parts);
         let small =
             chars <= MIN_TAIL_CHARS / 2 && newest.tokens.unwrap_or(0) <= MIN_TAIL_TOKENS / 2;
         if small && !events.iter().any(Event::is_pinned) {
+            return Ok(());
+        }
+        let last = Event::Message(newest.clone());
+        if last.is_pinned() {
             return Ok(());
         }
         let held = {

@@ -21,7 +21,7 @@ pub type CountTokens = Arc<dyn Fn(&str) -> u64 + Send + Sync>;
 /// Tokens of framing each counted message costs beside its content (role,
 /// message separators) unless set: the core's estimate's own overhead.
 /// OpenAI's chat framing is 3 per message.
-pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+pub use foldline_core::defaults::MESSAGE_OVERHEAD_TOKENS;
 
 /// The tokens of a message of `parts` as a provider counts it: its text,
 /// tool calls (name and arguments), tool results and approval reasons,

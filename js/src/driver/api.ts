@@ -85,8 +85,8 @@ export interface CompactorOptions {
   compression?: Availability;
 }
 
-/** Per-message framing added to host token counts by default: 4, as the core's estimate adds. */
-export const MESSAGE_OVERHEAD_TOKENS = 4;
+/** Per-message framing added to host token counts by default: 4, as the core's estimate adds (generated from the core). */
+export { MESSAGE_OVERHEAD_TOKENS } from "../defaults.js";
 
 /**
  * Messages `append` takes: OpenAI chat (default), OpenAI Responses items,

@@ -8,7 +8,8 @@ import { canonical } from "../hash.js";
 import { validate } from "../ops.js";
 import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
-import { MESSAGE_OVERHEAD_TOKENS, type AppendMessages, type AppendMessagesOptions, type Appended } from "./api.js";
+import { MESSAGE_OVERHEAD_TOKENS } from "../defaults.js";
+import type { AppendMessages, AppendMessagesOptions, Appended } from "./api.js";
 import { isPinned, pinnedTurns, state, sync, using, type Ctx } from "./read.js";
 import { checkNewest } from "./newest.js";
 import { checkBesidePinned } from "./room.js";
@@ -98,7 +99,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       if (events.some(isPinned)) {
         checkBesidePinned(c, id, events, pinnedTurns(s));
       }
-      checkNewest(c, id, events, pinnedTurns(s));
+      checkNewest(c, id, events, () => pinnedTurns(s));
       try {
         const seq = await c.o.journal.append(id, events, { expectedSeq: s.seq });
         await sync(c, id);

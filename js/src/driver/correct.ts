@@ -44,7 +44,7 @@ export function correctTurn(c: Ctx, id: string, turnId: string, content: string 
         const others = pinnedTurns(s).filter((e) => !(isTurn(e) && e.turnId === turnId));
         checkBesidePinned(c, id, [made], others);
         // An edit of the newest turn must leave it one a context holds whole.
-        if (s.recent.filter((e) => e.type === "message").at(-1) === turn) checkNewest(c, id, [made], others);
+        if (s.recent.filter((e) => e.type === "message").at(-1) === turn) checkNewest(c, id, [made], () => others);
       }
       await readOriginals(c, id, s, [fix]);
       await resolveFrom(c, id, s, [...s.chain, fix]);

@@ -22,15 +22,15 @@ const LEAST: ChainHead = { boundaryId: "boundary:least", boundaryHash: "", cover
 const meta = (e: Event): Event[] =>
   e.type === "message" || e.type === "lateDelivery" ? [{ type: "turnMeta", ...turnMetaWith(e, "") }] : e.type === "turnMeta" ? [e] : [];
 
-/** Refuse (`turn_too_large`) a batch whose last turn, unless the assistant's or pinned, a context could not hold whole beside `pinned` (the conversation's), the batch's pinned turns, the fragments' room and the least summary. */
-export function checkNewest(c: Ctx, id: string, events: Event[], pinned: Event[]): void {
+/** Refuse (`turn_too_large`) a batch whose last turn, unless the assistant's or pinned, a context could not hold whole beside `pinned()` (the conversation's, asked for only for a long turn), the batch's pinned turns, the fragments' room and the least summary. */
+export function checkNewest(c: Ctx, id: string, events: Event[], pinned: () => Event[]): void {
   const last = events.at(-1);
   if (last?.type !== "message" || last.role === "assistant" || isPinned(last)) return;
   // Admitted pinned turns leave an ordinary turn room beside the least
   // summary (`admissible_pinned`): half of one, with a room's label, fits.
   const newest = turnMetaWith(last, "");
   if (newest.chars <= MIN_TAIL_CHARS / 2 && (newest.tokens ?? 0) <= MIN_TAIL_TOKENS / 2 && !events.some(isPinned)) return;
-  const metas = [...pinned, ...events.filter(isPinned), ...fragments(c, id)].flatMap(meta);
+  const metas = [...pinned(), ...events.filter(isPinned), ...fragments(c, id)].flatMap(meta);
   metas.push({ type: "turnMeta", ...newest });
   try {
     select({ declaration: c.o.declaration, route: c.routeOf(id), head: LEAST, events: metas, render: false });
