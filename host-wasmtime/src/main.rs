@@ -420,7 +420,11 @@ fn builder(cli: &Cli, journal: Location) -> Result<DriverBuilder<AnyJournal, Any
                 OpenAiApi::Responses => Box::new(OpenAiResponsesModel::new(o)),
             }
         }
-        None => Box::new(Extractive),
+        // The offline summaries fit the token bound as the tokenizer counts.
+        None => match cli.tokenizer {
+            Some(t) => Box::new(Extractive::counting(t.counter())),
+            None => Box::new(Extractive),
+        },
     };
     let (declaration, settings) = declaration(cli)?;
     let mut b = Driver::builder(load(cli)?, open_journal(&journal)?, model)

@@ -164,12 +164,40 @@ fn turns(packet: &Packet) -> Vec<(String, String)> {
     out
 }
 
-/// Summarize a packet within its character and token bounds.
+/// Summarize a packet within its character and token bounds (its tokens
+/// by the core's estimate).
 pub fn summarize(packet: &Packet) -> String {
-    let by_tokens = packet.bounds.max_tokens.saturating_sub(4).saturating_mul(4);
-    let max = packet.bounds.max_chars.min(by_tokens) as usize;
+    let max = chars_bound(packet);
     let out = choose(&facts_of(packet), max);
     finish(out, max)
+}
+
+/// [`summarize`] with the summary's tokens as the host's tokenizer counts
+/// them: the characters' bound narrows until the count fits the token bound
+/// too (as the estimate's does: four tokens under it), so a summary in a
+/// language the estimate undercounts (most CJK text is a token a
+/// character) stays within the tokens the plan reserved for it.
+pub fn summarize_counted(packet: &Packet, count: &dyn Fn(&str) -> u64) -> String {
+    let limit = packet.bounds.max_tokens.saturating_sub(4);
+    let facts = facts_of(packet);
+    let mut max = chars_bound(packet);
+    loop {
+        let out = finish(choose(&facts, max), max);
+        let n = count(&out);
+        if n <= limit || max <= 1 {
+            return out;
+        }
+        // Narrowed in proportion, and always by at least one character.
+        let scaled = u64::try_from(max).unwrap_or(u64::MAX).saturating_mul(limit) / n;
+        max = usize::try_from(scaled).unwrap_or(usize::MAX).min(max - 1);
+    }
+}
+
+/// The characters a summary may have: the character bound, and the token
+/// bound by the estimate.
+fn chars_bound(packet: &Packet) -> usize {
+    let by_tokens = packet.bounds.max_tokens.saturating_sub(4).saturating_mul(4);
+    usize::try_from(packet.bounds.max_chars.min(by_tokens)).unwrap_or(usize::MAX)
 }
 
 /// The facts of a packet, in order, scored: the previous summary's lines,

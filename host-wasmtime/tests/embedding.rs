@@ -640,30 +640,44 @@ fn a_hanging_custom_model_ends_at_its_deadline() {
     assert!(matches!(d.on_message("c").unwrap(), Outcome::Failed(_)));
 }
 
+/// A tokenizer as most take Chinese text: a token a CJK character (and
+/// fullwidth punctuation), four characters a token otherwise.
+fn cjk_tokens(t: &str) -> u64 {
+    let cjk = t.chars().filter(|c| *c >= '\u{2e80}').count() as u64;
+    let other = t.chars().count() as u64 - cjk;
+    cjk + other.div_ceil(4)
+}
+
 /// The host's token counts (`DriverBuilder::count_tokens`): each message
 /// appended or corrected is counted by the host's tokenizer with its
-/// framing, so the context as the provider counts it fits the window at
-/// the seed's token defaults. The counter here takes a token per
-/// character, as tokenizers take most CJK text, where the core's estimate
-/// (four characters a token) undercounts fourfold: without the counter
-/// the same chat is sent past the window.
+/// framing, and the texts the core measures by its estimate (the summary
+/// in force, the amendment, the prompt) are counted before a context is
+/// sent, so the context as the provider counts it fits its limit (3,328
+/// tokens at the seed's defaults) in a Chinese chat, where the core's
+/// estimate (four characters a token) undercounts fourfold. With the
+/// offline summarizer counting too (`Extractive::counting`) no turn is
+/// left out; with a summarizer that does not, the context still fits and
+/// leaves out what it must. Without the counter the same chat is sent past
+/// the limit.
 #[test]
 fn the_hosts_token_counts_keep_the_context_in_the_window() {
-    let per_char = |t: &str| t.chars().count() as u64;
+    const LIMIT: u64 = 3328;
     let sentence = "我们的计划保持预算和日期不变，下周再检查一次。";
-    let run = |counting: bool| {
+    // (the host counts, the summarizer counts)
+    let run = |counting: bool, summarizer_counts: bool| {
         let dir = tempfile::tempdir().unwrap();
         let journal = SqliteJournal::open(dir.path().join("j.db")).unwrap();
-        let mut b = Driver::builder(
-            Foldline::embedded().unwrap(),
-            journal,
-            foldline_wasmtime::model::Extractive,
-        );
+        let model: Box<dyn foldline_wasmtime::model::Model + Send + Sync> = match summarizer_counts
+        {
+            true => Box::new(foldline_wasmtime::model::Extractive::counting(cjk_tokens)),
+            false => Box::new(foldline_wasmtime::model::Extractive),
+        };
+        let mut b = Driver::builder(Foldline::embedded().unwrap(), journal, model);
         if counting {
-            b = b.count_tokens(per_char).message_overhead_tokens(3);
+            b = b.count_tokens(cjk_tokens).message_overhead_tokens(3);
         }
         let d = b.build().unwrap();
-        let (mut most, mut compacted) = (0, 0);
+        let (mut most, mut compacted, mut left_out) = (0, 0, 0);
         for n in 1..=240u64 {
             let text = match n % 2 {
                 1 => format!("问题{n}：下一步怎么办？"),
@@ -684,11 +698,11 @@ fn the_hosts_token_counts_keep_the_context_in_the_window() {
             let sent = ctx["messages"].as_array().unwrap();
             let real: u64 = sent
                 .iter()
-                .map(|m| 3 + per_char(m["content"].as_str().unwrap_or_default()))
+                .map(|m| 3 + cjk_tokens(m["content"].as_str().unwrap_or_default()))
                 .sum::<u64>()
                 + 3;
             most = most.max(real);
-            assert_eq!(ctx["manifest"]["uncoveredOmitted"].as_u64().unwrap_or(0), 0);
+            left_out += ctx["manifest"]["uncoveredOmitted"].as_u64().unwrap_or(0);
             assert_eq!(
                 sent.last().unwrap()["content"],
                 text,
@@ -707,7 +721,7 @@ fn the_hosts_token_counts_keep_the_context_in_the_window() {
                 panic!("no message");
             };
             let words = match &last.parts[0] {
-                foldline_core::turn::Part::Text { text } => per_char(text),
+                foldline_core::turn::Part::Text { text } => cjk_tokens(text),
                 _ => unreachable!(),
             };
             assert_eq!(last.tokens, Some(words + 3));
@@ -719,23 +733,34 @@ fn the_hosts_token_counts_keep_the_context_in_the_window() {
             let Some(Event::Correction(c)) = stored.last().map(|s| &s.event) else {
                 panic!("no correction");
             };
-            assert_eq!(c.tokens, Some(per_char(&sentence.repeat(4)) + 3));
+            assert_eq!(c.tokens, Some(cjk_tokens(&sentence.repeat(4)) + 3));
         }
-        (most, compacted)
+        (most, compacted, left_out)
     };
-    let (most, compacted) = run(true);
+    // The priming's 3 tokens are the provider's, beside the context.
+    let (most, compacted, left_out) = run(true, true);
     assert!(compacted >= 5, "{compacted} compactions");
     assert!(
-        most <= 8192 - 1024,
+        most <= LIMIT + 3,
         "{most} tokens sent as the provider counts them"
     );
-    let (estimated, _) = run(false);
+    assert_eq!(left_out, 0, "no turn left out");
+    let (uncounted_summaries, _, uncounted_left_out) = run(true, false);
     assert!(
-        estimated > 8192 - 1024,
+        uncounted_summaries <= LIMIT + 3,
+        "{uncounted_summaries} tokens sent with summaries the summarizer did not count"
+    );
+    assert!(
+        uncounted_left_out > 0,
+        "the summarizer's own counting is what keeps every turn in"
+    );
+    let (estimated, _, _) = run(false, false);
+    assert!(
+        estimated > LIMIT + 3,
         "the estimate alone sent {estimated}: the check is live"
     );
     println!(
-        "counted: at most {most} tokens sent ({compacted} compactions); estimated: {estimated}"
+        "counted: at most {most} tokens sent ({compacted} compactions); summaries uncounted: {uncounted_summaries} ({uncounted_left_out} turns left out); estimated: {estimated}"
     );
 }
 

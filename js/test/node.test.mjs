@@ -399,6 +399,84 @@ test("a compactor given member compression's availability leaves every member's 
   }
 });
 
+// The texts the core measures by its own estimate — the summary in force,
+// the amendment, the prompt — are counted too before a context is sent: a
+// model writing its summary in Chinese, up to the output tokens the packet
+// allows (as a provider counts them), left the counted context of a Chinese
+// chat 3,520 tokens against its limit of 3,328 (seed 002's defaults); it is
+// selected again within the limit less their excess. host-wasmtime's
+// embedding test `the_hosts_token_counts_keep_the_context_in_the_window` is
+// the Rust driver's twin.
+test("counted, the summary, the amendment and the prompt keep the context within its limit", async () => {
+  const cjk = (t) => {
+    let n = 0, other = 0;
+    for (const ch of t) ch >= "\u2e80" ? n++ : other++;
+    return n + Math.ceil(other / 4);
+  };
+  const chinese = {
+    async *stream(packet) {
+      const r = await this.complete(packet);
+      yield { type: "delta", text: r.text };
+      yield { type: "done", modelId: r.modelId, usage: r.usage, finishReason: "stop" };
+    },
+    async complete(packet) {
+      const text = `摘要${packet.input.turnCount}：`.padEnd(packet.bounds.maxTokens - 4, "要");
+      return { text, modelId: "zh-1", usage: { inputTokens: 100, outputTokens: cjk(text) }, finishReason: "stop" };
+    },
+  };
+  const limit = 3328;
+  const sentence = "我们的计划保持预算和日期不变，下周再检查一次。";
+  const run = async (countTokens, mode) => {
+    const c = f.createCompactor({
+      journal: new f.MemoryJournal(), model: chinese, ...(countTokens ? { countTokens, messageOverheadTokens: 3 } : {}),
+      declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192, mode } },
+    });
+    const provider = (messages) => messages.reduce((a, m) => a + 3 + cjk(m.content ?? ""), 3);
+    let most = 0, compacted = 0, promptMost = 0, leftOut = 0;
+    for (let n = 1; n <= 240; n++) {
+      const text = n % 2 ? `问题${n}：下一步怎么办？` : `回答${n}：${sentence.repeat(1 + (n % 9) * 3)}`;
+      await c.append("c1", { role: n % 2 ? "user" : "assistant", content: text });
+      if ((await c.onMessage("c1")).status === "compacted") compacted++;
+      const ctx = await c.context("c1", { format: "openai" });
+      most = Math.max(most, provider(ctx.messages));
+      leftOut += ctx.manifest.uncoveredOmitted ?? 0;
+      assert.equal(ctx.messages.at(-1).content, text, `message ${n}: the newest turn, verbatim`);
+      // A prompt not yet in the journal, counted as well.
+      const prompt = [{ type: "text", text: sentence.repeat(8) }];
+      promptMost = Math.max(promptMost, provider((await c.context("c1", { format: "openai", prompt })).messages));
+    }
+    return { most, compacted, promptMost, leftOut };
+  };
+  // Lazy compaction fills the context to its limit before it folds.
+  for (const mode of ["eager", "lazy"]) {
+    const counted = await run(cjk, mode);
+    assert.ok(counted.compacted >= 5, `${mode}: ${counted.compacted} compactions`);
+    assert.ok(counted.most <= limit + 3, `${mode}: ${counted.most} tokens sent as the provider counts them`);
+    assert.ok(counted.promptMost <= limit + 3, `${mode}: ${counted.promptMost} tokens sent with a prompt`);
+    const estimated = await run(undefined, mode);
+    assert.ok(estimated.most > limit + 3, `${mode}: the estimate alone sent ${estimated.most}: the check is live`);
+    console.log(`# ${mode}: counted, at most ${counted.most} tokens sent (${counted.promptMost} with a prompt; ${counted.compacted} compactions; ${counted.leftOut} turns left out); estimated: ${estimated.most}`);
+  }
+  // Pinned turns admitted near their room leave a summary counted at its
+  // full output no room beside them: the context goes as the estimate
+  // fits it, never an error.
+  const c = f.createCompactor({
+    journal: new f.MemoryJournal(), model: chinese, countTokens: cjk, messageOverheadTokens: 3,
+    declaration: { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "tokens", window: 8192 } },
+  });
+  await c.append("c1", { role: "system", content: "规".repeat(2950) });
+  let summarized = false;
+  for (let n = 1; n <= 80; n++) {
+    const text = n % 2 ? `问题${n}：下一步怎么办？` : `回答${n}：${sentence}`;
+    await c.append("c1", { role: n % 2 ? "user" : "assistant", content: text });
+    await c.onMessage("c1");
+    const ctx = await c.context("c1", { format: "openai" });
+    summarized ||= ctx.manifest.boundaryId != null;
+    assert.equal(ctx.messages.at(-1).content, text, `message ${n}: the newest turn, verbatim`);
+  }
+  assert.ok(summarized, "a summary beside the long system prompt");
+});
+
 // Item 6 of the formats issue: real token counts include each message's
 // framing. 700 short pairs in lazy mode (no retrieval share), then long
 // answers, counted by js-tiktoken (cl100k) and gpt-tokenizer (o200k); after

@@ -28,6 +28,7 @@ use foldline_core::stream::FailureReport;
 use foldline_core::timeline::{Timeline, TimelineRequest};
 use foldline_core::turn::{Part, Route};
 use foldline_core::validate::{ValidateRequest, ValidateResponse};
+use foldline_core::Code;
 
 use crate::error::{HostError, Result};
 use crate::journal::{Journal, StoredEvent};
@@ -516,7 +517,41 @@ impl<J: Journal, M: Model> Driver<J, M> {
         o: ContextOptions,
         read_new: bool,
     ) -> Result<Selection> {
-        let limit = o.limit;
+        let (sel, uncounted) = self.select_within(conversation, &o, read_new, o.limit)?;
+        let m = &sel.manifest;
+        match uncounted {
+            // As the host counts, the texts the core estimates (the
+            // summary, the amendment, the prompt) put the context over its
+            // limit: it is selected again within the limit less their excess
+            // (when the pinned turns, the summary and the prompt leave the
+            // newest turn room there; else it goes as it was).
+            n if n > 0 && m.sizes.total.saturating_add(n) > m.limit => {
+                let within = Some(m.limit.saturating_sub(n));
+                match self.select_within(conversation, &o, false, within) {
+                    Ok((fit, _)) => Ok(fit),
+                    Err(HostError::Core(e))
+                        if matches!(e.code, Code::OverBudget | Code::TailTurnTooLarge) =>
+                    {
+                        Ok(sel)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => Ok(sel),
+        }
+    }
+
+    /// One `select` of [`Driver::select_context`] within `limit`, with the
+    /// tokens the host counts beyond the core's estimate of the texts it
+    /// measures itself ([`Driver::uncounted`]).
+    fn select_within(
+        &self,
+        conversation: &str,
+        o: &ContextOptions,
+        read_new: bool,
+        limit: Option<u64>,
+    ) -> Result<(Selection, u64)> {
+        let mut uncounted = 0;
         let slim = |events: &[Event]| {
             let memory = self.foldline.limits().memory_bytes;
             slim::slimmed(
@@ -532,22 +567,31 @@ impl<J: Journal, M: Model> Driver<J, M> {
             "select",
             read_new,
             Some(&slim),
-            |_, res, _, events| SelectRequest {
-                declaration: self.declaration.clone(),
-                route: (self.route_of)(conversation),
-                frontier: res.frontier,
-                head: res.head,
-                amendment: res.amendment,
-                events,
-                prompt: o.prompt,
-                prompt_sender: o.prompt_sender,
-                format: o.format,
-                limit: o.limit,
-                render: true,
-                member: o.member,
-                carried: res.carried,
+            |_, res, _, events| {
+                let summary = res.head.as_ref().or(res.carried.as_ref());
+                uncounted = self.uncounted(
+                    summary.map(|h| h.summary.as_str()),
+                    res.amendment.as_ref(),
+                    o.prompt.as_deref(),
+                );
+                SelectRequest {
+                    declaration: self.declaration.clone(),
+                    route: (self.route_of)(conversation),
+                    frontier: res.frontier,
+                    head: res.head,
+                    amendment: res.amendment,
+                    events,
+                    prompt: o.prompt.clone(),
+                    prompt_sender: o.prompt_sender.clone(),
+                    format: o.format,
+                    limit,
+                    render: true,
+                    member: o.member,
+                    carried: res.carried,
+                }
             },
         )
+        .map(|sel| (sel, uncounted))
     }
 
     /// The chat timeline.

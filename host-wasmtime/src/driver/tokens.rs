@@ -7,8 +7,10 @@
 
 use std::sync::Arc;
 
+use foldline_core::amendment::Amendment;
+use foldline_core::declaration::Budget;
 use foldline_core::event::Event;
-use foldline_core::turn::Part;
+use foldline_core::turn::{parts_chars, Part};
 
 use super::Driver;
 use crate::journal::Journal;
@@ -61,6 +63,38 @@ impl<J: Journal, M: Model> Driver<J, M> {
                 }
             }
         }
+    }
+
+    /// The tokens the host's counter gives the texts `select` measures by
+    /// the estimate itself — the summary in force, the amendment's turns
+    /// and the prompt (stored turns carry their counts) — beyond that
+    /// estimate (`ceil(chars / 4)`, framing aside). Zero when the host does
+    /// not count or in character mode.
+    pub(super) fn uncounted(
+        &self,
+        summary: Option<&str>,
+        amendment: Option<&Amendment>,
+        prompt: Option<&[Part]>,
+    ) -> u64 {
+        let Some(count) = &self.count_tokens else {
+            return 0;
+        };
+        if !matches!(self.declaration.budget, Budget::Tokens { .. }) {
+            return 0;
+        }
+        let beyond = |parts: &[Part]| {
+            let estimate = parts_chars(parts).div_ceil(4);
+            message_tokens(count, 0, parts).saturating_sub(estimate)
+        };
+        let summary = summary.map_or(0, |s| beyond(&[Part::Text { text: s.to_owned() }]));
+        let amended = amendment.map_or(0, |a| {
+            a.entries
+                .iter()
+                .map(|e| beyond(&e.parts))
+                .fold(0, u64::saturating_add)
+        });
+        let prompt = prompt.map_or(0, beyond);
+        summary.saturating_add(amended).saturating_add(prompt)
     }
 
     /// The tokens of a message of `parts`, when the host counts.

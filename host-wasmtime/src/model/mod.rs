@@ -131,6 +131,29 @@ impl Extractive {
     }
 }
 
+impl Extractive {
+    /// The offline summarizer bounding its summaries by the host's token
+    /// counter too (the driver's `count_tokens`): its summary's tokens, as
+    /// counted, fit the packet's token bound, and its evidence reports them.
+    pub fn counting(count: impl Fn(&str) -> u64 + Send + Sync + 'static) -> CountedExtractive {
+        CountedExtractive {
+            count: std::sync::Arc::new(count),
+        }
+    }
+}
+
+/// [`Extractive`] with the host's token counter ([`Extractive::counting`]).
+#[derive(Clone)]
+pub struct CountedExtractive {
+    count: std::sync::Arc<dyn Fn(&str) -> u64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for CountedExtractive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CountedExtractive")
+    }
+}
+
 /// The offline summarizer before session 4, kept as the baseline of the
 /// summary evaluation (`tests/eval/run`): the first sentence of each frozen
 /// turn from the oldest on, the first third of the previous summary, and
@@ -207,14 +230,25 @@ fn first_sentence(text: &str, max: usize) -> String {
     }
 }
 
-/// An offline summarizer's answer, streamed line by line.
+/// An offline summarizer's answer, its output tokens by the estimate.
 fn offline(text: String, model_id: &str, packet: &Packet) -> ModelResult {
+    let tokens = foldline_core::turn::estimate_tokens(text.chars().count() as u64);
+    offline_counted(text, model_id, packet, tokens)
+}
+
+/// An offline summarizer's answer of `output_tokens`.
+fn offline_counted(
+    text: String,
+    model_id: &str,
+    packet: &Packet,
+    output_tokens: u64,
+) -> ModelResult {
     ModelResult {
         evidence: Evidence {
             model_id: model_id.into(),
             usage: Usage {
                 input_tokens: packet.input.tokens,
-                output_tokens: foldline_core::turn::estimate_tokens(text.chars().count() as u64),
+                output_tokens,
             },
             finish_reason: "stop".into(),
         },
@@ -301,5 +335,18 @@ impl<T: Model + ?Sized> Model for Box<T> {
     }
     fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
         (**self).complete(packet)
+    }
+}
+
+impl Model for CountedExtractive {
+    fn stream(&self, packet: &Packet, sink: &mut dyn FnMut(StreamChunk)) -> Result<(), ModelError> {
+        stream_lines(self.complete(packet)?, sink);
+        Ok(())
+    }
+
+    fn complete(&self, packet: &Packet) -> Result<ModelResult, ModelError> {
+        let text = crate::summarizer::summarize_counted(packet, &*self.count);
+        let tokens = (self.count)(&text);
+        Ok(offline_counted(text, EXTRACTIVE_MODEL, packet, tokens))
     }
 }

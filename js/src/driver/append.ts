@@ -8,36 +8,13 @@ import { canonical } from "../hash.js";
 import { validate } from "../ops.js";
 import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
-import { MESSAGE_OVERHEAD_TOKENS } from "../defaults.js";
 import type { AppendMessages, AppendMessagesOptions, Appended } from "./api.js";
 import { isPinned, pinnedTurns, state, sync, using, type Ctx } from "./read.js";
 import { checkNewest } from "./newest.js";
 import { checkBesidePinned } from "./room.js";
+import { counted } from "./tokens.js";
 
 const KEY = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/**
- * Each message's tokens as the provider counts them: the host's count of
- * its parts plus the per-message framing (`messageOverheadTokens`), so a
- * context never exceeds the window by its framing.
- */
-export function counted(c: Ctx, events: Event[]): Event[] {
-  const count = c.o.countTokens;
-  if (!count) return events;
-  const framing = c.o.messageOverheadTokens ?? MESSAGE_OVERHEAD_TOKENS;
-  return events.map((e) => {
-    if (e.type !== "message") return e;
-    let tokens = framing;
-    for (const p of e.parts) {
-      tokens += p.type === "text" ? count(p.text)
-        : p.type === "toolCall" ? count(p.name) + count(p.arguments)
-        : p.type === "toolResult" ? count(p.content)
-        : p.type === "approvalResponse" ? count(p.reason ?? "")
-        : 0;
-    }
-    return { ...e, tokens };
-  });
-}
 
 /**
  * The messages as journal events (numbered from 1; renumbered when

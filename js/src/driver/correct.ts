@@ -8,7 +8,7 @@
 import { FoldlineError } from "../error.js";
 import type { Event, Part } from "../types.js";
 import type { Corrected } from "./api.js";
-import { counted } from "./append.js";
+import { counted } from "./tokens.js";
 import { corrected, covers, isTurn, load, pinnedTurns, readOriginals, resolveFrom, state, sync, using, type Ctx } from "./read.js";
 import { checkNewest } from "./newest.js";
 import { checkBesidePinned } from "./room.js";

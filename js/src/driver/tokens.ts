@@ -1,0 +1,65 @@
+// Real token counts: the host's tokenizer (`countTokens`) counts each
+// message as it is appended or corrected, with its framing, and before a
+// context is sent the texts the core measures by its own estimate (the
+// summary in force, the amendment, the prompt), so a token budget works
+// from the counts the provider will make. host-wasmtime/src/driver/tokens.rs
+// is its twin.
+
+import { MESSAGE_OVERHEAD_TOKENS } from "../defaults.js";
+import type { Amendment, ChainHead, Event, Part } from "../types.js";
+import type { Ctx } from "./read.js";
+
+/** The tokens of `parts` as `count` counts them (reasoning and approval requests count nothing here). */
+function partsTokens(count: (text: string) => number, parts: readonly Part[]): number {
+  let tokens = 0;
+  for (const p of parts) {
+    tokens += p.type === "text" ? count(p.text)
+      : p.type === "toolCall" ? count(p.name) + count(p.arguments)
+      : p.type === "toolResult" ? count(p.content)
+      : p.type === "approvalResponse" ? count(p.reason ?? "")
+      : 0;
+  }
+  return tokens;
+}
+
+/** Characters of `parts` as the core measures them (Unicode scalar values). */
+function partsChars(parts: readonly Part[]): number {
+  let n = 0;
+  const chars = (s: string) => {
+    for (const _ of s) n++;
+  };
+  for (const p of parts) {
+    if (p.type === "text") chars(p.text);
+    else if (p.type === "toolCall") { chars(p.name); chars(p.arguments); }
+    else if (p.type === "toolResult") chars(p.content);
+    else if (p.type === "approvalResponse") chars(p.reason ?? "");
+  }
+  return n;
+}
+
+/**
+ * Each message's tokens as the provider counts them: the host's count of
+ * its parts plus the per-message framing (`messageOverheadTokens`), so a
+ * context never exceeds the window by its framing.
+ */
+export function counted(c: Ctx, events: Event[]): Event[] {
+  const count = c.o.countTokens;
+  if (!count) return events;
+  const framing = c.o.messageOverheadTokens ?? MESSAGE_OVERHEAD_TOKENS;
+  return events.map((e) => (e.type === "message" ? { ...e, tokens: framing + partsTokens(count, e.parts) } : e));
+}
+
+/**
+ * The tokens the host's counter gives the texts `select` measures by the
+ * estimate itself — the summary in force, the amendment's turns and the
+ * prompt (stored turns carry their counts) — beyond that estimate
+ * (`ceil(chars / 4)`, framing aside). Zero when the host does not count.
+ */
+export function uncounted(c: Ctx, summary: ChainHead | null | undefined, amendment: Amendment | null | undefined, prompt: readonly Part[] | null | undefined): number {
+  const count = c.o.countTokens;
+  if (!count) return 0;
+  const beyond = (parts: readonly Part[]) => Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
+  let n = summary ? beyond([{ type: "text", text: summary.summary }]) : 0;
+  for (const e of amendment?.entries ?? []) n += beyond(e.parts);
+  return n + (prompt ? beyond(prompt) : 0);
+}
