@@ -184,6 +184,9 @@ enum Command {
         turn: String,
         /// What it says now (`-` reads it from stdin).
         text: String,
+        /// Only write the correction; do not run the driver after it.
+        #[arg(long)]
+        no_compact: bool,
     },
     /// Print the model-bound context as JSON: `{"messages": [...], "manifest":
     /// {...}}` (what was included, omitted, sizes, hashes), or with
@@ -522,7 +525,11 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     match command {
         Command::Import(a) => import_file(&open()?, &conv, a),
         Command::Compact => report(existing()?.compact_now(&conv, "owner", false)?),
-        Command::Correct { turn, text } => correct(&existing()?, &conv, turn, text),
+        Command::Correct {
+            turn,
+            text,
+            no_compact,
+        } => correct(&existing()?, &conv, turn, text, !no_compact),
         Command::Context {
             format,
             messages,
@@ -563,7 +570,17 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
 
 /// `foldline correct`: the turn's correction written (its text from stdin
 /// given `-`), or the check's refusal.
-fn correct(d: &ProgramDriver, conv: &str, turn: &str, text: &str) -> Result<ExitCode, HostError> {
+/// Write a correction, then (with `compact`) run the driver until nothing
+/// is due: a correction that grows an uncovered turn past the trigger is
+/// folded now, as `import`'s last correction is, rather than leave the
+/// oldest turns out of every context until the next message.
+fn correct(
+    d: &ProgramDriver,
+    conv: &str,
+    turn: &str,
+    text: &str,
+    compact: bool,
+) -> Result<ExitCode, HostError> {
     let text = match text {
         "-" => {
             let mut t = String::new();
@@ -581,6 +598,13 @@ fn correct(d: &ProgramDriver, conv: &str, turn: &str, text: &str) -> Result<Exit
         )?
         .seq;
     out!("corrected {turn} (journal position {seq})");
+    let mut boundaries = 0;
+    while compact && matches!(d.on_message(conv)?, Outcome::Compacted(_)) {
+        boundaries += 1;
+    }
+    if boundaries > 0 {
+        out!("{boundaries} compactions");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -3905,3 +3905,46 @@ fn a_journal_of_earlier_claims_takes_redeliveries_and_refuses_other_content() {
         },
     });
 }
+
+/// `foldline correct` runs the driver after the correction, as `import`
+/// does after its last: an edit growing a turn no summary covers (here to
+/// 60,000 characters, within what one compaction takes) past the trigger is
+/// folded at once. Before, the correction was only written, and every
+/// context left the 15 oldest turns out, unsummarized, until the next
+/// message (`--no-compact` still only writes).
+#[test]
+fn a_correction_past_the_trigger_is_folded_by_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.jsonl");
+    let lines: String = (1..=40)
+        .map(|n| {
+            let role = if n % 2 == 1 { "user" } else { "assistant" };
+            let text = format!("turn {n}: {}", "the plan keeps the budget. ".repeat(30));
+            format!("{}\n", serde_json::json!({"role": role, "content": text}))
+        })
+        .collect();
+    std::fs::write(&file, lines).unwrap();
+    let big = "A long pasted edit. ".repeat(3000);
+    let edited = |db: &std::path::Path, flags: &[&str]| {
+        succeeded(on_journal(db).arg("import").arg(&file));
+        let items = succeeded(on_journal(db).args(["timeline", "--json"]));
+        let items: serde_json::Value = serde_json::from_slice(&items.stdout).unwrap();
+        let turn = items["items"][19]["turnId"].as_str().unwrap().to_owned();
+        succeeded(on_journal(db).args(["correct", &turn, &big]).args(flags));
+        let out = succeeded(on_journal(db).arg("context"));
+        let ctx: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let m = &ctx["manifest"];
+        (
+            m["uncoveredOmitted"].as_u64().unwrap_or(0),
+            m["boundaryId"].is_string(),
+        )
+    };
+    let (left_out, summarized) = edited(&dir.path().join("a.db"), &[]);
+    assert_eq!(left_out, 0, "turns left out unsummarized");
+    assert!(summarized, "the edit was folded into a summary");
+    let (left_out, summarized) = edited(&dir.path().join("b.db"), &["--no-compact"]);
+    assert!(
+        left_out > 0 && !summarized,
+        "only written: {left_out} left out"
+    );
+}
