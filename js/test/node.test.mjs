@@ -991,6 +991,16 @@ test("a compactor or a handler built with a bad option is refused naming it", as
   // The same options, well formed, build.
   f.createCompactor({ journal, model, declaration, leaseMs: 60_000, countTokens: (t) => t.length });
   f.createHandler({ journal, model, declaration, members: [member] });
+  // A counter's answer that is not a whole number of tokens is refused
+  // naming the counter, nothing written: NaN was stored as no count (the
+  // estimate, silently), a negative or fractional count was refused as
+  // `events[0].tokens`, and a string was joined to the framing ("47").
+  for (const bad of [NaN, -5, 1.5, 2 ** 60, "7", null]) {
+    const tokens = { kind: "tokens", window: 8192 };
+    const c = f.createCompactor({ journal, model, declaration: { ...declaration, budget: tokens }, countTokens: () => bad });
+    await assert.rejects(c.append("bad", { role: "user", content: "hello" }), (e) => e.code === "invalid_request" && e.message.includes("countTokens must return a whole number"), String(bad));
+  }
+  assert.deepEqual(await journal.readEvents("bad", 0), []);
 });
 
 // A compactor keeps at most `conversationsKept` conversations: past it the

@@ -6,8 +6,26 @@
 // is its twin.
 
 import { MESSAGE_OVERHEAD_TOKENS } from "../defaults.js";
+import { FoldlineError } from "../error.js";
 import type { Amendment, ChainHead, Event, Part } from "../types.js";
 import type { Ctx } from "./read.js";
+
+/**
+ * The host's counter, its answers checked: a count that is not a whole
+ * number of tokens (NaN, a fraction, a negative number, a string) is
+ * refused naming the counter, never stored or sent as something else.
+ */
+function checkedCounter(c: Ctx): ((text: string) => number) | undefined {
+  const count = c.o.countTokens;
+  if (!count) return undefined;
+  return (text) => {
+    const n: unknown = count(text);
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
+      throw new FoldlineError({ code: "invalid_request", message: `countTokens must return a whole number of tokens, 0 or more: it returned ${typeof n === "number" ? String(n) : JSON.stringify(n) ?? typeof n} for a text of ${text.length} UTF-16 units` });
+    }
+    return n;
+  };
+}
 
 /** The tokens of `parts` as `count` counts them (reasoning and approval requests count nothing here). */
 function partsTokens(count: (text: string) => number, parts: readonly Part[]): number {
@@ -43,7 +61,7 @@ function partsChars(parts: readonly Part[]): number {
  * context never exceeds the window by its framing.
  */
 export function counted(c: Ctx, events: Event[]): Event[] {
-  const count = c.o.countTokens;
+  const count = checkedCounter(c);
   if (!count) return events;
   const framing = c.o.messageOverheadTokens ?? MESSAGE_OVERHEAD_TOKENS;
   return events.map((e) => (e.type === "message" ? { ...e, tokens: framing + partsTokens(count, e.parts) } : e));
@@ -56,7 +74,7 @@ export function counted(c: Ctx, events: Event[]): Event[] {
  * (`ceil(chars / 4)`, framing aside). Zero when the host does not count.
  */
 export function uncounted(c: Ctx, summary: ChainHead | null | undefined, amendment: Amendment | null | undefined, prompt: readonly Part[] | null | undefined): number {
-  const count = c.o.countTokens;
+  const count = checkedCounter(c);
   if (!count) return 0;
   const beyond = (parts: readonly Part[]) => Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
   let n = summary ? beyond([{ type: "text", text: summary.summary }]) : 0;
