@@ -169,6 +169,18 @@ struct ImportArgs {
     no_compact: bool,
 }
 
+/// What `foldline correct` writes, and whether it runs the driver after.
+#[derive(clap::Args)]
+struct CorrectArgs {
+    /// The turn's id (`timeline --json` lists them).
+    turn: String,
+    /// What it says now (`-` reads it from stdin).
+    text: String,
+    /// Only write the correction; do not run the driver after it.
+    #[arg(long)]
+    no_compact: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Append a conversation (JSON array or JSON Lines of OpenAI-style messages or foldline events,
@@ -179,15 +191,7 @@ enum Command {
     /// Correct what a turn says (an edit): a correction, checked as every
     /// writer's is before it is written (the turn it makes; a covered
     /// turn's amendment within its bound). Its tool calls and results stay.
-    Correct {
-        /// The turn's id (`timeline --json` lists them).
-        turn: String,
-        /// What it says now (`-` reads it from stdin).
-        text: String,
-        /// Only write the correction; do not run the driver after it.
-        #[arg(long)]
-        no_compact: bool,
-    },
+    Correct(CorrectArgs),
     /// Print the model-bound context as JSON: `{"messages": [...], "manifest":
     /// {...}}` (what was included, omitted, sizes, hashes), or with
     /// `--messages` the provider's message array alone, ready to send.
@@ -525,11 +529,7 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
     match command {
         Command::Import(a) => import_file(&open()?, &conv, a),
         Command::Compact => report(existing()?.compact_now(&conv, "owner", false)?),
-        Command::Correct {
-            turn,
-            text,
-            no_compact,
-        } => correct(&existing()?, &conv, turn, text, !no_compact),
+        Command::Correct(a) => correct(&existing()?, &conv, a),
         Command::Context {
             format,
             messages,
@@ -574,13 +574,8 @@ fn run(cli: Cli) -> Result<ExitCode, HostError> {
 /// is due: a correction that grows an uncovered turn past the trigger is
 /// folded now, as `import`'s last correction is, rather than leave the
 /// oldest turns out of every context until the next message.
-fn correct(
-    d: &ProgramDriver,
-    conv: &str,
-    turn: &str,
-    text: &str,
-    compact: bool,
-) -> Result<ExitCode, HostError> {
+fn correct(d: &ProgramDriver, conv: &str, a: &CorrectArgs) -> Result<ExitCode, HostError> {
+    let (turn, text, compact) = (a.turn.as_str(), a.text.as_str(), !a.no_compact);
     let text = match text {
         "-" => {
             let mut t = String::new();
