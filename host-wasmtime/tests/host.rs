@@ -984,7 +984,7 @@ fn a_history_too_large_for_a_call_still_gives_its_context() {
             .filter_map(|s| s.event.turn_id().map(str::to_owned))
             .collect();
         for (at, text) in [(100, "corrected long ago"), (5_990, "corrected just now")] {
-            succeeded(program().args(["correct", &ids[at], text]));
+            succeeded(program().args(["correct", "--no-compact", &ids[at], text]));
         }
         let context =
             |mib: &str| succeeded(program().args(["--memory-mib", mib, "context"])).stdout;
@@ -3947,4 +3947,48 @@ fn a_correction_past_the_trigger_is_folded_by_the_program() {
         left_out > 0 && !summarized,
         "only written: {left_out} left out"
     );
+}
+
+/// A conversation admitted before the members' compression surface existed
+/// may leave its fragments no room: a 78,540-character system prompt and a
+/// member's 1,008-character question fit seed 000's 80,000 characters,
+/// but not beside plain-speak's fragment. Such a member's context goes
+/// without their state, its manifest without `member`, as every context
+/// went before; it failed `tail_turn_too_large` each time the member wrote.
+#[test]
+fn a_members_context_without_room_for_their_fragments_goes_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let file = dir.path().join("p.jsonl");
+    let lines = [
+        serde_json::json!({"role": "system", "content": "Rule. ".repeat(13090)}),
+        serde_json::json!({"role": "user", "content": "turn 1 ok"}),
+        serde_json::json!({"role": "assistant", "content": "turn 2 ok"}),
+        serde_json::json!({"role": "user", "content": "Please look at this. ".repeat(48)}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    succeeded(on_journal(&db).arg("import").arg(&file));
+    let context = |opt_in: &[&str]| {
+        let out = succeeded(
+            on_journal(&db)
+                .args(["--member-compression", "true"])
+                .args(["--plain-speak-compression", "true"])
+                .arg("context")
+                .args(opt_in),
+        );
+        let ctx: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        ctx["manifest"].clone()
+    };
+    let m = context(&["--opt-in", "plain-speak"]);
+    assert!(m["member"].is_null(), "sent without the member's state");
+    assert_eq!(m["pinned"].as_array().unwrap().len(), 1);
+    assert_eq!(m["included"].as_array().unwrap().len(), 3, "every turn");
+    // A shorter question leaves the fragment room: the member's state applies.
+    let short = dir.path().join("q.jsonl");
+    let q = serde_json::json!({"role": "user", "content": "and this?"});
+    std::fs::write(&short, format!("{q}\n")).unwrap();
+    succeeded(on_journal(&db).arg("import").arg(&short));
+    let m = context(&["--opt-in", "plain-speak"]);
+    assert_eq!(m["member"]["state"]["plainSpeak"]["enabled"], true);
 }

@@ -18,11 +18,10 @@ import { FoldlineError } from "./error.js";
 import { checkOptions } from "./options.js";
 import { validate } from "./ops.js";
 import { CONVERSATIONS_KEPT_JS, LEASE_MS } from "./defaults.js";
-import { selectHeld } from "./held.js";
-import { uncounted } from "./driver/tokens.js";
+import { selectContext } from "./driver/context.js";
 import type { Format, MessagesOf } from "./types.js";
-import type { Compactor, CompactorOptions, ContextOptions, RenderedSelection } from "./driver/api.js";
-import { chainView, load, state, viewKey, type Ctx } from "./driver/read.js";
+import type { Compactor, CompactorOptions, ContextOptions } from "./driver/api.js";
+import { load, state, type Ctx } from "./driver/read.js";
 import { leased, serial } from "./driver/lease.js";
 import { drawTimeline, Texts } from "./driver/text.js";
 import { drive } from "./driver/loop.js";
@@ -94,35 +93,4 @@ export function createCompactor(o: CompactorOptions): Compactor {
     },
     remembered: () => c.states.size,
   };
-}
-
-/** The model-bound context of a conversation, from its state read to the journal's end. */
-async function selectContext<F extends Format = "foldline">(c: Ctx, id: string, opts: ContextOptions & { format?: F }, readNew = true): Promise<RenderedSelection<MessagesOf[F]>> {
-  const { s, events, res } = await load(c, id, readNew);
-  const format = opts.format ?? "foldline";
-  const route = c.routeOf(id);
-  const owner = c.o.owner?.(id) ?? null;
-  const view = chainView(c, res, route, owner);
-  // `messages` is there unless `render: false` (the second overload).
-  const within = (limit: number | null) => selectHeld<RenderedSelection<MessagesOf[F]>>(s.held, {
-    declaration: view.declaration, route, frontier: view.frontier, head: view.head,
-    amendment: view.amendment, events, prompt: opts.prompt ?? null, promptSender: opts.promptSender ?? null, format,
-    limit, render: opts.render ?? true, member: opts.member ?? null,
-    carried: view.carried,
-  }, { key: viewKey(s, route, owner), view });
-  const sel = within(opts.limit ?? null);
-  const m = sel.manifest;
-  const excess = m.metric === "tokens" ? uncounted(c, view.head ?? view.carried, view.amendment, opts.prompt) : 0;
-  // As the host counts, the texts the core estimates (the summary, the
-  // amendment, the prompt) put the context over its limit: it is selected
-  // again within the limit less their excess (when the pinned turns, the
-  // summary and the prompt leave the newest turn room there; else it goes
-  // as it was).
-  if (excess === 0 || m.sizes.total + excess <= m.limit) return sel;
-  try {
-    return within(Math.max(0, m.limit - excess));
-  } catch (e) {
-    if (e instanceof FoldlineError && (e.code === "over_budget" || e.code === "tail_turn_too_large")) return sel;
-    throw e;
-  }
 }

@@ -477,6 +477,34 @@ test("counted, the summary, the amendment and the prompt keep the context within
   assert.ok(summarized, "a summary beside the long system prompt");
 });
 
+// A conversation admitted before the members' compression surface existed
+// may leave its fragments no room: a 78,540-character system prompt and a
+// member's 1,008-character question fit seed 000's 80,000 characters, not
+// beside plain-speak's fragment. The member's context goes without their
+// state (no `manifest.member`), as every context went before; it failed
+// `tail_turn_too_large` each time the member wrote. The Rust driver's twin:
+// host.rs `a_members_context_without_room_for_their_fragments_goes_without_them`.
+test("a member's context without room for their fragments goes without them", async () => {
+  const journal = new f.MemoryJournal();
+  const declaration = { targetId: "agent", compactorId: "agent-compactor", budget: { kind: "chars" } };
+  const before = f.createCompactor({ journal, model: fakeModel(), declaration });
+  await before.append("c1", [
+    { role: "system", content: "Rule. ".repeat(13090) },
+    { role: "user", content: "turn 1 ok" },
+    { role: "assistant", content: "turn 2 ok" },
+    { role: "user", content: "Please look at this. ".repeat(48) },
+  ]);
+  const availability = { surface: true, plainSpeak: true };
+  const after = f.createCompactor({ journal, model: fakeModel(), declaration, compression: availability });
+  const member = { availability, preferences: { master: true, plainSpeak: true } };
+  const ctx = await after.context("c1", { member });
+  assert.equal(ctx.manifest.member, undefined, "sent without the member's state");
+  assert.equal(ctx.manifest.included.length, 3, "every turn");
+  // A shorter question leaves the fragment room: the member's state applies.
+  await after.append("c1", { role: "user", content: "and this?" });
+  assert.equal((await after.context("c1", { member })).manifest.member.state.plainSpeak.enabled, true);
+});
+
 // Item 6 of the formats issue: real token counts include each message's
 // framing. 700 short pairs in lazy mode (no retrieval share), then long
 // answers, counted by js-tiktoken (cl100k) and gpt-tokenizer (o200k); after

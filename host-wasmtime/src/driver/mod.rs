@@ -12,8 +12,6 @@
 //! candidates); this file holds the driver, its settings and what a caller
 //! calls.
 
-use std::collections::BTreeSet;
-
 use foldline_core::boundary::Boundary;
 use foldline_core::declaration::Declaration;
 use foldline_core::defaults;
@@ -23,12 +21,11 @@ use foldline_core::member::seams::MemberInput;
 use foldline_core::member::settings::Availability;
 use foldline_core::plan::{PlanOutcome, SkipRecord, Trigger};
 use foldline_core::resolve::Resolution;
-use foldline_core::select::{SelectRequest, Selection};
+use foldline_core::select::Selection;
 use foldline_core::stream::FailureReport;
 use foldline_core::timeline::{Timeline, TimelineRequest};
 use foldline_core::turn::{Part, Route};
 use foldline_core::validate::{ValidateRequest, ValidateResponse};
-use foldline_core::Code;
 
 use crate::error::{HostError, Result};
 use crate::journal::{Journal, StoredEvent};
@@ -39,6 +36,7 @@ use crate::sync::lock;
 mod append;
 pub use append::Appended;
 pub use corrected::Corrected;
+mod context;
 mod corrected;
 mod kept;
 mod lease;
@@ -509,89 +507,6 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let outcome = self.on_message(conversation)?;
         let read_new = matches!(outcome, Outcome::Busy);
         Ok((outcome, self.select_context(conversation, o, read_new)?))
-    }
-
-    fn select_context(
-        &self,
-        conversation: &str,
-        o: ContextOptions,
-        read_new: bool,
-    ) -> Result<Selection> {
-        let (sel, uncounted) = self.select_within(conversation, &o, read_new, o.limit)?;
-        let m = &sel.manifest;
-        match uncounted {
-            // As the host counts, the texts the core estimates (the
-            // summary, the amendment, the prompt) put the context over its
-            // limit: it is selected again within the limit less their excess
-            // (when the pinned turns, the summary and the prompt leave the
-            // newest turn room there; else it goes as it was).
-            n if n > 0 && m.sizes.total.saturating_add(n) > m.limit => {
-                let within = Some(m.limit.saturating_sub(n));
-                match self.select_within(conversation, &o, false, within) {
-                    Ok((fit, _)) => Ok(fit),
-                    Err(HostError::Core(e))
-                        if matches!(e.code, Code::OverBudget | Code::TailTurnTooLarge) =>
-                    {
-                        Ok(sel)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            _ => Ok(sel),
-        }
-    }
-
-    /// One `select` of [`Driver::select_context`] within `limit`, with the
-    /// tokens the host counts beyond the core's estimate of the texts it
-    /// measures itself ([`Driver::uncounted`]).
-    fn select_within(
-        &self,
-        conversation: &str,
-        o: &ContextOptions,
-        read_new: bool,
-        limit: Option<u64>,
-    ) -> Result<(Selection, u64)> {
-        let mut uncounted = 0;
-        let slim = |events: &[Event]| {
-            let memory = self.foldline.limits().memory_bytes;
-            slim::slimmed(
-                events,
-                &self.declaration,
-                limit,
-                memory,
-                (&BTreeSet::new(), 0),
-            )
-        };
-        self.read_and_call(
-            conversation,
-            "select",
-            read_new,
-            Some(&slim),
-            |_, res, _, events| {
-                let summary = res.head.as_ref().or(res.carried.as_ref());
-                uncounted = self.uncounted(
-                    summary.map(|h| h.summary.as_str()),
-                    res.amendment.as_ref(),
-                    o.prompt.as_deref(),
-                );
-                SelectRequest {
-                    declaration: self.declaration.clone(),
-                    route: (self.route_of)(conversation),
-                    frontier: res.frontier,
-                    head: res.head,
-                    amendment: res.amendment,
-                    events,
-                    prompt: o.prompt.clone(),
-                    prompt_sender: o.prompt_sender.clone(),
-                    format: o.format,
-                    limit,
-                    render: true,
-                    member: o.member,
-                    carried: res.carried,
-                }
-            },
-        )
-        .map(|sel| (sel, uncounted))
     }
 
     /// The chat timeline.
