@@ -93,9 +93,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             read_new,
             Some(&slim),
             |_, res, _, events| {
-                let summary = res.head.as_ref().or(res.carried.as_ref());
                 uncounted = self.uncounted(
-                    summary.map(|h| h.summary.as_str()),
+                    res.head.as_ref().or(res.carried.as_ref()),
                     res.amendment.as_ref(),
                     o.prompt.as_deref(),
                 );

@@ -165,6 +165,9 @@ pub struct Driver<J: Journal, M: Model> {
     pub(crate) count_tokens: Option<CountTokens>,
     /// Framing tokens added to each counted message.
     pub(crate) message_overhead_tokens: u64,
+    /// The tokens counted beyond the estimate of summaries in force, by
+    /// boundary id (`Driver::uncounted`: a summary is counted once).
+    pub(crate) summaries_counted: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
     /// Conversations a call of this driver is writing to: a second,
     /// overlapping call answers [`Outcome::Busy`] instead of compacting the
     /// same head again.
@@ -267,6 +270,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             compression: Availability::default(),
             count_tokens: None,
             message_overhead_tokens: MESSAGE_OVERHEAD_TOKENS,
+            summaries_counted: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             running: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             cache: std::sync::Mutex::new(kept::Kept::default()),
             fences: std::sync::Mutex::new(std::collections::BTreeMap::new()),

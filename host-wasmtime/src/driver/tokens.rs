@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use foldline_core::amendment::Amendment;
+use foldline_core::boundary::ChainHead;
 use foldline_core::declaration::Budget;
 use foldline_core::event::Event;
 use foldline_core::turn::{parts_chars, Part};
@@ -15,6 +16,7 @@ use foldline_core::turn::{parts_chars, Part};
 use super::Driver;
 use crate::journal::Journal;
 use crate::model::Model;
+use crate::sync::lock;
 
 /// A host's token counter: the tokens of one text (tiktoken-rs, a
 /// provider's counter).
@@ -72,7 +74,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// not count or in character mode.
     pub(super) fn uncounted(
         &self,
-        summary: Option<&str>,
+        summary: Option<&ChainHead>,
         amendment: Option<&Amendment>,
         prompt: Option<&[Part]>,
     ) -> u64 {
@@ -86,7 +88,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             let estimate = parts_chars(parts).div_ceil(4);
             message_tokens(count, 0, parts).saturating_sub(estimate)
         };
-        let summary = summary.map_or(0, |s| beyond(&[Part::Text { text: s.to_owned() }]));
+        let summary = summary.map_or(0, |h| self.summary_uncounted(count, h));
         let amended = amendment.map_or(0, |a| {
             a.entries
                 .iter()
@@ -95,6 +97,22 @@ impl<J: Journal, M: Model> Driver<J, M> {
         });
         let prompt = prompt.map_or(0, beyond);
         summary.saturating_add(amended).saturating_add(prompt)
+    }
+
+    /// [`Driver::uncounted`] of a chain head's summary, counted once per
+    /// boundary (the memo is let go whole past 4,096 boundaries).
+    fn summary_uncounted(&self, count: &CountTokens, head: &ChainHead) -> u64 {
+        if let Some(n) = lock(&self.summaries_counted).get(&head.boundary_id) {
+            return *n;
+        }
+        let estimate = (head.summary.chars().count() as u64).div_ceil(4);
+        let n = count(&head.summary).saturating_sub(estimate);
+        let mut memo = lock(&self.summaries_counted);
+        if memo.len() >= 4096 {
+            memo.clear();
+        }
+        memo.insert(head.boundary_id.clone(), n);
+        n
     }
 
     /// The tokens of a message of `parts`, when the host counts.

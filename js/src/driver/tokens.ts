@@ -77,7 +77,23 @@ export function uncounted(c: Ctx, summary: ChainHead | null | undefined, amendme
   const count = checkedCounter(c);
   if (!count) return 0;
   const beyond = (parts: readonly Part[]) => Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
-  let n = summary ? beyond([{ type: "text", text: summary.summary }]) : 0;
+  let n = summary ? summaryUncounted(c, count, summary) : 0;
   for (const e of amendment?.entries ?? []) n += beyond(e.parts);
   return n + (prompt ? beyond(prompt) : 0);
+}
+
+/** The tokens counted beyond the estimate of summaries in force, by boundary id, per compactor. */
+const summariesCounted = new WeakMap<Ctx, Map<string, number>>();
+
+/** `uncounted` of a chain head's summary, counted once per boundary (the memo is let go whole past 4,096 boundaries). */
+function summaryUncounted(c: Ctx, count: (text: string) => number, head: ChainHead): number {
+  let memo = summariesCounted.get(c);
+  if (!memo) summariesCounted.set(c, (memo = new Map()));
+  const known = memo.get(head.boundaryId);
+  if (known !== undefined) return known;
+  const parts: Part[] = [{ type: "text", text: head.summary }];
+  const n = Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
+  if (memo.size >= 4096) memo.clear();
+  memo.set(head.boundaryId, n);
+  return n;
 }
