@@ -597,8 +597,10 @@ fn correct(d: &ProgramDriver, conv: &str, a: &CorrectArgs) -> Result<ExitCode, H
     while compact && matches!(d.on_message(conv)?, Outcome::Compacted(_)) {
         boundaries += 1;
     }
-    if boundaries > 0 {
-        out!("{boundaries} compactions");
+    match boundaries {
+        0 => {}
+        1 => out!("compacted once after it"),
+        n => out!("compacted {n} times after it"),
     }
     Ok(ExitCode::SUCCESS)
 }
