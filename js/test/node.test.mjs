@@ -1023,7 +1023,7 @@ test("a compactor or a handler built with a bad option is refused naming it", as
   // naming the counter, nothing written: NaN was stored as no count (the
   // estimate, silently), a negative or fractional count was refused as
   // `events[0].tokens`, and a string was joined to the framing ("47").
-  for (const bad of [NaN, -5, 1.5, 2 ** 60, "7", null]) {
+  for (const bad of [NaN, -5, 1.5, 2 ** 60, "7", null, Promise.resolve(3)]) {
     const tokens = { kind: "tokens", window: 8192 };
     const c = f.createCompactor({ journal, model, declaration: { ...declaration, budget: tokens }, countTokens: () => bad });
     await assert.rejects(c.append("bad", { role: "user", content: "hello" }), (e) => e.code === "invalid_request" && e.message.includes("countTokens must return a whole number"), String(bad));

@@ -21,7 +21,8 @@ function checkedCounter(c: Ctx): ((text: string) => number) | undefined {
   return (text) => {
     const n: unknown = count(text);
     if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
-      throw new FoldlineError({ code: "invalid_request", message: `countTokens must return a whole number of tokens, 0 or more: it returned ${typeof n === "number" ? String(n) : JSON.stringify(n) ?? typeof n} for a text of ${text.length} UTF-16 units` });
+      const what = n instanceof Promise ? "a Promise (it must count synchronously)" : typeof n === "number" ? String(n) : JSON.stringify(n) ?? typeof n;
+      throw new FoldlineError({ code: "invalid_request", message: `countTokens must return a whole number of tokens, 0 or more: it returned ${what} for a text of ${text.length} UTF-16 units` });
     }
     return n;
   };
