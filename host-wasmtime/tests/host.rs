@@ -1595,10 +1595,18 @@ fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<
             } else if wants.is_some() {
                 panic!("no max_completion_tokens: {v}");
             }
+            // A reasoning model counts its reasoning among its completion
+            // tokens, far past the summary's cap.
+            let usage = match wants {
+                Some(_) => {
+                    r#"{"prompt_tokens":9,"completion_tokens":1204,"completion_tokens_details":{"reasoning_tokens":1200}}"#
+                }
+                None => r#"{"prompt_tokens":9,"completion_tokens":4}"#,
+            };
             match wants.unwrap_or(step) {
                 "stream-ok" => {
-                    let s = "data: {\"model\":\"local-1\",\"choices\":[{\"delta\":{\"content\":\"A real summary.\"},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n";
-                    req.respond(mk(s.into())).unwrap();
+                    let s = format!("data: {{\"model\":\"local-1\",\"choices\":[{{\"delta\":{{\"content\":\"A real summary.\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{usage}}}\n\ndata: [DONE]\n\n");
+                    req.respond(mk(s)).unwrap();
                 }
                 "drop-before" => req.respond(mk(String::new())).unwrap(),
                 "drop-after" => req
@@ -1617,7 +1625,7 @@ fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<
                     assert!(v["input"].is_array() && v.get("messages").is_none(), "{v}");
                     assert_eq!(v["store"], false, "{v}");
                     assert!(v["max_output_tokens"].as_u64().unwrap() > 8_192, "{v}");
-                    let done = r#"{"model":"resp-1","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"A responses summary.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":4}}"#;
+                    let done = r#"{"model":"resp-1","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"A responses summary.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":904,"output_tokens_details":{"reasoning_tokens":900}}}"#;
                     let s = if step == "responses-stream" {
                         format!("event: response.created\ndata: {{\"type\":\"response.created\"}}\n\nevent: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"delta\":\"A responses \"}}\n\ndata: {{\"type\":\"response.output_text.delta\",\"delta\":\"summary.\"}}\n\ndata: {{\"type\":\"response.completed\",\"response\":{done}}}\n\n")
                     } else {
@@ -1685,6 +1693,9 @@ fn openai_responses_adapter_streams_and_replays_before_content() {
 /// An endpoint that refuses `max_tokens` (OpenAI's reasoning models) gets
 /// the request again with `max_completion_tokens`, with room for reasoning,
 /// and every later request with it; any other `400` is the model's failure.
+/// The reasoning its usage counts among the completion tokens (1,200 here)
+/// is not the summary's: every such summary was refused `summary_too_long`
+/// against the cap of the summary alone.
 #[test]
 fn openai_adapter_sends_max_completion_tokens_where_max_tokens_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -1703,7 +1714,11 @@ fn openai_adapter_sends_max_completion_tokens_where_max_tokens_is_refused() {
     for c in ["c", "d"] {
         d.journal().append(c, &demo_events(c, 70)).unwrap();
         match d.on_message(c).unwrap() {
-            Outcome::Compacted(b) => assert_eq!(b.summary, "A real summary."),
+            // The summary's own tokens: its reasoning left out.
+            Outcome::Compacted(b) => assert_eq!(
+                (b.summary.as_str(), b.run.usage.output_tokens),
+                ("A real summary.", 4)
+            ),
             o => panic!("{c}: {o:?}"),
         }
     }

@@ -21,7 +21,7 @@ export { fromOpenAiMessages, fromOpenAiResponses, fromAnthropicMessages, fromAiS
 export type { OpenAiChatMessage, OpenAiResponsesInput, AnthropicMessage, AnthropicTextBlock, AiSdkMessage, AiSdkPart } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";
 export { modelFromAiSdk } from "./model/aisdk.js";
-export type { AiSdkLanguageModel, AiSdkFunctions } from "./model/aisdk.js";
+export type { AiSdkLanguageModel, AiSdkFunctions, AiSdkUsage } from "./model/aisdk.js";
 export type { FunctionAnswer } from "./model/function.js";
 export type { Journal, StoredEvent, AppendOptions, Progress } from "./journal/journal.js";
 export { checkAppend, checkTurns, turnClaims } from "./journal/journal.js";

@@ -122,6 +122,7 @@ export interface AmendmentEntry {
   oldHash: string | null; newHash: string; parts: Part[];
 }
 export interface Amendment { entries: AmendmentEntry[]; chars: number; hash: string }
+/** Model usage evidence: the prompt tokens, and the summary's output tokens (a reasoning model's reasoning left out: the adapters subtract it, since `settle` holds them to the summary's cap). */
 export interface Usage { inputTokens: number; outputTokens: number }
 
 export interface Packet {

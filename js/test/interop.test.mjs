@@ -85,15 +85,20 @@ test("the OpenAI-compatible adapter sends max_completion_tokens where max_tokens
     }
     res.writeHead(200, { "content-type": "text/event-stream" });
     chunk(res, { model: body.model, choices: [{ delta: { content: "Booked." }, finish_reason: "stop" }] });
+    // A reasoning model counts its reasoning among its completion tokens.
+    chunk(res, { model: body.model, choices: [], usage: { prompt_tokens: 9, completion_tokens: 1203, completion_tokens_details: { reasoning_tokens: 1200 } } });
     res.end("data: [DONE]\n\n");
   });
   const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
   const packet = { messages: [{ role: "user", content: "u" }], bounds: { maxTokens: 64 } };
   const model = new f.OpenAiCompatibleModel({ baseUrl, model: "reasoning-1" });
   for (let i = 0; i < 2; i++) {
-    let text = "";
-    for await (const c of model.stream(packet)) if (c.type === "delta") text += c.text;
+    let text = "", done;
+    for await (const c of model.stream(packet)) c.type === "delta" ? (text += c.text) : (done = c);
     equal(text, "Booked.");
+    // The summary's own tokens, its reasoning left out: `settle` holds the
+    // summary to its cap, and refused every reasoning model's before.
+    equal(done.usage, { inputTokens: 9, outputTokens: 3 });
   }
   equal(seen.map((b) => [b.max_tokens, b.max_completion_tokens]), [[64, undefined], [undefined, 64 + 8192], [undefined, 64 + 8192]]);
   const capped = new f.OpenAiCompatibleModel({ baseUrl, model: "reasoning-1", maxTokens: 2000 });
@@ -112,7 +117,7 @@ test("the OpenAI-compatible adapter sends max_completion_tokens where max_tokens
 // an incomplete answer as `length`, a failed one as a model failure.
 test("OpenAiResponsesModel summarizes through /v1/responses, streamed and buffered", async () => {
   const seen = [];
-  const response = (model, status, text, extra = {}) => ({ id: "resp_1", object: "response", model, status, usage: { input_tokens: 120, output_tokens: 4 },
+  const response = (model, status, text, extra = {}) => ({ id: "resp_1", object: "response", model, status, usage: { input_tokens: 120, output_tokens: 904, output_tokens_details: { reasoning_tokens: 900 } },
     output: [{ type: "reasoning", id: "rs", summary: [] }, { type: "message", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] }], ...extra });
   const server = await sseServer((body, res) => {
     seen.push(body);

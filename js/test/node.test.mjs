@@ -151,7 +151,8 @@ test("an AI SDK LanguageModel summarizes through modelFromAiSdk", async () => {
         { type: "text-delta", id: "t", delta: "Alice planned " },
         { type: "text-delta", id: "t", delta: "the launch." },
         { type: "text-end", id: "t" },
-        { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage: { inputTokens: { total: 90 }, outputTokens: { total: 4 } } },
+        // A reasoning model counts its reasoning among its output tokens.
+        { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage: { inputTokens: { total: 90 }, outputTokens: { total: 904, text: 4, reasoning: 900 } } },
       ]),
     }),
   });
@@ -166,6 +167,8 @@ test("an AI SDK LanguageModel summarizes through modelFromAiSdk", async () => {
   check(compacted, "compacted");
   check(compacted.summary === "Alice planned the launch.", compacted.summary);
   check(compacted.run.modelId === "mock-1", compacted.run.modelId);
+  // The summary's own tokens, its reasoning left out: `settle` holds the
+  // summary to its cap, and refused every reasoning model's before.
   check(compacted.run.usage.outputTokens === 4, JSON.stringify(compacted.run.usage));
   // The compactor's system prompt went as instructions, the transcript as user turns.
   const prompt = model.doStreamCalls[0].prompt;

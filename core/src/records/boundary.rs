@@ -113,7 +113,10 @@ pub struct Backlog {
 pub struct Usage {
     /// Prompt tokens the provider reported.
     pub input_tokens: u64,
-    /// Completion tokens the provider reported.
+    /// The summary's output tokens the provider reported: a reasoning
+    /// model's reasoning, which its usage counts among them, left out (the
+    /// model adapters subtract it), since `settle` holds this to the
+    /// summary's cap.
     pub output_tokens: u64,
 }
 

@@ -88,3 +88,19 @@ pub(super) fn data_lines(resp: ureq::Response) -> impl Iterator<Item = Result<St
                 .map(|d| Ok(d.trim().to_owned())),
         })
 }
+
+/// The reasoning tokens an OpenAI usage names among its output tokens
+/// (`completion_tokens_details` of a chat completion, `output_tokens_details`
+/// of a response).
+#[derive(serde::Deserialize, Default, Clone, Copy)]
+pub(super) struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+/// The summary's own output tokens: a reasoning model's usage counts its
+/// reasoning among them, which the summary's cap (`settle` refuses a
+/// summary over `maxTokens`) is not about.
+pub(super) fn summary_tokens(output: u64, details: Option<OutputDetails>) -> u64 {
+    output.saturating_sub(details.unwrap_or_default().reasoning_tokens)
+}

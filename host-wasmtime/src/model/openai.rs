@@ -101,6 +101,8 @@ struct ApiUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    completion_tokens_details: Option<http::OutputDetails>,
 }
 
 impl OpenAiModel {
@@ -157,7 +159,7 @@ impl OpenAiModel {
         let u = u.unwrap_or_default();
         Usage {
             input_tokens: u.prompt_tokens,
-            output_tokens: u.completion_tokens,
+            output_tokens: http::summary_tokens(u.completion_tokens, u.completion_tokens_details),
         }
     }
 }

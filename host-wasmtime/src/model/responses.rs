@@ -56,6 +56,8 @@ struct AnswerUsage {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    output_tokens_details: Option<http::OutputDetails>,
 }
 #[derive(Deserialize, Default)]
 struct Reason {
@@ -101,7 +103,10 @@ impl Answer {
             model_id: self.model.clone().unwrap_or_else(|| model.to_owned()),
             usage: Usage {
                 input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
+                output_tokens: http::summary_tokens(
+                    usage.output_tokens,
+                    usage.output_tokens_details,
+                ),
             },
             finish_reason: finish,
         }

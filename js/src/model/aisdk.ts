@@ -2,10 +2,22 @@
 // SDK supports. `ai` is an optional peer dependency, loaded on first use.
 
 import type { Packet } from "../types.js";
+import { summaryTokens } from "./http.js";
 import { ModelError, type Model, type ModelResult, type StreamChunk } from "./model.js";
+import type { Usage } from "../types.js";
 
 /** The part of an AI SDK `LanguageModel` this adapter relies on (kept structural, so these types need no `ai`). */
 export interface AiSdkLanguageModel { readonly modelId: string; readonly provider: string }
+
+/** The part of the AI SDK's usage this adapter reads: a reasoning model's reasoning is counted among its output tokens. */
+export interface AiSdkUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  /** `ai` 6 and 7. */
+  outputTokenDetails?: { reasoningTokens?: number };
+  /** `ai` 5. */
+  reasoningTokens?: number;
+}
 
 /**
  * The two functions of the `ai` package this adapter calls. Pass them
@@ -14,11 +26,11 @@ export interface AiSdkLanguageModel { readonly modelId: string; readonly provide
  * by name at run time; in Node they are loaded on first use when omitted.
  */
 export interface AiSdkFunctions {
-  generateText(o: unknown): Promise<{ text: string; finishReason: string; usage: { inputTokens?: number; outputTokens?: number }; response?: { modelId?: string } }>;
+  generateText(o: unknown): Promise<{ text: string; finishReason: string; usage: AiSdkUsage; response?: { modelId?: string } }>;
   streamText(o: unknown): {
     textStream: AsyncIterable<string>;
     finishReason: PromiseLike<string>;
-    usage: PromiseLike<{ inputTokens?: number; outputTokens?: number }>;
+    usage: PromiseLike<AiSdkUsage>;
     response: PromiseLike<{ modelId?: string }>;
   };
 }
@@ -38,6 +50,11 @@ function load(): Promise<AiSdkFunctions> {
  * as `system` (ai 5 and 6 know only that) and as `instructions` (ai 7, where
  * `system` is its deprecated alias), the rest as user messages.
  */
+/** The AI SDK's usage as the summary's evidence: the reasoning it counts among the output tokens left out (`ai` 6 and 7 name it in `outputTokenDetails`, 5 at the top). */
+function usageOf(u: AiSdkUsage): Usage {
+  return { inputTokens: u.inputTokens ?? 0, outputTokens: summaryTokens(u.outputTokens, u.outputTokenDetails?.reasoningTokens ?? u.reasoningTokens) };
+}
+
 function call(model: AiSdkLanguageModel, packet: Packet, signal?: AbortSignal) {
   const system = packet.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
   const messages = packet.messages.filter((m) => m.role !== "system").map((m) => ({ role: "user" as const, content: m.content }));
@@ -60,7 +77,7 @@ export function modelFromAiSdk(model: AiSdkLanguageModel, sdk?: AiSdkFunctions):
       const [usage, finishReason, response] = await Promise.all([r.usage, r.finishReason, r.response]);
       yield {
         type: "done", modelId: response.modelId ?? model.modelId, finishReason,
-        usage: { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 },
+        usage: usageOf(usage),
       };
     },
     async complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult> {
@@ -68,7 +85,7 @@ export function modelFromAiSdk(model: AiSdkLanguageModel, sdk?: AiSdkFunctions):
       const r = await generateText(call(model, packet, signal));
       return {
         text: r.text, modelId: r.response?.modelId ?? model.modelId, finishReason: r.finishReason,
-        usage: { inputTokens: r.usage.inputTokens ?? 0, outputTokens: r.usage.outputTokens ?? 0 },
+        usage: usageOf(r.usage),
       };
     },
   };

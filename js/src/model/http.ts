@@ -38,3 +38,14 @@ export async function* dataLines(body: ReadableStream<Uint8Array<ArrayBuffer>>):
     }
   }
 }
+
+/**
+ * The summary's own output tokens: a reasoning model's usage counts its
+ * reasoning among them (`completion_tokens_details` of a chat completion,
+ * `output_tokens_details` of a response), which the summary's cap (`settle`
+ * refuses a summary over `maxTokens`) is not about. host-wasmtime's
+ * `model/http.rs` `summary_tokens` is its twin.
+ */
+export function summaryTokens(output: number | undefined, reasoning: number | undefined): number {
+  return Math.max(0, (output ?? 0) - (reasoning ?? 0));
+}

@@ -1,5 +1,5 @@
 import { REASONING_ROOM_TOKENS } from "../defaults.js";
-import { dataLines, httpError, ok, post } from "./http.js";
+import { dataLines, httpError, ok, post, summaryTokens } from "./http.js";
 import type { Packet, Usage } from "../types.js";
 import type { Model, ModelResult, StreamChunk } from "./model.js";
 
@@ -27,11 +27,11 @@ export interface OpenAiOptions {
 interface Completion {
   model?: string;
   choices?: { message?: { content?: string | null }; delta?: { content?: string | null }; finish_reason?: string | null }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  usage?: { prompt_tokens?: number; completion_tokens?: number; completion_tokens_details?: { reasoning_tokens?: number } | null } | null;
 }
 
 function usageOf(u: Completion["usage"]): Usage {
-  return { inputTokens: u?.prompt_tokens ?? 0, outputTokens: u?.completion_tokens ?? 0 };
+  return { inputTokens: u?.prompt_tokens ?? 0, outputTokens: summaryTokens(u?.completion_tokens, u?.completion_tokens_details?.reasoning_tokens) };
 }
 
 /** Whether a `400` answer refuses `max_tokens` for `max_completion_tokens` (as the Rust adapter reads it). */

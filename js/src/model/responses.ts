@@ -3,7 +3,7 @@
 
 import { REASONING_ROOM_TOKENS } from "../defaults.js";
 import type { Packet, Usage } from "../types.js";
-import { dataLines, httpError, ok, post } from "./http.js";
+import { dataLines, httpError, ok, post, summaryTokens } from "./http.js";
 import { ModelError, type Model, type ModelResult, type StreamChunk } from "./model.js";
 import type { OpenAiOptions } from "./openai.js";
 
@@ -12,7 +12,7 @@ interface Answer {
   model?: string;
   status?: string;
   output?: Array<{ type?: string; content?: Array<{ type?: string; text?: string }> }>;
-  usage?: { input_tokens?: number; output_tokens?: number } | null;
+  usage?: { input_tokens?: number; output_tokens?: number; output_tokens_details?: { reasoning_tokens?: number } | null } | null;
   incomplete_details?: { reason?: string } | null;
   error?: { message?: string } | null;
 }
@@ -27,7 +27,7 @@ function finishOf(r: Answer): string {
 }
 
 function usageOf(r: Answer): Usage {
-  return { inputTokens: r.usage?.input_tokens ?? 0, outputTokens: r.usage?.output_tokens ?? 0 };
+  return { inputTokens: r.usage?.input_tokens ?? 0, outputTokens: summaryTokens(r.usage?.output_tokens, r.usage?.output_tokens_details?.reasoning_tokens) };
 }
 
 /**
