@@ -180,8 +180,13 @@ impl<J: Journal, M: Model> DriverBuilder<J, M> {
     /// framing ([`DriverBuilder::message_overhead_tokens`]), so a token
     /// budget uses real counts instead of the core's estimate
     /// (`ceil(chars / 4) + 4`) and the context as the provider counts it
-    /// stays within the window (the JS driver's `countTokens`). Turns
-    /// written before keep the count they were written with.
+    /// stays within its limit (the JS driver's `countTokens`): the summary
+    /// in force, the amendment and the prompt are counted too before a
+    /// context is answered, and one they put over its limit is selected
+    /// within the limit less their excess. Turns written before keep the
+    /// count they were written with. With the offline summarizer, give it
+    /// the same counter ([`Extractive::counting`](crate::model::Extractive::counting))
+    /// so its summaries fit their token bound as counted.
     #[must_use]
     pub fn count_tokens(mut self, count: impl Fn(&str) -> u64 + Send + Sync + 'static) -> Self {
         self.driver.count_tokens = Some(std::sync::Arc::new(count));

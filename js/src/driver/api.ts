@@ -61,9 +61,12 @@ export interface CompactorOptions {
   /** Lease of a warm candidate's preparation (default 900,000 ms). */
   warmLeaseMs?: number;
   /**
-   * Count a text's tokens (js-tiktoken, gpt-tokenizer, a provider's counter):
-   * `append` records each turn's count, so token budgets use real counts
-   * instead of the four-characters-a-token estimate.
+   * Count a text's tokens (js-tiktoken, gpt-tokenizer, a provider's counter),
+   * synchronously, as a whole number: `append` and `correct` record each
+   * turn's count, so token budgets use real counts instead of the
+   * four-characters-a-token estimate, and `context` counts the summary in
+   * force, the amendment and the prompt too, selecting a context they would
+   * put over its limit within the limit less their excess.
    */
   countTokens?: (text: string) => number;
   /**
