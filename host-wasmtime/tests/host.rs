@@ -1608,6 +1608,16 @@ fn openai_server(script: Vec<&'static str>) -> (String, std::thread::JoinHandle<
                     let s = format!("data: {{\"model\":\"local-1\",\"choices\":[{{\"delta\":{{\"content\":\"A real summary.\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{usage}}}\n\ndata: [DONE]\n\n");
                     req.respond(mk(s)).unwrap();
                 }
+                // A content filter's stop after some of the summary.
+                "content-filter" => {
+                    let s = "data: {\"model\":\"local-1\",\"choices\":[{\"delta\":{\"content\":\"The member agreed to\"},\"finish_reason\":\"content_filter\"}]}\n\ndata: [DONE]\n\n";
+                    req.respond(mk(s.into())).unwrap();
+                }
+                "responses-filtered" => {
+                    let done = r#"{"model":"resp-1","status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"The member agreed to","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":4}}"#;
+                    let s = format!("data: {{\"type\":\"response.output_text.delta\",\"delta\":\"The member agreed to\"}}\n\ndata: {{\"type\":\"response.incomplete\",\"response\":{done}}}\n\n");
+                    req.respond(mk(s)).unwrap();
+                }
                 "drop-before" => req.respond(mk(String::new())).unwrap(),
                 "drop-after" => req
                     .respond(mk(
@@ -1688,6 +1698,47 @@ fn openai_responses_adapter_streams_and_replays_before_content() {
         }
     }
     assert_eq!(h.join().unwrap(), [true, true, false]);
+}
+
+/// A summary a provider's content filter cut short is the provider's
+/// refusal, nothing settled: a chat completion that ends
+/// `content_filter`, a response `incomplete` for it. Before, the part
+/// before the cut settled as the whole summary, and what the frozen turns
+/// said after it was lost with them.
+#[test]
+fn a_summary_a_content_filter_cut_short_is_refused_not_settled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, h) = openai_server(vec!["content-filter", "responses-filtered"]);
+    let chat = driver_with(&url, &dir.path().join("a.db"));
+    let responses = Driver::new(
+        Foldline::embedded().unwrap(),
+        SqliteJournal::open(dir.path().join("b.db")).unwrap(),
+        OpenAiResponsesModel::new(OpenAiOptions::new(&url, "resp-1", Some("k".into()))),
+        small_decl(),
+    );
+    responses
+        .journal()
+        .append("c", &demo_events("c", 70))
+        .unwrap();
+    for outcome in [chat.on_message("c"), responses.on_message("c")] {
+        match outcome.unwrap() {
+            Outcome::Failed(f) => {
+                assert!(f.audit_reason.contains("content_filter"), "{f:?}");
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+    for d in [chat.journal(), responses.journal()] {
+        let stored = d.read_events("c", 0).unwrap();
+        assert!(!stored
+            .iter()
+            .any(|s| matches!(s.event, foldline_core::event::Event::Boundary(_))));
+    }
+    assert_eq!(
+        h.join().unwrap(),
+        [true, true],
+        "both streamed, neither replayed"
+    );
 }
 
 /// An endpoint that refuses `max_tokens` (OpenAI's reasoning models) gets

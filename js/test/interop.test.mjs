@@ -155,6 +155,67 @@ test("OpenAiResponsesModel summarizes through /v1/responses, streamed and buffer
   server.close();
 });
 
+// A summary a provider's content filter cut short is the provider's
+// refusal, never settled: a chat completion ending `content_filter`
+// (streamed and buffered), a response `incomplete` for it, an AI SDK call
+// ending `content-filter`. Before, the part before the cut settled as the
+// whole summary. host.rs `a_summary_a_content_filter_cut_short_is_refused_not_settled`
+// is the Rust adapters' twin.
+test("a summary a content filter cut short is refused, not settled", async () => {
+  const server = await sseServer((body, res) => {
+    const responses = body.input !== undefined;
+    const cut = responses
+      ? { id: "resp_1", object: "response", model: body.model, status: "incomplete", incomplete_details: { reason: "content_filter" }, usage: { input_tokens: 9, output_tokens: 4 },
+        output: [{ type: "message", role: "assistant", content: [{ type: "output_text", text: "The member agreed to", annotations: [] }] }] }
+      : { model: body.model, choices: [{ message: { content: "The member agreed to" }, delta: { content: "The member agreed to" }, finish_reason: "content_filter" }] };
+    if (!body.stream) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify(cut));
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    if (responses) {
+      chunk(res, { type: "response.output_text.delta", delta: "The member agreed to" });
+      chunk(res, { type: "response.incomplete", response: cut });
+      return res.end();
+    }
+    chunk(res, cut);
+    res.end("data: [DONE]\n\n");
+  });
+  const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
+  const packet = { messages: [{ role: "user", content: "u" }], bounds: { maxTokens: 64 } };
+  const refused = (e) => e instanceof f.ModelError && e.kind === "providerRefusal" && e.message.includes("content_filter");
+  try {
+    for (const model of [new f.OpenAiCompatibleModel({ baseUrl, model: "m" }), new f.OpenAiResponsesModel({ baseUrl, model: "m" })]) {
+      await assert.rejects(model.complete(packet), refused);
+      await assert.rejects(async () => { for await (const _ of model.stream(packet)); }, refused);
+    }
+    // Through the compactor: a failure on record, no boundary.
+    const journal = new f.MemoryJournal();
+    const c = f.createCompactor({ journal, model: new f.OpenAiCompatibleModel({ baseUrl, model: "m" }), declaration });
+    let failed = 0;
+    for (let i = 1; i <= 60; i++) {
+      await c.append("c1", { role: i % 2 ? "user" : "assistant", content: `message ${i} `.padEnd(400, "x") });
+      if ((await c.onMessage("c1")).status === "failed") failed++;
+    }
+    assert.ok(failed >= 1, "no compaction was tried");
+    assert.ok(!(await journal.readEvents("c1")).some((e) => e.event.type === "boundary"), "a cut summary settled");
+  } finally {
+    server.close();
+  }
+  // The AI SDK's `content-filter`.
+  const { MockLanguageModelV4, convertArrayToReadableStream } = await import("ai/test");
+  const filtered = new MockLanguageModelV4({
+    doStream: async () => ({
+      stream: convertArrayToReadableStream([
+        { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "The member agreed to" }, { type: "text-end", id: "t" },
+        { type: "finish", finishReason: { unified: "content-filter", raw: "content_filter" }, usage: { inputTokens: { total: 9 }, outputTokens: { total: 4 } } },
+      ]),
+    }),
+  });
+  await assert.rejects(async () => { for await (const _ of f.modelFromAiSdk(filtered).stream(packet)); },
+    (e) => e instanceof f.ModelError && e.kind === "providerRefusal" && e.message.includes("content-filter"));
+});
+
 test("driver + adapter: a drop before content is replayed once, a drop after content is not", async () => {
   let mode = "drop-before";
   const calls = { stream: 0, buffered: 0 };

@@ -104,3 +104,21 @@ pub(super) struct OutputDetails {
 pub(super) fn summary_tokens(output: u64, details: Option<OutputDetails>) -> u64 {
     output.saturating_sub(details.unwrap_or_default().reasoning_tokens)
 }
+
+/// A finish that cut the summary short other than at its cap (which
+/// `settle` refuses as `summary_truncated`), as a model failure: a content
+/// filter's stop (`content_filter`; a response `incomplete` for it) and a
+/// response `cancelled` leave a partial summary that would otherwise settle
+/// as whole, and the facts after the cut would be lost with the turns it
+/// covers. js/src/model/http.ts `cutShort` is its twin.
+pub(super) fn cut_short(finish: &str) -> Option<ModelError> {
+    let kind = match finish {
+        "content_filter" => FailureKind::ProviderRefusal,
+        "incomplete" | "cancelled" => FailureKind::Other,
+        _ => return None,
+    };
+    Some(ModelError::new(
+        kind,
+        format!("the provider cut the summary short: finish reason `{finish}`"),
+    ))
+}

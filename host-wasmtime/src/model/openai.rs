@@ -174,6 +174,9 @@ impl Model for OpenAiModel {
             let data = data?;
             let data = data.as_str();
             if data == "[DONE]" {
+                if let Some(e) = http::cut_short(&finish) {
+                    return Err(e);
+                }
                 sink(StreamChunk::Done(Evidence {
                     model_id: model,
                     usage: Self::usage(usage),
@@ -209,6 +212,10 @@ impl Model for OpenAiModel {
             .into_json()
             .map_err(|e| ModelError::from(format!("bad response: {e}")))?;
         let choice = c.choices.first();
+        let finish = choice.and_then(|ch| ch.finish_reason.as_deref());
+        if let Some(e) = finish.and_then(http::cut_short) {
+            return Err(e);
+        }
         Ok(ModelResult {
             text: choice
                 .and_then(|ch| ch.message.as_ref())

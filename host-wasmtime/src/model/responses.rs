@@ -83,21 +83,20 @@ struct Streamed {
 }
 
 impl Answer {
-    /// The evidence a chat completion would give: `stop`, or `length` when
-    /// the cap ended it.
+    /// The evidence a chat completion would give: `stop`, `length` when
+    /// the cap ended it, `content_filter` when a filter did.
     fn evidence(&self, model: &str) -> Evidence {
-        let finish = match self.status.as_deref() {
-            Some("completed") => "stop".to_owned(),
-            _ if self
-                .incomplete_details
-                .as_ref()
-                .and_then(|d| d.reason.as_deref())
-                == Some("max_output_tokens") =>
-            {
-                "length".to_owned()
-            }
-            other => other.unwrap_or_default().to_owned(),
-        };
+        let reason = self
+            .incomplete_details
+            .as_ref()
+            .and_then(|d| d.reason.as_deref());
+        let finish = match (self.status.as_deref(), reason) {
+            (Some("completed"), _) => "stop",
+            (_, Some("max_output_tokens")) => "length",
+            (_, Some("content_filter")) => "content_filter",
+            (other, _) => other.unwrap_or_default(),
+        }
+        .to_owned();
         let usage = self.usage.unwrap_or_default();
         Evidence {
             model_id: self.model.clone().unwrap_or_else(|| model.to_owned()),
@@ -156,7 +155,11 @@ impl Model for OpenAiResponsesModel {
                     }
                 }
                 ("response.completed" | "response.incomplete", Some(r)) => {
-                    sink(StreamChunk::Done(r.evidence(&self.o.model)));
+                    let evidence = r.evidence(&self.o.model);
+                    if let Some(e) = http::cut_short(&evidence.finish_reason) {
+                        return Err(e);
+                    }
+                    sink(StreamChunk::Done(evidence));
                     return Ok(());
                 }
                 ("response.failed", Some(r)) => return Err(r.failure(None)),
@@ -183,9 +186,10 @@ impl Model for OpenAiResponsesModel {
             .filter(|c| c.kind == "output_text")
             .map(|c| c.text.as_str())
             .collect();
-        Ok(ModelResult {
-            text,
-            evidence: r.evidence(&self.o.model),
-        })
+        let evidence = r.evidence(&self.o.model);
+        if let Some(e) = http::cut_short(&evidence.finish_reason) {
+            return Err(e);
+        }
+        Ok(ModelResult { text, evidence })
     }
 }

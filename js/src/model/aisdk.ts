@@ -2,7 +2,7 @@
 // SDK supports. `ai` is an optional peer dependency, loaded on first use.
 
 import type { Packet } from "../types.js";
-import { summaryTokens } from "./http.js";
+import { cutShort, summaryTokens } from "./http.js";
 import { ModelError, type Model, type ModelResult, type StreamChunk } from "./model.js";
 import type { Usage } from "../types.js";
 
@@ -75,6 +75,8 @@ export function modelFromAiSdk(model: AiSdkLanguageModel, sdk?: AiSdkFunctions):
       const r = streamText(call(model, packet, signal));
       for await (const text of r.textStream) if (text) yield { type: "delta", text };
       const [usage, finishReason, response] = await Promise.all([r.usage, r.finishReason, r.response]);
+      const cut = cutShort(finishReason);
+      if (cut) throw cut;
       yield {
         type: "done", modelId: response.modelId ?? model.modelId, finishReason,
         usage: usageOf(usage),
@@ -83,6 +85,8 @@ export function modelFromAiSdk(model: AiSdkLanguageModel, sdk?: AiSdkFunctions):
     async complete(packet: Packet, signal?: AbortSignal): Promise<ModelResult> {
       const { generateText } = await functions();
       const r = await generateText(call(model, packet, signal));
+      const cut = cutShort(r.finishReason);
+      if (cut) throw cut;
       return {
         text: r.text, modelId: r.response?.modelId ?? model.modelId, finishReason: r.finishReason,
         usage: usageOf(r.usage),

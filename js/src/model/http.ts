@@ -49,3 +49,19 @@ export async function* dataLines(body: ReadableStream<Uint8Array<ArrayBuffer>>):
 export function summaryTokens(output: number | undefined, reasoning: number | undefined): number {
   return Math.max(0, (output ?? 0) - (reasoning ?? 0));
 }
+
+/**
+ * A finish that cut the summary short other than at its cap (which `settle`
+ * refuses as `summary_truncated`), as a model failure: a content filter's
+ * stop (`content_filter`, the AI SDK's `content-filter`; a response
+ * `incomplete` for it) and a response `cancelled` or an AI SDK `error` leave
+ * a partial summary that would otherwise settle as whole, and the facts
+ * after the cut would be lost with the turns it covers. host-wasmtime's
+ * `model/http.rs` `cut_short` is its twin.
+ */
+export function cutShort(finish: string): ModelError | undefined {
+  const kind = finish === "content_filter" || finish === "content-filter" ? "providerRefusal"
+    : finish === "incomplete" || finish === "cancelled" || finish === "error" ? "other"
+    : undefined;
+  return kind && new ModelError(kind, `the provider cut the summary short: finish reason \`${finish}\``);
+}

@@ -1,5 +1,5 @@
 import { REASONING_ROOM_TOKENS } from "../defaults.js";
-import { dataLines, httpError, ok, post, summaryTokens } from "./http.js";
+import { cutShort, dataLines, httpError, ok, post, summaryTokens } from "./http.js";
 import type { Packet, Usage } from "../types.js";
 import type { Model, ModelResult, StreamChunk } from "./model.js";
 
@@ -71,6 +71,8 @@ export class OpenAiCompatibleModel implements Model {
     if (!res.ok) throw httpError(res.status, (await res.text()).slice(0, 500));
     const c = (await res.json()) as Completion;
     const choice = c.choices?.[0];
+    const cut = cutShort(choice?.finish_reason ?? "");
+    if (cut) throw cut;
     return {
       text: choice?.message?.content ?? "",
       modelId: c.model ?? this.o.model,
@@ -85,6 +87,8 @@ export class OpenAiCompatibleModel implements Model {
     let finish = "";
     for await (const data of dataLines(await ok(await this.request(packet, true, signal)))) {
       if (data === "[DONE]") {
+        const cut = cutShort(finish);
+        if (cut) throw cut;
         yield { type: "done", modelId: model, usage, finishReason: finish };
         return;
       }

@@ -3,7 +3,7 @@
 
 import { REASONING_ROOM_TOKENS } from "../defaults.js";
 import type { Packet, Usage } from "../types.js";
-import { dataLines, httpError, ok, post, summaryTokens } from "./http.js";
+import { cutShort, dataLines, httpError, ok, post, summaryTokens } from "./http.js";
 import { ModelError, type Model, type ModelResult, type StreamChunk } from "./model.js";
 import type { OpenAiOptions } from "./openai.js";
 
@@ -20,10 +20,16 @@ interface Answer {
 /** A streamed event as far as a summary needs it. */
 interface Streamed { type?: string; delta?: string; response?: Answer; message?: string }
 
-/** The finish reason a chat completion would give: `stop`, or `length` when the cap ended it. */
+/** The finish reason a chat completion would give: `stop`, `length` when the cap ended it, `content_filter` when a filter did; a finish that cut it short otherwise is thrown (`cutShort`). */
 function finishOf(r: Answer): string {
-  if (r.status === "completed") return "stop";
-  return r.incomplete_details?.reason === "max_output_tokens" ? "length" : (r.status ?? "");
+  const reason = r.incomplete_details?.reason;
+  const finish = r.status === "completed" ? "stop"
+    : reason === "max_output_tokens" ? "length"
+    : reason === "content_filter" ? "content_filter"
+    : (r.status ?? "");
+  const cut = cutShort(finish);
+  if (cut) throw cut;
+  return finish;
 }
 
 function usageOf(r: Answer): Usage {
