@@ -2,7 +2,7 @@
 //! the driver has read, within its limit as the host counts (the texts the
 //! core measures by its estimate counted too), and a member's context that
 //! finds no room for their compression's fragments sent without them.
-//! js/src/driver.ts's `selectContext` is its twin.
+//! js/src/driver/context.ts (`selectContext`) is its twin.
 
 use std::collections::BTreeSet;
 
