@@ -56,6 +56,11 @@ function partsChars(parts: readonly Part[]): number {
   return n;
 }
 
+/** The tokens `count` gives `parts` beyond the core's estimate of them (`ceil(chars / 4)`, framing aside). */
+function beyond(count: (text: string) => number, parts: readonly Part[]): number {
+  return Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
+}
+
 /**
  * Each message's tokens as the provider counts them: the host's count of
  * its parts plus the per-message framing (`messageOverheadTokens`), so a
@@ -77,10 +82,9 @@ export function counted(c: Ctx, events: Event[]): Event[] {
 export function uncounted(c: Ctx, summary: ChainHead | null | undefined, amendment: Amendment | null | undefined, prompt: readonly Part[] | null | undefined): number {
   const count = checkedCounter(c);
   if (!count) return 0;
-  const beyond = (parts: readonly Part[]) => Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
   let n = summary ? summaryUncounted(c, count, summary) : 0;
-  for (const e of amendment?.entries ?? []) n += beyond(e.parts);
-  return n + (prompt ? beyond(prompt) : 0);
+  for (const e of amendment?.entries ?? []) n += beyond(count, e.parts);
+  return n + (prompt ? beyond(count, prompt) : 0);
 }
 
 /** The tokens counted beyond the estimate of summaries in force, by boundary id, per compactor. */
@@ -92,8 +96,7 @@ function summaryUncounted(c: Ctx, count: (text: string) => number, head: ChainHe
   if (!memo) summariesCounted.set(c, (memo = new Map()));
   const known = memo.get(head.boundaryId);
   if (known !== undefined) return known;
-  const parts: Part[] = [{ type: "text", text: head.summary }];
-  const n = Math.max(0, partsTokens(count, parts) - Math.ceil(partsChars(parts) / 4));
+  const n = beyond(count, [{ type: "text", text: head.summary }]);
   if (memo.size >= 4096) memo.clear();
   memo.set(head.boundaryId, n);
   return n;

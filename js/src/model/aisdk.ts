@@ -1,10 +1,9 @@
 // A model from the Vercel AI SDK: any `LanguageModel` of any provider the AI
 // SDK supports. `ai` is an optional peer dependency, loaded on first use.
 
-import type { Packet } from "../types.js";
+import type { Packet, Usage } from "../types.js";
 import { cutShort, summaryTokens } from "./http.js";
 import { ModelError, type Model, type ModelResult, type StreamChunk } from "./model.js";
-import type { Usage } from "../types.js";
 
 /** The part of an AI SDK `LanguageModel` this adapter relies on (kept structural, so these types need no `ai`). */
 export interface AiSdkLanguageModel { readonly modelId: string; readonly provider: string }
@@ -45,16 +44,16 @@ function load(): Promise<AiSdkFunctions> {
   return ai;
 }
 
-/**
- * The packet as an AI SDK call on every line: the compactor's system prompt
- * as `system` (ai 5 and 6 know only that) and as `instructions` (ai 7, where
- * `system` is its deprecated alias), the rest as user messages.
- */
 /** The AI SDK's usage as the summary's evidence: the reasoning it counts among the output tokens left out (`ai` 6 and 7 name it in `outputTokenDetails`, 5 at the top). */
 function usageOf(u: AiSdkUsage): Usage {
   return { inputTokens: u.inputTokens ?? 0, outputTokens: summaryTokens(u.outputTokens, u.outputTokenDetails?.reasoningTokens ?? u.reasoningTokens) };
 }
 
+/**
+ * The packet as an AI SDK call on every line: the compactor's system prompt
+ * as `system` (ai 5 and 6 know only that) and as `instructions` (ai 7, where
+ * `system` is its deprecated alias), the rest as user messages.
+ */
 function call(model: AiSdkLanguageModel, packet: Packet, signal?: AbortSignal) {
   const system = packet.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
   const messages = packet.messages.filter((m) => m.role !== "system").map((m) => ({ role: "user" as const, content: m.content }));
