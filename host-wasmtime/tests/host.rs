@@ -391,6 +391,61 @@ fn a_keyed_append_is_written_once() {
     assert_eq!(keyed.count(), 2);
 }
 
+/// A key is its sender's: two members of a room whose clients pick the
+/// same key each write their own message (neither answered as the other's
+/// retry nor refused for it), each retry is recognized, also read back by
+/// another driver; a batch whose messages name different senders (a user
+/// message's `name`, an assistant's none) is recognized whole.
+#[test]
+fn a_key_is_its_senders() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let d = sqlite_driver(&db, small_decl());
+    let yes = r#"{"role":"user","content":"yes"}"#;
+    let says = |d: &Driver<SqliteJournal, Extractive>, who: &str, m: &str, key: &str| {
+        d.append_from("room", who, Incoming::OpenAi, m, Some(key))
+            .map(|a| (a.count, a.replayed))
+            .map_err(|e| e.code().to_owned())
+    };
+    assert_eq!(says(&d, "alice", yes, "1"), Ok((1, false)));
+    assert_eq!(says(&d, "bob", yes, "1"), Ok((1, false)), "bob's own");
+    assert_eq!(says(&d, "bob", yes, "1"), Ok((1, true)));
+    let no = r#"{"role":"user","content":"no"}"#;
+    assert_eq!(says(&d, "bob", no, "2"), Ok((1, false)));
+    assert_eq!(says(&d, "alice", yes, "2"), Ok((1, false)), "not refused");
+    assert_eq!(
+        says(&d, "bob", yes, "2").unwrap_err(),
+        "idempotency_key_reused"
+    );
+    let named =
+        r#"[{"role":"user","name":"carol","content":"hi"},{"role":"assistant","content":"hello"}]"#;
+    let first = d
+        .append_keyed("room", Incoming::OpenAi, named, Some("3"))
+        .unwrap();
+    let other = sqlite_driver(&db, small_decl());
+    for (who, m, key) in [("alice", yes, "1"), ("bob", yes, "1"), ("bob", no, "2")] {
+        assert_eq!(says(&other, who, m, key), Ok((1, true)), "{who} {key}");
+    }
+    let again = other
+        .append_keyed("room", Incoming::OpenAi, named, Some("3"))
+        .unwrap();
+    assert_eq!(
+        (again.seq, again.count, again.replayed),
+        (first.seq, 2, true)
+    );
+    let senders: Vec<String> = SqliteJournal::open(&db)
+        .unwrap()
+        .read_events("room", 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| match s.event {
+            foldline_core::event::Event::Message(m) => Some(m.sender),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(senders, ["alice", "bob", "bob", "alice", "carol", ""]);
+}
+
 /// `Driver::append_from`, a room member's batch: the sender is written on
 /// each message; while one member has written the context is as before,
 /// and once a second has, each member's turn names its sender

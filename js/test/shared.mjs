@@ -775,6 +775,31 @@ export function suite(f, makeJournal) {
       equal((await journal.readEvents("c1")).filter((e) => e.event.type === "message").length, 4, "each batch once");
       check((await b.resolve("c1")), "the conversation resolves");
     }],
+    ["a key is its sender's: two members' same key, each their own message; a batch of several senders recognized whole", async () => {
+      const journal = await makeJournal();
+      const a = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const says = async (who, content, key) => {
+        try {
+          const r = await a.append("room", { role: "user", content }, { idempotencyKey: key, sender: who });
+          return `${r.count}${r.replayed ? " replayed" : ""}`;
+        } catch (e) { return e.code; }
+      };
+      equal(await says("alice", "yes", "1"), "1");
+      equal(await says("bob", "yes", "1"), "1", "bob's own message");
+      equal(await says("bob", "yes", "1"), "1 replayed");
+      equal(await says("bob", "no", "2"), "1");
+      equal(await says("alice", "yes", "2"), "1", "not refused for bob's");
+      equal(await says("bob", "yes", "2"), "idempotency_key_reused");
+      const named = [{ role: "user", name: "carol", content: "hi" }, { role: "assistant", content: "hello" }];
+      const first = await a.append("room", named, { idempotencyKey: "3" });
+      // Another compactor reads the keys back from the journal.
+      const b = f.createCompactor({ journal, model: fakeModel(), declaration });
+      const again = await b.append("room", named, { idempotencyKey: "3" });
+      equal([again.seq, again.count, again.replayed], [first.seq, 2, true]);
+      equal((await b.append("room", { role: "user", content: "yes" }, { idempotencyKey: "1", sender: "bob" })).replayed, true);
+      const senders = (await journal.readEvents("room")).map((e) => e.event).filter((e) => e.type === "message").map((e) => e.sender ?? "");
+      equal(senders, ["alice", "bob", "bob", "alice", "carol", ""]);
+    }],
     ["member compression runs in the core", async () => {
       const t = f.trimPrompt("Could you please explain how Rust lifetimes work?");
       equal(t.text, "Explain how Rust lifetimes work?");

@@ -71,8 +71,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// process on the same journal — writes nothing again and answers as
     /// the first time (`replayed`). Keys are recognized for the latest
     /// [`KEPT_KEYS`](crate::keys::KEPT_KEYS) keyed appends of a
-    /// conversation, read back from the journal. `None` appends as
-    /// [`Driver::append_as`].
+    /// conversation, read back from the journal. A key is its sender's
+    /// (each message's, as written): two members of a room may use the
+    /// same key, each for their own messages ([`Driver::append_from`]).
+    /// `None` appends as [`Driver::append_as`].
     ///
     /// # Errors
     /// As [`Driver::append`]; `invalid_input` for a key of another form,
@@ -130,7 +132,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
         }
         self.count_tokens_of(&mut parsed);
-        let keyed = key.map(|k| (k, keys::hashes(&parsed)));
+        let keyed = key.map(|k| (k, keys::Batch::of(&parsed)));
         // A batch's prompt (a leading system or developer message) the
         // conversation holds as a turn of its role already is not written
         // again: a client posting it with each turn (as the JS driver's
@@ -159,8 +161,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
             crate::import::renumber(&mut events, &route, after);
             self.check_events(conversation, &events)?;
-            if let Some((key, hashes)) = &keyed {
-                keys::stamp(&mut events, key, &hashes[held..]);
+            if let Some((key, batch)) = &keyed {
+                keys::stamp(&mut events, key, &batch.hashes[held..]);
             }
             match self.journal.append_at(conversation, &events, head, None) {
                 Err(HostError::Conflict { .. }) => continue,
@@ -184,16 +186,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
     fn read_for_append(
         &self,
         conversation: &str,
-        keyed: &Option<(&str, Vec<String>)>,
+        keyed: &Option<(&str, keys::Batch)>,
         prompt: Option<&foldline_core::event::Message>,
     ) -> Result<(u64, u64, Option<keys::Keyed>, usize)> {
         let mut cache = lock(&self.cache);
         let c = self.kept(&mut cache, conversation);
         self.load_into(c, conversation, true)?;
         let done = match keyed {
-            Some((key, hashes)) => match self.written_under(c, conversation, key, hashes) {
+            Some((key, batch)) => match self.written_under(c, conversation, key, batch) {
                 Err(_) if prompt.is_some() => {
-                    self.written_under(c, conversation, key, &hashes[1..])?
+                    self.written_under(c, conversation, key, &batch.without_prompt())?
                 }
                 found => found?,
             },
@@ -203,8 +205,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Ok((c.source_seq, c.seq, done, usize::from(held)))
     }
 
-    /// What an append under `key` of messages with `hashes` wrote before,
-    /// as `c` has read the journal. The first keyed append of a
+    /// What an append of `batch` under `key` wrote before, as `c` has
+    /// read the journal (each sender's messages under the sender's key). The first keyed append of a
     /// conversation reads its keys from the journal's start to the
     /// position `c` has read.
     fn written_under(
@@ -212,7 +214,7 @@ impl<J: Journal, M: Model> Driver<J, M> {
         c: &mut Cached,
         conversation: &str,
         key: &str,
-        hashes: &[String],
+        batch: &keys::Batch,
     ) -> Result<Option<keys::Keyed>> {
         if c.keys.is_none() {
             let mut read = keys::Keys::default();
@@ -223,8 +225,8 @@ impl<J: Journal, M: Model> Driver<J, M> {
             }
             c.keys = Some(read);
         }
-        let known = c.keys.as_ref().map(|k| k.written(key, hashes));
-        Ok(known.transpose()?.flatten().cloned())
+        let known = c.keys.as_ref().map(|k| k.written(key, batch));
+        Ok(known.transpose()?.flatten())
     }
 
     /// The check [`Driver::append`] makes of a batch before writing it,

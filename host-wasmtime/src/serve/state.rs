@@ -19,7 +19,7 @@ use crate::driver::{Appended, Outcome};
 use crate::error::{HostError, Result};
 use crate::journal::Journal;
 use crate::kept::Kept;
-use crate::keys::{self, Keys};
+use crate::keys::{self, Batch, Keys};
 use crate::sync::lock;
 
 /// Where a conversation's journal and turn numbering stand.
@@ -47,9 +47,9 @@ impl Position {
         events: &[Event],
         prompt: bool,
     ) -> std::result::Result<Option<Appended>, ApiError> {
-        let hashes = keys::hashes(events);
-        let written = match self.keys.written(key, &hashes) {
-            Err(_) if prompt => self.keys.written(key, &hashes[1..]),
+        let batch = Batch::of(events);
+        let written = match self.keys.written(key, &batch) {
+            Err(_) if prompt => self.keys.written(key, &batch.without_prompt()),
             found => found,
         };
         let done = written.map_err(|_| {
@@ -228,10 +228,10 @@ impl App {
                 self.driver.check_newest(conversation, &events)?;
             }
             if let Some(key) = key {
-                let hashes = keys::hashes(&events);
                 // Each keyed message carries its content hash, as the
                 // journal stores it: what a retry is compared against.
-                keys::stamp(&mut events, key, &hashes);
+                let batch = Batch::of(&events);
+                keys::stamp(&mut events, key, &batch.hashes);
             }
             match self
                 .driver

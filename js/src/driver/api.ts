@@ -166,7 +166,9 @@ export interface AppendMessagesOptions {
    * as the first time (`replayed`); with other messages it is
    * `idempotency_key_reused`. Recognized for the latest 4,096 keyed appends
    * of a conversation, also across compactors and restarts (it is read back
-   * from the journal).
+   * from the journal). A key is its sender's (`sender`, else each message's
+   * own): two members of a room may use the same key, each for their own
+   * messages.
    */
   idempotencyKey?: string;
   /** Who sent the messages (a room's member; written as each message's `sender`). */

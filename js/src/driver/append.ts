@@ -9,7 +9,7 @@ import { validate } from "../ops.js";
 import type { Event } from "../types.js";
 import { eventsOf, turnIdOf, type OpenAiChatMessage } from "../convert.js";
 import type { AppendMessages, AppendMessagesOptions, Appended } from "./api.js";
-import { isPinned, pinnedTurns, state, sync, using, type Ctx } from "./read.js";
+import { isPinned, pinnedTurns, scoped, state, sync, using, type Ctx, type State } from "./read.js";
 import { checkNewest } from "./newest.js";
 import { checkBesidePinned } from "./room.js";
 import { counted } from "./tokens.js";
@@ -38,21 +38,59 @@ export function admitted(c: Ctx, id: string, input: OpenAiChatMessage | readonly
   return { events, hashes: checked.kind === "events" ? checked.contentHashes : [], prompt };
 }
 
+/**
+ * What an append of messages sent by `senders` with `hashes` under `key`
+ * wrote before (with its prompt, or without it when `prompt` is 1), if it
+ * did. `idempotency_key_reused` when it wrote other messages.
+ */
+function replayOf(s: State, key: string, senders: readonly string[], hashes: readonly string[], prompt: number): { seq: number; count: number } | undefined {
+  try {
+    return writtenUnder(s, key, senders, hashes);
+  } catch (e) {
+    if (prompt !== 1) throw e;
+    return writtenUnder(s, key, senders.slice(1), hashes.slice(1));
+  }
+}
+
+/**
+ * What an append of messages sent by `senders` with `hashes` under `key`
+ * wrote before, if it did: each sender's messages of the batch are what
+ * that sender wrote under the key (`scoped`; the Rust driver's
+ * `Keys::written`). `idempotency_key_reused` when a sender wrote it with
+ * other messages, or only some of the batch's senders did.
+ */
+function writtenUnder(s: State, key: string, senders: readonly string[], hashes: readonly string[]): { seq: number; count: number } | undefined {
+  const bySender = new Map<string, string[]>();
+  senders.forEach((sender, i) => bySender.set(sender, [...(bySender.get(sender) ?? []), hashes[i]]));
+  const found: number[] = [];
+  for (const [sender, own] of bySender) {
+    const done = s.keys.get(scoped(sender, key));
+    if (done === undefined) continue;
+    if (done.hashes.join(" ") !== own.join(" ")) throw reused();
+    found.push(done.seq);
+  }
+  if (found.length === 0) return undefined;
+  if (found.length < bySender.size) throw reused();
+  return { seq: Math.max(...found), count: hashes.length };
+}
+
+function reused(): FoldlineError {
+  return new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
+}
+
 export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessage | readonly OpenAiChatMessage[] | AppendMessages, options: AppendMessagesOptions = {}): Promise<Appended> {
   const { events: all, hashes: allHashes, prompt } = admitted(c, id, input); // checked before anything is read or written
   const key = options.idempotencyKey;
   if (key !== undefined && !KEY.test(key)) throw new FoldlineError({ code: "invalid_request", message: "an idempotency key is 1 to 128 of A-Z a-z 0-9 . _ : -" });
+  // Each message's sender as it is written: a key is its sender's.
+  const senders = all.map((e) => options.sender ?? (e.type === "message" ? e.sender : undefined) ?? "");
   const s = state(c, id);
   const next = using(s, s.appending.then(async () => {
     for (;;) {
       await sync(c, id);
-      const done = key === undefined ? undefined : s.keys.get(key);
-      if (done) {
-        // Either way: with the request's system prompt, or without it when it was written before.
-        const same = (h: string[]) => done.hashes.join(" ") === h.join(" ");
-        if (!same(allHashes) && !(prompt === 1 && same(allHashes.slice(1)))) throw new FoldlineError({ code: "idempotency_key_reused", message: "this idempotency key was used for other messages" });
-        return { seq: done.seq, events: [], count: done.hashes.length, replayed: true };
-      }
+      // Either way: with the request's system prompt, or without it when it was written before.
+      const done = key === undefined ? undefined : replayOf(s, key, senders, allHashes, prompt);
+      if (done) return { ...done, events: [], replayed: true };
       // A request's prompt joins the conversation's pinned turns once: a
       // client posting it with each turn (an Anthropic request's shape, or
       // messages that open with it) does not write it again.

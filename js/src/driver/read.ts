@@ -104,7 +104,7 @@ export interface State {
   appending: Promise<unknown>;
   /** Highest source sequence of a turn read so far. */
   sourceSeq: number;
-  /** The latest keyed appends read (oldest first): key → last journal position, content hashes. */
+  /** The latest keyed appends read (oldest first): a sender's key (`scoped`) → last journal position, content hashes. */
   keys: Map<string, { seq: number; hashes: string[] }>;
   /** The chain prefix verified so far: resolve starts from its head, so its boundaries leave `chain`. */
   verified: VerifiedPrefix;
@@ -114,6 +114,15 @@ export interface State {
   lookedUp: Set<string>;
   /** The warm candidate: its packet, and its summary once the core's loop prepared and checked it. */
   warm?: { packet: Packet; result?: ModelOutput; preparing?: Promise<void> };
+}
+
+/**
+ * A sender's idempotency key as `State.keys` holds it: a key is its
+ * sender's (two members of a room may pick the same one), each message's
+ * sender as the journal holds it (empty for none). A key has no space.
+ */
+export function scoped(sender: string, key: string): string {
+  return `${key} ${sender}`;
 }
 
 export function isTurn(e: Event): e is Extract<Event, { type: "message" | "lateDelivery" | "turnMeta" }> {
@@ -186,7 +195,7 @@ export function sync(c: Ctx, id: string): Promise<State> {
       if (isTurn(event) && event.sourceSeq > s.sourceSeq) s.sourceSeq = event.sourceSeq;
       const at = event.type === "message" ? event.turnId.lastIndexOf("@") : -1;
       if (event.type === "message" && at >= 0) {
-        const key = event.turnId.slice(at + 1);
+        const key = scoped(event.sender ?? "", event.turnId.slice(at + 1));
         const k = s.keys.get(key);
         if (k) { k.seq = seq; k.hashes.push(event.contentHash ?? ""); }
         else {

@@ -99,7 +99,8 @@ async function call(base, [method, path, body, token = ALICE, headers = {}], ans
   try { code = JSON.parse(text).error?.code ?? ""; } catch { /* not an error body */ }
   // A request from a page (an Origin header): the CORS headers as well.
   const cors = headers.origin === undefined ? "" : ` {${[...r.headers].filter(([k]) => k.startsWith("access-control-") || k === "vary").sort().map(([k, v]) => `${k}=${v}`).join(" ")}}`;
-  return `${r.status}${code ? ` ${code}` : ""}${cors}`;
+  const replayed = r.headers.get("idempotent-replayed") === "true" ? " replayed" : "";
+  return `${r.status}${code ? ` ${code}` : ""}${replayed}${cors}`;
 }
 
 const c = "/api/conversations/c";
@@ -193,7 +194,7 @@ const cases = [
   [["POST", `${c}/messages`, msg({ role: "user", content: "from a page elsewhere" }), ALICE, { origin: "http://evil.example" }], `201 {${EXPOSE} ${VARY}}`],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "bad key!" }], "400 invalid_input"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
-  [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201"],
+  [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "x" }), ALICE, { "idempotency-key": "k1" }], "201 replayed"],
   [["POST", "/api/conversations/d/messages", msg({ role: "user", content: "y" }), ALICE, { "idempotency-key": "k1" }], "422 idempotency_key_reused"],
   // Pinned turns are never folded: a system message that would leave the
   // conversation's pinned turns no context room is refused, and it stays
@@ -326,6 +327,18 @@ const steps = [
   ["carol corrects a covered message", (st) => ["PUT", `${r}/messages/${st.covered}`, msg({ content: "a covered turn, corrected" }), CAROL], "200"],
   ["… one before the activation frontier, which no model sees", () => ["PUT", `${r}/messages/r-1`, msg({ content: "x" }), CAROL], "404 not_found"],
   ["the room verifies after them", () => ["GET", `${r}/verify`, undefined, BOB], "200"],
+  // A key is its sender's: two members' clients may pick the same one (a
+  // counter per tab), and one's never answers, or refuses, the other's
+  // message.
+  ["carol writes under a key", () => ["POST", `${r}/messages`, msg({ role: "user", content: "yes" }), CAROL, { "idempotency-key": "1" }], "201"],
+  ["… a retry", () => ["POST", `${r}/messages`, msg({ role: "user", content: "yes" }), CAROL, { "idempotency-key": "1" }], "201 replayed"],
+  ["bob writes the same words under the same key: his own message", () => ["POST", `${r}/messages`, msg({ role: "user", content: "yes" }), BOB, { "idempotency-key": "1" }], "201"],
+  ["… his retry", () => ["POST", `${r}/messages`, msg({ role: "user", content: "yes" }), BOB, { "idempotency-key": "1" }], "201 replayed"],
+  ["who said the last two turns", () => "speakers", "200 carol bob"],
+  ["bob writes other words under a key carol used", () => ["POST", `${r}/messages`, msg([{ role: "user", content: "no" }, { role: "assistant", content: "noted" }]), BOB, { "idempotency-key": "2" }], "201"],
+  ["carol writes under it after him", () => ["POST", `${r}/messages`, msg({ role: "user", content: "maybe" }), CAROL, { "idempotency-key": "2" }], "201"],
+  ["bob's retry", () => ["POST", `${r}/messages`, msg([{ role: "user", content: "no" }, { role: "assistant", content: "noted" }]), BOB, { "idempotency-key": "2" }], "201 replayed"],
+  ["bob reuses his key for other words", () => ["POST", `${r}/messages`, msg({ role: "user", content: "no" }), BOB, { "idempotency-key": "2" }], "422 idempotency_key_reused"],
 ];
 
 /** Until no compaction of `r` is pending (at most 20 s), and the page's tag then. */
@@ -587,7 +600,7 @@ try {
     const r = await fetch(`${base}/api/conversations/shape/context?format=anthropic&messages=true`, { headers: { authorization: `Bearer ${ALICE}` } });
     const context = await r.json();
     const got = `${posted.join(" ")} | ${r.status} ${JSON.stringify(context.system)} ${context.messages?.[0]?.content?.length}`;
-    const expected = `201 201 201 201 201 | 200 "Be brief.\\n\\nBe kind." 4`;
+    const expected = `201 201 201 replayed 201 201 | 200 "Be brief.\\n\\nBe kind." 4`;
     if (got !== expected) { failed++; console.log(`not ok - a request's system prompt on ${base}: ${got}, expected ${expected}`); }
   }
   const rooms = await Promise.all([room(bases.edge), room(bases.rust)]);
