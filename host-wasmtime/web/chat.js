@@ -21,6 +21,11 @@ var MEMBER_WORDING = {
   not_author: "You can edit only your own messages."
 };
 var FAILED_NOTICE = MEMBER_NOTICE;
+var SEND_RETRIES = 3;
+function newSendKey() {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  return `send-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
 function isCompactCommand(text) {
   return text.trim() === "/compact";
 }
@@ -92,6 +97,16 @@ async function followTask(f, baseUrl, auth, keep, task, onEvent, signal) {
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+async function retried(request) {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await request();
+    } catch (e) {
+      if (tries >= SEND_RETRIES) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
 async function timelinePage(f, base, auth, drawn, page) {
   const q = new URLSearchParams();
   if (page.limit !== void 0) q.set("limit", String(page.limit));
@@ -132,13 +147,14 @@ function createClient(o) {
     return p;
   }
   return {
-    async send(text) {
+    async send(text, options = {}) {
       if (isCompactCommand(text)) return { kind: "compact", task: await compact() };
-      const res = await f(`${base}/messages`, {
+      const init = {
         method: "POST",
-        headers: { ...auth, "content-type": "application/json" },
+        headers: { ...auth, "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? newSendKey() },
         body: JSON.stringify({ role: "user", content: text })
-      });
+      };
+      const res = await retried(() => f(`${base}/messages`, init));
       if (res.status !== 201) return refused(res);
       const body = await res.json();
       return { kind: "message", appended: body.appended ?? 1 };
@@ -183,6 +199,7 @@ var list = $("timeline");
 var status = $("status");
 var running;
 var editing;
+var unsent;
 var me;
 var PAGE = 200;
 var limit = PAGE;
@@ -277,19 +294,26 @@ function start(token2, conversation) {
     const text = input.value;
     if (!text.trim()) return;
     input.value = "";
+    const turn = editing;
+    const key = unsent?.text === text ? unsent.key : newSendKey();
     try {
       say("");
-      const turn = editing;
       if (turn !== void 0) {
         editing = void 0;
         await client.edit(turn, text);
         await render(client);
         return;
       }
-      const sent = await client.send(text);
+      unsent = { text, key };
+      const sent = await client.send(text, { idempotencyKey: key });
+      unsent = void 0;
       if (sent.kind === "compact") await follow(client, sent.task);
       else await render(client);
     } catch (e) {
+      if (!input.value) {
+        input.value = text;
+        editing = turn;
+      }
       say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
     }
   });

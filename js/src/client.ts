@@ -92,6 +92,25 @@ export const MEMBER_WORDING: Readonly<Record<string, string>> = {
 /** The one notice a failed compaction shows (the reason stays in the audit record). */
 export const FAILED_NOTICE = MEMBER_NOTICE;
 
+/** Options of `send`. */
+export interface SendOptions {
+  /** The message's idempotency key (1 to 128 of `A-Z a-z 0-9 . _ : -`; default: a fresh random one). */
+  idempotencyKey?: string;
+}
+
+/** How many times `send` sends a message again after a connection lost before its answer. */
+export const SEND_RETRIES = 3;
+
+/**
+ * A fresh idempotency key for `send`: 128 random bits
+ * (`crypto.getRandomValues`, in every browser — insecure origins too —
+ * worker and Node).
+ */
+export function newSendKey(): string {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  return `send-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
 /** What `send` did. */
 export type Sent = { kind: "message"; appended: number } | { kind: "compact"; task: TaskPointer };
 
@@ -99,9 +118,14 @@ export interface Client {
   /**
    * Send what the member typed: `/compact` (alone on the line) starts the
    * condense task and is never appended; anything else is appended as the
-   * member's message.
+   * member's message, under an idempotency key (`idempotencyKey`, or a
+   * fresh random one): a connection lost before the answer came (the
+   * message may have been written) is sent again under the same key, up
+   * to `SEND_RETRIES` times 0.5 s apart, and the server writes it once. An
+   * app that offers "try again" after a failed send passes the key it
+   * used, so a message the server did write is not written twice.
    */
-  send(text: string): Promise<Sent>;
+  send(text: string, options?: SendOptions): Promise<Sent>;
   /** Start the condense task (what `/compact` does). */
   compact(): Promise<TaskPointer>;
   /**
@@ -244,6 +268,22 @@ async function followTask(
   }
 }
 
+/**
+ * `send`'s request, sent again while the connection is lost before an
+ * answer (`fetch` rejects), at most `SEND_RETRIES` times 0.5 s apart: under
+ * its idempotency key the server writes the message once.
+ */
+async function retried(request: () => Promise<Response>): Promise<Response> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await request();
+    } catch (e) {
+      if (tries >= SEND_RETRIES) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
 /** Kept timeline answers, by the page's URL, with their tags. */
 type Drawn = Map<string, { tag: string; answer: TimelineAnswer }>;
 
@@ -295,12 +335,13 @@ export function createClient(o: ClientOptions): Client {
 
 
   return {
-    async send(text) {
+    async send(text, options = {}) {
       if (isCompactCommand(text)) return { kind: "compact", task: await compact() };
-      const res = await f(`${base}/messages`, {
-        method: "POST", headers: { ...auth, "content-type": "application/json" },
+      const init = {
+        method: "POST", headers: { ...auth, "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? newSendKey() },
         body: JSON.stringify({ role: "user", content: text }),
-      });
+      };
+      const res = await retried(() => f(`${base}/messages`, init));
       if (res.status !== 201) return refused(res);
       const body = (await res.json()) as { appended?: number };
       return { kind: "message", appended: body.appended ?? 1 };

@@ -353,3 +353,37 @@ test("the handler stores the host's token counts", async () => {
   assert.equal(stored.find((e) => e.type === "correction").tokens, 2 + 3);
   assert.throws(() => f.createHandler({ journal, model, declaration: { targetId: "assistant", compactorId: "assistant-compactor" }, members: [member], countTokens: 4 }), (e) => e.code === "invalid_request");
 });
+
+// The chat client sends each message under an idempotency key: an answer
+// lost on the way back (the message written) is sent again under the same
+// key and written once; a send that failed and is sent again with the key
+// it used (as the reference page does) is written once too; a connection
+// that stays down is the caller's error after the retries.
+test("the chat client: a message whose answer was lost is written once", async () => {
+  const { createClient, SEND_RETRIES } = await import("../dist/client.js");
+  const w = await world(f);
+  const pending = [];
+  const ctx = { waitUntil: (p) => pending.push(p) };
+  let drop = 0;
+  let posts = 0;
+  const through = async (input, init) => {
+    const res = await w.fetch(new Request(input, init), ctx);
+    if (init?.method === "POST") posts++;
+    if (init?.method === "POST" && drop > 0) {
+      drop--;
+      throw new TypeError("fetch failed: the connection dropped after the request");
+    }
+    return res;
+  };
+  const alice = createClient({ baseUrl: "http://local", token: ALICE, conversation: "lossy", storage: null, fetch: through });
+  drop = 1;
+  assert.deepEqual(await alice.send("Is the venue booked?"), { kind: "message", appended: 1 });
+  assert.equal(posts, 2, "sent again once");
+  drop = SEND_RETRIES + 1;
+  await assert.rejects(alice.send("And the caterer?", { idempotencyKey: "page-1" }), TypeError);
+  assert.equal(posts, 2 + SEND_RETRIES + 1);
+  assert.deepEqual(await alice.send("And the caterer?", { idempotencyKey: "page-1" }), { kind: "message", appended: 1 });
+  const texts = (await w.journal.readEvents("lossy")).map((s) => s.event).filter((e) => e.type === "message").map((e) => e.parts[0].text);
+  assert.deepEqual(texts, ["Is the venue booked?", "And the caterer?"]);
+  await Promise.allSettled(pending);
+});

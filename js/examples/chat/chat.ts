@@ -5,7 +5,7 @@
 // reload, a member's own messages edited in place. Built into one script by `js/scripts/build-chat.mjs`;
 // `foldline serve --web` serves it. Sign in with `#token=…&conversation=…`
 // in the address, or the form.
-import { createClient, ClientError, type Client, type TaskPointer, type TimelineAnswer } from "../../src/client.js";
+import { createClient, newSendKey, ClientError, type Client, type TaskPointer, type TimelineAnswer } from "../../src/client.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const list = $("timeline");
@@ -13,6 +13,10 @@ const status = $("status");
 let running: TaskPointer | undefined;
 // The message being edited (its turn), while the composer holds its text.
 let editing: string | undefined;
+// A message whose send failed, with its idempotency key: back in the
+// composer, and sent again under the same key, so one the server did write
+// before the connection dropped is not written twice.
+let unsent: { text: string; key: string } | undefined;
 // Who is signed in: Edit is offered on their own messages only.
 let me: string | undefined;
 // How many of the latest items the page shows; "Show earlier" adds a page.
@@ -125,19 +129,28 @@ function start(token: string, conversation: string): void {
     const text = input.value;
     if (!text.trim()) return;
     input.value = "";
+    const turn = editing;
+    const key = unsent?.text === text ? unsent.key : newSendKey();
     try {
       say("");
-      const turn = editing;
       if (turn !== undefined) {
         editing = undefined;
         await client.edit(turn, text);
         await render(client);
         return;
       }
-      const sent = await client.send(text);
+      unsent = { text, key };
+      const sent = await client.send(text, { idempotencyKey: key });
+      unsent = undefined;
       if (sent.kind === "compact") await follow(client, sent.task);
       else await render(client);
     } catch (e) {
+      // Nothing the member typed is lost: the text goes back to the
+      // composer (an edit stays an edit), Enter sends it again.
+      if (!input.value) {
+        input.value = text;
+        editing = turn;
+      }
       say(e instanceof ClientError ? e.memberMessage : "Something went wrong. Try again.");
     }
   });

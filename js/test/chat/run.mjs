@@ -264,6 +264,46 @@ try {
     await page.screenshot({ path: join(out, "5-long.png") });
   });
 
+  // Each message goes under an idempotency key: an answer lost on the way
+  // back is sent again and written once; a send that failed for good puts
+  // the text back in the composer, and Enter sends it again under its key.
+  await check("a message whose answer was lost is written once, and one whose send failed stays in the composer", async () => {
+    const page = await (await browser.newContext()).newPage();
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${server.base}/#token=alice-token&conversation=lossy`);
+    await page.waitForSelector("#text", { timeout: 10_000 });
+    let drop = 0, posts = 0;
+    await page.route("**/api/conversations/lossy/messages", async (route) => {
+      if (route.request().method() !== "POST") return route.continue();
+      posts++;
+      const res = await route.fetch(); // written by the server
+      if (drop > 0) {
+        drop--;
+        return route.abort("connectionreset");
+      }
+      return route.fulfill({ response: res });
+    });
+    const stored = async (text) => {
+      const r = await fetch(`${server.base}/api/conversations/lossy/timeline`, { headers: { authorization: "Bearer alice-token" } });
+      return (await r.json()).items.filter((i) => i.type === "message" && i.text === text).length;
+    };
+    drop = 1;
+    await page.fill("#text", "Is the venue booked?");
+    await page.press("#text", "Enter");
+    await until("the message on the page", async () => (await page.locator("li.message", { hasText: "venue booked" }).count()) === 1);
+    await until("the send again after the lost answer", async () => posts === 2);
+    drop = 4; // the first send and its three retries
+    await page.fill("#text", "And the caterer?");
+    await page.press("#text", "Enter");
+    await until("the failure", async () => /Try again/.test(await page.locator("#status").textContent()));
+    if ((await page.inputValue("#text")) !== "And the caterer?") throw new Error("the failed message left the composer");
+    await page.press("#text", "Enter");
+    await until("the message on the page", async () => (await page.locator("li.message", { hasText: "caterer" }).count()) === 1);
+    await until("the send again from the composer", async () => posts === 7 && (await page.inputValue("#text")) === "");
+    const counts = [await stored("Is the venue booked?"), await stored("And the caterer?")];
+    if (counts.join() !== "1,1") throw new Error(`stored ${counts}`);
+  });
+
   await check("an app on another origin calls the server through foldline/client, once the server lets its origin in", async () => {
     const use = async (origin) => {
       const page = await (await browser.newContext()).newPage();
