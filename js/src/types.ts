@@ -27,7 +27,9 @@ export type Code =
   /** A correction on behalf of a sender (`correct` with `sender`) of a turn another sent. */
   | "not_author"
   /** A call before `init()` finished loading the core. */
-  | "not_initialized";
+  | "not_initialized"
+  /** `IndexedDbJournal.open` while another tab holds the database open at an older version. */
+  | "journal_blocked";
 
 /** A typed failure. */
 export interface ErrorValue { code: Code; message: string; ids?: string[] }

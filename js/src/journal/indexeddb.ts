@@ -17,6 +17,35 @@ function done(tx: IDBTransaction): Promise<void> {
   });
 }
 
+/** The database's schema version (what `open` upgrades an older one to). */
+const VERSION = 4;
+
+function newer(name: string): FoldlineError {
+  return new FoldlineError({ code: "unsupported_version", message: `a newer version of this app upgraded the foldline database "${name}" (past version ${VERSION}): reload this page` });
+}
+
+/**
+ * The connection `r` opens. While another connection holds the database
+ * at an older version and does not yield (a tab of an app from before the
+ * upgrade), the open would wait until that tab closes: it is refused
+ * instead (the upgrade still runs once that tab goes; the connection it
+ * then opens is closed).
+ */
+function opened(r: IDBOpenDBRequest, name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    let refused = false;
+    r.onsuccess = () => (refused ? r.result.close() : resolve(r.result));
+    r.onerror = () => reject(r.error?.name === "VersionError" ? newer(name) : r.error);
+    r.onblocked = () => {
+      refused = true;
+      reject(new FoldlineError({
+        code: "journal_blocked",
+        message: `the foldline database "${name}" is open at an older version in another tab or window: close or reload it, then open it again`,
+      }));
+    };
+  });
+}
+
 /**
  * A browser journal on IndexedDB: an append-only `events` store keyed by
  * (conversation, seq), `slots` (one boundary per chain head), `packets` by
@@ -27,11 +56,26 @@ function done(tx: IDBTransaction): Promise<void> {
  * write — so a reload loses nothing and two tabs can never fork a chain.
  */
 export class IndexedDbJournal implements Journal {
-  private constructor(private readonly db: IDBDatabase, private readonly now: () => number) {}
+  /** Set when a newer version of the app upgraded the database in another tab: this connection closed for it. */
+  private upgraded = false;
 
-  /** Open (or create) the database. */
+  private constructor(private readonly db: IDBDatabase, private readonly now: () => number, private readonly name: string) {
+    // Yield to a newer version opened in another tab (else its upgrade
+    // would wait on this tab for good); this journal's calls then refuse.
+    db.onversionchange = () => {
+      db.close();
+      this.upgraded = true;
+    };
+  }
+
+  /**
+   * Open (or create) the database. Refused, never left waiting: while
+   * another tab or window holds it open at an older version (an app not
+   * yet reloaded after an upgrade), `journal_blocked`; a database a newer
+   * version of the app upgraded, `unsupported_version`.
+   */
   static async open(name = "foldline", now: () => number = () => Date.now()): Promise<IndexedDbJournal> {
-    const r = indexedDB.open(name, 4);
+    const r = indexedDB.open(name, VERSION);
     r.onupgradeneeded = (ev) => {
       const db = r.result;
       if (ev.oldVersion < 1) {
@@ -57,7 +101,13 @@ export class IndexedDbJournal implements Journal {
         }
       }
     };
-    return new IndexedDbJournal(await req(r), now);
+    return new IndexedDbJournal(await opened(r, name), now, name);
+  }
+
+  /** A transaction on `stores`: refused once a newer version of the app upgraded the database. */
+  private tx(stores: string | string[], mode: IDBTransactionMode): IDBTransaction {
+    if (this.upgraded) throw newer(this.name);
+    return this.db.transaction(stores, mode);
   }
 
   close(): void {
@@ -74,7 +124,7 @@ export class IndexedDbJournal implements Journal {
   }
 
   private async read(conversationId: string, sinceSeq: number, count?: number): Promise<StoredEvent[]> {
-    const tx = this.db.transaction("events", "readonly");
+    const tx = this.tx("events", "readonly");
     const range = IDBKeyRange.bound([conversationId, sinceSeq + 1], [conversationId, Number.MAX_SAFE_INTEGER]);
     const rows = (await req(tx.objectStore("events").getAll(range, count))) as { seq: number; event: Event }[];
     return rows.map((r) => ({ seq: r.seq, event: r.event }));
@@ -82,7 +132,7 @@ export class IndexedDbJournal implements Journal {
 
   async append(conversationId: string, events: Event | Event[], options: AppendOptions = {}): Promise<number> {
     const batch = await checkAppend(conversationId, Array.isArray(events) ? events : [events]);
-    const tx = this.db.transaction(["events", "slots", "leases", "turns"], "readwrite");
+    const tx = this.tx(["events", "slots", "leases", "turns"], "readwrite");
     const store = tx.objectStore("events");
     const range = IDBKeyRange.bound([conversationId, 0], [conversationId, Number.MAX_SAFE_INTEGER]);
     const last = await req(store.openCursor(range, "prev"));
@@ -127,26 +177,26 @@ export class IndexedDbJournal implements Journal {
   }
 
   async putPacket(conversationId: string, packet: Packet): Promise<void> {
-    const tx = this.db.transaction("packets", "readwrite");
+    const tx = this.tx("packets", "readwrite");
     tx.objectStore("packets").put({ conversation: conversationId, id: packet.id, packet });
     await done(tx);
   }
 
   async getPacket(conversationId: string, id: string): Promise<Packet | undefined> {
-    const tx = this.db.transaction("packets", "readonly");
+    const tx = this.tx("packets", "readonly");
     const row = (await req(tx.objectStore("packets").get([conversationId, id]))) as { packet: Packet } | undefined;
     return row?.packet;
   }
 
   async listPackets(conversationId: string): Promise<Packet[]> {
-    const tx = this.db.transaction("packets", "readonly");
+    const tx = this.tx("packets", "readonly");
     const range = IDBKeyRange.bound([conversationId, ""], [conversationId, "\uffff"]);
     const rows = (await req(tx.objectStore("packets").getAll(range))) as { packet: Packet }[];
     return rows.map((r) => r.packet);
   }
 
   async acquireLease(conversationId: string, holder: string, ttlMs: number): Promise<number | undefined> {
-    const tx = this.db.transaction("leases", "readwrite");
+    const tx = this.tx("leases", "readwrite");
     const store = tx.objectStore("leases");
     const cur = (await req(store.get(conversationId))) as { holder: string; until: number; token?: number } | undefined;
     const now = this.now();
@@ -162,7 +212,7 @@ export class IndexedDbJournal implements Journal {
   }
 
   async releaseLease(conversationId: string, holder: string): Promise<void> {
-    const tx = this.db.transaction("leases", "readwrite");
+    const tx = this.tx("leases", "readwrite");
     const store = tx.objectStore("leases");
     const cur = (await req(store.get(conversationId))) as { holder: string; token?: number } | undefined;
     // Keep the token, so the next grant's is newer and this holder's fence goes stale.
@@ -170,7 +220,7 @@ export class IndexedDbJournal implements Journal {
     await done(tx);
   }
   async noteSkipped(conversationId: string, record: SkipRecord): Promise<void> {
-    const tx = this.db.transaction("progress", "readwrite");
+    const tx = this.tx("progress", "readwrite");
     const store = tx.objectStore("progress");
     const cur = (await req(store.get(conversationId))) as (Progress & { conversation: string }) | undefined;
     store.put({ conversation: conversationId, ...advance(cur && { skippedRuns: cur.skippedRuns, last: cur.last }, record) });
@@ -178,7 +228,7 @@ export class IndexedDbJournal implements Journal {
   }
 
   async progress(conversationId: string): Promise<Progress | undefined> {
-    const tx = this.db.transaction("progress", "readonly");
+    const tx = this.tx("progress", "readonly");
     const cur = (await req(tx.objectStore("progress").get(conversationId))) as (Progress & { conversation: string }) | undefined;
     return cur && { skippedRuns: cur.skippedRuns, last: cur.last };
   }
