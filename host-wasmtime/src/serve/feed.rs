@@ -99,10 +99,14 @@ pub async fn events(
     let (a, c, m) = (app.clone(), id.clone(), member.clone());
     blocking(move || admitted(&a, &c, &m)).await?;
     let mut written = waiter(&app, &id, &member, deadline)?;
+    let mut waited = false;
     loop {
         let (a, c) = (app.clone(), id.clone());
         let found =
             blocking(move || Ok(a.driver.journal().read_events_page(&c, after, limit)?)).await?;
+        if waited && !found.is_empty() {
+            still_admitted(&app, &id, &member).await?;
+        }
         if !found.is_empty() || due(&app, deadline) {
             let last = found.last().map_or(after, |s| s.seq);
             let more = found.len() == limit;
@@ -130,7 +134,16 @@ pub async fn events(
             .into_response());
         }
         nap(&app, &mut written, deadline).await;
+        waited = true;
     }
+}
+
+/// A long poll that waited is admitted again before it answers what was
+/// written meanwhile: a member the owner let out of the room while it
+/// waited is refused (`not_owner`), never sent what came after.
+pub async fn still_admitted(app: &Arc<App>, id: &str, member: &str) -> Result<(), ApiError> {
+    let (a, c, m) = (app.clone(), id.to_owned(), member.to_owned());
+    blocking(move || admitted(&a, &c, &m)).await
 }
 
 /// What a request waits on: a long poll (a deadline still to come) counts

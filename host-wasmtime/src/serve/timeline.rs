@@ -21,7 +21,7 @@ use sha2::Digest as _;
 
 use super::access::{admitted, blocking, Caller, Params};
 use super::drawn::Answer;
-use super::feed::{due, nap, number, wait_deadline, waiter};
+use super::feed::{due, nap, number, still_admitted, wait_deadline, waiter};
 use super::reply::ApiError;
 use super::state::App;
 use crate::driver::Page;
@@ -48,6 +48,7 @@ pub async fn timeline(
     blocking(move || admitted(&a, &c, &m)).await?;
     if let Some(known) = known {
         let mut written = waiter(&app, &id, &member, deadline)?;
+        let mut waited = false;
         loop {
             let (a, c) = (app.clone(), id.clone());
             let now = blocking(move || Ok(tag(&a, a.driver.position(&c)?))).await?;
@@ -58,6 +59,10 @@ pub async fn timeline(
                 return Ok(tagged(StatusCode::NOT_MODIFIED.into_response(), &now));
             }
             nap(&app, &mut written, deadline).await;
+            waited = true;
+        }
+        if waited {
+            still_admitted(&app, &id, &member).await?;
         }
     }
     // One drawing per page and write: requests for the same page wait on

@@ -5,6 +5,7 @@
 import { FEED_PAGE_EVENTS, LONG_POLL_MS } from "../defaults.js";
 import { FoldlineError } from "../error.js";
 import { json, ApiError } from "./reply.js";
+import { admitted } from "./access.js";
 import type { Journal, StoredEvent } from "../journal/journal.js";
 import { holding, napOn, type App } from "./state.js";
 
@@ -18,12 +19,16 @@ export async function feed(app: App, id: string, url: URL, member: string): Prom
   const after = number(url, "after") ?? 0;
   const limit = Math.min(Math.max(number(url, "limit") ?? FEED_PAGE_EVENTS, 1), FEED_PAGE_EVENTS);
   const deadline = waitDeadline(url);
-  return holding(app, member, deadline, () => poll(app, id, after, limit, deadline));
+  return holding(app, member, deadline, () => poll(app, id, member, after, limit, deadline));
 }
 
-async function poll(app: App, id: string, after: number, limit: number, deadline: number): Promise<Response> {
-  for (;;) {
+async function poll(app: App, id: string, member: string, after: number, limit: number, deadline: number): Promise<Response> {
+  for (let waited = false; ; waited = true) {
     const found = (await readSome(app.o.journal, id, after, limit)).slice(0, limit);
+    // A long poll that waited is admitted again before it answers what was
+    // written meanwhile: a member let out of the room while it waited is
+    // refused, never sent what came after (foldline serve's `still_admitted`).
+    if (waited && found.length > 0) await admitted(app, id, member);
     if (found.length > 0 || Date.now() >= deadline) {
       const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
       // The chain's verdict, for the local projection.

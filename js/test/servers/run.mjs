@@ -339,6 +339,9 @@ const steps = [
   ["carol writes under it after him", () => ["POST", `${r}/messages`, msg({ role: "user", content: "maybe" }), CAROL, { "idempotency-key": "2" }], "201"],
   ["bob's retry", () => ["POST", `${r}/messages`, msg([{ role: "user", content: "no" }, { role: "assistant", content: "noted" }]), BOB, { "idempotency-key": "2" }], "201 replayed"],
   ["bob reuses his key for other words", () => ["POST", `${r}/messages`, msg({ role: "user", content: "no" }), BOB, { "idempotency-key": "2" }], "422 idempotency_key_reused"],
+  // Bob's long polls (the timeline's and the events') wait; carol lets him
+  // out and writes: they are refused, never sent what came after.
+  ["bob let out while his long polls wait", () => "let out while waiting", "403 not_owner | 403 not_owner"],
 ];
 
 /** Until no compaction of `r` is pending (at most 20 s), and the page's tag then. */
@@ -378,6 +381,21 @@ async function room(base) {
     if (request === "idle") {
       st.tag = await idle(base);
       got.push("idle");
+      continue;
+    }
+    if (request === "let out while waiting") {
+      const head = await fetch(`${base}${r}/timeline?limit=1`, { headers: { authorization: `Bearer ${BOB}` } });
+      const tag = head.headers.get("etag");
+      const poll = (path, headers = {}) => fetch(base + path, { headers: { authorization: `Bearer ${BOB}`, ...headers }, signal: AbortSignal.timeout(20_000) })
+        .then(async (res) => `${res.status} ${JSON.parse((await res.text()) || "{}").error?.code ?? ""}`.trim());
+      const polls = [
+        poll(`${r}/timeline?limit=1&wait=10000`, { "if-none-match": tag }),
+        poll(`${r}/events?after=${/"(\d+)-/.exec(tag)[1]}&wait=10000`),
+      ];
+      await new Promise((ok) => setTimeout(ok, 300));
+      await call(base, ["DELETE", `${r}/members/bob`, undefined, CAROL]);
+      await call(base, ["POST", `${r}/messages`, msg({ role: "user", content: "after bob left" }), CAROL]);
+      got.push((await Promise.all(polls)).join(" | "));
       continue;
     }
     if (request === "line labels") {
