@@ -278,6 +278,11 @@ struct Serve {
     /// model call runs; a stopped replica's lease lapses after it).
     #[arg(long, default_value_t = defaults::LEASE_MS)]
     lease_ms: u64,
+    /// Automatic compaction checks running at once; the rest wait their
+    /// turn, so a provider that hangs cannot hold every thread the
+    /// requests need.
+    #[arg(long, env = "FOLDLINE_COMPACTIONS", default_value_t = serve::COMPACTIONS)]
+    compactions: usize,
     /// Also serve the reference chat page at `/` (sign in with
     /// `/#token=<token>&conversation=<id>`).
     #[arg(long)]
@@ -703,6 +708,7 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
     config.answer_lease = std::time::Duration::from_secs(o.answer_lease);
     config.web = o.web;
     config.allow_origins = o.allow_origin.clone();
+    config.compactions = o.compactions;
     config.compression = cli.compression.availability();
     let web = o.web;
     let d = builder(cli, Location::parse(&cli.journal))?

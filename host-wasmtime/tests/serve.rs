@@ -241,11 +241,20 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// An OpenAI-compatible endpoint whose answer the test sets: `ok`, `hang`
 /// (until set to something else) or `fail` (a 500 with provider text).
 fn fake_model(mode: Arc<Mutex<&'static str>>) -> String {
+    fake_model_counting(mode, Arc::default())
+}
+
+/// [`fake_model`], counting the requests it was sent in `sent`.
+fn fake_model_counting(
+    mode: Arc<Mutex<&'static str>>,
+    sent: Arc<std::sync::atomic::AtomicUsize>,
+) -> String {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
     std::thread::spawn(move || {
         for mut req in server.incoming_requests() {
             let mode = mode.clone();
+            sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             std::thread::spawn(move || {
                 let mut body = String::new();
                 let _ = req.as_reader().read_to_string(&mut body);
@@ -489,6 +498,38 @@ fn every_route_refuses_strangers_and_bad_input_with_stable_codes() {
         (1..=2).contains(&folded),
         "{folded} of the two condense requests folded"
     );
+}
+
+/// A provider that hangs holds at most `--compactions` automatic checks at
+/// once (each a model call on a blocking thread until it answers or times
+/// out): the other conversations over their trigger wait their turn without
+/// a thread, so the requests' threads stay free (before, 600 such
+/// conversations held every one of tokio's 512 and a fresh append waited
+/// two minutes). Once the provider answers, every conversation compacts.
+#[test]
+fn a_hanging_provider_holds_at_most_the_servers_compaction_turns() {
+    use std::sync::atomic::Ordering;
+    let setup = Setup::new();
+    let mode = Arc::new(Mutex::new("hang"));
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let model = fake_model_counting(mode.clone(), sent.clone());
+    let srv = setup.start(&["--openai-base-url", &model, "--compactions", "2"]);
+    let base = &srv.base;
+    let over = turns_for(22_000);
+    let convs: Vec<String> = (0..6).map(|i| format!("h{i}")).collect();
+    for c in &convs {
+        append_batch(base, c, 0..over);
+    }
+    wait_for("two summary calls", || sent.load(Ordering::SeqCst) >= 2);
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(sent.load(Ordering::SeqCst), 2, "more calls than turns");
+    let t0 = Instant::now();
+    append_turns(base, "fresh", 0..1);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    *mode.lock().unwrap() = "ok";
+    for c in &convs {
+        wait_for("every conversation compacted", || setup.boundaries(c) >= 1);
+    }
 }
 
 #[test]

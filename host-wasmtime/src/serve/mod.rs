@@ -54,6 +54,10 @@ use crate::model::Model;
 /// The driver a server runs: any journal (SQLite or Postgres) and any model.
 pub type ServeDriver = Driver<Box<dyn Journal>, Box<dyn Model + Send + Sync>>;
 
+/// Automatic compaction checks a server runs at once by default
+/// ([`ServeConfig::compactions`]).
+pub const COMPACTIONS: usize = 16;
+
 /// How a server runs.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -91,12 +95,18 @@ pub struct ServeConfig {
     /// `scheme://host[:port]`, or `*` for any; none (the default): pages of
     /// the server's own origin only ([`cors`]).
     pub allow_origins: Vec<String>,
+    /// Automatic compaction checks running at once (each may hold a model
+    /// call and a blocking thread until the provider answers or times
+    /// out); the rest wait their turn without holding a thread, so a
+    /// provider that hangs cannot take every thread the requests need.
+    pub compactions: usize,
 }
 
 impl ServeConfig {
     /// Defaults (`foldline_core::defaults`, shared with the edge handler):
     /// 1 MiB bodies, 6 condense requests per member per minute, 5-minute
-    /// answers, 250 ms polls; 30 s requests, replica `local`.
+    /// answers, 250 ms polls; 30 s requests, replica `local`, 16
+    /// compaction checks at once.
     pub fn new(listen: SocketAddr, journal: Location, members: Members) -> ServeConfig {
         ServeConfig {
             listen,
@@ -111,6 +121,7 @@ impl ServeConfig {
             web: false,
             compression: Availability::default(),
             allow_origins: Vec::new(),
+            compactions: COMPACTIONS,
         }
     }
 }

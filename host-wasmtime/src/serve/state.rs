@@ -92,6 +92,9 @@ pub struct App {
     paused: Mutex<BTreeMap<String, Instant>>,
     /// Running background work (compaction checks, manual tasks).
     pub tracker: TaskTracker,
+    /// Turns of the automatic compaction checks ([`ServeConfig::compactions`]
+    /// at once).
+    compactions: Arc<tokio::sync::Semaphore>,
     /// Cancelled when the server stops accepting requests.
     pub stopping: CancellationToken,
     /// The long polls and task streams waiting on each conversation, woken
@@ -111,6 +114,7 @@ impl App {
         driver.compression = config.compression;
         let cors = super::cors::layer(&config.allow_origins)?;
         let store = Store::open(&config.journal)?;
+        let turns = config.compactions.max(1);
         Ok(App {
             driver,
             store,
@@ -119,6 +123,7 @@ impl App {
             checks: Mutex::default(),
             paused: Mutex::default(),
             tracker: TaskTracker::new(),
+            compactions: Arc::new(tokio::sync::Semaphore::new(turns)),
             stopping: CancellationToken::new(),
             wakes: Wakes::default(),
             drawn: Drawn::default(),
@@ -283,11 +288,31 @@ impl App {
         }
         let app = self.clone();
         let conversation = conversation.to_owned();
-        self.tracker.spawn_blocking(move || loop {
-            match app.driver.on_message(&conversation) {
-                Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => app.wrote(&conversation),
+        let turns = self.compactions.clone();
+        let stopping = self.stopping.clone();
+        // A check waits for its turn without a thread; a server that stops
+        // meanwhile lets it go (the next message checks again).
+        self.tracker.spawn(async move {
+            let turn = tokio::select! {
+                t = turns.acquire_owned() => t.ok(),
+                () = stopping.cancelled() => None,
+            };
+            let Some(_turn) = turn else {
+                lock(&app.checks).remove(&conversation);
+                return;
+            };
+            let _ = tokio::task::spawn_blocking(move || app.check_until_done(&conversation)).await;
+        });
+    }
+
+    /// Run `conversation`'s compaction check, again while another is asked
+    /// for meanwhile.
+    fn check_until_done(&self, conversation: &str) {
+        loop {
+            match self.driver.on_message(conversation) {
+                Ok(Outcome::Compacted(_)) | Ok(Outcome::Failed(_)) => self.wrote(conversation),
                 Ok(Outcome::Warm(_)) => {
-                    if let Err(e) = app.driver.prepare_warm(&conversation) {
+                    if let Err(e) = self.driver.prepare_warm(conversation) {
                         eprintln!("foldline serve: warm candidate of {conversation}: {e}");
                     }
                 }
@@ -295,22 +320,22 @@ impl App {
                 Err(e) => {
                     eprintln!("foldline serve: compaction check of {conversation}: {e}");
                     if let HostError::MemoryLimit(bytes) = e {
-                        eprintln!("{}", memory_hint(&conversation, bytes));
+                        eprintln!("{}", memory_hint(conversation, bytes));
                         let until = Instant::now() + MEMORY_PAUSE;
-                        lock(&app.paused).insert(conversation.clone(), until);
+                        lock(&self.paused).insert(conversation.to_owned(), until);
                     }
                 }
             }
             // Checked again if asked meanwhile, unless its checks wait.
-            let waits = lock(&app.paused).contains_key(&conversation);
-            let mut checks = lock(&app.checks);
-            if checks.get(&conversation) == Some(&true) && !waits {
-                checks.insert(conversation.clone(), false);
+            let waits = lock(&self.paused).contains_key(conversation);
+            let mut checks = lock(&self.checks);
+            if checks.get(conversation) == Some(&true) && !waits {
+                checks.insert(conversation.to_owned(), false);
                 continue;
             }
-            checks.remove(&conversation);
+            checks.remove(conversation);
             break;
-        });
+        }
     }
 
     /// Whether an answer holds the session now (on any replica).
