@@ -20,6 +20,7 @@ var MEMBER_WORDING = {
   unauthorized: "You are not signed in to this server.",
   not_author: "You can edit only your own messages."
 };
+var NOT_IN_ROOM_WORDING = "This conversation belongs to another member, who has not let you in.";
 var FAILED_NOTICE = MEMBER_NOTICE;
 var SEND_RETRIES = 3;
 function newSendKey() {
@@ -29,7 +30,7 @@ function newSendKey() {
 function isCompactCommand(text) {
   return text.trim() === "/compact";
 }
-async function refused(res) {
+async function refused(res, compacting = false) {
   let code = "internal";
   let message = `HTTP ${res.status}`;
   try {
@@ -38,7 +39,8 @@ async function refused(res) {
     message = body.error?.message ?? message;
   } catch {
   }
-  throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
+  const wording = code === "not_owner" && !compacting ? NOT_IN_ROOM_WORDING : MEMBER_WORDING[code];
+  throw new ClientError(code, res.status, wording ?? `Something went wrong (${code}). Try again.`, message);
 }
 async function put(f, url, auth, body) {
   const res = await f(url, { method: "PUT", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -140,7 +142,7 @@ function createClient(o) {
   }
   async function compact() {
     const res = await f(`${base}/condense`, { method: "POST", headers: auth });
-    if (res.status !== 202) return refused(res);
+    if (res.status !== 202) return refused(res, true);
     const body = await res.json();
     const p = { task: body.task, events: body.events, lastSeq: 0 };
     keep(p);

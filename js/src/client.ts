@@ -89,6 +89,13 @@ export const MEMBER_WORDING: Readonly<Record<string, string>> = {
   not_author: "You can edit only your own messages.",
 };
 
+/**
+ * What a member sees when a conversation they are not in refuses them
+ * anything but a compaction (`not_owner` on a read, a message, an edit):
+ * another member's conversation they were not let into, or let out of.
+ */
+export const NOT_IN_ROOM_WORDING = "This conversation belongs to another member, who has not let you in.";
+
 /** The one notice a failed compaction shows (the reason stays in the audit record). */
 export const FAILED_NOTICE = MEMBER_NOTICE;
 
@@ -182,7 +189,7 @@ export function isCompactCommand(text: string): boolean {
 
 /** A client for one member and one conversation. */
 /** A refused request as the member-facing `ClientError`. */
-async function refused(res: Response): Promise<never> {
+async function refused(res: Response, compacting = false): Promise<never> {
   let code = "internal";
   let message = `HTTP ${res.status}`;
   try {
@@ -192,7 +199,8 @@ async function refused(res: Response): Promise<never> {
   } catch {
     // not the error shape: keep the status
   }
-  throw new ClientError(code, res.status, MEMBER_WORDING[code] ?? `Something went wrong (${code}). Try again.`, message);
+  const wording = code === "not_owner" && !compacting ? NOT_IN_ROOM_WORDING : MEMBER_WORDING[code];
+  throw new ClientError(code, res.status, wording ?? `Something went wrong (${code}). Try again.`, message);
 }
 
 /** A PUT of `body` as JSON, answered 200 with JSON (a refusal typed). */
@@ -326,7 +334,7 @@ export function createClient(o: ClientOptions): Client {
 
   async function compact(): Promise<TaskPointer> {
     const res = await f(`${base}/condense`, { method: "POST", headers: auth });
-    if (res.status !== 202) return refused(res);
+    if (res.status !== 202) return refused(res, true);
     const body = (await res.json()) as { task: string; events: string };
     const p = { task: body.task, events: body.events, lastSeq: 0 };
     keep(p);

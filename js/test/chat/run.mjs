@@ -213,6 +213,15 @@ try {
     await stranger.press("#text", "Enter");
     await until("the stranger's refusal", async () => /not signed in/.test(await stranger.locator("#status").textContent()));
     if ((await stranger.locator("li.message").count()) !== 0) throw new Error("a stranger sees the conversation");
+    // A conversation of alice's bob was never let into: not the wording of a compaction.
+    const posted = await fetch(`${server.base}/api/conversations/private/messages`, {
+      method: "POST", headers: { authorization: "Bearer alice-token", "content-type": "application/json" }, body: JSON.stringify({ role: "user", content: "Just for me." }),
+    });
+    if (posted.status !== 201) throw new Error(`post: ${posted.status}`);
+    const outside = await (await browser.newContext()).newPage();
+    await outside.goto(`${server.base}/#token=bob-token&conversation=private`);
+    await until("bob's refusal to read", async () => /belongs to another member, who has not let you in/.test(await outside.locator("#status").textContent()));
+    if ((await outside.locator("li.message").count()) !== 0) throw new Error("bob sees a conversation he is not in");
   });
 
   await check("a member edits a message they sent in place, and is offered Edit on their own messages only", async () => {
