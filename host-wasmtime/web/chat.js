@@ -270,10 +270,18 @@ async function render(client, waitMs = 0) {
   list.scrollTop = atBottom ? list.scrollHeight : list.scrollHeight - fromBottom;
 }
 async function live(client) {
+  let out = false;
   for (; ; ) {
     try {
       await render(client, 25e3);
-    } catch {
+      if (out) say("");
+      out = false;
+    } catch (e) {
+      if (e instanceof ClientError && (e.code === "not_owner" || e.code === "unauthorized")) {
+        say(e.memberMessage);
+        list.replaceChildren();
+        out = true;
+      }
       await new Promise((r) => setTimeout(r, 1500));
     }
   }

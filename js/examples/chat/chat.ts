@@ -101,11 +101,22 @@ async function render(client: Client, waitMs = 0): Promise<void> {
 
 /** Follow the conversation: each answer comes when something was written. */
 async function live(client: Client): Promise<void> {
+  let out = false;
   for (;;) {
     try {
       await render(client, 25_000);
-    } catch {
-      await new Promise((r) => setTimeout(r, 1500)); // the server is away: try again
+      if (out) say("");
+      out = false;
+    } catch (e) {
+      // Refused (let out of the room, the token revoked): say so, and
+      // show nothing more of the conversation; asked again in case the
+      // member is let back in. The server away: try again.
+      if (e instanceof ClientError && (e.code === "not_owner" || e.code === "unauthorized")) {
+        say(e.memberMessage);
+        list.replaceChildren();
+        out = true;
+      }
+      await new Promise((r) => setTimeout(r, 1500));
     }
   }
 }

@@ -244,6 +244,21 @@ try {
     await alice.screenshot({ path: join(out, "5-edited.png") });
   });
 
+  // The owner lets bob out while his page follows the room: his page says
+  // so and shows nothing of what is written next; let back in, it follows again.
+  await check("a member let out of the room sees it on the page, and nothing written after", async () => {
+    const room = (method) => fetch(`${server.base}/api/conversations/trip/members/bob`, { method, headers: { authorization: "Bearer alice-token" } });
+    if ((await room("DELETE")).status !== 204) throw new Error("bob was not let out");
+    await alice.fill("#text", "Only for alice from now on.");
+    await alice.press("#text", "Enter");
+    await until("bob's page says he is out", async () => /belongs to another member, who has not let you in/.test(await bobPage.locator("#status").textContent()));
+    await until("bob's page empty", async () => (await bobPage.locator("li.message").count()) === 0);
+    if ((await bobPage.locator("li.message", { hasText: "Only for alice" }).count()) !== 0) throw new Error("bob saw what came after");
+    if ((await room("PUT")).status !== 204) throw new Error("bob was not let back in");
+    await until("bob's page following again", async () => (await bobPage.locator("li.message", { hasText: "Only for alice" }).count()) === 1, 30_000);
+    await until("the refusal gone from bob's page", async () => (await bobPage.locator("#status").textContent()) === "");
+  });
+
   await check("a long conversation opens on its latest page, shows earlier ones on request, and an idle page draws nothing", async () => {
     const say = (body) => fetch(`${server.base}/api/conversations/long/messages`, {
       method: "POST", headers: { authorization: "Bearer alice-token", "content-type": "application/json" }, body: JSON.stringify(body),
