@@ -1061,7 +1061,8 @@ fn a_history_too_large_for_a_call_still_gives_its_context() {
 /// holds it — for a new conversation's bounded activation (the frontier
 /// near the newest turns) and for a backlog after an early frontier (the
 /// oldest turns folded in steps). 20,000 messages (18 MB): at 48 MiB the
-/// whole content was `memory_limit`.
+/// whole content was `memory_limit`. A timeline page of all of them is
+/// drawn at 96 MiB, as the whole timeline is.
 #[test]
 fn a_history_too_large_for_a_call_is_compacted_at_its_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -1103,6 +1104,14 @@ fn a_history_too_large_for_a_call_is_compacted_at_its_memory() {
         assert_eq!(
             run(&db, "48", &["context"]),
             run(&copy, "512", &["context"]),
+            "{name}"
+        );
+        // A page larger than one call's is drawn in pages too: its latest
+        // 100,000 items (all of them) are the whole timeline, drawn in
+        // pages of 5,000 (one call taking them was `memory_limit` at 128 MiB).
+        assert_eq!(
+            run(&db, "96", &["timeline", "--json", "--limit", "100000"]),
+            run(&db, "96", &["timeline", "--json"]),
             "{name}"
         );
     }
@@ -3216,7 +3225,10 @@ fn a_timeline_page_drawn_from_what_it_can_reach_is_the_whole_conversations_page(
 
 /// A whole timeline is drawn in pages from the latest back (at most
 /// `timeline_page_items` items a core call), and is the timeline the core
-/// draws from every event, with and without `before`.
+/// draws from every event, with and without `before`; so is a page larger
+/// than one call's (`limit` over `timeline_page_items`), its `earlier`
+/// included (before, one call took it whole: a page of a million items of
+/// 60,000 long messages ran out of the call's memory).
 #[test]
 fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
     use foldline_wasmtime::driver::Page;
@@ -3248,26 +3260,20 @@ fn a_whole_timeline_is_drawn_in_pages_and_is_the_whole_timeline() {
         .timeline_text_bytes(bytes)
         .build()
         .unwrap();
-        for before in [None, Some(60), Some(1)] {
-            let (drawn, _) = paged
-                .timeline_at(
-                    "c",
-                    Page {
-                        limit: None,
-                        before,
-                    },
-                )
-                .unwrap();
-
+        for (limit, before) in [None, Some(30)]
+            .into_iter()
+            .flat_map(|l| [None, Some(60), Some(1)].map(|b| (l, b)))
+        {
+            let (drawn, _) = paged.timeline_at("c", Page { limit, before }).unwrap();
             assert!(
-                before == Some(1) || drawn.items.len() > 40,
+                before == Some(1) || drawn.items.len() >= 30,
                 "{}",
                 drawn.items.len()
             );
             assert_eq!(
                 serde_json::to_value(&drawn).unwrap(),
-                core_timeline(&all, &r, None, before),
-                "pages of {items}, {bytes} B of text, before {before:?}"
+                core_timeline(&all, &r, limit, before),
+                "pages of {items}, {bytes} B of text, limit {limit:?} before {before:?}"
             );
         }
     }

@@ -928,7 +928,8 @@ test("a timeline page drawn from what it can reach is the whole conversation's p
 
 // A whole timeline is drawn in pages from the latest back (at most
 // `timelinePageItems` items a core call), and is the timeline the core
-// draws from every event, with and without `before`.
+// draws from every event, with and without `before`; so is a page larger
+// than one call's (`limit` over `timelinePageItems`), its `earlier` included.
 test("a whole timeline is drawn in pages and is the whole timeline", async () => {
   const journal = new f.MemoryJournal();
   await chat(f.createCompactor({ journal, model: fakeModel(), declaration }), journal, 1, 160);
@@ -940,10 +941,13 @@ test("a whole timeline is drawn in pages and is the whole timeline", async () =>
     const c = f.createCompactor({ journal, model: fakeModel(), declaration, timelinePageItems, timelineTextChars });
     const r = await c.resolve("c1");
     assert.ok(r.accepted.length >= 3, "compacted");
-    for (const before of [undefined, 60, 1]) {
-      const drawn = await c.timeline("c1", before === undefined ? {} : { before });
-      assert.deepEqual(drawn, f.timeline(all, r.accepted, r.retiredBoundaries, before === undefined ? {} : { before }), `pages of ${timelinePageItems} before ${before}`);
-      assert.ok(before === 1 || drawn.items.length > 40);
+    for (const limit of [undefined, 30]) {
+      for (const before of [undefined, 60, 1]) {
+        const page = { ...(limit === undefined ? {} : { limit }), ...(before === undefined ? {} : { before }) };
+        const drawn = await c.timeline("c1", page);
+        assert.deepEqual(drawn, f.timeline(all, r.accepted, r.retiredBoundaries, page), `pages of ${timelinePageItems} limit ${limit} before ${before}`);
+        assert.ok(before === 1 || drawn.items.length >= 30);
+      }
     }
   }
 });

@@ -554,15 +554,16 @@ impl<J: Journal, M: Model> Driver<J, M> {
         };
         let drawn = match (read, page.limit) {
             (Err(e), _) => Err(e),
-            (Ok(()), Some(_)) => {
+            (Ok(()), Some(limit)) if limit <= self.timeline_page_items => {
                 let request = self.page_request(&drawing(&kept), page);
                 lock(&self.texts).put(conversation, kept);
                 return Ok((self.draw(&request?)?, seq));
             }
-            // Every page at once: messages let go are read again, once.
-            (Ok(()), None) => kept
+            // Every page at once, or more than one call's page: messages
+            // let go are read again, once.
+            (Ok(()), _) => kept
                 .restore(&mut self.pages_of(conversation))
-                .and_then(|()| self.draw_in_pages(&drawing(&kept), page.before)),
+                .and_then(|()| self.draw_in_pages(&drawing(&kept), page)),
         };
         lock(&self.texts).put(conversation, kept);
         Ok((drawn?, seq))
@@ -597,29 +598,36 @@ impl<J: Journal, M: Model> Driver<J, M> {
         Foldline::answer(&self.foldline.call_raw("timeline", request)?)
     }
 
-    /// Every item below `before` (all of them without), drawn in pages of
-    /// at most `timeline_page_items` from the latest back: no core call
-    /// takes the whole conversation (at 200,000 messages one call needed
-    /// 2 GiB), and the pages, each one's `earlier` the next one's `before`,
-    /// are the whole timeline's items in order.
-    fn draw_in_pages(&self, d: &Drawing<'_>, mut before: Option<u64>) -> Result<Timeline> {
+    /// The latest `page.limit` items below `page.before` (every item
+    /// without a limit), drawn in pages of at most `timeline_page_items`
+    /// from the latest back: no core call takes the whole conversation (at
+    /// 200,000 messages one call needed 2 GiB; a page of a million items
+    /// of 60,000 long messages ran out of the call's 512 MiB), and the
+    /// pages, each one's `earlier` the next one's `before`, are the items
+    /// one page of that limit holds, in order, with its `earlier`.
+    fn draw_in_pages(&self, d: &Drawing<'_>, page: Page) -> Result<Timeline> {
+        let (mut before, mut left) = (page.before, page.limit);
         let mut pages = Vec::new();
         loop {
-            let page = Page {
-                limit: Some(self.timeline_page_items),
+            let part = Page {
+                limit: Some(left.map_or(self.timeline_page_items, |l| {
+                    l.min(self.timeline_page_items)
+                })),
                 before,
             };
-            let t = self.draw(&self.page_request(d, page)?)?;
+            let t = self.draw(&self.page_request(d, part)?)?;
+            let taken = t.items.len() as u64;
             pages.push(t.items);
+            left = left.map(|l| l.saturating_sub(taken));
             match t.earlier {
-                Some(e) => before = Some(e),
-                None => break,
+                Some(e) if left != Some(0) && taken > 0 => before = Some(e),
+                earlier => {
+                    let items = pages.into_iter().rev().flatten().collect();
+                    let earlier = earlier.filter(|_| page.limit.is_some());
+                    return Ok(Timeline { items, earlier });
+                }
             }
         }
-        Ok(Timeline {
-            items: pages.into_iter().rev().flatten().collect(),
-            earlier: None,
-        })
     }
 
     /// Keep at most `bytes` of conversations' events as timeline text

@@ -215,21 +215,26 @@ export async function drawTimeline(c: Ctx, texts: Texts, id: string, page: Timel
   }
   const j = c.o.journal;
   const read = (after: number, limit?: number) => (limit !== undefined && j.readEventsPage ? j.readEventsPage(id, after, limit) : j.readEvents(id, after));
-  const events = await texts.through(id, seq, read, page.limit === undefined);
+  const size = Math.max(1, c.o.timelinePageItems ?? TIMELINE_PAGE_ITEMS);
+  const one = page.limit !== undefined && page.limit <= size;
+  const events = await texts.through(id, seq, read, !one);
   const draw = async (p: TimelinePage): Promise<Timeline> => {
     const rest = JSON.stringify({ accepted, ...(retired.length ? { retired } : {}), limit: p.limit, before: p.before });
     return callText<Timeline>("timeline", `{"events":[${await events(p)}],${rest.slice(1)}`);
   };
-  if (page.limit !== undefined) return draw(page);
-  // A whole timeline, in pages from the latest back (each one's `earlier`
-  // the next one's `before`): no core call takes a whole long conversation.
-  const limit = Math.max(1, c.o.timelinePageItems ?? TIMELINE_PAGE_ITEMS);
+  if (one) return draw(page);
+  // A whole timeline, or a page larger than one call's, in pages from the
+  // latest back (each one's `earlier` the next one's `before`): no core
+  // call takes a whole long conversation (the Rust driver's `draw_in_pages`).
   const pages: Timeline["items"][] = [];
+  let left = page.limit;
   for (let before = page.before; ;) {
-    const t = await draw({ limit, before });
+    const t = await draw({ limit: left === undefined ? size : Math.min(size, left), before });
     pages.push(t.items);
-    if (t.earlier === undefined) break;
+    if (left !== undefined) left -= t.items.length;
+    if (t.earlier === undefined || left === 0 || t.items.length === 0) {
+      return { items: pages.reverse().flat(), ...(page.limit !== undefined && t.earlier !== undefined ? { earlier: t.earlier } : {}) };
+    }
     before = t.earlier;
   }
-  return { items: pages.reverse().flat() };
 }
