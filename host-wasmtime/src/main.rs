@@ -254,7 +254,8 @@ struct Serve {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: std::net::SocketAddr,
-    /// The members file: `{"members": [{"id", "tokenSha256"}]}`.
+    /// The members file: `{"members": [{"id", "tokenSha256"}]}`, read
+    /// again on SIGHUP (a token added or revoked without a restart).
     #[arg(long, env = "FOLDLINE_MEMBERS")]
     members: PathBuf,
     /// This server's writer name; keep it across restarts so a restarted
@@ -701,6 +702,7 @@ fn serve(cli: &Cli, o: &Serve) -> Result<ExitCode, HostError> {
         .map_err(|e| HostError::Input(format!("{}: {e}", o.members.display())))?;
     let members = serve::Members::parse(&text)?;
     let mut config = serve::ServeConfig::new(o.listen, Location::parse(&cli.journal), members);
+    config.members_file = Some(o.members.clone());
     config.replica = o.replica.clone();
     config.body_limit = o.body_limit;
     config.request_timeout = std::time::Duration::from_secs(o.request_timeout);

@@ -532,6 +532,62 @@ fn a_hanging_provider_holds_at_most_the_servers_compaction_turns() {
     }
 }
 
+/// The members file is read again on SIGHUP: a member taken out of it is
+/// refused from then on (`401`), a long poll of theirs already waiting too
+/// once something is written; one added is served; their conversations
+/// stay theirs. A file that does not parse leaves the members as they were.
+#[test]
+fn the_members_file_is_read_again_on_hangup() {
+    const CAROL: &str = "carol-token-3";
+    let setup = Setup::new();
+    let srv = setup.start(&[]);
+    let base = srv.base.clone();
+    let conv = format!("{base}/api/conversations/m1");
+    append_turns(&base, "m1", 0..1);
+    let (s, v) = call("PUT", &format!("{conv}/members/bob"), Some(ALICE), None);
+    assert_eq!(s, 204, "{v}");
+    let (s, _) = call("GET", &format!("{conv}/timeline"), Some(BOB), None);
+    assert_eq!(s, 200);
+    let (s, v) = call("GET", &format!("{conv}/events?after=0"), Some(BOB), None);
+    assert_eq!(s, 200, "{v}");
+    let last = v["last"].as_u64().unwrap();
+    let poll = std::thread::spawn(move || {
+        let url = format!("{conv}/events?after={last}&wait=10000");
+        call("GET", &url, Some(BOB), None)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let hang_up = |members: Value| {
+        let file = setup.dir.path().join("members.json");
+        std::fs::write(file, members.to_string()).unwrap();
+        let hup = Command::new("kill")
+            .args(["-HUP", &srv.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(hup.success());
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    hang_up(json!({"members": [
+        {"id": "alice", "tokenSha256": hash_token(ALICE)},
+        {"id": "carol", "tokenSha256": hash_token(CAROL)},
+    ]}));
+    append_turns(&base, "m1", 1..2);
+    let (s, v) = poll.join().unwrap();
+    assert_eq!((s, code(&v)), (401, "unauthorized"), "{v}");
+    let url = format!("{base}/api/conversations/m1/timeline");
+    assert_eq!(call("GET", &url, Some(BOB), None).0, 401);
+    assert_eq!(call("GET", &url, Some(ALICE), None).0, 200);
+    let carol = format!("{base}/api/conversations/c9/messages");
+    let hello = r#"{"role":"user","content":"hello"}"#;
+    assert_eq!(call("POST", &carol, Some(CAROL), Some(hello)).0, 201);
+    hang_up(json!({"members": []}));
+    assert_eq!(
+        call("POST", &carol, Some(CAROL), Some(hello)).0,
+        201,
+        "kept"
+    );
+    assert_eq!(call("GET", &url, Some(BOB), None).0, 401);
+}
+
 #[test]
 fn provider_text_stays_in_the_audit_and_a_member_sees_the_generic_notice() {
     let setup = Setup::new();

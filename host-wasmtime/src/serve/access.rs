@@ -56,8 +56,8 @@ impl FromRequestParts<Arc<App>> for Caller {
             .and_then(|v| v.trim_start().split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, t)| t.trim());
-        match token.and_then(|t| app.config.members.authenticate(t)) {
-            Some(m) => Ok(Caller(m.to_owned())),
+        match token.and_then(|t| app.authenticate(t)) {
+            Some(m) => Ok(Caller(m)),
             None => Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",

@@ -140,8 +140,16 @@ pub async fn events(
 
 /// A long poll that waited is admitted again before it answers what was
 /// written meanwhile: a member the owner let out of the room while it
-/// waited is refused (`not_owner`), never sent what came after.
+/// waited is refused (`not_owner`), and one no longer among the server's
+/// members (`unauthorized`), never sent what came after.
 pub async fn still_admitted(app: &Arc<App>, id: &str, member: &str) -> Result<(), ApiError> {
+    if !app.is_member(member) {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a member's bearer token is needed: Authorization: Bearer <token>",
+        ));
+    }
     let (a, c, m) = (app.clone(), id.to_owned(), member.to_owned());
     blocking(move || admitted(&a, &c, &m)).await
 }

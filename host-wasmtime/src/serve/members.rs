@@ -105,6 +105,49 @@ impl Members {
     }
 }
 
+/// Read the members file at `path` again each time the process gets
+/// `SIGHUP` (Unix; elsewhere, nothing) and give the server what it lists. A
+/// file that does not parse is logged and the members stay as they were.
+/// The signal is taken here (within the runtime), before the future runs:
+/// a `SIGHUP` from then on no longer ends the process.
+pub fn reload_on_hangup(
+    server: std::sync::Arc<super::Server>,
+    path: std::path::PathBuf,
+) -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    #[cfg(not(unix))]
+    let hangups: Option<()> = None;
+    async move {
+        #[cfg(unix)]
+        if let Some(mut hangups) = hangups {
+            while hangups.recv().await.is_some() {
+                reload(&server, &path);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = (server, path, hangups);
+    }
+}
+
+/// Give `server` the members the file at `path` lists, or log why not.
+fn reload(server: &super::Server, path: &std::path::Path) {
+    let read = std::fs::read_to_string(path)
+        .map_err(|e| HostError::Input(format!("{}: {e}", path.display())))
+        .and_then(|text| Members::parse(&text));
+    match read {
+        Ok(members) => {
+            let n = members.members.len();
+            server.set_members(members);
+            eprintln!("foldline serve: {} read again: {n} members", path.display());
+        }
+        Err(e) => eprintln!(
+            "foldline serve: {} not read again, the members stay as they were: {e}",
+            path.display()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

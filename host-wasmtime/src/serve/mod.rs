@@ -66,8 +66,12 @@ pub struct ServeConfig {
     /// Where the journal lives (the server's ownership, task and answer
     /// tables live beside it).
     pub journal: Location,
-    /// Who may call, by token hash.
+    /// Who may call, by token hash ([`Server::set_members`] replaces them
+    /// while it runs).
     pub members: Members,
+    /// The members file they were read from: [`serve`] reads it again on
+    /// `SIGHUP` (Unix), so a token is added or revoked without a restart.
+    pub members_file: Option<std::path::PathBuf>,
     /// This server's name as a writer (`serve:<replica>` holds leases): keep
     /// it across restarts, so a restarted server ends the tasks it was running.
     pub replica: String,
@@ -112,6 +116,7 @@ impl ServeConfig {
             listen,
             journal,
             members,
+            members_file: None,
             replica: "local".into(),
             body_limit: defaults::BODY_LIMIT_BYTES as usize,
             request_timeout: Duration::from_secs(30),
@@ -157,6 +162,14 @@ impl Server {
         routes::router(self.app.clone())
     }
 
+    /// Replace the members: from the next request on, only their tokens
+    /// are served. A member no longer listed is refused (`401
+    /// unauthorized`), a long poll of theirs already waiting too when
+    /// something is written; their conversations stay theirs.
+    pub fn set_members(&self, members: Members) {
+        self.app.set_members(members);
+    }
+
     /// Stop: the streams of running tasks go on until their terminal event,
     /// and this resolves once every running task has written it. Call it
     /// after your listener stopped accepting.
@@ -196,6 +209,9 @@ pub fn serve(
             .await
             .map_err(|e| std::io::Error::new(e.kind(), format!("listening on {listen}: {e}")))?;
         let addr = listener.local_addr()?;
+        if let Some(path) = server.app.config.members_file.clone() {
+            tokio::spawn(members::reload_on_hangup(server.clone(), path));
+        }
         ready(addr);
         let (stopping, tracker) = (server.app.stopping.clone(), server.app.tracker.clone());
         let stopped = async move {

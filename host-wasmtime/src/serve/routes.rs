@@ -445,7 +445,7 @@ async fn room_admit(
 ) -> Result<Response, ApiError> {
     blocking(move || {
         owned(&app, &id, &caller)?;
-        if !app.config.members.contains(&member) {
+        if !app.is_member(&member) {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "not_found",

@@ -90,6 +90,8 @@ pub struct App {
     /// Conversations whose compaction check ran over its memory bound, and
     /// until when their checks wait ([`MEMORY_PAUSE`]).
     paused: Mutex<BTreeMap<String, Instant>>,
+    /// Who may call: the config's members, until [`App::set_members`].
+    members: std::sync::RwLock<super::Members>,
     /// Running background work (compaction checks, manual tasks).
     pub tracker: TaskTracker,
     /// Turns of the automatic compaction checks ([`ServeConfig::compactions`]
@@ -115,7 +117,9 @@ impl App {
         let cors = super::cors::layer(&config.allow_origins)?;
         let store = Store::open(&config.journal)?;
         let turns = config.compactions.max(1);
+        let members = std::sync::RwLock::new(config.members.clone());
         Ok(App {
+            members,
             driver,
             store,
             config,
@@ -129,6 +133,23 @@ impl App {
             drawn: Drawn::default(),
             cors,
         })
+    }
+
+    /// The member a bearer token belongs to.
+    pub fn authenticate(&self, token: &str) -> Option<String> {
+        let members = self.members.read().unwrap_or_else(|e| e.into_inner());
+        members.authenticate(token).map(str::to_owned)
+    }
+
+    /// Whether `id` is a member of this server now.
+    pub fn is_member(&self, id: &str) -> bool {
+        let members = self.members.read().unwrap_or_else(|e| e.into_inner());
+        members.contains(id)
+    }
+
+    /// Replace the members ([`super::Server::set_members`]).
+    pub fn set_members(&self, members: super::Members) {
+        *self.members.write().unwrap_or_else(|e| e.into_inner()) = members;
     }
 
     /// Wake the event streams of `conversation`.
