@@ -335,6 +335,37 @@ fn an_import_reads_openai_responses_items_and_the_context_gives_them_back() {
     assert_eq!(stored_default(&db).len(), 6, "nothing written");
 }
 
+/// A tool cycle is one unit compaction neither splits nor keeps part of:
+/// an import holding one larger than a compaction can take is refused
+/// whole, nothing written (before, it was written, every context left the
+/// cycle out and every compaction was `nothing_to_fold`, for good).
+#[test]
+fn an_import_with_a_tool_cycle_no_compaction_could_take_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let calls: Vec<serde_json::Value> = (0..200)
+        .map(|i| serde_json::json!({"id": format!("c{i}"), "type": "function", "function": {"name": "check", "arguments": "{}"}}))
+        .collect();
+    let mut messages = vec![
+        serde_json::json!({"role": "user", "content": "Run the checks."}),
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": calls}),
+    ];
+    for i in 0..200 {
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("result {i} {}", "ok ".repeat(700))}));
+    }
+    messages.push(serde_json::json!({"role": "assistant", "content": "All checks ran."}));
+    let file = dir.path().join("cycle.json");
+    std::fs::write(&file, serde_json::Value::Array(messages).to_string()).unwrap();
+    let out = on_journal(&db).arg("import").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("turn_too_large") && err.contains("larger than one compaction can take whole"),
+        "{err}"
+    );
+    assert!(stored_default(&db).is_empty(), "nothing written");
+}
+
 /// `Driver::append_keyed`, as the JS driver's `append` with an idempotency
 /// key: a retry writes nothing again and answers as the first time, also
 /// from another driver on the same journal (the key is read back from it);

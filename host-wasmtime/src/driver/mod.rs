@@ -38,6 +38,7 @@ pub use append::Appended;
 pub use corrected::Corrected;
 mod context;
 mod corrected;
+mod cycles;
 mod kept;
 mod lease;
 mod newest;

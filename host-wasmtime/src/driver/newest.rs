@@ -27,11 +27,19 @@ impl<J: Journal, M: Model> Driver<J, M> {
     /// batch's and, while the members' surface exists, their fragments'
     /// room) and the least summary. Part of [`Driver::check_events`]; a
     /// host that checked a batch's turns itself (`foldline serve`) calls
-    /// it alone.
+    /// it alone. A tool cycle is held to what one compaction can take, and
+    /// an open one (the batch's last turn answers it) to that room too
+    /// (`cycles.rs`).
     ///
     /// # Errors
     /// `turn_too_large` naming the turn; storage failures.
     pub fn check_newest(&self, conversation: &str, events: &[Event]) -> Result<()> {
+        self.check_newest_turn(conversation, events)?;
+        self.check_cycles(conversation, events)
+    }
+
+    /// The newest turn's room ([`Driver::check_newest`] less the cycles).
+    fn check_newest_turn(&self, conversation: &str, events: &[Event]) -> Result<()> {
         let edited;
         let newest = match events.last() {
             Some(Event::Message(m)) => m,
@@ -68,11 +76,30 @@ impl<J: Journal, M: Model> Driver<J, M> {
             super::append::pinned_of(&c.recent)
         };
         let batch = events.iter().filter(|e| e.is_pinned()).cloned();
-        let mut metas: Vec<Event> = held.into_iter().chain(batch).filter_map(meta).collect();
+        let held: Vec<Event> = held.into_iter().chain(batch).collect();
+        let at = events.len() - 1;
+        let what = || {
+            format!("events[{at}] is larger than a context holds as its newest turn beside the pinned turns and a summary")
+        };
+        self.fits_newest(conversation, held, vec![last], what, &newest.turn_id)
+    }
+
+    /// Refuse (`turn_too_large`, naming `turn`, `what` saying why) when the
+    /// `newest` turns a context could not hold whole beside `held` (the
+    /// pinned turns), the fragments' room and the least summary.
+    pub(super) fn fits_newest(
+        &self,
+        conversation: &str,
+        held: Vec<Event>,
+        newest: Vec<Event>,
+        what: impl FnOnce() -> String,
+        turn: &str,
+    ) -> Result<()> {
+        let mut metas: Vec<Event> = held.into_iter().filter_map(meta).collect();
         if self.compression.surface {
             metas.push(self.fragments_turn(conversation));
         }
-        metas.extend(meta(last));
+        metas.extend(newest.into_iter().filter_map(meta));
         let request = foldline_core::SelectRequest {
             declaration: self.declaration.clone(),
             route: (self.route_of)(conversation),
@@ -89,16 +116,17 @@ impl<J: Journal, M: Model> Driver<J, M> {
             carried: None,
         };
         match self.foldline.select(&request) {
-            Err(HostError::Core(e)) if e.code == Code::TailTurnTooLarge => {
-                Err(HostError::Core(foldline_core::Error::new(
+            Err(HostError::Core(e)) if e.code == Code::TailTurnTooLarge => Err(HostError::Core(
+                foldline_core::Error::new(
                     Code::TurnTooLarge,
                     format!(
-                        "events[{}] is larger than a context holds as its newest turn beside the pinned turns and a summary: {}",
-                        events.len() - 1,
+                        "{}: {}",
+                        what(),
                         e.message.trim_start_matches("tail_turn_too_large: ")
                     ),
-                ).with_ids([newest.turn_id.clone()])))
-            }
+                )
+                .with_ids([turn.to_owned()]),
+            )),
             Err(e) => Err(e),
             Ok(_) => Ok(()),
         }

@@ -114,7 +114,7 @@ export async function appendMessages(c: Ctx, id: string, input: OpenAiChatMessag
       if (events.some(isPinned)) {
         checkBesidePinned(c, id, events, pinnedTurns(s));
       }
-      checkNewest(c, id, events, () => pinnedTurns(s));
+      checkNewest(c, id, events, () => pinnedTurns(s), () => s.recent);
       try {
         const seq = await c.o.journal.append(id, events, { expectedSeq: s.seq });
         await sync(c, id);

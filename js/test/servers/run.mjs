@@ -621,6 +621,26 @@ try {
     const expected = `201 201 201 replayed 201 201 | 200 "Be brief.\\n\\nBe kind." 4`;
     if (got !== expected) { failed++; console.log(`not ok - a request's system prompt on ${base}: ${got}, expected ${expected}`); }
   }
+  // A tool cycle is one unit compaction neither splits nor keeps part of:
+  // an open one past a context's room (its results posted one by one) and
+  // a closed one past what one compaction can take (a whole batch) are
+  // refused, and the conversation still answers its context.
+  for (const base of [bases.edge, bases.rust]) {
+    cases.push(`a tool cycle larger than a context or a compaction is refused on ${base === bases.rust ? "foldline serve" : "the edge handler"}`);
+    const post = (conv, body) => call(base, ["POST", `/api/conversations/${conv}/messages`, msg(body), ALICE]);
+    const calls = (p) => ({ role: "assistant", content: null, tool_calls: Array.from({ length: 200 }, (_, i) => ({ id: `${p}${i}`, type: "function", function: { name: "check", arguments: "{}" } })) });
+    const result = (p, i) => ({ role: "tool", tool_call_id: `${p}${i}`, content: `result ${i} ${"ok ".repeat(700)}` });
+    const got = [await post("cycle", { role: "user", content: "Run the checks." }), await post("cycle", calls("c"))];
+    for (let i = 0; i < 200; i++) {
+      const r = await post("cycle", result("c", i));
+      if (r !== "201") { got.push(`${i} ${r}`); break; }
+    }
+    const context = await fetch(`${base}/api/conversations/cycle/context`, { headers: { authorization: `Bearer ${ALICE}` } });
+    got.push(`context ${context.status}`);
+    got.push(await post("closed", [{ role: "user", content: "Again." }, calls("d"), ...Array.from({ length: 200 }, (_, i) => result("d", i)), { role: "assistant", content: "Done." }]));
+    const expected = "201 201 37 413 turn_too_large context 200 413 turn_too_large";
+    if (got.join(" ") !== expected) { failed++; console.log(`not ok - a tool cycle on ${base}: ${got.join(" ")}, expected ${expected}`); }
+  }
   const rooms = await Promise.all([room(bases.edge), room(bases.rust)]);
   steps.forEach(([what, , expected], i) => {
     const [e, ru] = [rooms[0][i], rooms[1][i]];
