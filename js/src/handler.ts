@@ -10,7 +10,7 @@
 import { createCompactor } from "./driver.js";
 import { checkMembers, checkOptions } from "./options.js";
 import { ANSWER_LEASE_MS, BODY_LIMIT_BYTES, CONDENSE_PER_MINUTE, POLL_MS } from "./defaults.js";
-import { answersOf, MemoryCompression, MemoryOwners, type ExecutionContext, type Handler, type HandlerOptions } from "./handler/api.js";
+import { answersOf, MemoryCompression, MemoryOwners, type ExecutionContext, type Handler, type HandlerOptions, type Member } from "./handler/api.js";
 import { failure } from "./handler/reply.js";
 import { route } from "./handler/routes.js";
 import { corsOf, withCors } from "./handler/cors.js";
@@ -34,6 +34,7 @@ export function createHandler(o: HandlerOptions): Handler {
   const owners = o.owners ?? new MemoryOwners();
   const app: App = {
     o,
+    members: o.members,
     owners,
     compactor: createCompactor({
       journal: o.journal, model: o.model, declaration: o.declaration, compactorDeclaration: o.compactorDeclaration,
@@ -65,5 +66,11 @@ export function createHandler(o: HandlerOptions): Handler {
     return new Response(null, { status: r.status, headers: r.headers });
   };
   const cors = corsOf(o.allowOrigins);
-  return cors ? (req, ctx) => withCors(cors, req, () => answer(req, ctx)) : answer;
+  const handle = cors ? (req: Request, ctx?: ExecutionContext) => withCors(cors, req, () => answer(req, ctx)) : answer;
+  return Object.assign(handle, {
+    setMembers(members: Member[]): void {
+      checkMembers(members);
+      app.members = members;
+    },
+  });
 }

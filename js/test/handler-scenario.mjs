@@ -95,6 +95,8 @@ export async function world(f, stores = {}) {
   return {
     journal,
     fetch: (req, ctx) => handler(req, ctx),
+    setMembers: (list) => handler.setMembers(list),
+    members,
     setMode: (m) => { mode = m; },
     crash: () => { handler = make(); },
   };

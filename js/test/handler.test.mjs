@@ -387,3 +387,30 @@ test("the chat client: a message whose answer was lost is written once", async (
   assert.deepEqual(texts, ["Is the venue booked?", "And the caterer?"]);
   await Promise.allSettled(pending);
 });
+
+// The handler's members replaced while it runs (foldline serve reads its
+// members file again on SIGHUP): a member taken out is refused 401 from the
+// next request, a long poll of theirs already waiting too once something is
+// written; a list createHandler would refuse leaves the members as they were.
+test("setMembers: a member taken out is refused, a waiting long poll of theirs too", async () => {
+  const w = await world(f);
+  const pending = [];
+  const ctx = { waitUntil: (p) => pending.push(p) };
+  const call = (token, method, path, body) => w.fetch(new Request(`http://local/api/conversations/m1${path}`, {
+    method, body: body && JSON.stringify(body), headers: { authorization: `Bearer ${token}` },
+  }), ctx);
+  assert.equal((await call(ALICE, "POST", "/messages", { role: "user", content: "hello" })).status, 201);
+  assert.equal((await call(ALICE, "PUT", "/members/bob")).status, 204);
+  const last = (await (await call(BOB, "GET", "/events?after=0")).json()).last;
+  const poll = call(BOB, "GET", `/events?after=${last}&wait=10000`);
+  await new Promise((r) => setTimeout(r, 200));
+  w.setMembers(w.members.filter((m) => m.id !== "bob"));
+  assert.equal((await call(ALICE, "POST", "/messages", { role: "user", content: "after bob" })).status, 201);
+  const answered = await poll;
+  assert.deepEqual([answered.status, (await answered.json()).error.code], [401, "unauthorized"]);
+  assert.equal((await call(BOB, "GET", "/timeline")).status, 401);
+  assert.throws(() => w.setMembers([]), (e) => e.code === "invalid_request");
+  assert.equal((await call(ALICE, "GET", "/timeline")).status, 200, "the members stay as they were");
+  assert.equal((await call(BOB, "GET", "/timeline")).status, 401);
+  await Promise.allSettled(pending);
+});

@@ -36,7 +36,7 @@ export async function caller(app: App, req: Request): Promise<string> {
   if (token) {
     const hash = await sha256Hex(token);
     let found: string | undefined;
-    for (const m of app.o.members) if (same(m.tokenSha256, hash)) found = m.id;
+    for (const m of app.members) if (same(m.tokenSha256, hash)) found = m.id;
     if (found) return found;
   }
   throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
@@ -67,6 +67,17 @@ export async function owned(app: App, id: string, member: string): Promise<void>
 }
 
 /** The owner or a member of the conversation's room. */
+/**
+ * A long poll that waited, admitted again before it answers what was
+ * written meanwhile: a member no longer among the handler's members is
+ * refused (`unauthorized`), one let out of the room too (`not_owner`),
+ * never sent what came after (foldline serve's `still_admitted`).
+ */
+export async function stillAdmitted(app: App, id: string, member: string): Promise<void> {
+  if (!app.members.some((m) => m.id === member)) throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
+  await admitted(app, id, member);
+}
+
 export async function admitted(app: App, id: string, member: string): Promise<void> {
   try {
     await owned(app, id, member);

@@ -5,7 +5,7 @@
 import { FEED_PAGE_EVENTS, LONG_POLL_MS } from "../defaults.js";
 import { FoldlineError } from "../error.js";
 import { json, ApiError } from "./reply.js";
-import { admitted } from "./access.js";
+import { stillAdmitted } from "./access.js";
 import type { Journal, StoredEvent } from "../journal/journal.js";
 import { holding, napOn, type App } from "./state.js";
 
@@ -28,7 +28,7 @@ async function poll(app: App, id: string, member: string, after: number, limit: 
     // A long poll that waited is admitted again before it answers what was
     // written meanwhile: a member let out of the room while it waited is
     // refused, never sent what came after (foldline serve's `still_admitted`).
-    if (waited && found.length > 0) await admitted(app, id, member);
+    if (waited && found.length > 0) await stillAdmitted(app, id, member);
     if (found.length > 0 || Date.now() >= deadline) {
       const events = found.map((s) => ({ seq: s.seq, event: s.event.type === "compactionFailed" ? { ...s.event, reason: "" } : s.event }));
       // The chain's verdict, for the local projection.

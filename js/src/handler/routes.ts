@@ -111,7 +111,7 @@ async function room(app: App, req: Request, id: string, who: string | undefined,
   }
   await owned(app, id, member);
   if (req.method === "PUT") {
-    if (!app.o.members.some((x) => x.id === who)) throw new ApiError(404, "not_found", `no member ${JSON.stringify(who)} on this server`);
+    if (!app.members.some((x) => x.id === who)) throw new ApiError(404, "not_found", `no member ${JSON.stringify(who)} on this server`);
     if (who !== member) await app.owners.admit(id, who);
   } else if (!(await app.owners.dismiss(id, who))) {
     throw new ApiError(404, "not_found", `${JSON.stringify(who)} is not in this room`);

@@ -7,7 +7,7 @@ import type { Compactor } from "../driver/api.js";
 import type { Availability } from "../types.js";
 import { WAITS_PER_MEMBER } from "../defaults.js";
 import { ApiError } from "./reply.js";
-import type { Answers, CompressionStore, ExecutionContext, HandlerOptions, Owners } from "./api.js";
+import type { Answers, CompressionStore, ExecutionContext, HandlerOptions, Member, Owners } from "./api.js";
 
 /** The slot of one conversation's timeline page: the last answer drawn and the turn to draw. */
 export interface TimelineSlot { kept?: { tag: string; body: Uint8Array<ArrayBuffer> }; turn: Promise<void>; users: number }
@@ -15,6 +15,8 @@ export interface TimelineSlot { kept?: { tag: string; body: Uint8Array<ArrayBuff
 /** The handler's state, shared by every request. */
 export interface App {
   o: HandlerOptions;
+  /** Who may call: `o.members` until `setMembers`. */
+  members: Member[];
   owners: Owners;
   compactor: Compactor;
   bodyLimit: number;

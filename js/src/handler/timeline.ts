@@ -6,7 +6,7 @@
 
 import { TIMELINE_KEPT_BYTES, TIMELINE_SLOTS } from "../defaults.js";
 import { canonical } from "../hash.js";
-import { admitted, sha256Hex } from "./access.js";
+import { sha256Hex, stillAdmitted } from "./access.js";
 import { nap, number, waitDeadline } from "./feed.js";
 import { holding, type App, type TimelineSlot } from "./state.js";
 
@@ -21,7 +21,7 @@ export async function timelineRoute(app: App, req: Request, id: string, url: URL
         const now = await tag(app, await app.compactor.position(id));
         if (!matches(known, now)) {
           // Admitted again after a wait: a member let out of the room meanwhile is refused.
-          if (waited) await admitted(app, id, member);
+          if (waited) await stillAdmitted(app, id, member);
           return undefined;
         }
         if (Date.now() >= deadline) return tagged(new Response(null, { status: 304 }), now);
