@@ -16,7 +16,7 @@ export type * from "./types.js";
 export { createCompactor, MESSAGE_OVERHEAD_TOKENS } from "./driver.js";
 export type { Compactor, CompactorOptions, RenderedSelection, OnMessageResult, ContextOptions, ManualTask, AppendMessages, AppendMessagesOptions, Appended, CorrectOptions, Corrected } from "./driver.js";
 export { createHandler, MemoryAnswers, MemoryOwners, MemoryCompression, passKey, httpStatusOf } from "./handler.js";
-export type { AnswerHold, Answers, Handler, HandlerOptions, Member, Owners, ExecutionContext, CompressionStore, PassStats } from "./handler.js";
+export type { AnswerHold, Answers, FoldlineHandler, Handler, HandlerOptions, Member, Owners, ExecutionContext, CompressionStore, PassStats } from "./handler.js";
 export { fromOpenAiMessages, fromOpenAiResponses, fromAnthropicMessages, fromAiSdkMessages, aiSdkPrompt } from "./convert.js";
 export type { OpenAiChatMessage, OpenAiResponsesInput, AnthropicMessage, AnthropicTextBlock, AiSdkMessage, AiSdkPart } from "./convert.js";
 export { modelFromFunction } from "./model/function.js";

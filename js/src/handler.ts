@@ -10,14 +10,14 @@
 import { createCompactor } from "./driver.js";
 import { checkMembers, checkOptions } from "./options.js";
 import { ANSWER_LEASE_MS, BODY_LIMIT_BYTES, CONDENSE_PER_MINUTE, POLL_MS } from "./defaults.js";
-import { answersOf, MemoryCompression, MemoryOwners, type ExecutionContext, type Handler, type HandlerOptions, type Member } from "./handler/api.js";
+import { answersOf, MemoryCompression, MemoryOwners, type ExecutionContext, type FoldlineHandler, type HandlerOptions, type Member } from "./handler/api.js";
 import { failure } from "./handler/reply.js";
 import { route } from "./handler/routes.js";
 import { corsOf, withCors } from "./handler/cors.js";
 import type { App } from "./handler/state.js";
 
 export { MemoryAnswers, MemoryCompression, MemoryOwners, passKey } from "./handler/api.js";
-export type { AnswerHold, Answers, CompressionStore, ExecutionContext, Handler, HandlerOptions, Member, Owners, PassStats } from "./handler/api.js";
+export type { AnswerHold, Answers, CompressionStore, ExecutionContext, FoldlineHandler, Handler, HandlerOptions, Member, Owners, PassStats } from "./handler/api.js";
 export { httpStatusOf } from "./handler/reply.js";
 
 /**
@@ -28,7 +28,7 @@ export { httpStatusOf } from "./handler/reply.js";
  * `/api/health` (a load balancer's probe) behind a
  * member's bearer token and owner-scoped.
  */
-export function createHandler(o: HandlerOptions): Handler {
+export function createHandler(o: HandlerOptions): FoldlineHandler {
   checkOptions("createHandler", o);
   checkMembers(o.members);
   const owners = o.owners ?? new MemoryOwners();

@@ -220,12 +220,17 @@ export interface HandlerOptions {
 /** What edge runtimes pass beside the request: work that outlives the response. */
 export interface ExecutionContext { waitUntil(promise: Promise<unknown>): void }
 
+/** A `fetch` handler. */
+export type Handler = (request: Request, ctx?: ExecutionContext) => Promise<Response>;
+
 /**
- * A `fetch` handler. `setMembers` replaces its members while it runs (as
- * `foldline serve` reads its members file again on SIGHUP): from the next
- * request on only their tokens are served; a member no longer listed is
- * refused `401`, a long poll of theirs already waiting too once something
- * is written. A list `createHandler` would refuse is refused the same way,
- * and the members stay as they were.
+ * The handler `createHandler` makes. `setMembers` replaces its members
+ * while it runs (as `foldline serve` reads its members file again on
+ * SIGHUP): from the next request on only their tokens are served; a member
+ * no longer listed is refused `401`, a long poll of theirs already waiting
+ * too once something is written. A list `createHandler` would refuse is
+ * refused the same way, and the members stay as they were.
  */
-export type Handler = ((request: Request, ctx?: ExecutionContext) => Promise<Response>) & { setMembers(members: Member[]): void };
+export interface FoldlineHandler extends Handler {
+  setMembers(members: Member[]): void;
+}
