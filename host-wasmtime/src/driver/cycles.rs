@@ -196,14 +196,21 @@ fn size(turns: &[Turn<'_>], (start, end): Span) -> (u64, u64) {
 }
 
 /// The cycles the answers of `turns[from..]` close, whose ask is among
-/// `turns`.
+/// `turns` (the latest ask of each id before the answer, as the core links
+/// them): one pass, whatever answers find no ask.
 fn cycles(turns: &[Turn<'_>], from: usize) -> Vec<Span> {
+    let mut asked: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     let mut spans = Vec::new();
-    for (end, t) in turns.iter().enumerate().skip(from) {
-        for id in &t.answers {
-            if let Some(start) = turns[..end].iter().rposition(|a| a.asks.contains(id)) {
-                spans.push((start, end));
-            }
+    for (end, t) in turns.iter().enumerate() {
+        if end >= from {
+            spans.extend(
+                t.answers
+                    .iter()
+                    .filter_map(|id| asked.get(id).map(|&start| (start, end))),
+            );
+        }
+        for id in &t.asks {
+            asked.insert(id, end);
         }
     }
     spans

@@ -43,16 +43,18 @@ function size(turns: Turn[], [start, end]: Span): [number, number] {
   return [chars, tokens];
 }
 
-/** The cycles the answers of `turns[from..]` close, whose ask is among `turns`. */
+/**
+ * The cycles the answers of `turns[from..]` close, whose ask is among
+ * `turns` (the latest ask of each id before the answer, as the core links
+ * them): one pass, whatever answers find no ask.
+ */
 function cycles(turns: Turn[], from: number): Span[] {
+  const asked = new Map<string, number>();
   const spans: Span[] = [];
-  for (let end = from; end < turns.length; end++) {
-    for (const id of answers(turns[end])) {
-      let start = end - 1;
-      while (start >= 0 && !(turns[start].meta.toolCalls ?? []).includes(id)) start--;
-      if (start >= 0) spans.push([start, end]);
-    }
-  }
+  turns.forEach((t, end) => {
+    if (end >= from) for (const id of answers(t)) { const start = asked.get(id); if (start !== undefined) spans.push([start, end]); }
+    for (const id of t.meta.toolCalls ?? []) asked.set(id, end);
+  });
   return spans;
 }
 
