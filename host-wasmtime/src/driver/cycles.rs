@@ -108,14 +108,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
         let widest = |spans: &mut dyn Iterator<Item = &Span>| {
             spans.copied().max_by_key(|s| size(&turns, *s).0)
         };
-        if ends_open {
-            if let Some(open) = widest(&mut spans.iter().filter(|s| s.1 == last)) {
-                self.fits_cycle(conversation, &held, &turns, open)?;
-            }
+        let open = ends_open
+            .then(|| widest(&mut spans.iter().filter(|s| s.1 == last)))
+            .flatten();
+        if let Some(open) = open {
+            self.fits_cycle(conversation, &held, &turns, open)?;
         }
         // Any cycle must be one a compaction can take whole; one that fits
-        // a context does.
-        let Some(span) = widest(&mut spans.iter()) else {
+        // a context does (the open one was just found to).
+        let Some(span) = widest(&mut spans.iter()).filter(|s| Some(*s) != open) else {
             return Ok(());
         };
         match self.fits_cycle(conversation, &held, &turns, span) {
@@ -172,15 +173,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
             pinned: Vec::new(),
         }));
         match self.foldline.validate(&check) {
-            Err(HostError::Core(e)) if e.code == Code::TurnTooLarge => Err(HostError::Core(
-                foldline_core::Error::new(
-                    Code::TurnTooLarge,
-                    format!(
-                        "the tool cycle from {from} through {answer} is larger than one compaction can take whole (compaction neither splits it nor keeps part of it): {}",
-                        e.message.trim_start_matches("events[0] ")
-                    ),
-                )
-                .with_ids([answer.to_owned()]),
+            Err(HostError::Core(e)) if e.code == Code::TurnTooLarge => Err(super::newest::too_large(
+                format!("the tool cycle from {from} through {answer} is larger than one compaction can take whole (compaction neither splits it nor keeps part of it)"),
+                e.message.trim_start_matches("events[0] "),
+                answer,
             )),
             Err(e) => Err(e),
             Ok(_) => Ok(()),

@@ -116,16 +116,10 @@ impl<J: Journal, M: Model> Driver<J, M> {
             carried: None,
         };
         match self.foldline.select(&request) {
-            Err(HostError::Core(e)) if e.code == Code::TailTurnTooLarge => Err(HostError::Core(
-                foldline_core::Error::new(
-                    Code::TurnTooLarge,
-                    format!(
-                        "{}: {}",
-                        what(),
-                        e.message.trim_start_matches("tail_turn_too_large: ")
-                    ),
-                )
-                .with_ids([turn.to_owned()]),
+            Err(HostError::Core(e)) if e.code == Code::TailTurnTooLarge => Err(too_large(
+                what(),
+                e.message.trim_start_matches("tail_turn_too_large: "),
+                turn,
             )),
             Err(e) => Err(e),
             Ok(_) => Ok(()),
@@ -153,6 +147,15 @@ impl<J: Journal, M: Model> Driver<J, M> {
             },
         )
     }
+}
+
+/// The admission's refusal of `turn` (`turn_too_large`): `what` it is,
+/// then the core's measure of it.
+pub(super) fn too_large(what: String, measured: &str, turn: &str) -> HostError {
+    HostError::Core(
+        foldline_core::Error::new(Code::TurnTooLarge, format!("{what}: {measured}"))
+            .with_ids([turn.to_owned()]),
+    )
 }
 
 /// A message's metadata, its content hash left out (select measures sizes).

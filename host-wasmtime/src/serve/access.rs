@@ -56,15 +56,20 @@ impl FromRequestParts<Arc<App>> for Caller {
             .and_then(|v| v.trim_start().split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, t)| t.trim());
-        match token.and_then(|t| app.authenticate(t)) {
-            Some(m) => Ok(Caller(m)),
-            None => Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "a member's bearer token is needed: Authorization: Bearer <token>",
-            )),
-        }
+        token
+            .and_then(|t| app.authenticate(t))
+            .map(Caller)
+            .ok_or_else(unauthorized)
     }
+}
+
+/// The refusal of a request without a member's token (`401 unauthorized`).
+pub fn unauthorized() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "a member's bearer token is needed: Authorization: Bearer <token>",
+    )
 }
 
 /// A conversation id: 1 to 128 of `A-Z a-z 0-9 . _ : -`, and not `.` or

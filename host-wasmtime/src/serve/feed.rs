@@ -22,7 +22,7 @@ use foldline_core::event::Event;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::access::{admitted, blocking, Caller, Params};
+use super::access::{admitted, blocking, unauthorized, Caller, Params};
 use super::reply::ApiError;
 use super::state::App;
 use super::wakes::Waiter;
@@ -144,11 +144,7 @@ pub async fn events(
 /// members (`unauthorized`), never sent what came after.
 pub async fn still_admitted(app: &Arc<App>, id: &str, member: &str) -> Result<(), ApiError> {
     if !app.is_member(member) {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a member's bearer token is needed: Authorization: Bearer <token>",
-        ));
+        return Err(unauthorized());
     }
     let (a, c, m) = (app.clone(), id.to_owned(), member.to_owned());
     blocking(move || admitted(&a, &c, &m)).await

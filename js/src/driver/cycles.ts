@@ -92,9 +92,10 @@ export function checkCycles(c: Ctx, id: string, events: Event[], stored: () => E
   // model whole, so it must fit a context.
   const open = endsOpen ? widest(turns, spans.filter((s) => s[1] === last)) : undefined;
   if (open) fitsCycle(open);
-  // Any cycle must be one a compaction can take whole; one that fits a context does.
+  // Any cycle must be one a compaction can take whole; one that fits a
+  // context does (the open one was just found to).
   const span = widest(turns, spans);
-  if (!span) return;
+  if (!span || span === open) return;
   try {
     fitsCycle(span);
   } catch (e) {

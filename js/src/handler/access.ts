@@ -39,7 +39,12 @@ export async function caller(app: App, req: Request): Promise<string> {
     for (const m of app.members) if (same(m.tokenSha256, hash)) found = m.id;
     if (found) return found;
   }
-  throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
+  throw unauthorized();
+}
+
+/** The refusal of a request without a member's token (`401 unauthorized`). */
+function unauthorized(): ApiError {
+  return new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
 }
 
 /**
@@ -74,7 +79,7 @@ export async function owned(app: App, id: string, member: string): Promise<void>
  * never sent what came after (foldline serve's `still_admitted`).
  */
 export async function stillAdmitted(app: App, id: string, member: string): Promise<void> {
-  if (!app.members.some((m) => m.id === member)) throw new ApiError(401, "unauthorized", "a member's bearer token is needed: Authorization: Bearer <token>");
+  if (!app.members.some((m) => m.id === member)) throw unauthorized();
   await admitted(app, id, member);
 }
 
