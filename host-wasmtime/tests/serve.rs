@@ -80,10 +80,27 @@ impl Setup {
                 .unwrap()
                 .len()
         };
+        // A warm candidate's preparation writes no event but holds the
+        // writer lease: quiet is also no live lease on the conversation.
+        let leased = || {
+            let db = rusqlite::Connection::open(self.journal()).unwrap();
+            let until: Option<i64> = db
+                .query_row(
+                    "SELECT until_ms FROM writer_leases WHERE conversation = ?1 AND holder <> ''",
+                    [conv],
+                    |r| r.get(0),
+                )
+                .ok();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64;
+            until.is_some_and(|u| u > now)
+        };
         wait_for("the automatic checks to end", || {
             let before = len();
             std::thread::sleep(Duration::from_millis(300));
-            len() == before
+            len() == before && !leased()
         });
     }
 
@@ -379,6 +396,10 @@ fn every_route_refuses_strangers_and_bad_input_with_stable_codes() {
     let conv = format!("{base}/api/conversations/c2");
     let n = turns_for(15_000);
     append_turns(base, "c2", 0..n);
+    // The checks after the appends (a warm candidate prepared under the
+    // writer lease) end before the refusals are counted and the answer asks
+    // for the lease.
+    setup.settle("c2");
     let before = SqliteJournal::open(setup.journal())
         .unwrap()
         .read_events("c2", 0)
